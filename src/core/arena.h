@@ -1,0 +1,34 @@
+/* A bump allocator with a byte cap.
+ *
+ * Parser scratch and batch metadata live in arenas: many small allocations
+ * freed all at once by arena_reset(), which keeps the first chunk so that a
+ * worker parsing message after message does not go back to malloc.  Not
+ * thread-safe: an arena belongs to one thread at a time. */
+#ifndef INGEST_ARENA_H
+#define INGEST_ARENA_H
+
+#include <stddef.h>
+#include <string.h>
+
+struct arena_chunk;
+
+struct arena {
+	struct arena_chunk *head;   /* newest chunk; older ones linked behind */
+	char *cur, *end;            /* free space of the newest chunk */
+	size_t used;                /* bytes handed out since the last reset */
+	size_t limit;               /* cap on used; 0 means no cap */
+};
+
+void arena_init(struct arena *a, size_t limit);
+/* Frees every chunk. */
+void arena_release(struct arena *a);
+/* Forgets every allocation; keeps the largest chunk for reuse. */
+void arena_reset(struct arena *a);
+/* Bytes the newest chunk can hold (what a reset would keep at most). */
+size_t arena_capacity(const struct arena *a);
+/* Returns n bytes aligned to 16, or NULL when the cap or memory runs out. */
+void *arena_alloc(struct arena *a, size_t n);
+/* Copies n bytes and appends a NUL (not counted in n). NULL on failure. */
+char *arena_memdup(struct arena *a, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,98 @@
+/* Growable capped buffer: see dynbuf.h. */
+#include "core/dynbuf.h"
+#include "core/xalloc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void dynbuf_init(struct dynbuf *b, size_t max)
+{
+	b->p = NULL;
+	b->len = b->cap = 0;
+	b->max = max;
+}
+
+void dynbuf_release(struct dynbuf *b)
+{
+	xfree(b->p);
+	dynbuf_init(b, b->max);
+}
+
+int dynbuf_reserve(struct dynbuf *b, size_t extra)
+{
+	if (extra > SIZE_MAX - b->len - 1)
+		return -E2BIG;
+	size_t need = b->len + extra + 1;   /* room for dynbuf_take's NUL */
+	if (b->max && need > b->max + 1)
+		return -E2BIG;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	if (b->max && cap > b->max + 1)
+		cap = b->max + 1;
+	char *p = xrealloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+int dynbuf_append(struct dynbuf *b, const void *p, size_t n)
+{
+	int r = dynbuf_reserve(b, n);
+	if (r < 0)
+		return r;
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int dynbuf_putc(struct dynbuf *b, char c)
+{
+	if (b->len + 1 < b->cap) {
+		b->p[b->len++] = c;
+		return 0;
+	}
+	return dynbuf_append(b, &c, 1);
+}
+
+int dynbuf_puts(struct dynbuf *b, const char *s)
+{
+	return dynbuf_append(b, s, strlen(s));
+}
+
+int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	int r = dynbuf_reserve(b, (size_t)n);
+	if (r < 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *dynbuf_take(struct dynbuf *b, size_t *len)
+{
+	if (dynbuf_reserve(b, 0) < 0)
+		return NULL;
+	b->p[b->len] = '\0';
+	char *p = b->p;
+	if (len)
+		*len = b->len;
+	dynbuf_init(b, b->max);
+	return p;
+}

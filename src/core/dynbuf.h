@@ -1,0 +1,32 @@
+/* A growable byte buffer with a cap (curl's dynbuf idea).
+ *
+ * Output records and decoded bodies are built in dynbufs.  Growth is
+ * geometric; appending past `max` fails with -E2BIG so that hostile input
+ * becomes an input error instead of an out-of-memory.  Functions return 0 or
+ * -errno. */
+#ifndef INGEST_DYNBUF_H
+#define INGEST_DYNBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dynbuf {
+	char *p;
+	size_t len, cap;
+	size_t max;            /* 0 means no cap */
+};
+
+void dynbuf_init(struct dynbuf *b, size_t max);
+void dynbuf_release(struct dynbuf *b);
+/* Empties the buffer, keeps its capacity. */
+static inline void dynbuf_reset(struct dynbuf *b) { b->len = 0; }
+int dynbuf_reserve(struct dynbuf *b, size_t extra);
+int dynbuf_append(struct dynbuf *b, const void *p, size_t n);
+int dynbuf_putc(struct dynbuf *b, char c);
+int dynbuf_puts(struct dynbuf *b, const char *s);
+int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Hands out the bytes (NUL-terminated) and empties the buffer. */
+char *dynbuf_take(struct dynbuf *b, size_t *len);
+
+#endif

@@ -1,0 +1,39 @@
+/* Every cap of ingest in one table.
+ *
+ * A cap turns unbounded input into a bounded cost: exceeding one is an input
+ * error (a warning or an error record), never an out-of-memory.  Values that a
+ * user may change are defaults for an option; the rest are fixed. */
+#ifndef INGEST_LIMITS_H
+#define INGEST_LIMITS_H
+
+#define KiB (1024ull)
+#define MiB (1024ull * KiB)
+#define GiB (1024ull * MiB)
+
+/* I/O (options --max-size, --batch-bytes, --max-inflight). */
+#define LIMIT_MAX_SIZE_DEFAULT      (256 * MiB)
+#define LIMIT_BATCH_BYTES_DEFAULT   (1 * MiB)
+#define LIMIT_MAX_INFLIGHT_DEFAULT  (64 * MiB)
+/* Files per batch: each costs four SQEs (statx of the next batch, open, read,
+ * close) and one direct-descriptor slot, so the ring size follows from it. */
+#define LIMIT_BATCH_FILES           1024
+#define LIMIT_RING_ENTRIES          (4 * LIMIT_BATCH_FILES)
+/* getdents64 buffer: a 100,000-entry directory in 8 calls. */
+#define LIMIT_GETDENTS_BYTES        (1 * MiB)
+
+/* Scheduling: one worker per this many bytes of a batch. */
+#define LIMIT_BYTES_PER_WORKER      (64 * KiB)
+#define LIMIT_MAX_THREADS           256
+
+/* Parser (RFC 5322 / MIME). */
+#define LIMIT_MIME_DEPTH            64
+#define LIMIT_MIME_PARTS            10000
+#define LIMIT_HEADER_BYTES          (2 * MiB)
+#define LIMIT_MAX_TEXT_DEFAULT      (1 * MiB)
+/* libmagic sees at most this prefix of a decoded attachment. */
+#define LIMIT_SNIFF_BYTES           (4 * KiB)
+/* Scratch one worker may hold while parsing one message: the decoded text,
+ * headers and attachment metadata of a --max-size message fit well inside. */
+#define LIMIT_SCRATCH_BYTES         (1 * GiB)
+
+#endif

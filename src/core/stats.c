@@ -1,0 +1,77 @@
+/* Per-thread counters and their registry: see stats.h.
+ *
+ * The hot path (stats_count_sys) touches only a thread-local pointer and the
+ * thread's own block.  Blocks are registered on a list under a mutex once per
+ * thread and outlive their thread, so that counts made by a worker that has
+ * exited are still merged. */
+#include "core/stats.h"
+#include "core/xalloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stats_thread *stats_list;
+static __thread struct stats_thread *stats_tls;
+
+struct stats_thread *stats_self(void)
+{
+	if (stats_tls)
+		return stats_tls;
+	/* Plain calloc: counting must not consume fault-injection numbers, or
+	 * the numbering would depend on which thread counted first. */
+	struct stats_thread *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_mutex_lock(&stats_lock);
+	t->next = stats_list;
+	stats_list = t;
+	pthread_mutex_unlock(&stats_lock);
+	stats_tls = t;
+	return t;
+}
+
+void stats_count_ring(enum stats_ring_op op, unsigned n)
+{
+	struct stats_thread *t = stats_self();
+	if (t)
+		t->ring[op] += n;
+}
+
+void stats_merge(struct stats_thread *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&stats_lock);
+	for (struct stats_thread *t = stats_list; t; t = t->next) {
+		for (int i = 0; i < SC__COUNT; i++)
+			out->sys[i] += t->sys[i];
+		for (int i = 0; i < STATS_OP__COUNT; i++)
+			out->ring[i] += t->ring[i];
+	}
+	pthread_mutex_unlock(&stats_lock);
+}
+
+void stats_reset_all(void)
+{
+	pthread_mutex_lock(&stats_lock);
+	for (struct stats_thread *t = stats_list; t; t = t->next) {
+		memset(t->sys, 0, sizeof(t->sys));
+		memset(t->ring, 0, sizeof(t->ring));
+	}
+	pthread_mutex_unlock(&stats_lock);
+}
+
+void stats_free_all(void)
+{
+	pthread_mutex_lock(&stats_lock);
+	struct stats_thread *t = stats_list;
+	stats_list = NULL;
+	pthread_mutex_unlock(&stats_lock);
+	while (t) {
+		struct stats_thread *next = t->next;
+		free(t);
+		t = next;
+	}
+	stats_tls = NULL;
+}

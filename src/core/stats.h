@@ -1,0 +1,47 @@
+/* Counters: syscalls by name, ring operations by opcode, pipeline figures.
+ *
+ * Each thread counts into its own struct stats_thread (no atomics, no false
+ * sharing on the hot path).  A thread registers its block once; stats_merge()
+ * adds all registered blocks up after the threads have stopped, or while they
+ * are quiescent.  Registration takes a mutex, counting takes nothing. */
+#ifndef INGEST_STATS_H
+#define INGEST_STATS_H
+
+#include "core/sys.h"
+
+#include <stdint.h>
+
+#define STATS_RING_OPS(X) X(statx) X(openat) X(read) X(close) X(other)
+
+enum stats_ring_op {
+#define STATS_RING_OP_ENUM(name) STATS_OP_##name,
+	STATS_RING_OPS(STATS_RING_OP_ENUM)
+#undef STATS_RING_OP_ENUM
+	STATS_OP__COUNT
+};
+
+struct stats_thread {
+	uint64_t sys[SC__COUNT];
+	uint64_t ring[STATS_OP__COUNT];
+	struct stats_thread *next;     /* registration list */
+};
+
+/* The calling thread's counters, created and registered on first use;
+ * NULL only if that allocation failed (counting is then skipped). */
+struct stats_thread *stats_self(void);
+static inline void stats_count_sys(enum sys_call c)
+{
+	struct stats_thread *t = stats_self();
+	if (t)
+		t->sys[c]++;
+}
+void stats_count_ring(enum stats_ring_op op, unsigned n);
+
+/* Sums every registered thread's counters into out. */
+void stats_merge(struct stats_thread *out);
+/* Clears every registered thread's counters (start of the counted window). */
+void stats_reset_all(void);
+/* Frees the registered blocks (at process end, all threads joined). */
+void stats_free_all(void);
+
+#endif

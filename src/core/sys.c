@@ -1,0 +1,162 @@
+/* Counted, fault-injectable syscall wrappers: see sys.h.
+ *
+ * syscall(2) is used instead of the glibc wrappers so that what strace names
+ * is what we count: glibc 2.36 implements fstat() with newfstatat(2) and
+ * open() with openat(2), for instance.  Each wrapper converts errno to a
+ * negative return at the call, once. */
+#include "core/sys.h"
+#include "core/fault.h"
+#include "core/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const char *const sys_call_names[] = {
+#define SYS_CALL_NAME(name) #name,
+	SYS_CALLS(SYS_CALL_NAME)
+#undef SYS_CALL_NAME
+};
+
+const char *sys_call_name(enum sys_call c)
+{
+	return (unsigned)c < SC__COUNT ? sys_call_names[c] : "?";
+}
+
+void sys_count(enum sys_call c)
+{
+	stats_count_sys(c);
+}
+
+int sys_fault(void)
+{
+	return fault_check(FAULT_SYS);
+}
+
+/* Counts, lets fault injection fail the call before it is made (a failed
+ * call costs no syscall, so it is not counted), then makes it. */
+#define SYS_DO(name, ...)                                       \
+	do {                                                        \
+		int fault_ = sys_fault();                               \
+		if (fault_)                                             \
+			return fault_;                                      \
+		stats_count_sys(SC_##name);                            \
+		long r_ = syscall(__VA_ARGS__);                         \
+		return r_ < 0 ? -errno : r_;                            \
+	} while (0)
+
+int sys_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	SYS_DO(openat, SYS_openat, dirfd, path, flags, mode);
+}
+
+int sys_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *out)
+{
+	SYS_DO(statx, SYS_statx, dirfd, path, flags, mask, out);
+}
+
+int sys_fstat(int fd, struct stat *st)
+{
+	SYS_DO(fstat, SYS_fstat, fd, st);
+}
+
+ssize_t sys_read(int fd, void *buf, size_t n)
+{
+	SYS_DO(read, SYS_read, fd, buf, n);
+}
+
+ssize_t sys_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+	SYS_DO(pread64, SYS_pread64, fd, buf, n, off);
+}
+
+int sys_close(int fd)
+{
+	SYS_DO(close, SYS_close, fd);
+}
+
+ssize_t sys_getdents64(int fd, void *buf, size_t n)
+{
+	SYS_DO(getdents64, SYS_getdents64, fd, buf, n);
+}
+
+ssize_t sys_write(int fd, const void *buf, size_t n)
+{
+	SYS_DO(write, SYS_write, fd, buf, n);
+}
+
+ssize_t sys_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	SYS_DO(writev, SYS_writev, fd, iov, iovcnt);
+}
+
+int sys_ftruncate(int fd, uint64_t len)
+{
+	SYS_DO(ftruncate, SYS_ftruncate, fd, len);
+}
+
+int sys_fsync(int fd)
+{
+	SYS_DO(fsync, SYS_fsync, fd);
+}
+
+int sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath)
+{
+	SYS_DO(renameat, SYS_renameat, olddir, oldpath, newdir, newpath);
+}
+
+int sys_unlinkat(int dirfd, const char *path, int flags)
+{
+	SYS_DO(unlinkat, SYS_unlinkat, dirfd, path, flags);
+}
+
+int sys_faccessat(int dirfd, const char *path, int mode)
+{
+	SYS_DO(faccessat, SYS_faccessat, dirfd, path, mode);
+}
+
+int sys_sched_getaffinity(size_t size, void *mask)
+{
+	SYS_DO(sched_getaffinity, SYS_sched_getaffinity, 0, size, mask);
+}
+
+int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft)
+{
+	struct rlimit old, want;
+	int fault = sys_fault();
+	if (fault)
+		return fault;
+	stats_count_sys(SC_prlimit64);
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &old) < 0)
+		return -errno;
+	*soft = old.rlim_cur;
+	*hard = old.rlim_max;
+	if (!new_soft || new_soft <= old.rlim_cur)
+		return 0;
+	want.rlim_cur = new_soft < old.rlim_max ? new_soft : old.rlim_max;
+	want.rlim_max = old.rlim_max;
+	stats_count_sys(SC_prlimit64);
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &want, NULL) < 0)
+		return -errno;
+	*soft = want.rlim_cur;
+	return 0;
+}
+
+/* Futexes are not fault-injected: a failed wait is indistinguishable from a
+ * spurious wake-up, which every caller already handles by re-checking. */
+int sys_futex_wait(uint32_t *word, uint32_t expected)
+{
+	stats_count_sys(SC_futex);
+	long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+	return r < 0 ? -errno : 0;
+}
+
+int sys_futex_wake(uint32_t *word, int n)
+{
+	stats_count_sys(SC_futex);
+	long r = syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	return r < 0 ? -errno : (int)r;
+}

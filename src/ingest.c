@@ -1,0 +1,418 @@
+/* ingest_run(): builds the stages in order, runs them, tears them down in
+ * reverse.
+ *
+ *            (this thread)              ingest-parse + ingest-wN            ingest-out
+ *   walk ─▶ reader ──[full]──▶ pool_run(batch): parse + format ──[done]──▶ writev
+ *              ▲                                                            │
+ *              └──────────[free batches] + budget_release(bytes) ◀──────────┘
+ *
+ * Only this thread touches the ring (it creates it).  The parse thread is
+ * the pool's caller and worker 0; it parses batch k while the reader reads
+ * k+1 and the writer writes k-1.  Batches travel in order through FIFO
+ * channels, so records leave in input order.  PIPELINE_DEPTH batch structs
+ * circulate; the byte budget bounds their bytes.
+ *
+ * The counted window (README, "Syscall accounting"): with --stats, the
+ * counters are reset and a marker faccessat("/.ingest-stats-window-begin")
+ * is issued before anything else of the run; the end marker follows the last
+ * write, before threads are joined and descriptors closed.  strace and the
+ * counters must agree on every syscall name of core/sys.h between them. */
+#include "ingest.h"
+#include "options.h"
+#include "core/stats.h"
+#include "core/sys.h"
+#include "core/xalloc.h"
+#include "io/walk.h"
+#include "io/reader.h"
+#include "mail/mail.h"
+#include "out/emit.h"
+#include "sched/batch.h"
+#include "sched/chan.h"
+#include "sched/parallelism.h"
+#include "sched/pool.h"
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/uio.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PIPELINE_DEPTH 4
+
+static atomic_int ingest_stop;
+
+void ingest_interrupt(void)
+{
+	atomic_store(&ingest_stop, 1);
+}
+
+struct run {
+	const struct ingest_options *o;
+	struct ingest_report *rep;
+	struct walk *walk;
+	struct reader *reader;
+	struct pool *pool;
+	unsigned workers;
+	struct mail_ctx **mctx;       /* one per worker */
+	struct chan free_batches, full_batches, done_batches;
+	struct budget budget;
+	struct batch *batches[PIPELINE_DEPTH];
+	struct batch *cur;            /* the batch the pool is parsing */
+	int out_fd;
+	bool out_regular;             /* a file we may truncate on failure */
+	uint64_t out_bytes;           /* bytes of whole records written */
+	atomic_int failed;            /* -errno of the first fatal error */
+	atomic_bool output_closed;
+	_Atomic uint32_t writer_done;   /* futex word: the writer has drained */
+	pthread_t parse_thread, write_thread;
+	bool parse_started, write_started;
+	uint64_t parse_wait_ns, write_wait_ns;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void run_fail(struct run *run, int err, const char *fmt, const char *arg)
+{
+	int expected = 0;
+	if (atomic_compare_exchange_strong(&run->failed, &expected, err))
+		report_set_error(run->rep, fmt, arg, err);
+	budget_cancel(&run->budget);
+}
+
+/* Turns one input into one record in the worker's output buffer. */
+static void run_item(void *ctx, size_t i, unsigned w)
+{
+	struct run *run = ctx;
+	struct batch *b = run->cur;
+	struct batch_item *it = &b->items[i];
+	struct dynbuf *out = &b->out[w];
+	struct record rec = { .io = it->io, .mail = NULL };
+	struct mail_message msg;
+	if (run->o->parse && rec.io.reason == RECORD_NONE && it->data) {
+		int r = mail_parse(run->mctx[w], &run->o->mail, it->data, it->len, &msg);
+		if (r < 0) {
+			rec.io.reason = RECORD_INTERNAL;
+			rec.io.err = -r;
+			rec.io.message = "parser scratch limit reached";
+		} else {
+			rec.mail = &msg;
+			if (!msg.is_mail) {
+				rec.io.reason = RECORD_NOT_MAIL;
+				rec.io.message = "not a mail message";
+			}
+		}
+	}
+	size_t off = out->len;
+	if (emit_record(&run->o->emit, &rec, out) < 0) {
+		/* A record too large to format still gets a record. */
+		rec.mail = NULL;
+		rec.io.reason = RECORD_INTERNAL;
+		rec.io.err = ENOMEM;
+		rec.io.message = "record could not be formatted";
+		emit_record(&run->o->emit, &rec, out);
+	}
+	it->out_worker = w;
+	it->out_off = off;
+	it->out_len = out->len - off;
+}
+
+static void *parse_main(void *arg)
+{
+	struct run *run = arg;
+	for (;;) {
+		uint64_t t0 = now_ns();
+		struct batch *b = chan_pop(&run->full_batches);
+		run->parse_wait_ns += now_ns() - t0;
+		if (!b)
+			break;
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < b->n; i++)
+			bytes += b->items[i].len;
+		run->cur = b;
+		b->workers_used = pool_run(run->pool, b->n, bytes, run_item, run);
+		chan_push(&run->done_batches, b);
+	}
+	chan_close(&run->done_batches);
+	return NULL;
+}
+
+/* Writes all of buf; -errno on failure with *written set to what went. */
+static int write_all(struct run *run, struct iovec *iov, int n, uint64_t *written)
+{
+	*written = 0;
+	while (n > 0) {
+		ssize_t w = sys_writev(run->out_fd, iov, n);
+		if (w == -EINTR)
+			continue;
+		if (w < 0)
+			return (int)w;
+		*written += (uint64_t)w;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static int write_batch(struct run *run, struct batch *b)
+{
+	struct iovec iov[IOV_MAX];
+	int n = 0;
+	for (size_t i = 0; i <= b->n; i++) {
+		if (i < b->n) {
+			struct batch_item *it = &b->items[i];
+			char *p = b->out[it->out_worker].p + it->out_off;
+			if (!it->out_len)
+				continue;
+			/* consecutive records of one worker are one iovec */
+			if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
+				iov[n - 1].iov_len += it->out_len;
+				continue;
+			}
+			if (n < IOV_MAX) {
+				iov[n++] = (struct iovec){ p, it->out_len };
+				continue;
+			}
+		}
+		if (!n)
+			continue;
+		uint64_t want = 0, wrote;
+		for (int k = 0; k < n; k++)
+			want += iov[k].iov_len;
+		int r = write_all(run, iov, n, &wrote);
+		if (r < 0) {
+			/* Never leave half a record: cut a regular file back to the
+			 * last whole one (a pipe cannot be mended, and a closed pipe
+			 * has no reader to mislead). */
+			if (wrote && run->out_regular)
+				sys_ftruncate(run->out_fd, run->out_bytes);
+			return r;
+		}
+		run->out_bytes += want;
+		n = 0;
+		if (i < b->n)
+			i--;   /* the record that did not fit starts the next writev */
+	}
+	return 0;
+}
+
+static void *write_main(void *arg)
+{
+	struct run *run = arg;
+	bool writing = true;
+	for (;;) {
+		uint64_t t0 = now_ns();
+		struct batch *b = chan_pop(&run->done_batches);
+		run->write_wait_ns += now_ns() - t0;
+		if (!b)
+			break;
+		report_count_batch(run->rep, b);
+		if (writing && !atomic_load(&run->failed)) {
+			int r = write_batch(run, b);
+			if (r == -EPIPE) {
+				atomic_store(&run->output_closed, true);
+				budget_cancel(&run->budget);
+				writing = false;
+			} else if (r < 0) {
+				run_fail(run, r, "cannot write the output '%s'", run->o->output ? run->o->output : "stdout");
+				writing = false;
+			}
+		}
+		budget_release(&run->budget, b->budget);
+		batch_reset(b, 2 * run->o->reader.batch_bytes + (1 << 20));
+		chan_push(&run->free_batches, b);
+	}
+	atomic_store(&run->writer_done, 1);
+	sys_futex_wake((uint32_t *)(uintptr_t)&run->writer_done, 1);
+	return NULL;
+}
+
+static int run_open_output(struct run *run)
+{
+	run->out_fd = STDOUT_FILENO;
+	if (run->o->output && strcmp(run->o->output, "-")) {
+		int fd = sys_openat(AT_FDCWD, run->o->output,
+		                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			run_fail(run, fd, "cannot open the output '%s'", run->o->output);
+			return fd;
+		}
+		run->out_fd = fd;
+		run->out_regular = true;
+	}
+	return 0;
+}
+
+static int run_setup_inputs(struct run *run)
+{
+	const struct ingest_options *o = run->o;
+	for (size_t i = 0; i < o->n_paths; i++)
+		if (walk_add_path(run->walk, o->paths[i]) < 0)
+			return -ENOMEM;
+	if (o->files_from) {
+		int fd = STDIN_FILENO;
+		if (strcmp(o->files_from, "-")) {
+			fd = sys_openat(AT_FDCWD, o->files_from, O_RDONLY | O_CLOEXEC, 0);
+			if (fd < 0) {
+				run_fail(run, fd, "cannot open the list '%s'", o->files_from);
+				return fd;
+			}
+		}
+		int r = walk_add_list(run->walk, fd, o->null_separated);
+		if (fd != STDIN_FILENO)
+			sys_close(fd);
+		if (r < 0) {
+			run_fail(run, r, "cannot read the list '%s'", o->files_from);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int run_start(struct run *run)
+{
+	const struct ingest_options *o = run->o;
+	unsigned threads = o->threads ? o->threads : parallelism_default();
+	run->pool = pool_new(threads);
+	if (!run->pool)
+		return -ENOMEM;
+	run->workers = threads;
+	run->mctx = xcalloc(threads, sizeof(*run->mctx));
+	if (!run->mctx)
+		return -ENOMEM;
+	if (o->parse)
+		for (unsigned i = 0; i < threads; i++)
+			if (!(run->mctx[i] = mail_ctx_new()))
+				return -ENOMEM;
+	for (int i = 0; i < PIPELINE_DEPTH; i++) {
+		if (!(run->batches[i] = batch_new(threads)))
+			return -ENOMEM;
+		chan_push(&run->free_batches, run->batches[i]);
+	}
+	if (o->emit.format == EMIT_TSV) {
+		/* The header row is the first record of the output. */
+		struct dynbuf h;
+		dynbuf_init(&h, 0);
+		int r = emit_tsv_header(&o->emit, &h);
+		uint64_t wrote;
+		struct iovec iov = { h.p, h.len };
+		if (r == 0 && h.len)
+			r = write_all(run, &iov, 1, &wrote);
+		if (r == 0)
+			run->out_bytes += h.len;
+		dynbuf_release(&h);
+		if (r < 0 && r != -EPIPE)
+			return r;
+	}
+	int r = pthread_create(&run->write_thread, NULL, write_main, run);
+	if (r)
+		return -r;
+	run->write_started = true;
+	pthread_setname_np(run->write_thread, "ingest-out");
+	r = pthread_create(&run->parse_thread, NULL, parse_main, run);
+	if (r)
+		return -r;
+	run->parse_started = true;
+	pthread_setname_np(run->parse_thread, "ingest-parse");
+	return 0;
+}
+
+int ingest_run(const struct ingest_options *o, struct ingest_report **report)
+{
+	struct run run_storage, *run = &run_storage;
+	memset(run, 0, sizeof(*run));
+	run->o = o;
+	run->out_fd = -1;
+	*report = run->rep = report_new();
+	if (!run->rep)
+		return -ENOMEM;
+	chan_init(&run->free_batches);
+	chan_init(&run->full_batches);
+	chan_init(&run->done_batches);
+	budget_init(&run->budget, o->max_inflight);
+	atomic_store(&ingest_stop, 0);
+
+	if (o->stats) {
+		stats_reset_all();
+		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-begin", F_OK);
+	}
+	report_start(run->rep);
+	int r = 0;
+	if (!(run->walk = walk_new()))
+		r = -ENOMEM;
+	if (r == 0)
+		r = run_setup_inputs(run);
+	if (r == 0)
+		r = run_open_output(run);
+	struct reader_stats rst;
+	if (r == 0) {
+		r = reader_new(&o->reader, &run->reader, &rst);
+		if (r < 0)
+			run_fail(run, r, "io_uring is unavailable (%s)", rst.fallback);
+	}
+	if (r == 0)
+		r = run_start(run);
+	if (r < 0 && !atomic_load(&run->failed))
+		run_fail(run, r, "cannot start the pipeline%s", "");
+	if (r == 0) {
+		struct reader_io io = {
+			.walk = run->walk, .budget = &run->budget,
+			.free_batches = &run->free_batches, .full_batches = &run->full_batches,
+		};
+		r = reader_run(run->reader, &io);
+		if (r < 0)
+			run_fail(run, r, "reading stopped%s", "");
+	} else {
+		chan_close(&run->full_batches);
+	}
+	if (!run->parse_started)
+		chan_close(&run->done_batches);
+	/* The writer is the last stage: when it has drained, the counted
+	 * window ends.  Waiting for it on our own futex keeps glibc's join
+	 * (an uncounted futex) after the end marker. */
+	if (run->write_started)
+		while (atomic_load(&run->writer_done) == 0)
+			sys_futex_wait((uint32_t *)(uintptr_t)&run->writer_done, 0);
+	if (o->stats)
+		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-end", F_OK);
+	if (run->parse_started)
+		pthread_join(run->parse_thread, NULL);
+	if (run->write_started)
+		pthread_join(run->write_thread, NULL);
+	report_finish(run->rep, run->reader, run->walk, run->pool, &run->budget,
+	              run->parse_wait_ns, run->write_wait_ns, run->full_batches.waited_ns);
+	report_set_flags(run->rep, atomic_load(&run->output_closed), atomic_load(&ingest_stop));
+
+	pool_free(run->pool);
+	if (run->mctx)
+		for (unsigned i = 0; i < run->workers; i++)
+			mail_ctx_free(run->mctx[i]);
+	xfree(run->mctx);
+	for (int i = 0; i < PIPELINE_DEPTH; i++)
+		batch_free(run->batches[i]);
+	reader_free(run->reader);
+	walk_free(run->walk);
+	if (run->out_regular)
+		sys_close(run->out_fd);
+	int failed = atomic_load(&run->failed);
+	return failed ? failed : 0;
+}

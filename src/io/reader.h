@@ -1,0 +1,88 @@
+/* The reader: walk entries into filled batches, with the syscall contract of
+ * ARCHITECTURE.md (one size query whose answer is cached, one read of
+ * size+1 bytes, a close; nothing else per file).
+ *
+ * Two backends keep that contract:
+ *   uring: statx on the ring, then open (into a direct-descriptor slot) →
+ *          read → close hard-linked; the stats of the next batch travel in
+ *          the same io_uring_enter as the chains of this one.
+ *   sync:  openat, fstat, read, close: four syscalls a file.
+ * `auto` tries the ring and falls back to sync on any set-up error, and says
+ * why in the stats.
+ *
+ * Threads: the reader runs on one thread (the only one that touches the
+ * ring); batches leave it through a channel. */
+#ifndef INGEST_READER_H
+#define INGEST_READER_H
+
+#include "sched/batch.h"
+#include "sched/chan.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct walk;
+struct walk_entry;
+
+enum reader_backend { READER_AUTO, READER_URING, READER_SYNC };
+
+struct reader_options {
+	enum reader_backend backend;
+	uint64_t batch_bytes;
+	uint64_t max_size;
+};
+
+struct reader_stats {
+	enum reader_backend backend;     /* the one used */
+	char fallback[160];              /* why auto fell back; "" otherwise */
+	uint64_t batches, files, bytes;
+	uint64_t grew, shrank;
+	uint64_t enters;                 /* io_uring_enter calls */
+};
+
+/* Where the reader gets empty batches and sends full ones. */
+struct reader_io {
+	struct walk *walk;
+	struct budget *budget;
+	struct chan *free_batches;       /* recycled by the writer */
+	struct chan *full_batches;       /* to the parser */
+};
+
+struct reader;
+
+/* Sets the backend up (ring creation happens here, on the calling thread;
+ * run the reader on that same thread).  -errno when `uring` was asked for
+ * and is unavailable (the message is in the stats' fallback). */
+int reader_new(const struct reader_options *o, struct reader **out, struct reader_stats *st);
+void reader_free(struct reader *r);
+/* Reads everything the walk yields; closes full_batches at the end.
+ * 0, or -errno when the run cannot go on (out of memory). */
+int reader_run(struct reader *r, const struct reader_io *io);
+void reader_stats_get(const struct reader *r, struct reader_stats *out);
+
+/* --- shared by the backends (reader.c) --- */
+
+struct reader_common {
+	struct reader_options o;
+	struct reader_stats st;
+};
+
+/* Gets an empty batch (blocks on the free channel); NULL on shutdown. */
+struct batch *reader_batch_get(const struct reader_io *io);
+/* Fills the item's path fields from the entry; 0 or -ENOMEM. */
+int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *e);
+/* Applies what a size query said: sets the error for what must not be
+ * read (not regular, too large) and returns the bytes to read (size + 1),
+ * or 0 when the file is not to be read. */
+uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int res,
+                          uint32_t mode, uint64_t size, int64_t mtime_sec,
+                          uint32_t mtime_nsec, uint64_t dev, uint64_t ino);
+/* Records a syscall failure on the item. */
+void reader_item_fail(struct batch_item *it, int neg_errno);
+/* The first read returned `got` of the `cap` = size + 1 bytes asked:
+ * short means EOF; a full read means the file grew, and the rest is read
+ * through fd (which must be positioned at `got`, or -1 to reopen). */
+int reader_item_read_done(struct reader_common *rc, struct batch *b, struct batch_item *it,
+                          int64_t got, int fd);
+
+#endif

@@ -1,0 +1,584 @@
+/* The walk: see walk.h for the rules.
+ *
+ * State is a stack of open directories (the current path from a root) plus
+ * the sources still to visit (PATH arguments and --files-from lists, in the
+ * order given).  A directory is listed whole when it is entered: its entries
+ * are copied out of the getdents64 buffer into its own arrays and sorted by
+ * inode; files are handed out first, then subdirectories are entered one by
+ * one.  A directory's fd and arrays live while it is on the stack or any of
+ * its entries is still with the reader (refs counts both).
+ *
+ * Cost: one openat and getdents64 calls (1 MiB each) per directory, one
+ * close when it is done; no stat unless the filesystem gives no d_type. */
+#include "io/walk.h"
+#include "io/maildir.h"
+#include "core/sys.h"
+#include "core/xalloc.h"
+#include "core/limits.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/stat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct walk_dir {
+	int fd;                    /* AT_FDCWD for explicit paths */
+	unsigned refs;             /* entries out with the reader, +1 on the stack */
+	char *root;                /* the PATH argument ("" for explicit paths) */
+	char *relpath;             /* from root; "" for the root itself */
+	size_t relpath_len;
+	bool is_maildir;           /* has cur/ and new/ */
+	bool in_maildir;           /* is the cur/ or new/ of a Maildir */
+	char *folder;              /* Maildir folder name, when is_maildir */
+	struct walk_entry *files;  /* sorted by inode */
+	size_t n_files, next_file;
+	struct walk_entry *subs;   /* subdirectories to enter, sorted by inode */
+	size_t n_subs, next_sub;
+	char *names;               /* storage of every name above */
+};
+
+struct walk_source {
+	char *path;                /* a PATH argument, or NULL for a list */
+	struct walk_dir *list;     /* explicit paths of a --files-from list */
+};
+
+struct walk {
+	struct walk_source *sources;
+	size_t n_sources, next_source;
+	struct walk_dir **stack;
+	size_t depth, stack_cap;
+	char *buf;                 /* the getdents64 buffer */
+	struct walk_entry pending; /* an error entry for a failed source */
+	struct walk_dir *explicit_dir;   /* shared pseudo-dir for file arguments */
+	struct walk_stats stats;
+};
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static char *walk_strdup(const char *s, size_t n)
+{
+	char *d = xmalloc(n + 1);
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static struct walk_dir *walk_dir_new(int fd, const char *root, const char *relpath, size_t rellen)
+{
+	struct walk_dir *d = xcalloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->fd = fd;
+	d->refs = 1;
+	d->root = walk_strdup(root, strlen(root));
+	d->relpath = walk_strdup(relpath, rellen);
+	d->relpath_len = rellen;
+	if (!d->root || !d->relpath) {
+		xfree(d->root);
+		xfree(d->relpath);
+		xfree(d);
+		return NULL;
+	}
+	return d;
+}
+
+static void walk_dir_unref(struct walk_dir *d)
+{
+	if (!d || --d->refs)
+		return;
+	if (d->fd >= 0)
+		sys_close(d->fd);
+	xfree(d->root);
+	xfree(d->relpath);
+	xfree(d->folder);
+	xfree(d->files);
+	xfree(d->subs);
+	xfree(d->names);
+	xfree(d);
+}
+
+struct walk *walk_new(void)
+{
+	struct walk *w = xcalloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->buf = xmalloc(LIMIT_GETDENTS_BYTES);
+	w->explicit_dir = walk_dir_new(AT_FDCWD, "", "", 0);
+	if (!w->buf || !w->explicit_dir) {
+		walk_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void walk_free(struct walk *w)
+{
+	if (!w)
+		return;
+	while (w->depth)
+		walk_dir_unref(w->stack[--w->depth]);
+	for (size_t i = 0; i < w->n_sources; i++) {
+		xfree(w->sources[i].path);
+		walk_dir_unref(w->sources[i].list);
+	}
+	walk_dir_unref(w->explicit_dir);
+	xfree(w->sources);
+	xfree(w->stack);
+	xfree(w->buf);
+	xfree(w);
+}
+
+static int walk_push_source(struct walk *w, struct walk_source s)
+{
+	struct walk_source *v = xrealloc(w->sources, (w->n_sources + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	w->sources = v;
+	w->sources[w->n_sources++] = s;
+	return 0;
+}
+
+int walk_add_path(struct walk *w, const char *path)
+{
+	char *p = walk_strdup(path, strlen(path));
+	if (!p)
+		return -ENOMEM;
+	int r = walk_push_source(w, (struct walk_source){ .path = p });
+	if (r < 0)
+		xfree(p);
+	return r;
+}
+
+int walk_add_list(struct walk *w, int fd, bool nul_separated)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *buf = xmalloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len == cap) {
+			char *nb = xrealloc(buf, cap * 2);
+			if (!nb) {
+				xfree(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = sys_read(fd, buf + len, cap - len);
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			xfree(buf);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	char sep = nul_separated ? '\0' : '\n';
+	size_t count = 0;
+	for (size_t i = 0; i < len; i++)
+		count += buf[i] == sep;
+	count++;
+	struct walk_dir *list = walk_dir_new(AT_FDCWD, "", "", 0);
+	struct walk_entry *files = list ? xcalloc(count, sizeof(*files)) : NULL;
+	char *names = files ? xmalloc(len + 1) : NULL;
+	if (!names) {
+		xfree(files);
+		walk_dir_unref(list);
+		xfree(buf);
+		return -ENOMEM;
+	}
+	memcpy(names, buf, len);
+	names[len] = '\0';
+	xfree(buf);
+	size_t n = 0, start = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && names[i] != sep)
+			continue;
+		size_t end = i;
+		if (!nul_separated && end > start && names[end - 1] == '\r')
+			end--;
+		names[end] = '\0';
+		if (end > start)     /* blank lines are not inputs */
+			files[n++] = (struct walk_entry){
+				.dir = list, .name = names + start, .d_type = DT_UNKNOWN, .follow = true,
+			};
+		start = i + 1;
+	}
+	list->files = files;
+	list->n_files = n;
+	list->names = names;
+	int r = walk_push_source(w, (struct walk_source){ .list = list });
+	if (r < 0)
+		walk_dir_unref(list);
+	return r;
+}
+
+static int walk_entry_cmp(const void *a, const void *b)
+{
+	const struct walk_entry *x = a, *y = b;
+	return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/* d_type is DT_UNKNOWN on a few filesystems: ask statx, once, here. */
+static uint8_t walk_resolve_type(int dirfd, const char *name)
+{
+	struct statx stx;
+	if (sys_statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+		return DT_UNKNOWN;   /* the reader's statx will report the error */
+	return (uint8_t)IFTODT(stx.stx_mode);
+}
+
+/* Reads every entry of d and sorts them: files and subdirectories apart. */
+static int walk_list_dir(struct walk *w, struct walk_dir *d, int *err)
+{
+	size_t names_len = 0, names_cap = 0, n = 0, cap = 0;
+	char *names = NULL;
+	struct walk_entry *all = NULL;
+	*err = 0;
+	for (;;) {
+		ssize_t got = sys_getdents64(d->fd, w->buf, LIMIT_GETDENTS_BYTES);
+		w->stats.getdents_calls++;
+		if (got == -EINTR)
+			continue;
+		if (got < 0) {
+			*err = (int)-got;
+			break;
+		}
+		if (got == 0)
+			break;
+		for (ssize_t off = 0; off < got;) {
+			struct linux_dirent64 *de = (struct linux_dirent64 *)(w->buf + off);
+			off += de->d_reclen;
+			const char *nm = de->d_name;
+			if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
+				continue;
+			size_t len = strlen(nm) + 1;
+			if (names_len + len > names_cap) {
+				size_t nc = names_cap ? names_cap * 2 : 4096;
+				while (nc < names_len + len)
+					nc *= 2;
+				char *nn = xrealloc(names, nc);
+				if (!nn)
+					goto nomem;
+				names = nn;
+				names_cap = nc;
+			}
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				struct walk_entry *na = xrealloc(all, nc * sizeof(*na));
+				if (!na)
+					goto nomem;
+				all = na;
+				cap = nc;
+			}
+			memcpy(names + names_len, nm, len);
+			/* name holds an offset until names stops moving */
+			all[n++] = (struct walk_entry){
+				.dir = d, .name = (const char *)(uintptr_t)names_len,
+				.ino = de->d_ino, .d_type = de->d_type,
+			};
+			names_len += len;
+		}
+	}
+	w->stats.dirs++;
+	w->stats.entries += n;
+	for (size_t i = 0; i < n; i++) {
+		all[i].name = names + (uintptr_t)all[i].name;
+		if (all[i].d_type == DT_UNKNOWN)
+			all[i].d_type = walk_resolve_type(d->fd, all[i].name);
+	}
+	bool has_cur = false, has_new = false;
+	size_t n_subs = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (all[i].d_type != DT_DIR)
+			continue;
+		n_subs++;
+		has_cur |= !strcmp(all[i].name, "cur");
+		has_new |= !strcmp(all[i].name, "new");
+	}
+	d->is_maildir = has_cur && has_new;
+	if (n)
+		qsort(all, n, sizeof(*all), walk_entry_cmp);
+	struct walk_entry *subs = xmalloc((n_subs ? n_subs : 1) * sizeof(*subs));
+	if (!subs)
+		goto nomem;
+	size_t nf = 0, ns = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (all[i].d_type != DT_DIR) {
+			all[nf++] = all[i];
+			continue;
+		}
+		/* A Maildir's tmp/ holds messages still being written. */
+		if (d->is_maildir && !strcmp(all[i].name, "tmp"))
+			continue;
+		subs[ns++] = all[i];
+	}
+	d->files = all;
+	d->n_files = nf;
+	d->subs = subs;
+	d->n_subs = ns;
+	d->names = names;
+	d->refs += nf;
+	return 0;
+nomem:
+	xfree(all);
+	xfree(names);
+	return -ENOMEM;
+}
+
+static int walk_push_dir(struct walk *w, struct walk_dir *d)
+{
+	if (w->depth == w->stack_cap) {
+		size_t nc = w->stack_cap ? w->stack_cap * 2 : 16;
+		struct walk_dir **ns = xrealloc(w->stack, nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		w->stack = ns;
+		w->stack_cap = nc;
+	}
+	w->stack[w->depth++] = d;
+	return 0;
+}
+
+/* Names the Maildir folder of d, a Maildir, entered from parent. */
+static int walk_name_folder(struct walk_dir *d, const struct walk_dir *parent, const char *name)
+{
+	if (parent && parent->is_maildir && name[0] == '.') {
+		/* Maildir++: ".Archive.2019" under the top Maildir */
+		size_t pl = strlen(parent->folder ? parent->folder : "");
+		size_t nl = strlen(name + 1);
+		d->folder = xmalloc(pl + nl + 2);
+		if (d->folder) {
+			memcpy(d->folder, parent->folder, pl);
+			size_t at = pl;
+			if (pl)
+				d->folder[at++] = '/';
+			memcpy(d->folder + at, name + 1, nl + 1);
+		}
+	} else {
+		d->folder = walk_strdup(d->relpath, d->relpath_len);
+	}
+	return d->folder ? 0 : -ENOMEM;
+}
+
+/* Opens and lists a directory; on failure fills *fail as an error entry. */
+static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry *sub,
+                      const char *root)
+{
+	int fd;
+	char *rel = NULL;
+	size_t rellen = 0;
+	if (parent) {
+		fd = sys_openat(parent->fd, sub->name,
+		                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+		rellen = parent->relpath_len + (parent->relpath_len ? 1 : 0) + strlen(sub->name);
+		rel = xmalloc(rellen + 1);
+		if (!rel) {
+			if (fd >= 0)
+				sys_close(fd);
+			return -ENOMEM;
+		}
+		size_t at = 0;
+		if (parent->relpath_len) {
+			memcpy(rel, parent->relpath, parent->relpath_len);
+			rel[parent->relpath_len] = '/';
+			at = parent->relpath_len + 1;
+		}
+		strcpy(rel + at, sub->name);
+	} else {
+		fd = sys_openat(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	}
+	if (fd < 0) {
+		xfree(rel);
+		return fd;
+	}
+	struct walk_dir *d = walk_dir_new(fd, parent ? parent->root : root, rel ? rel : "", rellen);
+	xfree(rel);
+	if (!d) {
+		sys_close(fd);
+		return -ENOMEM;
+	}
+	if (parent && parent->is_maildir && (!strcmp(sub->name, "cur") || !strcmp(sub->name, "new"))) {
+		d->in_maildir = true;
+		d->folder = walk_strdup(parent->folder, strlen(parent->folder));
+		if (!d->folder) {
+			walk_dir_unref(d);
+			return -ENOMEM;
+		}
+	}
+	int err = 0;
+	int r = walk_list_dir(w, d, &err);
+	if (r == 0 && d->is_maildir && !d->folder)
+		r = walk_name_folder(d, parent, parent ? sub->name : "");
+	if (r == 0)
+		r = walk_push_dir(w, d);
+	if (r < 0) {
+		walk_dir_unref(d);
+		return r;
+	}
+	/* getdents64 failing half-way: what was listed is walked, and the
+	 * directory also gets an error record. */
+	if (err && parent) {
+		sub->reason = RECORD_IO;
+		sub->err = err;
+		return 1;
+	}
+	return 0;
+}
+
+int walk_next(struct walk *w, struct walk_entry **out)
+{
+	for (;;) {
+		if (!w->depth) {
+			if (w->next_source == w->n_sources)
+				return 0;
+			struct walk_source *s = &w->sources[w->next_source];
+			if (s->list) {
+				if (s->list->next_file < s->list->n_files) {
+					struct walk_entry *e = &s->list->files[s->list->next_file++];
+					s->list->refs++;
+					*out = e;
+					return 1;
+				}
+				w->next_source++;
+				continue;
+			}
+			w->next_source++;
+			int r = walk_enter(w, NULL, NULL, s->path);
+			if (r == -ENOMEM)
+				return r;
+			if (r < 0) {
+				/* A file argument (ENOTDIR): the reader's statx decides.
+				 * Any other failure is the argument's error record. */
+				struct walk_dir *x = w->explicit_dir;
+				struct walk_entry *e = xcalloc(1, sizeof(*e));
+				if (!e)
+					return -ENOMEM;
+				e->dir = x;
+				e->name = s->path;
+				e->d_type = DT_UNKNOWN;
+				e->follow = true;
+				if (r != -ENOTDIR) {
+					e->reason = RECORD_IO;
+					e->err = -r;
+				}
+				x->refs++;
+				/* the entry owns nothing: s->path lives until walk_free */
+				*out = e;
+				return 1;
+			}
+			continue;
+		}
+		struct walk_dir *top = w->stack[w->depth - 1];
+		if (top->next_file < top->n_files) {
+			*out = &top->files[top->next_file++];
+			return 1;
+		}
+		if (top->next_sub < top->n_subs) {
+			struct walk_entry *sub = &top->subs[top->next_sub++];
+			int r = walk_enter(w, top, sub, NULL);
+			if (r == -ENOMEM)
+				return r;
+			if (r < 0) {
+				sub->reason = RECORD_IO;
+				sub->err = -r;
+				r = 1;
+			}
+			if (r == 1) {
+				top->refs++;
+				*out = sub;
+				return 1;
+			}
+			continue;
+		}
+		w->depth--;
+		walk_dir_unref(top);
+	}
+}
+
+void walk_entry_done(struct walk *w, struct walk_entry *e)
+{
+	struct walk_dir *d = e->dir;
+	if (d == w->explicit_dir)
+		xfree(e);
+	walk_dir_unref(d);
+}
+
+int walk_entry_dirfd(const struct walk_entry *e)
+{
+	return e->dir->fd;
+}
+
+static struct mail_str walk_copy(struct arena *a, const char *p, size_t n, int *r)
+{
+	char *d = arena_memdup(a, p, n);
+	if (!d)
+		*r = -ENOMEM;
+	return (struct mail_str){ d, n };
+}
+
+int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct record_io *io)
+{
+	const struct walk_dir *d = e->dir;
+	int r = 0;
+	size_t nl = strlen(e->name);
+	io->root = walk_copy(a, d->root, strlen(d->root), &r);
+	if (d->relpath_len) {
+		char *p = arena_alloc(a, d->relpath_len + 1 + nl + 1);
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, d->relpath, d->relpath_len);
+		p[d->relpath_len] = '/';
+		memcpy(p + d->relpath_len + 1, e->name, nl + 1);
+		io->path = (struct mail_str){ p, d->relpath_len + 1 + nl };
+	} else {
+		io->path = walk_copy(a, e->name, nl, &r);
+	}
+	if (r < 0)
+		return r;
+	const char *sub = NULL;
+	if (d->in_maildir && e->d_type != DT_DIR) {
+		sub = d->relpath + d->relpath_len - 3;
+		io->folder = walk_copy(a, d->folder, strlen(d->folder), &r);
+	} else if (e->follow) {
+		/* An explicit path inside a Maildir: ".../cur/name". */
+		const char *slash = strrchr(e->name, '/');
+		if (slash && slash - e->name >= 3 &&
+		    (!strncmp(slash - 3, "cur", 3) || !strncmp(slash - 3, "new", 3)) &&
+		    (slash - e->name == 3 || slash[-4] == '/')) {
+			sub = slash - 3;
+			io->folder = walk_copy(a, "", 0, &r);
+		}
+	}
+	if (sub) {
+		io->maildir = true;
+		io->subdir = walk_copy(a, sub, 3, &r);
+		const char *base = strrchr(io->path.p, '/');
+		base = base ? base + 1 : io->path.p;
+		size_t off, n;
+		if (maildir_flags(base, strlen(base), &off, &n))
+			io->flags = (struct mail_str){ base + off, n };
+		else
+			io->flags = (struct mail_str){ base + strlen(base), 0 };
+	}
+	return r;
+}
+
+void walk_stats_get(const struct walk *w, struct walk_stats *out)
+{
+	*out = w->stats;
+}

@@ -1,0 +1,69 @@
+/* The walk: PATH arguments and --files-from lists into a stream of entries.
+ *
+ * Directories are read with getdents64 into one large buffer (1 MiB) and
+ * d_type decides file or directory with no stat; entries are sorted by inode
+ * within a directory (cold-cache inode tables are then read in order).
+ * Maildir rules: a directory with cur/ and new/ is a mailbox; its tmp/ is never
+ * read; its dot-subdirectories are Maildir++ folders.  Symlinks met while
+ * walking are not followed (they become error records); paths given
+ * explicitly are followed.  FIFOs, sockets and devices are never opened: they
+ * become error records too, as does a directory that cannot be read.
+ *
+ * Everything is opened relative to directory fds, so the kernel resolves
+ * short names and depth is not limited by PATH_MAX.  The walk is pull-based:
+ * the reader asks for the next entry, so I/O starts before the walk ends, and
+ * only the directories on the current path plus those whose entries are
+ * still being read hold an fd.
+ *
+ * Threads: one thread (the reader) owns a struct walk and its entries. */
+#ifndef INGEST_WALK_H
+#define INGEST_WALK_H
+
+#include "record.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct walk_dir;
+
+struct walk_entry {
+	struct walk_dir *dir;     /* holds the dirfd and the path prefix */
+	const char *name;         /* NUL-terminated, relative to dir's fd */
+	uint64_t ino;
+	uint8_t d_type;           /* DT_REG, DT_UNKNOWN (stat says), ... */
+	bool follow;              /* an explicit path: symlinks followed */
+	enum record_reason reason;/* set when the walk itself failed on it */
+	int err;                  /* positive errno with RECORD_IO */
+};
+
+struct walk_options {
+	bool maildir_only_flags;  /* reserved */
+};
+
+struct walk *walk_new(void);
+void walk_free(struct walk *w);
+
+/* Queues a PATH argument (a directory or a file). */
+int walk_add_path(struct walk *w, const char *path);
+/* Queues every name of a list (newline- or NUL-separated) read from fd. */
+int walk_add_list(struct walk *w, int fd, bool nul_separated);
+
+/* Next entry in walk order: 1 and *out, 0 at the end, -errno when the walk
+ * cannot go on at all (out of memory).  Per-directory failures are entries. */
+int walk_next(struct walk *w, struct walk_entry **out);
+/* The reader is done with the entry (its I/O has completed): the directory's
+ * fd is closed once every entry of it is done and the walk has left it. */
+void walk_entry_done(struct walk *w, struct walk_entry *e);
+
+/* fd to open the entry relative to (AT_FDCWD for explicit paths). */
+int walk_entry_dirfd(const struct walk_entry *e);
+/* Fills root, path and the Maildir fields of io; strings are copied into the
+ * arena, so they outlive the entry.  0 or -ENOMEM. */
+int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct record_io *io);
+
+struct walk_stats {
+	uint64_t dirs, entries, getdents_calls;
+};
+void walk_stats_get(const struct walk *w, struct walk_stats *out);
+
+#endif

@@ -1,0 +1,38 @@
+/* Charsets to UTF-8 through iconv.
+ *
+ * Labels are normalised and aliased first (`latin1`, `utf8`, `cp1252`,
+ * `x-unknown`, `%CHARSET`, `unicode-1-1-utf-7`, `ks_c_5601-1987`, `gb2312` →
+ * GB18030 as mail readers do ...).  iconv descriptors are opened once per
+ * label per thread and kept for the life of the cache: glibc unloads a gconv
+ * module when its last descriptor closes, so opening per message costs an
+ * openat and an mmap each time (GMime's mistake).  An unknown label falls
+ * back to windows-1252 with MAIL_W_UNKNOWN_CHARSET.  Invalid input bytes
+ * become U+FFFD, are counted, and set MAIL_W_INVALID_BYTES_REPLACED: never
+ * dropped silently.  US-ASCII and UTF-8 take a fast path with no iconv. */
+#ifndef INGEST_MAIL_CHARSET_H
+#define INGEST_MAIL_CHARSET_H
+
+#include "mail/mail.h"
+
+struct mail_ctx;
+struct charset_cache;
+
+struct charset_cache *charset_cache_new(void);
+void charset_cache_free(struct charset_cache *c);
+/* Descriptors held (labels iconv refused included); for tests and stats. */
+size_t charset_cache_count(const struct charset_cache *c);
+
+/* Appends the UTF-8 form of p[0..n) to out.  label MAIL_STR_NULL means
+ * US-ASCII with UTF-8 accepted (the RFC default as real mail uses it).
+ * *replaced is incremented per invalid byte sequence.  0 or -errno. */
+int charset_decode(struct mail_ctx *ctx, struct mail_str label,
+                   const uint8_t *p, size_t n, struct dynbuf *out,
+                   uint64_t *warnings, uint64_t *replaced);
+
+/* True when p[0..n) is valid UTF-8 (no overlongs, no surrogates). */
+bool utf8_valid(const uint8_t *p, size_t n);
+/* Appends p[0..n) to out, each invalid sequence replaced by U+FFFD; returns
+ * the number of replacements. */
+size_t utf8_sanitize(const uint8_t *p, size_t n, struct dynbuf *out);
+
+#endif

@@ -1,0 +1,23 @@
+/* RFC 2047 encoded words, and the raw 8-bit bytes real mail puts in headers.
+ *
+ * ew_decode() turns an unfolded header value into UTF-8: encoded words
+ * (B and Q, any charset charset_decode() knows, UTF-7 included) are decoded;
+ * white space between two adjacent encoded words is dropped (RFC 2047 6.2);
+ * raw bytes that are valid UTF-8 are kept; other 8-bit bytes are decoded as
+ * windows-1252 with MAIL_W_UNENCODED_8BIT_HEADER.  Raw 8-bit bytes inside an
+ * encoded word are decoded with the word's declared charset.  A malformed
+ * word is kept literally with MAIL_W_INVALID_ENCODED_WORD.  Lenient, as
+ * mail readers are: words inside quoted strings and words glued to text are
+ * decoded too (README, Leniency).  Cost is linear in the input. */
+#ifndef INGEST_MAIL_ENCODED_WORD_H
+#define INGEST_MAIL_ENCODED_WORD_H
+
+#include "mail/mail.h"
+
+struct mail_ctx;
+
+/* out is in ctx->arena (or a view of in when it is plain ASCII). */
+int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
+              uint64_t *warnings);
+
+#endif

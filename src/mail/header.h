@@ -1,0 +1,37 @@
+/* RFC 5322 section 2.2 and 3.6: the header block.
+ *
+ * header_parse() splits the block into fields without copying: names and
+ * values are views into the message bytes, values still folded.  Bare LF and
+ * CRLF are both line ends; a UTF-8 BOM before the first field is skipped; a
+ * block may end at EOF with no blank line.  Obsolete syntax (RFC 5322 4.5:
+ * white space before the colon) is accepted.  A line that is neither a field
+ * nor a continuation ends the block when it is the first line, and is
+ * otherwise skipped with MAIL_W_MALFORMED_HEADER.  Past LIMIT_HEADER_BYTES
+ * the rest of the block is skipped with MAIL_W_HEADER_TOO_LARGE. */
+#ifndef INGEST_MAIL_HEADER_H
+#define INGEST_MAIL_HEADER_H
+
+#include "mail/mail.h"
+
+struct header_field {
+	struct mail_str name;    /* as written, no trailing white space */
+	struct mail_str value;   /* raw: after the colon, folded, no final line end */
+};
+
+struct header_block {
+	struct header_field *v;  /* in arena, in order of appearance */
+	size_t n;
+	size_t body_offset;      /* first byte of the body; the input length when none */
+};
+
+/* Returns 0 or -ENOMEM (arena cap). */
+int header_parse(struct arena *a, const uint8_t *p, size_t n,
+                 struct header_block *out, uint64_t *warnings);
+/* First field with this name (ASCII case-insensitive), or NULL. */
+const struct header_field *header_get(const struct header_block *h, const char *name);
+size_t header_count(const struct header_block *h, const char *name);
+/* Unfolds (line ends before white space removed) and trims surrounding white
+ * space.  out is a view when nothing had to change, else in the arena. */
+int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out);
+
+#endif

@@ -1,0 +1,18 @@
+/* The inside of struct mail_ctx, shared by the parser's modules (not by the
+ * rest of ingest, which sees the type as opaque through mail.h). */
+#ifndef INGEST_MAIL_CTX_H
+#define INGEST_MAIL_CTX_H
+
+#include "mail/mail.h"
+
+struct charset_cache;   /* mail/charset.c: iconv descriptors by label */
+struct sniff_cookie;    /* mail/sniff.c: the libmagic cookie, loaded lazily */
+
+struct mail_ctx {
+	struct arena arena;            /* reset at every mail_parse() */
+	struct dynbuf scratch;         /* reusable work buffer for decoders */
+	struct charset_cache *charsets;
+	struct sniff_cookie *sniff;
+};
+
+#endif

@@ -1,0 +1,16 @@
+/* RFC 5322 section 3.6.4: Message-ID, In-Reply-To, References.  Ids are
+ * returned without angle brackets; comments and junk between ids are
+ * skipped; an id without brackets (seen in the wild) is taken as a whole
+ * word.  Views into the input where possible. */
+#ifndef INGEST_MAIL_MSGID_H
+#define INGEST_MAIL_MSGID_H
+
+#include "mail/mail.h"
+
+/* All ids of an unfolded value, in order (the array in the arena). */
+int msgid_parse_list(struct arena *a, struct mail_str in,
+                     struct mail_str **ids, size_t *n);
+/* The first id, or MAIL_STR_NULL. */
+struct mail_str msgid_parse_first(struct mail_str in);
+
+#endif

@@ -1,0 +1,182 @@
+/* The ingest command: argv → options → ingest_run() → exit status.  The only
+ * place that prints errors, in one shape: "ingest: <what>: <why>". */
+#include "ingest.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+"Usage: ingest [OPTIONS] PATH...\n"
+"Turn Maildirs, trees of .eml files and single messages into JSON records,\n"
+"one per input, with as few system calls as the kernel allows.\n"
+"\n"
+"Input\n"
+"  PATH                   a Maildir, a directory tree of messages, or a file\n"
+"  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
+"  -0, --null             paths in --files-from are NUL-separated\n"
+"  --max-size=SIZE        files larger are not read (error record; 256M)\n"
+"Output\n"
+"  -o, --output=FILE      write records to FILE (default: stdout)\n"
+"  --format=FMT           jsonl (default), es-bulk, tsv\n"
+"  --fields=A,B,...       only these fields (every format; tsv column order)\n"
+"  --no-text              leave out the message text\n"
+"  --max-text=SIZE        cut the text at SIZE bytes (1M)\n"
+"  --headers              add every header field, in order, decoded\n"
+"  --io-only              do not parse: records carry file facts only\n"
+"Performance\n"
+"  --backend=B            auto (default), uring, sync\n"
+"  --threads=N            parse with at most N threads (default: the CPUs)\n"
+"  --batch-bytes=SIZE     bytes per batch (1M)\n"
+"  --max-inflight=SIZE    bytes read but not yet written, at most (64M)\n"
+"  --stats[=json]         statistics on stderr at the end\n"
+"  -h, --help             this help;  -V, --version  the version\n"
+"SIZE takes K, M or G.  Exit: 0 every input got a record (errors included),\n"
+"1 the run failed, 2 bad usage, 130 interrupted.\n"
+"\n"
+"Examples\n"
+"  ingest ~/Maildir > mail.jsonl\n"
+"  ingest --stats --fields=path,from,subject,date ~/Maildir | head\n"
+"  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n";
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	ingest_interrupt();
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("ingest: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (see ingest --help)\n", stderr);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_BACKEND = 256, OPT_BATCH, OPT_INFLIGHT, OPT_MAXSIZE, OPT_STATS, OPT_FILES,
+	       OPT_THREADS, OPT_FORMAT, OPT_FIELDS, OPT_NOTEXT, OPT_MAXTEXT, OPT_HEADERS,
+	       OPT_IOONLY, OPT_ESINDEX };
+	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "batch-bytes", required_argument, NULL, OPT_BATCH },
+		{ "max-inflight", required_argument, NULL, OPT_INFLIGHT },
+		{ "max-size", required_argument, NULL, OPT_MAXSIZE },
+		{ "stats", optional_argument, NULL, OPT_STATS },
+		{ "files-from", required_argument, NULL, OPT_FILES },
+		{ "null", no_argument, NULL, '0' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "fields", required_argument, NULL, OPT_FIELDS },
+		{ "no-text", no_argument, NULL, OPT_NOTEXT },
+		{ "max-text", required_argument, NULL, OPT_MAXTEXT },
+		{ "headers", no_argument, NULL, OPT_HEADERS },
+		{ "io-only", no_argument, NULL, OPT_IOONLY },
+		{ "es-index", required_argument, NULL, OPT_ESINDEX },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ingest_options *o = ingest_options_new();
+	if (!o) {
+		fputs("ingest: out of memory\n", stderr);
+		return 1;
+	}
+	int stats = 0, c, status = 0;
+	bool have_list = false;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":0o:hV", longopts, NULL)) != -1) {
+		const char *name = NULL, *value = optarg;
+		switch (c) {
+		case OPT_BACKEND: name = "backend"; break;
+		case OPT_BATCH: name = "batch-bytes"; break;
+		case OPT_INFLIGHT: name = "max-inflight"; break;
+		case OPT_MAXSIZE: name = "max-size"; break;
+		case OPT_STATS:
+			name = "stats";
+			value = optarg ? optarg : "1";
+			stats = optarg && !strcmp(optarg, "json") ? 2 : 1;
+			break;
+		case OPT_FILES: name = "files-from"; have_list = true; break;
+		case '0': name = "null"; value = "1"; break;
+		case 'o': name = "output"; break;
+		case OPT_THREADS: name = "threads"; break;
+		case OPT_FORMAT: name = "format"; break;
+		case OPT_FIELDS: name = "fields"; break;
+		case OPT_NOTEXT: name = "no-text"; value = "1"; break;
+		case OPT_MAXTEXT: name = "max-text"; break;
+		case OPT_HEADERS: name = "headers"; value = "1"; break;
+		case OPT_IOONLY: name = "parse"; value = "0"; break;
+		case OPT_ESINDEX: name = "es-index"; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			ingest_options_free(o);
+			return 0;
+		case 'V':
+			printf("ingest %s\n", ingest_version());
+			ingest_options_free(o);
+			return 0;
+		case ':':
+			status = usage_error("option '%s' needs a value", argv[optind - 1]);
+			goto out;
+		default:
+			status = usage_error("unknown option '%s'", argv[optind - 1]);
+			goto out;
+		}
+		int r = ingest_options_set(o, name, value);
+		if (r < 0) {
+			char what[256];
+			snprintf(what, sizeof(what), "--%s=%s", name, value ? value : "");
+			if (c == OPT_IOONLY || c == OPT_NOTEXT || c == OPT_HEADERS || c == '0')
+				snprintf(what, sizeof(what), "--%s", name);
+			status = usage_error("invalid value in '%s'", what);
+			goto out;
+		}
+	}
+	if (optind == argc && !have_list) {
+		status = usage_error("%s", "no PATH given");
+		goto out;
+	}
+	for (int i = optind; i < argc; i++)
+		if (ingest_options_add_path(o, argv[i]) < 0) {
+			fputs("ingest: out of memory\n", stderr);
+			status = 1;
+			goto out;
+		}
+	{
+		/* A closed pipe must be an EPIPE the library sees, not a kill. */
+		signal(SIGPIPE, SIG_IGN);
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigint;
+		sigaction(SIGINT, &sa, NULL);
+	}
+	struct ingest_report *rep = NULL;
+	int r = ingest_run(o, &rep);
+	if (stats && rep) {
+		char *text;
+		size_t len;
+		if (ingest_report_format(rep, stats == 2, &text, &len) == 0) {
+			fwrite(text, 1, len, stderr);
+			free(text);
+		}
+	}
+	if (r < 0) {
+		const char *why = ingest_report_error(rep);
+		fprintf(stderr, "ingest: %s\n", why ? why : strerror(-r));
+		status = 1;
+	} else if (ingest_report_interrupted(rep)) {
+		status = 130;
+	}
+	ingest_report_free(rep);
+out:
+	ingest_options_free(o);
+	return status;
+}

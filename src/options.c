@@ -1,0 +1,208 @@
+/* Option validation: see options.h.  Each option is one row of a table, so
+ * the command line, the library and --help cannot drift apart. */
+#include "config.h"
+#include "options.h"
+#include "core/xalloc.h"
+#include "core/limits.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int options_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	uint64_t mul = 1;
+	switch (*end) {
+	case 'k': case 'K': mul = KiB; end++; break;
+	case 'm': case 'M': mul = MiB; end++; break;
+	case 'g': case 'G': mul = GiB; end++; break;
+	default: break;
+	}
+	if ((*end == 'i' || *end == 'I') && mul > 1)
+		end++;
+	if ((*end == 'b' || *end == 'B') && end[1] == '\0')
+		end++;
+	if (*end || (v && mul > UINT64_MAX / v))
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static int options_flag(const char *v, bool *out)
+{
+	if (!v || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) {
+		*out = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int options_string(const char *v, char **slot)
+{
+	char *copy = v ? strdup(v) : NULL;
+	if (v && !copy)
+		return -ENOMEM;
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+const char *ingest_version(void)
+{
+	return INGEST_VERSION;
+}
+
+struct ingest_options *ingest_options_new(void)
+{
+	struct ingest_options *o = xcalloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->reader.backend = READER_AUTO;
+	o->reader.batch_bytes = LIMIT_BATCH_BYTES_DEFAULT;
+	o->reader.max_size = LIMIT_MAX_SIZE_DEFAULT;
+	o->max_inflight = LIMIT_MAX_INFLIGHT_DEFAULT;
+	o->mail.max_text = LIMIT_MAX_TEXT_DEFAULT;
+	o->mail.want_text = true;
+	o->parse = true;
+	emit_options_init(&o->emit);
+	return o;
+}
+
+void ingest_options_free(struct ingest_options *o)
+{
+	if (!o)
+		return;
+	for (size_t i = 0; i < o->n_paths; i++)
+		free(o->paths[i]);
+	free(o->paths);
+	free(o->files_from);
+	free(o->output);
+	free(o->es_index);
+	xfree(o);
+}
+
+int ingest_options_add_path(struct ingest_options *o, const char *path)
+{
+	char **v = realloc(o->paths, (o->n_paths + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	o->paths = v;
+	if (!(v[o->n_paths] = strdup(path)))
+		return -ENOMEM;
+	o->n_paths++;
+	return 0;
+}
+
+static int options_size_in(const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t x;
+	if (options_parse_size(v, &x) < 0 || x < min || x > max)
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+int ingest_options_set(struct ingest_options *o, const char *name, const char *v)
+{
+	uint64_t x;
+	bool b;
+	int r;
+	if (!strcmp(name, "backend")) {
+		if (!v)
+			return -EINVAL;
+		if (!strcmp(v, "auto"))
+			o->reader.backend = READER_AUTO;
+		else if (!strcmp(v, "uring"))
+			o->reader.backend = READER_URING;
+		else if (!strcmp(v, "sync"))
+			o->reader.backend = READER_SYNC;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(name, "batch-bytes"))
+		return options_size_in(v, 1, 1 * GiB, &o->reader.batch_bytes);
+	if (!strcmp(name, "max-inflight"))
+		return options_size_in(v, 1, 1024 * GiB, &o->max_inflight);
+	if (!strcmp(name, "max-size"))
+		return options_size_in(v, 0, 64 * GiB, &o->reader.max_size);
+	if (!strcmp(name, "max-text")) {
+		if ((r = options_size_in(v, 0, 1 * GiB, &x)) < 0)
+			return r;
+		o->mail.max_text = (size_t)x;
+		return 0;
+	}
+	if (!strcmp(name, "threads")) {
+		char *end;
+		if (!v || !*v)
+			return -EINVAL;
+		unsigned long t = strtoul(v, &end, 10);
+		if (*end || t == 0 || t > LIMIT_MAX_THREADS)
+			return -EINVAL;
+		o->threads = (unsigned)t;
+		return 0;
+	}
+	if (!strcmp(name, "output"))
+		return options_string(v, &o->output);
+	if (!strcmp(name, "files-from"))
+		return options_string(v, &o->files_from);
+	if (!strcmp(name, "null")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->null_separated = b;
+		return 0;
+	}
+	if (!strcmp(name, "no-text")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->mail.want_text = !b;
+		o->emit.no_text = b;
+		return 0;
+	}
+	if (!strcmp(name, "headers")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->mail.want_headers = b;
+		o->emit.headers = b;
+		return 0;
+	}
+	if (!strcmp(name, "parse")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->parse = b;
+		return 0;
+	}
+	if (!strcmp(name, "stats")) {
+		if (!v || !strcmp(v, "1") || !strcmp(v, "human"))
+			o->stats = OPTIONS_STATS_HUMAN;
+		else if (!strcmp(v, "json"))
+			o->stats = OPTIONS_STATS_JSON;
+		else if (!strcmp(v, "0"))
+			o->stats = OPTIONS_STATS_NONE;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(name, "format"))
+		return v ? emit_format_parse(v, &o->emit.format) : -EINVAL;
+	if (!strcmp(name, "fields"))
+		return v ? emit_fields_parse(&o->emit, v, NULL, NULL) : -EINVAL;
+	if (!strcmp(name, "es-index")) {
+		if (!v || !*v || (r = options_string(v, &o->es_index)) < 0)
+			return v && *v ? r : -EINVAL;
+		o->emit.es_index = o->es_index;
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,36 @@
+/* The inside of struct ingest_options: every setting of a run, validated
+ * once by ingest_options_set() (the command line goes through it too, so the
+ * CLI and the library accept exactly the same values). */
+#ifndef INGEST_OPTIONS_H
+#define INGEST_OPTIONS_H
+
+#include "ingest.h"
+#include "io/reader.h"
+#include "mail/mail.h"
+#include "out/emit.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum options_stats { OPTIONS_STATS_NONE, OPTIONS_STATS_HUMAN, OPTIONS_STATS_JSON };
+
+struct ingest_options {
+	char **paths;
+	size_t n_paths;
+	char *files_from;           /* "-" for stdin */
+	bool null_separated;
+	char *output;               /* NULL: stdout */
+	struct reader_options reader;
+	uint64_t max_inflight;
+	unsigned threads;           /* 0: the machine's parallelism */
+	struct mail_options mail;
+	struct emit_options emit;
+	char *es_index;             /* owned copy behind emit.es_index */
+	enum options_stats stats;
+	bool parse;                 /* false: records carry I/O fields only */
+};
+
+/* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */
+int options_parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,261 @@
+/* The run's report: see report.h.  Counters are snapshotted at the end of
+ * the counted window, so what --stats prints is what strace saw between the
+ * markers (README, "Syscall accounting"). */
+#include "report.h"
+#include "core/dynbuf.h"
+#include "core/stats.h"
+#include "core/xalloc.h"
+#include "io/reader.h"
+#include "io/walk.h"
+#include "record.h"
+#include "sched/batch.h"
+#include "sched/chan.h"
+#include "sched/pool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define REPORT_KINDS 8
+
+struct ingest_report {
+	char *error;
+	bool output_closed, interrupted;
+	uint64_t t0, t1;                     /* monotonic ns */
+	uint64_t records, kinds[REPORT_KINDS];
+	uint64_t bytes_in;
+	struct reader_stats rs;
+	struct walk_stats ws;
+	struct pool_stats ps;
+	uint64_t peak_inflight, budget_wait_ns;
+	uint64_t parse_wait_ns, write_wait_ns, read_wait_ns;
+	long peak_rss_kib;
+	struct stats_thread counts;
+};
+
+static uint64_t report_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct ingest_report *report_new(void)
+{
+	return calloc(1, sizeof(struct ingest_report));
+}
+
+void report_set_error(struct ingest_report *r, const char *fmt, const char *arg, int err)
+{
+	char head[512];
+	snprintf(head, sizeof(head), fmt, arg);
+	size_t n = strlen(head) + 64;
+	free(r->error);
+	r->error = malloc(n);
+	if (r->error)
+		snprintf(r->error, n, "%s: %s", head, strerror(-err));
+}
+
+void report_start(struct ingest_report *r)
+{
+	r->t0 = report_now();
+}
+
+void report_count_batch(struct ingest_report *r, const struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		unsigned k = (unsigned)b->items[i].io.reason;
+		r->kinds[k < REPORT_KINDS ? k : 0]++;
+		r->bytes_in += b->items[i].len;
+	}
+	r->records += b->n;
+}
+
+void report_finish(struct ingest_report *r, const struct reader *rd, const struct walk *w,
+                   const struct pool *p, const struct budget *bu, uint64_t parse_wait_ns,
+                   uint64_t write_wait_ns, uint64_t read_wait_ns)
+{
+	r->t1 = report_now();
+	stats_merge(&r->counts);
+	if (rd)
+		reader_stats_get(rd, &r->rs);
+	if (w)
+		walk_stats_get(w, &r->ws);
+	if (p)
+		pool_stats_get(p, &r->ps);
+	r->peak_inflight = bu->peak;
+	r->budget_wait_ns = bu->waited_ns;
+	r->parse_wait_ns = parse_wait_ns;
+	r->write_wait_ns = write_wait_ns;
+	r->read_wait_ns = read_wait_ns;
+	/* after the window: getrusage is not one of the counted calls */
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		r->peak_rss_kib = ru.ru_maxrss;
+}
+
+void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted)
+{
+	r->output_closed = output_closed;
+	r->interrupted = interrupted;
+}
+
+const char *ingest_report_error(const struct ingest_report *r)
+{
+	return r ? r->error : NULL;
+}
+
+int ingest_report_output_closed(const struct ingest_report *r)
+{
+	return r && r->output_closed;
+}
+
+int ingest_report_interrupted(const struct ingest_report *r)
+{
+	return r && r->interrupted;
+}
+
+void ingest_report_free(struct ingest_report *r)
+{
+	if (!r)
+		return;
+	free(r->error);
+	free(r);
+}
+
+static const char *report_backend(const struct ingest_report *r)
+{
+	return r->rs.backend == READER_URING ? "uring" : "sync";
+}
+
+static const char *const report_kind_names[] = {
+	"ok", "io-error", "not-regular", "symlink", "too-large", "not-mail", "internal", "?",
+};
+
+static void report_human(const struct ingest_report *r, struct dynbuf *b)
+{
+	double secs = (double)(r->t1 - r->t0) / 1e9;
+	if (secs <= 0)
+		secs = 1e-9;
+	uint64_t files = r->records;
+	dynbuf_printf(b, "ingest: %llu records in %.3f s (%.0f files/s, %.1f MB/s)\n",
+	              (unsigned long long)files, secs, (double)files / secs,
+	              (double)r->bytes_in / 1e6 / secs);
+	dynbuf_printf(b, "  backend      %s%s%s\n", report_backend(r),
+	              r->rs.fallback[0] ? " (fallback: " : "",
+	              r->rs.fallback[0] ? r->rs.fallback : "");
+	if (r->rs.fallback[0])
+		dynbuf_puts(b, ")\n");
+	dynbuf_puts(b, "  records     ");
+	for (unsigned k = 0; k < REPORT_KINDS - 1; k++)
+		if (r->kinds[k])
+			dynbuf_printf(b, " %s=%llu", report_kind_names[k], (unsigned long long)r->kinds[k]);
+	dynbuf_printf(b, "\n  bytes read   %llu (grew %llu, shrank %llu)\n",
+	              (unsigned long long)r->bytes_in, (unsigned long long)r->rs.grew,
+	              (unsigned long long)r->rs.shrank);
+	dynbuf_printf(b, "  batches      %llu, peak in flight %llu bytes, peak RSS %ld KiB\n",
+	              (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
+	              r->peak_rss_kib);
+	dynbuf_printf(b, "  walk         %llu dirs, %llu entries, %llu getdents64\n",
+	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries,
+	              (unsigned long long)r->ws.getdents_calls);
+	dynbuf_printf(b, "  pool         %llu threads started, %llu batches inline, workers per batch:",
+	              (unsigned long long)r->ps.threads_started, (unsigned long long)r->ps.inline_batches);
+	for (unsigned k = 1; k <= LIMIT_MAX_THREADS; k++)
+		if (r->ps.workers_hist[k])
+			dynbuf_printf(b, " %u:%llu", k, (unsigned long long)r->ps.workers_hist[k]);
+	dynbuf_printf(b, "\n  waits (ms)   reader on budget %.1f, parser on reader %.1f, writer on parser %.1f\n",
+	              (double)r->budget_wait_ns / 1e6, (double)r->parse_wait_ns / 1e6,
+	              (double)r->write_wait_ns / 1e6);
+	dynbuf_puts(b, "  syscalls    ");
+	uint64_t total = 0;
+	for (int i = 0; i < SC__COUNT; i++) {
+		if (!r->counts.sys[i])
+			continue;
+		total += r->counts.sys[i];
+		dynbuf_printf(b, " %s=%llu", sys_call_name(i), (unsigned long long)r->counts.sys[i]);
+	}
+	dynbuf_printf(b, " (total %llu, %.4f per file)\n", (unsigned long long)total,
+	              files ? (double)total / (double)files : 0.0);
+	dynbuf_puts(b, "  ring ops    ");
+	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
+	for (int i = 0; i < STATS_OP__COUNT; i++)
+		dynbuf_printf(b, " %s=%llu", ops[i], (unsigned long long)r->counts.ring[i]);
+	dynbuf_printf(b, "; io_uring_enter=%llu\n", (unsigned long long)r->rs.enters);
+}
+
+static void report_json(const struct ingest_report *r, struct dynbuf *b)
+{
+	double secs = (double)(r->t1 - r->t0) / 1e9;
+	if (secs <= 0)
+		secs = 1e-9;
+	dynbuf_printf(b, "{\"files\":%llu,\"bytes\":%llu,\"elapsed_s\":%.6f,\"files_per_s\":%.1f,"
+	              "\"mb_per_s\":%.3f,\"backend\":\"%s\",\"fallback\":",
+	              (unsigned long long)r->records, (unsigned long long)r->bytes_in, secs,
+	              (double)r->records / secs, (double)r->bytes_in / 1e6 / secs, report_backend(r));
+	if (r->rs.fallback[0]) {
+		dynbuf_putc(b, '"');
+		for (const char *p = r->rs.fallback; *p; p++)
+			if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+				dynbuf_putc(b, *p);
+		dynbuf_putc(b, '"');
+	} else {
+		dynbuf_puts(b, "null");
+	}
+	dynbuf_puts(b, ",\"records\":{");
+	bool first = true;
+	for (unsigned k = 0; k < REPORT_KINDS - 1; k++) {
+		dynbuf_printf(b, "%s\"%s\":%llu", first ? "" : ",", report_kind_names[k],
+		              (unsigned long long)r->kinds[k]);
+		first = false;
+	}
+	dynbuf_printf(b, "},\"grew\":%llu,\"shrank\":%llu,\"batches\":%llu,\"peak_inflight_bytes\":%llu,"
+	              "\"peak_rss_kib\":%ld,",
+	              (unsigned long long)r->rs.grew, (unsigned long long)r->rs.shrank,
+	              (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
+	              r->peak_rss_kib);
+	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu},",
+	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries);
+	dynbuf_printf(b, "\"pool\":{\"threads_started\":%llu,\"batches\":%llu,\"inline_batches\":%llu,"
+	              "\"workers_per_batch\":{",
+	              (unsigned long long)r->ps.threads_started, (unsigned long long)r->ps.batches,
+	              (unsigned long long)r->ps.inline_batches);
+	first = true;
+	for (unsigned k = 1; k <= LIMIT_MAX_THREADS; k++) {
+		if (!r->ps.workers_hist[k])
+			continue;
+		dynbuf_printf(b, "%s\"%u\":%llu", first ? "" : ",", k, (unsigned long long)r->ps.workers_hist[k]);
+		first = false;
+	}
+	dynbuf_printf(b, "}},\"wait_ms\":{\"reader_on_budget\":%.3f,\"parser_on_reader\":%.3f,"
+	              "\"writer_on_parser\":%.3f},",
+	              (double)r->budget_wait_ns / 1e6, (double)r->parse_wait_ns / 1e6,
+	              (double)r->write_wait_ns / 1e6);
+	dynbuf_puts(b, "\"syscalls\":{");
+	first = true;
+	for (int i = 0; i < SC__COUNT; i++) {
+		dynbuf_printf(b, "%s\"%s\":%llu", first ? "" : ",", sys_call_name(i),
+		              (unsigned long long)r->counts.sys[i]);
+		first = false;
+	}
+	dynbuf_puts(b, "},\"ring_ops\":{");
+	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
+	for (int i = 0; i < STATS_OP__COUNT; i++)
+		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
+	dynbuf_printf(b, "},\"io_uring_enter\":%llu}\n", (unsigned long long)r->rs.enters);
+}
+
+int ingest_report_format(const struct ingest_report *r, int json, char **out, size_t *len)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	if (json)
+		report_json(r, &b);
+	else
+		report_human(r, &b);
+	*out = dynbuf_take(&b, len);
+	return *out ? 0 : -ENOMEM;
+}

@@ -1,0 +1,27 @@
+/* The run's report: what --stats prints, and why a run failed.  Filled by
+ * ingest.c at the end of the counted window; formatted on request. */
+#ifndef INGEST_REPORT_H
+#define INGEST_REPORT_H
+
+#include "ingest.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct batch;
+struct reader;
+struct walk;
+struct pool;
+struct budget;
+
+struct ingest_report *report_new(void);
+void report_set_error(struct ingest_report *r, const char *fmt, const char *arg, int err);
+void report_start(struct ingest_report *r);
+/* Counts a batch's records by kind (called by the writer, in order). */
+void report_count_batch(struct ingest_report *r, const struct batch *b);
+void report_finish(struct ingest_report *r, const struct reader *rd, const struct walk *w,
+                   const struct pool *p, const struct budget *bu, uint64_t parse_wait_ns,
+                   uint64_t write_wait_ns, uint64_t read_wait_ns);
+void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted);
+
+#endif

@@ -1,0 +1,60 @@
+/* Batch storage: see batch.h.  Each file gets a buffer of exactly its stat
+ * size + 1 from the batch's data arena; after the first few batches the
+ * arena's kept chunk holds a whole batch, so reads land in reused memory. */
+#include "sched/batch.h"
+#include "core/xalloc.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct batch *batch_new(unsigned n_workers)
+{
+	struct batch *b = xcalloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	arena_init(&b->meta, 0);
+	arena_init(&b->data, 0);
+	b->out = xcalloc(n_workers, sizeof(*b->out));
+	if (!b->out) {
+		xfree(b);
+		return NULL;
+	}
+	b->n_out = n_workers;
+	for (unsigned i = 0; i < n_workers; i++)
+		dynbuf_init(&b->out[i], 0);
+	return b;
+}
+
+void batch_free(struct batch *b)
+{
+	if (!b)
+		return;
+	for (unsigned i = 0; i < b->n_out; i++)
+		dynbuf_release(&b->out[i]);
+	xfree(b->out);
+	arena_release(&b->meta);
+	arena_release(&b->data);
+	xfree(b);
+}
+
+void batch_reset(struct batch *b, uint64_t keep_bytes)
+{
+	b->n = 0;
+	b->budget = 0;
+	b->workers_used = 0;
+	b->last = false;
+	b->next = NULL;
+	arena_reset(&b->meta);
+	for (unsigned i = 0; i < b->n_out; i++) {
+		dynbuf_reset(&b->out[i]);
+		/* an output buffer that once held a huge record is not kept */
+		if (b->out[i].cap > 4 * keep_bytes + (1 << 20))
+			dynbuf_release(&b->out[i]);
+	}
+	/* a chunk grown for one huge file is given back, not kept */
+	if (arena_capacity(&b->data) > keep_bytes)
+		arena_release(&b->data);
+	else
+		arena_reset(&b->data);
+}
+

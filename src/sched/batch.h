@@ -1,0 +1,54 @@
+/* A batch: up to LIMIT_BATCH_FILES inputs and one arena with all their bytes.
+ *
+ * The reader fills it (items, their bytes in `data`, their names in `meta`),
+ * the pool parses it and formats each record into the worker's own output
+ * buffer `out[w]`, the writer writes the records in input order and gives the
+ * batch back.  One thread owns a batch at a time; handing it over through a
+ * queue is the only synchronisation.  Batches are recycled, keeping their
+ * capacity, so the steady state allocates nothing. */
+#ifndef INGEST_BATCH_H
+#define INGEST_BATCH_H
+
+#include "core/arena.h"
+#include "core/dynbuf.h"
+#include "core/limits.h"
+#include "record.h"
+
+#include <stdint.h>
+
+struct walk_entry;
+
+struct batch_item {
+	struct record_io io;        /* path, stat, Maildir, error */
+	const uint8_t *data;        /* the bytes read; NULL when none */
+	size_t len;
+	/* reader-private */
+	struct walk_entry *entry;
+	uint64_t cap;               /* bytes reserved in data: size + 1 */
+	int64_t read_res;           /* the ring's read result */
+	/* set by the worker that formatted the record */
+	uint32_t out_worker;
+	uint64_t out_off, out_len;
+};
+
+struct batch {
+	uint64_t seq;               /* position in the run, from 0 */
+	size_t n;
+	struct batch_item items[LIMIT_BATCH_FILES];
+	struct arena data;          /* the bytes of every file, size+1 each */
+	uint64_t budget;            /* bytes acquired from the budget */
+	struct arena meta;          /* names and other per-item strings */
+	struct dynbuf *out;         /* one output buffer per worker */
+	unsigned n_out;
+	unsigned workers_used;
+	bool last;                  /* no batch follows */
+	struct batch *next;         /* queue link */
+};
+
+/* n_workers: the most workers that will ever format into it. */
+struct batch *batch_new(unsigned n_workers);
+void batch_free(struct batch *b);
+/* Empties the batch for reuse; frees a data arena grown past keep_bytes. */
+void batch_reset(struct batch *b, uint64_t keep_bytes);
+
+#endif

@@ -1,0 +1,172 @@
+/* The channel and the byte budget: see chan.h.
+ *
+ *   reader ──push──▶ [parse chan] ──pop── caller/pool ──push──▶ [write chan] ──pop── writer
+ *      │                                                                             │
+ *      └──── budget_acquire(bytes) ◀──────────── budget_release(bytes) ──────────────┘
+ *
+ * The waiting protocol is the classic futex one: read the sequence word,
+ * check the condition under the lock, and sleep on the word only if the
+ * condition is still false; every change bumps the word before waking, so a
+ * wake between the check and the sleep makes the sleep return at once. */
+#include "sched/chan.h"
+#include "sched/batch.h"
+#include "core/sys.h"
+
+#include <time.h>
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static inline void spin_lock(atomic_flag *l)
+{
+	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
+		spin_pause();
+}
+
+static inline void spin_unlock(atomic_flag *l)
+{
+	atomic_flag_clear_explicit(l, memory_order_release);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no syscall */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_sleep(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen, uint64_t *waited)
+{
+	uint64_t t0 = now_ns();
+	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
+		sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
+	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+	*waited += now_ns() - t0;
+}
+
+static void futex_notify(_Atomic uint32_t *seq, atomic_uint *waiters, int n)
+{
+	atomic_fetch_add_explicit(seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(waiters, memory_order_seq_cst))
+		sys_futex_wake((uint32_t *)(uintptr_t)seq, n);
+}
+
+void chan_init(struct chan *c)
+{
+	atomic_flag_clear(&c->lock);
+	c->head = c->tail = NULL;
+	c->closed = false;
+	atomic_init(&c->seq, 0);
+	atomic_init(&c->waiters, 0);
+	c->waited_ns = 0;
+}
+
+void chan_push(struct chan *c, struct batch *b)
+{
+	b->next = NULL;
+	spin_lock(&c->lock);
+	if (c->tail)
+		c->tail->next = b;
+	else
+		c->head = b;
+	c->tail = b;
+	spin_unlock(&c->lock);
+	futex_notify(&c->seq, &c->waiters, 1);
+}
+
+void chan_close(struct chan *c)
+{
+	spin_lock(&c->lock);
+	c->closed = true;
+	spin_unlock(&c->lock);
+	futex_notify(&c->seq, &c->waiters, 1);
+}
+
+struct batch *chan_pop(struct chan *c)
+{
+	for (;;) {
+		uint32_t seen = atomic_load_explicit(&c->seq, memory_order_seq_cst);
+		spin_lock(&c->lock);
+		struct batch *b = c->head;
+		if (b) {
+			c->head = b->next;
+			if (!c->head)
+				c->tail = NULL;
+		}
+		bool closed = c->closed;
+		spin_unlock(&c->lock);
+		if (b || closed)
+			return b;
+		futex_sleep(&c->seq, &c->waiters, seen, &c->waited_ns);
+	}
+}
+
+void budget_init(struct budget *b, uint64_t limit)
+{
+	atomic_flag_clear(&b->lock);
+	b->limit = limit;
+	b->used = b->peak = 0;
+	b->cancelled = false;
+	atomic_init(&b->seq, 0);
+	atomic_init(&b->waiters, 0);
+	b->waited_ns = 0;
+}
+
+bool budget_try_acquire(struct budget *b, uint64_t bytes)
+{
+	spin_lock(&b->lock);
+	bool ok = !b->cancelled &&
+	          (b->used == 0 || (bytes <= b->limit && b->used <= b->limit - bytes));
+	if (ok) {
+		b->used += bytes;
+		if (b->used > b->peak)
+			b->peak = b->used;
+	}
+	spin_unlock(&b->lock);
+	return ok;
+}
+
+bool budget_acquire(struct budget *b, uint64_t bytes)
+{
+	for (;;) {
+		uint32_t seen = atomic_load_explicit(&b->seq, memory_order_seq_cst);
+		spin_lock(&b->lock);
+		bool ok = !b->cancelled &&
+		          (b->used == 0 || (bytes <= b->limit && b->used <= b->limit - bytes));
+		if (ok) {
+			b->used += bytes;
+			if (b->used > b->peak)
+				b->peak = b->used;
+		}
+		bool cancelled = b->cancelled;
+		spin_unlock(&b->lock);
+		if (ok)
+			return true;
+		if (cancelled)
+			return false;
+		futex_sleep(&b->seq, &b->waiters, seen, &b->waited_ns);
+	}
+}
+
+void budget_release(struct budget *b, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	spin_lock(&b->lock);
+	b->used -= bytes;
+	spin_unlock(&b->lock);
+	futex_notify(&b->seq, &b->waiters, 1);
+}
+
+void budget_cancel(struct budget *b)
+{
+	spin_lock(&b->lock);
+	b->cancelled = true;
+	spin_unlock(&b->lock);
+	futex_notify(&b->seq, &b->waiters, 1);
+}

@@ -1,0 +1,55 @@
+/* A blocking FIFO of batches between two pipeline threads, and the byte
+ * budget that bounds what is in flight between the reader and the writer.
+ *
+ * Both wait on raw futexes through core/sys.h, so every futex the pipeline
+ * makes is counted (pthread condition variables would make uncounted ones),
+ * and a wait or wake happens only when a side must block: a producer that
+ * finds the consumer awake makes no syscall.  State is guarded by a tiny
+ * spinlock (critical sections are a few stores; the threads block on the
+ * futex word, never on the lock). */
+#ifndef INGEST_CHAN_H
+#define INGEST_CHAN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct batch;
+
+struct chan {
+	atomic_flag lock;
+	struct batch *head, *tail;
+	bool closed;
+	_Atomic uint32_t seq;       /* futex word: bumped on every change */
+	atomic_uint waiters;
+	uint64_t waited_ns;         /* time the consumer spent blocked */
+};
+
+void chan_init(struct chan *c);
+void chan_push(struct chan *c, struct batch *b);
+/* No more pushes: pops drain what is queued, then return NULL. */
+void chan_close(struct chan *c);
+/* Blocks until a batch is queued or the channel is closed and empty. */
+struct batch *chan_pop(struct chan *c);
+
+struct budget {
+	atomic_flag lock;
+	uint64_t limit, used, peak;
+	bool cancelled;
+	_Atomic uint32_t seq;
+	atomic_uint waiters;
+	uint64_t waited_ns;
+};
+
+void budget_init(struct budget *b, uint64_t limit);
+/* Blocks until `bytes` fit (a request larger than the limit is granted
+ * when nothing else is in flight, so one huge file cannot deadlock).
+ * Returns false when the budget was cancelled. */
+bool budget_acquire(struct budget *b, uint64_t bytes);
+/* The same without blocking: false when the bytes do not fit now. */
+bool budget_try_acquire(struct budget *b, uint64_t bytes);
+void budget_release(struct budget *b, uint64_t bytes);
+/* Wakes every waiter and makes acquire fail from now on (shutdown). */
+void budget_cancel(struct budget *b);
+
+#endif
