@@ -1,0 +1,316 @@
+/* JSON string writing: see json.h.
+ *
+ * The emitter runs once per record at up to a million records a second, so
+ * the common case — ASCII with nothing to escape — must cost a scan and one
+ * memcpy per run.  json_safe_run() finds the end of such a run eight bytes
+ * at a time (SWAR: a word has a byte that needs attention when any byte has
+ * its high bit set, is below 0x20, or equals '"' or '\\'); everything else
+ * (escapes, multibyte UTF-8, repair) is handled one character at a time.
+ *
+ * Invariant: whatever the input, the output between the quotes is valid
+ * UTF-8 and valid JSON.  json_room() is called before every store, so the
+ * dynbuf cap is never exceeded; an optimistic reserve of n + 2 up front makes
+ * those calls a compare in the usual case. */
+#include "out/json.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* 0: copy as is; 1: ASCII that must be escaped; 2: first byte of non-ASCII. */
+static const unsigned char json_class[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	['"'] = 1, ['\\'] = 1,
+	[0x80 ... 0xFF] = 2,
+};
+
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Number of leading bytes of s that JSON takes verbatim. */
+static inline size_t json_safe_run(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	while (i + 8 <= n) {
+		uint64_t v, q, bs, m;
+		memcpy(&v, s + i, 8);
+		q = v ^ (ONES * '"');
+		bs = v ^ (ONES * '\\');
+		/* Borrows only run upwards from a flagged byte, so the lowest
+		 * flagged byte is exact (the first in memory on little endian). */
+		m = (v & HIGHS)
+		    | ((v - ONES * 0x20) & ~v & HIGHS)
+		    | ((q - ONES) & ~q & HIGHS)
+		    | ((bs - ONES) & ~bs & HIGHS);
+		if (m)
+			return i + ((size_t)__builtin_ctzll(m) >> 3);
+		i += 8;
+	}
+#endif
+	while (i < n && json_class[s[i]] == 0)
+		i++;
+	return i;
+}
+
+bool json_utf8_valid(const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0;
+	while (i < n) {
+		/* ASCII words first: paths and headers are mostly ASCII. */
+		while (i + 8 <= n) {
+			uint64_t v;
+			memcpy(&v, s + i, 8);
+			if (v & HIGHS)
+				break;
+			i += 8;
+		}
+		while (i < n && s[i] < 0x80)
+			i++;
+		if (i >= n)
+			break;
+		int k = json_utf8_seq(s + i, n - i);
+		if (k < 0)
+			return false;
+		i += (size_t)k;
+	}
+	return true;
+}
+
+static const char json_hex[] = "0123456789abcdef";
+
+/* Writes the escape of an ASCII byte of class 1; room for 6 is assured. */
+static inline size_t json_escape(char *o, unsigned char c)
+{
+	o[0] = '\\';
+	switch (c) {
+	case '"':  o[1] = '"';  return 2;
+	case '\\': o[1] = '\\'; return 2;
+	case '\b': o[1] = 'b';  return 2;
+	case '\t': o[1] = 't';  return 2;
+	case '\n': o[1] = 'n';  return 2;
+	case '\f': o[1] = 'f';  return 2;
+	case '\r': o[1] = 'r';  return 2;
+	default:
+		memcpy(o + 1, "u00", 3);
+		o[4] = json_hex[c >> 4];
+		o[5] = json_hex[c & 15];
+		return 6;
+	}
+}
+
+int json_put_str(struct dynbuf *b, const char *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	int r;
+
+	if (n > SIZE_MAX - 2)
+		return -E2BIG;
+	if ((r = json_room(b, n + 2)) < 0)
+		return r;
+	b->p[b->len++] = '"';
+
+	size_t i = 0;
+	while (i < n) {
+		size_t run = json_safe_run(s + i, n - i);
+		if (run) {
+			if ((r = json_room(b, run)) < 0)
+				return r;
+			memcpy(b->p + b->len, s + i, run);
+			b->len += run;
+			i += run;
+			if (i == n)
+				break;
+		}
+		unsigned char c = s[i];
+		if (c < 0x80) {
+			if ((r = json_room(b, 6)) < 0)
+				return r;
+			b->len += json_escape(b->p + b->len, c);
+			i++;
+			continue;
+		}
+		/* A run of well-formed non-ASCII (CJK, Cyrillic text) is
+		 * validated in one loop and copied with one memcpy. */
+		size_t j = i;
+		int k = 0;
+		while (j < n && s[j] >= 0x80 && (k = json_utf8_seq(s + j, n - j)) > 0)
+			j += (size_t)k;
+		if (j > i) {
+			if ((r = json_room(b, j - i)) < 0)
+				return r;
+			memcpy(b->p + b->len, s + i, j - i);
+			b->len += j - i;
+			i = j;
+			continue;
+		}
+		/* s[i] starts an ill-formed sequence: k is minus its maximal
+		 * subpart, which one U+FFFD replaces. */
+		if ((r = json_room(b, 3)) < 0)
+			return r;
+		memcpy(b->p + b->len, "\xEF\xBF\xBD", 3);
+		b->len += 3;
+		i += (size_t)-k;
+	}
+	if ((r = json_room(b, 1)) < 0)
+		return r;
+	b->p[b->len++] = '"';
+	return 0;
+}
+
+int json_put_cstr(struct dynbuf *b, const char *s)
+{
+	return json_put_str(b, s, strlen(s));
+}
+
+static const char json_b64[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int json_put_base64(struct dynbuf *b, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	if (n > (SIZE_MAX - 8) / 4 * 3)
+		return -E2BIG;
+	size_t out = (n + 2) / 3 * 4 + 2;
+	int r = json_room(b, out);
+	if (r < 0)
+		return r;
+	char *o = b->p + b->len;
+	*o++ = '"';
+	size_t i = 0;
+	for (; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+		o[0] = json_b64[v >> 18];
+		o[1] = json_b64[(v >> 12) & 63];
+		o[2] = json_b64[(v >> 6) & 63];
+		o[3] = json_b64[v & 63];
+		o += 4;
+	}
+	if (n - i == 1) {
+		uint32_t v = (uint32_t)s[i] << 16;
+		o[0] = json_b64[v >> 18];
+		o[1] = json_b64[(v >> 12) & 63];
+		o[2] = '=';
+		o[3] = '=';
+		o += 4;
+	} else if (n - i == 2) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+		o[0] = json_b64[v >> 18];
+		o[1] = json_b64[(v >> 12) & 63];
+		o[2] = json_b64[(v >> 6) & 63];
+		o[3] = '=';
+		o += 4;
+	}
+	*o++ = '"';
+	b->len = (size_t)(o - b->p);
+	return 0;
+}
+
+int json_put_bytes_member(struct dynbuf *b, const char *key,
+                          const char *p, size_t n)
+{
+	size_t kn = strlen(key);
+	int r;
+	if ((r = json_put_lit(b, "\"")) < 0 || (r = json_put_raw(b, key, kn)) < 0 ||
+	    (r = json_put_lit(b, "\":")) < 0 || (r = json_put_str(b, p, n)) < 0)
+		return r;
+	if (json_utf8_valid(p, n))
+		return 0;
+	if ((r = json_put_lit(b, ",\"")) < 0 || (r = json_put_raw(b, key, kn)) < 0 ||
+	    (r = json_put_lit(b, "_b64\":")) < 0)
+		return r;
+	return json_put_base64(b, p, n);
+}
+
+int json_put_u64(struct dynbuf *b, uint64_t v)
+{
+	char tmp[20];
+	char *e = tmp + sizeof(tmp), *q = e;
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return json_put_raw(b, q, (size_t)(e - q));
+}
+
+int json_put_i64(struct dynbuf *b, int64_t v)
+{
+	if (v >= 0)
+		return json_put_u64(b, (uint64_t)v);
+	int r = json_put_lit(b, "-");
+	if (r < 0)
+		return r;
+	/* -(INT64_MIN) overflows int64; in uint64 it is exact. */
+	return json_put_u64(b, -(uint64_t)v);
+}
+
+/* Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+ * civil_from_days, valid over the whole int64 day range we can reach). */
+static void json_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static inline void json_2dig(char *o, unsigned v)
+{
+	o[0] = (char)('0' + v / 10);
+	o[1] = (char)('0' + v % 10);
+}
+
+int json_put_iso8601(struct dynbuf *b, int64_t t)
+{
+	int64_t days = t / 86400, secs = t % 86400;
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	int64_t y;
+	unsigned mo, d;
+	json_civil_from_days(days, &y, &mo, &d);
+
+	int r = json_room(b, 32);
+	if (r < 0)
+		return r;
+	if (y >= 0 && y <= 9999) {
+		char *o = b->p + b->len;
+		json_2dig(o, (unsigned)(y / 100));
+		json_2dig(o + 2, (unsigned)(y % 100));
+		b->len += 4;
+	} else {
+		/* ISO 8601 expanded years: a sign and at least four digits. */
+		uint64_t ay = y < 0 ? -(uint64_t)y : (uint64_t)y;
+		b->p[b->len++] = y < 0 ? '-' : '+';
+		if (ay < 1000) {
+			char *o = b->p + b->len;
+			json_2dig(o, (unsigned)(ay / 100));
+			json_2dig(o + 2, (unsigned)(ay % 100));
+			b->len += 4;
+		} else if ((r = json_put_u64(b, ay)) < 0)
+			return r;
+		if ((r = json_room(b, 16)) < 0)
+			return r;
+	}
+	char *o = b->p + b->len;
+	o[0] = '-';
+	json_2dig(o + 1, mo);
+	o[3] = '-';
+	json_2dig(o + 4, d);
+	o[6] = 'T';
+	json_2dig(o + 7, (unsigned)(secs / 3600));
+	o[9] = ':';
+	json_2dig(o + 10, (unsigned)(secs / 60 % 60));
+	o[12] = ':';
+	json_2dig(o + 13, (unsigned)(secs % 60));
+	o[15] = 'Z';
+	b->len += 16;
+	return 0;
+}

@@ -1,0 +1,118 @@
+/* JSON string writing for the emitter: escaping, UTF-8 repair, lossless
+ * byte strings, integers.
+ *
+ * Every function appends to a dynbuf and returns 0 or -errno (-E2BIG when
+ * the buffer's cap is reached, -ENOMEM).  On failure the buffer may hold a
+ * partial value: callers that need all-or-nothing (emit_record) remember the
+ * length and truncate back.  Pure: no globals, no syscalls, thread-safe on
+ * distinct buffers.
+ *
+ * What comes out is always valid UTF-8 JSON whatever bytes go in: invalid
+ * UTF-8 becomes U+FFFD (one per maximal ill-formed subpart, Unicode 15 §3.9
+ * "U+FFFD substitution of maximal subparts", as WHATWG and Python do). */
+#ifndef INGEST_OUT_JSON_H
+#define INGEST_OUT_JSON_H
+
+#include "core/dynbuf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length of the well-formed UTF-8 sequence that starts at p[0] (p[0] >= 0x80,
+ * n >= 1), as a positive number; or, when it is ill-formed, minus the length
+ * of its maximal subpart (the bytes that one U+FFFD replaces), always <= -1.
+ * Inline because both the JSON and the TSV writers sit on it per non-ASCII
+ * character. */
+static inline int json_utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned c = p[0];
+	unsigned lo = 0x80, hi = 0xBF;
+	int len;
+
+	if (c < 0xC2)
+		return -1;              /* stray continuation or overlong lead */
+	if (c < 0xE0)
+		len = 2;
+	else if (c < 0xF0) {
+		len = 3;
+		if (c == 0xE0)
+			lo = 0xA0;      /* overlong */
+		else if (c == 0xED)
+			hi = 0x9F;      /* surrogates */
+	} else if (c < 0xF5) {
+		len = 4;
+		if (c == 0xF0)
+			lo = 0x90;      /* overlong */
+		else if (c == 0xF4)
+			hi = 0x8F;      /* above U+10FFFF */
+	} else
+		return -1;
+
+	/* The second byte has the narrowed range, the others 80..BF. */
+	for (int i = 1; i < len; i++) {
+		if ((size_t)i >= n || p[i] < lo || p[i] > hi)
+			return -i;
+		lo = 0x80;
+		hi = 0xBF;
+	}
+	return len;
+}
+
+/* True when the n bytes at p are well-formed UTF-8. */
+bool json_utf8_valid(const char *p, size_t n);
+
+/* Appends p[0..n) as a quoted JSON string: `"`, `\`, and control characters
+ * below 0x20 escaped (\b \t \n \f \r, else \u00XX; DEL passes), invalid
+ * UTF-8 replaced by U+FFFD.  p may be NULL when n is 0. */
+int json_put_str(struct dynbuf *b, const char *p, size_t n);
+
+/* The same for a NUL-terminated string. */
+int json_put_cstr(struct dynbuf *b, const char *s);
+
+/* Appends a member for a byte string that need not be UTF-8 (a file path):
+ * `"key":"<text>"`, and, only when the bytes are not valid UTF-8,
+ * `,"key_b64":"<base64>"` where <text> has U+FFFD for the bad bytes and
+ * <base64> is RFC 4648 base64 (padded) of the exact bytes.  key is plain
+ * ASCII needing no escape. */
+int json_put_bytes_member(struct dynbuf *b, const char *key,
+                          const char *p, size_t n);
+
+/* Appends RFC 4648 base64 of p[0..n), padded, quoted. */
+int json_put_base64(struct dynbuf *b, const void *p, size_t n);
+
+/* Appends decimal integers (no printf: this is per field per record). */
+int json_put_u64(struct dynbuf *b, uint64_t v);
+int json_put_i64(struct dynbuf *b, int64_t v);
+
+/* Appends t (seconds since the epoch) as UTC ISO 8601,
+ * `YYYY-MM-DDTHH:MM:SSZ`, unquoted.  Proleptic Gregorian over the whole
+ * int64 range: years past 9999 get a `+`, years before 0 a `-` (ISO 8601's
+ * expanded form).  No locale, no time zone files. */
+int json_put_iso8601(struct dynbuf *b, int64_t t);
+
+/* Makes room for n more bytes.  The inline fast path is a compare; the cap
+ * of the dynbuf is enforced by dynbuf_reserve (cap <= max + 1 always). */
+static inline int json_room(struct dynbuf *b, size_t n)
+{
+	if (b->cap - b->len > n)
+		return 0;
+	return dynbuf_reserve(b, n);
+}
+
+/* Appends bytes known to need no escaping (keys, punctuation). */
+static inline int json_put_raw(struct dynbuf *b, const char *p, size_t n)
+{
+	int r = json_room(b, n);
+	if (r < 0)
+		return r;
+	__builtin_memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* "" lit "" makes anything but a string literal a compile error (a char *
+ * would silently give sizeof(pointer)). */
+#define json_put_lit(b, lit) json_put_raw((b), "" lit "", sizeof("" lit "") - 1)
+
+#endif

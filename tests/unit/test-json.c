@@ -1,0 +1,283 @@
+/* Unit tests for out/json: escaping, UTF-8 repair, lossless byte strings,
+ * base64, integers and timestamps, each against the exact expected bytes.
+ *
+ * The UTF-8 cases follow Unicode 15 §3.9 (Table 3-7 and "U+FFFD substitution
+ * of maximal subparts"); Python's bytes.decode('utf-8', 'replace') gives the
+ * same answers and was used to check them. */
+#include "core/dynbuf.h"
+#include "out/json.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define FFFD "\xEF\xBF\xBD"
+
+/* json_put_str of n bytes must give exactly `want` (NUL-terminated). */
+static void check_str(const char *in, size_t n, const char *want)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_str(&b, in, n), 0);
+	assert_int_equal(b.len, strlen(want));
+	assert_memory_equal(b.p, want, b.len);
+	dynbuf_release(&b);
+}
+
+#define CHECK(lit, want) check_str((lit), sizeof(lit) - 1, (want))
+
+static void test_json_plain_ascii(void **state)
+{
+	(void)state;
+	CHECK("", "\"\"");
+	CHECK("hello", "\"hello\"");
+	/* Long enough for the word-at-a-time scan, special at each offset. */
+	CHECK("abcdefghijklmnopqrstuvwxyz0123456789",
+	      "\"abcdefghijklmnopqrstuvwxyz0123456789\"");
+	for (size_t pos = 0; pos < 20; pos++) {
+		char in[21], want[32];
+		memset(in, 'a', 20);
+		in[pos] = '"';
+		in[20] = '\0';
+		size_t k = 0;
+		want[k++] = '"';
+		for (size_t i = 0; i < 20; i++) {
+			if (i == pos)
+				want[k++] = '\\';
+			want[k++] = in[i];
+		}
+		want[k++] = '"';
+		want[k] = '\0';
+		check_str(in, 20, want);
+	}
+	/* DEL and every printable pass; '/' is not escaped. */
+	CHECK("\x7f/~ ", "\"\x7f/~ \"");
+}
+
+static void test_json_quote_backslash(void **state)
+{
+	(void)state;
+	CHECK("a\"b\\c", "\"a\\\"b\\\\c\"");
+	CHECK("\"\"\\\\", "\"\\\"\\\"\\\\\\\\\"");
+}
+
+static void test_json_every_control_char(void **state)
+{
+	(void)state;
+	static const char *const want[32] = {
+		"\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005",
+		"\\u0006", "\\u0007", "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r",
+		"\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012", "\\u0013",
+		"\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019",
+		"\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+	};
+	for (int c = 0; c < 32; c++) {
+		char in[3] = { 'x', (char)c, 'y' };
+		char w[16] = "\"x";
+		strcat(w, want[c]);
+		strcat(w, "y\"");
+		check_str(in, 3, w);
+	}
+}
+
+static void test_json_valid_multibyte(void **state)
+{
+	(void)state;
+	/* 2, 3 and 4 bytes, the edges of each range, and U+FEFF / U+2028. */
+	CHECK("caf\xC3\xA9", "\"caf\xC3\xA9\"");
+	CHECK("\xC2\x80\xDF\xBF", "\"\xC2\x80\xDF\xBF\"");
+	CHECK("\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF",
+	      "\"\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF\"");
+	CHECK("\xF0\x90\x80\x80\xF4\x8F\xBF\xBF", "\"\xF0\x90\x80\x80\xF4\x8F\xBF\xBF\"");
+	CHECK("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x93\xA7",
+	      "\"\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x93\xA7\"");
+	CHECK("\xEF\xBB\xBF\xE2\x80\xA8", "\"\xEF\xBB\xBF\xE2\x80\xA8\"");
+}
+
+static void test_json_invalid_utf8_replaced(void **state)
+{
+	(void)state;
+	/* Lone continuation, overlong leads, bytes that never occur. */
+	CHECK("a\x80z", "\"a" FFFD "z\"");
+	CHECK("\xC0\xAF", "\"" FFFD FFFD "\"");
+	CHECK("\xC1\xBF", "\"" FFFD FFFD "\"");
+	CHECK("\xF5\x80", "\"" FFFD FFFD "\"");
+	CHECK("\xFF\xFE", "\"" FFFD FFFD "\"");
+	/* Latin-1 é left undecoded: the lead eats no ASCII. */
+	CHECK("caf\xE9!", "\"caf" FFFD "!\"");
+	/* Truncated sequences: one U+FFFD per maximal subpart. */
+	CHECK("\xE2\x82", "\"" FFFD "\"");
+	CHECK("\xE2\x82z", "\"" FFFD "z\"");
+	CHECK("\xF0\x9F\x93", "\"" FFFD "\"");
+	CHECK("\xF0\x9F\x93\"", "\"" FFFD "\\\"\"");
+	/* Overlong 3/4-byte forms, surrogates, above U+10FFFF: the second
+	 * byte is out of range, so lead and each continuation are separate. */
+	CHECK("\xE0\x80\x80", "\"" FFFD FFFD FFFD "\"");
+	CHECK("\xED\xA0\x80", "\"" FFFD FFFD FFFD "\"");
+	CHECK("\xF0\x80\x80\x80", "\"" FFFD FFFD FFFD FFFD "\"");
+	CHECK("\xF4\x90\x80\x80", "\"" FFFD FFFD FFFD FFFD "\"");
+	/* A lead cut short by another lead. */
+	CHECK("\xE2\xC3\xA9", "\"" FFFD "\xC3\xA9\"");
+	/* NUL inside, then invalid at the very end. */
+	CHECK("a\0b\xC3", "\"a\\u0000b" FFFD "\"");
+}
+
+static void test_json_utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(json_utf8_valid("", 0));
+	assert_true(json_utf8_valid(NULL, 0));
+	assert_true(json_utf8_valid("plain ascii path/with/many/parts", 32));
+	assert_true(json_utf8_valid("r\xC3\xA9sum\xC3\xA9", 8));
+	assert_false(json_utf8_valid("r\xE9sum\xE9", 6));
+	assert_false(json_utf8_valid("aaaaaaaaaaaaaaaa\xC3", 17));
+	assert_false(json_utf8_valid("\xED\xB0\x80", 3));
+}
+
+static void check_member(const char *key, const char *in, size_t n,
+                         const char *want)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_bytes_member(&b, key, in, n), 0);
+	assert_int_equal(b.len, strlen(want));
+	assert_memory_equal(b.p, want, b.len);
+	dynbuf_release(&b);
+}
+
+static void test_json_bytes_member_lossless(void **state)
+{
+	(void)state;
+	check_member("path", "cur/1:2,S", 9, "\"path\":\"cur/1:2,S\"");
+	check_member("path", "", 0, "\"path\":\"\"");
+	/* Valid UTF-8 needs no _b64, escapes or not. */
+	check_member("path", "a\tb/\xC3\xA9", 6, "\"path\":\"a\\tb/\xC3\xA9\"");
+	/* Latin-1 name: U+FFFD text plus the exact bytes. */
+	check_member("path", "caf\xE9.eml", 8,
+	             "\"path\":\"caf" FFFD ".eml\",\"path_b64\":\"Y2Fm6S5lbWw=\"");
+	check_member("root", "\xFF", 1,
+	             "\"root\":\"" FFFD "\",\"root_b64\":\"/w==\"");
+}
+
+static void test_json_base64(void **state)
+{
+	(void)state;
+	static const struct { const char *in, *out; } v[] = {   /* RFC 4648 §10 */
+		{ "", "\"\"" }, { "f", "\"Zg==\"" }, { "fo", "\"Zm8=\"" },
+		{ "foo", "\"Zm9v\"" }, { "foob", "\"Zm9vYg==\"" },
+		{ "fooba", "\"Zm9vYmE=\"" }, { "foobar", "\"Zm9vYmFy\"" },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct dynbuf b;
+		dynbuf_init(&b, 0);
+		assert_int_equal(json_put_base64(&b, v[i].in, strlen(v[i].in)), 0);
+		assert_int_equal(b.len, strlen(v[i].out));
+		assert_memory_equal(b.p, v[i].out, b.len);
+		dynbuf_release(&b);
+	}
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_base64(&b, "\xFB\xFF\xBF", 3), 0);
+	assert_memory_equal(b.p, "\"+/+/\"", 6);
+	dynbuf_release(&b);
+}
+
+static void test_json_integers(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_u64(&b, 0), 0);
+	assert_int_equal(json_put_lit(&b, " "), 0);
+	assert_int_equal(json_put_u64(&b, 18446744073709551615u), 0);
+	assert_int_equal(json_put_lit(&b, " "), 0);
+	assert_int_equal(json_put_i64(&b, -1), 0);
+	assert_int_equal(json_put_lit(&b, " "), 0);
+	assert_int_equal(json_put_i64(&b, INT64_MIN), 0);
+	assert_int_equal(json_put_lit(&b, " "), 0);
+	assert_int_equal(json_put_i64(&b, 1234567890), 0);
+	const char *want = "0 18446744073709551615 -1 -9223372036854775808 1234567890";
+	assert_int_equal(b.len, strlen(want));
+	assert_memory_equal(b.p, want, b.len);
+	dynbuf_release(&b);
+}
+
+static void check_time(int64_t t, const char *want)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_iso8601(&b, t), 0);
+	assert_int_equal(b.len, strlen(want));
+	assert_memory_equal(b.p, want, b.len);
+	dynbuf_release(&b);
+}
+
+static void test_json_iso8601(void **state)
+{
+	(void)state;
+	check_time(0, "1970-01-01T00:00:00Z");
+	check_time(-1, "1969-12-31T23:59:59Z");
+	check_time(951782400, "2000-02-29T00:00:00Z");          /* leap day */
+	check_time(1700000000, "2023-11-14T22:13:20Z");
+	check_time(2147483647, "2038-01-19T03:14:07Z");
+	check_time(253402300799, "9999-12-31T23:59:59Z");
+	check_time(253402300800, "+10000-01-01T00:00:00Z");
+	check_time(-62135596800, "0001-01-01T00:00:00Z");
+	check_time(-62167219200, "0000-01-01T00:00:00Z");
+	check_time(-62167219201, "-0001-12-31T23:59:59Z");
+	/* The extremes must not overflow (checked under UBSan). */
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_iso8601(&b, INT64_MAX), 0);
+	assert_int_equal(json_put_iso8601(&b, INT64_MIN), 0);
+	dynbuf_release(&b);
+}
+
+static void test_json_cap_is_enforced(void **state)
+{
+	(void)state;
+	/* A string that fits exactly, then one byte too many. */
+	struct dynbuf b;
+	dynbuf_init(&b, 7);
+	assert_int_equal(json_put_str(&b, "hello", 5), 0);
+	assert_int_equal(b.len, 7);
+	dynbuf_release(&b);
+
+	dynbuf_init(&b, 6);
+	assert_int_equal(json_put_str(&b, "hello", 5), -E2BIG);
+	assert_true(b.len <= 6);
+	dynbuf_release(&b);
+
+	/* Escapes grow the output beyond the optimistic reserve. */
+	dynbuf_init(&b, 10);
+	assert_int_equal(json_put_str(&b, "\x01\x02", 2), -E2BIG);
+	assert_true(b.len <= 10);
+	dynbuf_release(&b);
+	dynbuf_init(&b, 14);
+	assert_int_equal(json_put_str(&b, "\x01\x02", 2), 0);
+	assert_int_equal(b.len, 14);
+	dynbuf_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_plain_ascii),
+		cmocka_unit_test(test_json_quote_backslash),
+		cmocka_unit_test(test_json_every_control_char),
+		cmocka_unit_test(test_json_valid_multibyte),
+		cmocka_unit_test(test_json_invalid_utf8_replaced),
+		cmocka_unit_test(test_json_utf8_valid),
+		cmocka_unit_test(test_json_bytes_member_lossless),
+		cmocka_unit_test(test_json_base64),
+		cmocka_unit_test(test_json_integers),
+		cmocka_unit_test(test_json_iso8601),
+		cmocka_unit_test(test_json_cap_is_enforced),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
