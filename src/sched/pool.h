@@ -1,0 +1,61 @@
+/* The worker pool: persistent threads that run one batch's items in parallel.
+ *
+ * Threads are started once, in pool_new(), and reused for every batch.  A
+ * batch gets pool_workers_for() workers: one per LIMIT_BYTES_PER_WORKER bytes,
+ * at most one per item, at most `threads`; a one-worker batch runs inline on
+ * the calling thread with no wake-up at all.  The caller is worker 0 and
+ * claims items from the same cursor as the pool threads.
+ *
+ * Thread safety: one thread at a time calls pool_run() and pool_stats_get()
+ * on a pool (the pipeline's parse stage), and fn must not call pool_run() on
+ * the same pool.  fn runs concurrently on up to `threads` threads; worker k
+ * is always the same thread (0 the caller, k >= 1 the thread "ingest-wk"),
+ * so per-worker state indexed by `worker` is never shared. */
+#ifndef INGEST_POOL_H
+#define INGEST_POOL_H
+
+#include "core/limits.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pool;
+
+/* Runs item `item` of the batch; worker 0 is the calling thread, 1..n-1 are
+ * pool threads. */
+typedef void (*pool_fn)(void *ctx, size_t item, unsigned worker);
+
+struct pool_stats {
+	uint64_t threads_started;   /* by pool_new(); never grows afterwards */
+	uint64_t batches;           /* pool_run() calls, empty ones included */
+	uint64_t inline_batches;    /* batches run by the caller alone */
+	/* batches that used k workers (k = 0: empty batches) */
+	uint64_t workers_hist[LIMIT_MAX_THREADS + 1];
+	/* time the caller waited for workers to finish after its own claims
+	 * ran out: the cost of the last items' imbalance */
+	uint64_t caller_wait_ns;
+};
+
+/* A pool of `threads` workers including the caller: starts threads - 1 named
+ * threads ("ingest-w1"...).  NULL when threads is 0 or above
+ * LIMIT_MAX_THREADS, or when memory or a thread could not be had (nothing is
+ * left behind). */
+struct pool *pool_new(unsigned threads);
+
+/* Stops and joins the threads.  Accepts NULL.  No pool_run() may be running. */
+void pool_free(struct pool *p);
+
+/* Workers a batch gets: min(threads, items, max(1, bytes /
+ * LIMIT_BYTES_PER_WORKER)); 0 for 0 items. */
+unsigned pool_workers_for(const struct pool *p, size_t items, uint64_t bytes);
+
+/* Runs fn(ctx, i, worker) for every i in [0, items) exactly once, using
+ * pool_workers_for(p, items, bytes) workers, and returns once all have run.
+ * Everything fn wrote is visible to the caller on return.  Returns the
+ * number of workers used (0 for 0 items). */
+unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx);
+
+/* Copies the counters.  Same thread rules as pool_run(). */
+void pool_stats_get(const struct pool *p, struct pool_stats *out);
+
+#endif
