@@ -84,11 +84,13 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void run_fail(struct run *run, int err, const char *fmt, const char *arg)
+/* The first fatal error wins; every stage then stops at its next step. */
+static void run_fail(struct run *run, int err, const char *what, const char *arg)
 {
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&run->failed, &expected, err))
-		report_set_error(run->rep, fmt, arg, err);
+		report_set_error(run->rep, err, "%s%s%s%s", what, arg ? " '" : "", arg ? arg : "",
+		                 arg ? "'" : "");
 	budget_cancel(&run->budget);
 }
 
@@ -233,7 +235,7 @@ static void *write_main(void *arg)
 				budget_cancel(&run->budget);
 				writing = false;
 			} else if (r < 0) {
-				run_fail(run, r, "cannot write the output '%s'", run->o->output ? run->o->output : "stdout");
+				run_fail(run, r, "cannot write the output", run->o->output ? run->o->output : "stdout");
 				writing = false;
 			}
 		}
@@ -253,7 +255,7 @@ static int run_open_output(struct run *run)
 		int fd = sys_openat(AT_FDCWD, run->o->output,
 		                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			run_fail(run, fd, "cannot open the output '%s'", run->o->output);
+			run_fail(run, fd, "cannot open the output", run->o->output);
 			return fd;
 		}
 		run->out_fd = fd;
@@ -273,7 +275,7 @@ static int run_setup_inputs(struct run *run)
 		if (strcmp(o->files_from, "-")) {
 			fd = sys_openat(AT_FDCWD, o->files_from, O_RDONLY | O_CLOEXEC, 0);
 			if (fd < 0) {
-				run_fail(run, fd, "cannot open the list '%s'", o->files_from);
+				run_fail(run, fd, "cannot open the list", o->files_from);
 				return fd;
 			}
 		}
@@ -281,7 +283,7 @@ static int run_setup_inputs(struct run *run)
 		if (fd != STDIN_FILENO)
 			sys_close(fd);
 		if (r < 0) {
-			run_fail(run, r, "cannot read the list '%s'", o->files_from);
+			run_fail(run, r, "cannot read the list", o->files_from);
 			return r;
 		}
 	}
@@ -367,12 +369,12 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	if (r == 0) {
 		r = reader_new(&o->reader, &run->reader, &rst);
 		if (r < 0)
-			run_fail(run, r, "io_uring is unavailable (%s)", rst.fallback);
+			run_fail(run, r, "io_uring is unavailable:", rst.fallback);
 	}
 	if (r == 0)
 		r = run_start(run);
 	if (r < 0 && !atomic_load(&run->failed))
-		run_fail(run, r, "cannot start the pipeline%s", "");
+		run_fail(run, r, "cannot start the pipeline", NULL);
 	if (r == 0) {
 		struct reader_io io = {
 			.walk = run->walk, .budget = &run->budget,
@@ -380,7 +382,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		};
 		r = reader_run(run->reader, &io);
 		if (r < 0)
-			run_fail(run, r, "reading stopped%s", "");
+			run_fail(run, r, "reading stopped", NULL);
 	} else {
 		chan_close(&run->full_batches);
 	}

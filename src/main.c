@@ -50,11 +50,9 @@ static void on_sigint(int sig)
 	ingest_interrupt();
 }
 
-static int usage_error(const char *fmt, const char *arg)
+static int usage_error(const char *what, const char *arg)
 {
-	fputs("ingest: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs(" (see ingest --help)\n", stderr);
+	fprintf(stderr, "ingest: %s%s%s (see ingest --help)\n", what, arg ? arg : "", arg ? "'" : "");
 	return 2;
 }
 
@@ -124,10 +122,10 @@ int main(int argc, char **argv)
 			ingest_options_free(o);
 			return 0;
 		case ':':
-			status = usage_error("option '%s' needs a value", argv[optind - 1]);
+			status = usage_error("option needs a value: '", argv[optind - 1]);
 			goto out;
 		default:
-			status = usage_error("unknown option '%s'", argv[optind - 1]);
+			status = usage_error("unknown option '", argv[optind - 1]);
 			goto out;
 		}
 		int r = ingest_options_set(o, name, value);
@@ -136,12 +134,12 @@ int main(int argc, char **argv)
 			snprintf(what, sizeof(what), "--%s=%s", name, value ? value : "");
 			if (c == OPT_IOONLY || c == OPT_NOTEXT || c == OPT_HEADERS || c == '0')
 				snprintf(what, sizeof(what), "--%s", name);
-			status = usage_error("invalid value in '%s'", what);
+			status = usage_error("invalid value in '", what);
 			goto out;
 		}
 	}
 	if (optind == argc && !have_list) {
-		status = usage_error("%s", "no PATH given");
+		status = usage_error("no PATH given (and no --files-from)", NULL);
 		goto out;
 	}
 	for (int i = optind; i < argc; i++)

@@ -13,6 +13,7 @@
 #include "sched/pool.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,13 @@ struct ingest_report *report_new(void)
 	return calloc(1, sizeof(struct ingest_report));
 }
 
-void report_set_error(struct ingest_report *r, const char *fmt, const char *arg, int err)
+void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 {
 	char head[512];
-	snprintf(head, sizeof(head), fmt, arg);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof(head), fmt, ap);
+	va_end(ap);
 	size_t n = strlen(head) + 64;
 	free(r->error);
 	r->error = malloc(n);

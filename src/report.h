@@ -15,7 +15,9 @@ struct pool;
 struct budget;
 
 struct ingest_report *report_new(void);
-void report_set_error(struct ingest_report *r, const char *fmt, const char *arg, int err);
+/* Records why the run failed: the formatted text, then strerror(-err). */
+void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void report_start(struct ingest_report *r);
 /* Counts a batch's records by kind (called by the writer, in order). */
 void report_count_batch(struct ingest_report *r, const struct batch *b);
