@@ -379,6 +379,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		struct reader_io io = {
 			.walk = run->walk, .budget = &run->budget,
 			.free_batches = &run->free_batches, .full_batches = &run->full_batches,
+			.stop = &ingest_stop,
 		};
 		r = reader_run(run->reader, &io);
 		if (r < 0)

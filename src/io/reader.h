@@ -18,6 +18,8 @@
 #include "sched/batch.h"
 #include "sched/chan.h"
 
+#include <stdatomic.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,6 +32,12 @@ struct reader_options {
 	enum reader_backend backend;
 	uint64_t batch_bytes;
 	uint64_t max_size;
+	/* test seam: when set, called with the entry's name (relative to its
+	 * directory fd) right after the file's size is known and before its read
+	 * is submitted, so a unit test can unlink, grow or shrink the file at
+	 * exactly that moment.  NULL in production. */
+	void (*after_stat)(void *arg, const char *name);
+	void *after_stat_arg;
 };
 
 struct reader_stats {
@@ -46,6 +54,7 @@ struct reader_io {
 	struct budget *budget;
 	struct chan *free_batches;       /* recycled by the writer */
 	struct chan *full_batches;       /* to the parser */
+	const atomic_int *stop;          /* set by ingest_interrupt(): read no more */
 };
 
 struct reader;

@@ -49,6 +49,9 @@ static void sync_probe(struct reader *r, struct walk_entry *e, struct sync_open 
 		sys_close(fd);
 		return;
 	}
+	/* test seam: between the fstat and the read (NULL in production) */
+	if (r->c.o.after_stat)
+		r->c.o.after_stat(r->c.o.after_stat_arg, e->name);
 	so->fd = fd;
 }
 
@@ -59,7 +62,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 	int ret = 0;
 	for (;;) {
 		struct walk_entry *e;
-		int w = walk_next(io->walk, &e);
+		int w = atomic_load_explicit(io->stop, memory_order_relaxed) ? 0 : walk_next(io->walk, &e);
 		if (w <= 0) {
 			ret = w;
 			break;

@@ -175,8 +175,12 @@ static struct uring_slot *win_at(struct uring_reader *u, size_t i)
 }
 
 /* Tops the stat window up from the walk, queueing a statx per entry. */
-static int uring_fill_window(struct uring_reader *u, struct walk *walk)
+static int uring_fill_window(struct uring_reader *u, const struct reader_io *io)
 {
+	struct walk *walk = io->walk;
+	/* Ctrl-C: what is already statted is still read and written. */
+	if (atomic_load_explicit(io->stop, memory_order_relaxed))
+		u->walk_done = true;
 	while (!u->walk_done && u->win_count < WIN_SIZE) {
 		if (io_uring_sq_space_left(&u->ring) < 1)
 			break;
@@ -253,10 +257,10 @@ static uint64_t uring_slot_need(struct uring_reader *u, struct uring_slot *s)
 static int uring_run(struct reader *r, const struct reader_io *io)
 {
 	struct uring_reader *u = (struct uring_reader *)r;
-	int ret = uring_fill_window(u, io->walk);
+	int ret = uring_fill_window(u, io);
 	while (ret == 0 && (u->win_count || !u->walk_done)) {
 		if (!u->win_count) {
-			ret = uring_fill_window(u, io->walk);
+			ret = uring_fill_window(u, io);
 			continue;
 		}
 		/* The head of the window must be statted to cut a batch; wait for
@@ -344,7 +348,7 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			break;
 		}
 		/* The stats of the next batch ride in the same enter. */
-		if ((ret = uring_fill_window(u, io->walk)) < 0) {
+		if ((ret = uring_fill_window(u, io)) < 0) {
 			chan_push(io->full_batches, b);
 			break;
 		}
