@@ -44,7 +44,7 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
 /* Sets an option by its command-line long name without the dashes
  * ("backend", "batch-bytes", "max-inflight", "max-size", "threads", "output",
  * "format", "fields", "max-text", "no-text", "headers", "files-from",
- * "null", "stats"...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
+ * "null", "stats", "shard" (K/N), "progress"...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
  * Returns 0, -ENOENT for an unknown name, -EINVAL for a bad value.  The
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
@@ -71,6 +71,11 @@ INGEST_API int ingest_report_interrupted(const struct ingest_report *r);
  * (json 1), in a NUL-terminated heap string the caller frees with free().
  * 0 or -ENOMEM. */
 INGEST_API int ingest_report_format(const struct ingest_report *r, int json, char **out, size_t *len);
+/* The first error records of the run, one line each in the command's
+ * shape ("cannot read 'cur/1:2,S': Permission denied"), and a count of the
+ * rest; an empty string when there were none.  Heap string, free().
+ * 0 or -ENOMEM. */
+INGEST_API int ingest_report_format_errors(const struct ingest_report *r, char **out, size_t *len);
 /* Frees r; accepts NULL. */
 INGEST_API void ingest_report_free(struct ingest_report *r);
 

@@ -75,6 +75,8 @@ struct run {
 	pthread_t parse_thread, write_thread;
 	bool parse_started, write_started;
 	uint64_t parse_wait_ns, write_wait_ns;
+	uint64_t progress_last;       /* ns of the last progress line */
+	uint64_t total;               /* inputs, when known before the end (lists) */
 };
 
 static uint64_t now_ns(void)
@@ -217,6 +219,31 @@ static int write_batch(struct run *run, struct batch *b)
 	return 0;
 }
 
+/* The progress line: redrawn at most ten times a second by the writer,
+ * which knows what is done; nothing at all unless asked for (main.c asks
+ * when stderr is a terminal, a check it makes before the run). */
+static void progress_draw(struct run *run, bool final)
+{
+	uint64_t now = now_ns();
+	if (!final && now - run->progress_last < 100000000u)
+		return;
+	run->progress_last = now;
+	uint64_t bytes, errors;
+	uint64_t files = report_records(run->rep, &bytes, &errors);
+	double secs = (double)(now - report_started_ns(run->rep)) / 1e9;
+	char line[160];
+	int n = snprintf(line, sizeof(line), "\r\033[K%llu files, %.1f MB, %.0f files/s, %llu errors",
+	                 (unsigned long long)files, (double)bytes / 1e6,
+	                 secs > 0 ? (double)files / secs : 0.0, (unsigned long long)errors);
+	if (run->total && files < run->total && files && n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", ETA %.0f s",
+		              secs / (double)files * (double)(run->total - files));
+	if (final)
+		n = snprintf(line, sizeof(line), "\r\033[K");
+	if (n > 0)
+		sys_write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
 static void *write_main(void *arg)
 {
 	struct run *run = arg;
@@ -239,10 +266,14 @@ static void *write_main(void *arg)
 				writing = false;
 			}
 		}
+		if (run->o->progress)
+			progress_draw(run, false);
 		budget_release(&run->budget, b->budget);
 		batch_reset(b, 2 * run->o->reader.batch_bytes + (1 << 20));
 		chan_push(&run->free_batches, b);
 	}
+	if (run->o->progress)
+		progress_draw(run, true);
 	atomic_store(&run->writer_done, 1);
 	sys_futex_wake((uint32_t *)(uintptr_t)&run->writer_done, 1);
 	return NULL;
@@ -280,6 +311,8 @@ static int run_setup_inputs(struct run *run)
 			}
 		}
 		int r = walk_add_list(run->walk, fd, o->null_separated);
+		if (r >= 0 && !o->n_paths && !o->shard_n)
+			run->total = walk_total(run->walk);
 		if (fd != STDIN_FILENO)
 			sys_close(fd);
 		if (r < 0) {
@@ -361,6 +394,8 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	int r = 0;
 	if (!(run->walk = walk_new()))
 		r = -ENOMEM;
+	else if (o->shard_n)
+		walk_set_shard(run->walk, o->shard_k, o->shard_n);
 	if (r == 0)
 		r = run_setup_inputs(run);
 	if (r == 0)

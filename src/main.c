@@ -35,6 +35,9 @@ static const char usage_text[] =
 "  --batch-bytes=SIZE     bytes per batch (1M)\n"
 "  --max-inflight=SIZE    bytes read but not yet written, at most (64M)\n"
 "  --stats[=json]         statistics on stderr at the end\n"
+"  --shard=K/N            only the inputs of shard K (1..N) of N, by path hash\n"
+"  --progress, --no-progress  a progress line on stderr (default: if a tty)\n"
+"  -q, --quiet            no progress line, no error summary on stderr\n"
 "  -h, --help             this help;  -V, --version  the version\n"
 "SIZE takes K, M or G.  Exit: 0 every input got a record (errors included),\n"
 "1 the run failed, 2 bad usage, 130 interrupted.\n"
@@ -60,7 +63,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_BACKEND = 256, OPT_BATCH, OPT_INFLIGHT, OPT_MAXSIZE, OPT_STATS, OPT_FILES,
 	       OPT_THREADS, OPT_FORMAT, OPT_FIELDS, OPT_NOTEXT, OPT_MAXTEXT, OPT_HEADERS,
-	       OPT_IOONLY, OPT_ESINDEX };
+	       OPT_IOONLY, OPT_ESINDEX, OPT_SHARD, OPT_PROGRESS, OPT_NOPROGRESS, OPT_QUIET };
 	static const struct option longopts[] = {
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "batch-bytes", required_argument, NULL, OPT_BATCH },
@@ -78,6 +81,10 @@ int main(int argc, char **argv)
 		{ "headers", no_argument, NULL, OPT_HEADERS },
 		{ "io-only", no_argument, NULL, OPT_IOONLY },
 		{ "es-index", required_argument, NULL, OPT_ESINDEX },
+		{ "shard", required_argument, NULL, OPT_SHARD },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -88,9 +95,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int stats = 0, c, status = 0;
-	bool have_list = false;
+	bool have_list = false, quiet = false;
+	int progress = -1;   /* -1: when stderr is a terminal */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":0o:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":0o:qhV", longopts, NULL)) != -1) {
 		const char *name = NULL, *value = optarg;
 		switch (c) {
 		case OPT_BACKEND: name = "backend"; break;
@@ -113,6 +121,10 @@ int main(int argc, char **argv)
 		case OPT_HEADERS: name = "headers"; value = "1"; break;
 		case OPT_IOONLY: name = "parse"; value = "0"; break;
 		case OPT_ESINDEX: name = "es-index"; break;
+		case OPT_SHARD: name = "shard"; break;
+		case OPT_PROGRESS: progress = 1; continue;
+		case OPT_NOPROGRESS: progress = 0; continue;
+		case 'q': quiet = true; continue;
 		case 'h':
 			fputs(usage_text, stdout);
 			ingest_options_free(o);
@@ -156,12 +168,25 @@ int main(int argc, char **argv)
 		sa.sa_handler = on_sigint;
 		sigaction(SIGINT, &sa, NULL);
 	}
+	/* Decided here, before the run, so that a run without a terminal makes
+	 * no syscall for it (isatty is an ioctl). */
+	if (progress < 0)
+		progress = !quiet && isatty(STDERR_FILENO);
+	ingest_options_set(o, "progress", progress ? "1" : "0");
 	struct ingest_report *rep = NULL;
 	int r = ingest_run(o, &rep);
 	if (stats && rep) {
 		char *text;
 		size_t len;
 		if (ingest_report_format(rep, stats == 2, &text, &len) == 0) {
+			fwrite(text, 1, len, stderr);
+			free(text);
+		}
+	}
+	if (!quiet && rep) {
+		char *text;
+		size_t len;
+		if (ingest_report_format_errors(rep, &text, &len) == 0) {
 			fwrite(text, 1, len, stderr);
 			free(text);
 		}

@@ -6,6 +6,7 @@
 #include "core/limits.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +193,21 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 			o->stats = OPTIONS_STATS_NONE;
 		else
 			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(name, "shard")) {
+		unsigned k, n;
+		char tail;
+		if (!v || sscanf(v, "%u/%u%c", &k, &n, &tail) != 2 || n == 0 || k == 0 || k > n)
+			return -EINVAL;
+		o->shard_k = k;
+		o->shard_n = n;
+		return 0;
+	}
+	if (!strcmp(name, "progress")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->progress = b;
 		return 0;
 	}
 	if (!strcmp(name, "format"))

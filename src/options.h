@@ -28,6 +28,8 @@ struct ingest_options {
 	char *es_index;             /* owned copy behind emit.es_index */
 	enum options_stats stats;
 	bool parse;                 /* false: records carry I/O fields only */
+	unsigned shard_k, shard_n;  /* --shard=K/N; 0/0 none */
+	bool progress;              /* draw a progress line on stderr */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #define REPORT_KINDS 8
+#define REPORT_SAMPLES 10
 
 struct ingest_report {
 	char *error;
@@ -35,6 +36,9 @@ struct ingest_report {
 	uint64_t parse_wait_ns, write_wait_ns, read_wait_ns;
 	long peak_rss_kib;
 	struct stats_thread counts;
+	char *samples[REPORT_SAMPLES];       /* the first error records, as text */
+	unsigned n_samples;
+	uint64_t errors;
 };
 
 static uint64_t report_now(void)
@@ -71,9 +75,25 @@ void report_start(struct ingest_report *r)
 void report_count_batch(struct ingest_report *r, const struct batch *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		unsigned k = (unsigned)b->items[i].io.reason;
+		const struct record_io *io = &b->items[i].io;
+		unsigned k = (unsigned)io->reason;
 		r->kinds[k < REPORT_KINDS ? k : 0]++;
 		r->bytes_in += b->items[i].len;
+		if (io->reason == RECORD_NONE)
+			continue;
+		r->errors++;
+		if (r->n_samples == REPORT_SAMPLES)
+			continue;
+		/* The record's path as the user would type it: root/path. */
+		const char *why = io->err ? strerror(io->err) : io->message ? io->message
+		                : record_reason_name(io->reason);
+		size_t n = io->root.n + io->path.n + strlen(why) + 32;
+		char *line = malloc(n);
+		if (!line)
+			continue;
+		snprintf(line, n, "cannot read '%.*s%s%.*s': %s", (int)io->root.n, io->root.p,
+		         io->root.n && io->path.n ? "/" : "", (int)io->path.n, io->path.p, why);
+		r->samples[r->n_samples++] = line;
 	}
 	r->records += b->n;
 }
@@ -122,10 +142,37 @@ int ingest_report_interrupted(const struct ingest_report *r)
 	return r && r->interrupted;
 }
 
+int ingest_report_format_errors(const struct ingest_report *r, char **out, size_t *len)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	for (unsigned i = 0; i < r->n_samples; i++)
+		dynbuf_printf(&b, "ingest: %s\n", r->samples[i]);
+	if (r->errors > r->n_samples)
+		dynbuf_printf(&b, "ingest: ... and %llu more error records (see \"error\" in the output)\n",
+		              (unsigned long long)(r->errors - r->n_samples));
+	*out = dynbuf_take(&b, len);
+	return *out ? 0 : -ENOMEM;
+}
+
+uint64_t report_records(const struct ingest_report *r, uint64_t *bytes, uint64_t *errors)
+{
+	*bytes = r->bytes_in;
+	*errors = r->errors;
+	return r->records;
+}
+
+uint64_t report_started_ns(const struct ingest_report *r)
+{
+	return r->t0;
+}
+
 void ingest_report_free(struct ingest_report *r)
 {
 	if (!r)
 		return;
+	for (unsigned i = 0; i < r->n_samples; i++)
+		free(r->samples[i]);
 	free(r->error);
 	free(r);
 }

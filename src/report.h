@@ -24,6 +24,9 @@ void report_count_batch(struct ingest_report *r, const struct batch *b);
 void report_finish(struct ingest_report *r, const struct reader *rd, const struct walk *w,
                    const struct pool *p, const struct budget *bu, uint64_t parse_wait_ns,
                    uint64_t write_wait_ns, uint64_t read_wait_ns);
+/* Records written so far and their bytes and errors (the writer's view). */
+uint64_t report_records(const struct ingest_report *r, uint64_t *bytes, uint64_t *errors);
+uint64_t report_started_ns(const struct ingest_report *r);
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted);
 
 #endif

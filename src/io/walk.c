@@ -54,6 +54,7 @@ struct walk {
 	struct walk_entry pending; /* an error entry for a failed source */
 	struct walk_dir *explicit_dir;   /* shared pseudo-dir for file arguments */
 	struct walk_stats stats;
+	unsigned shard_k, shard_n;      /* 0/0: no sharding */
 };
 
 struct linux_dirent64 {
@@ -440,7 +441,59 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 	return 0;
 }
 
+void walk_set_shard(struct walk *w, unsigned k, unsigned n)
+{
+	w->shard_k = k;
+	w->shard_n = n;
+}
+
+static uint64_t walk_fnv(uint64_t h, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+uint64_t walk_entry_hash(const struct walk_entry *e)
+{
+	const struct walk_dir *d = e->dir;
+	uint64_t h = walk_fnv(0xcbf29ce484222325ull, d->root, strlen(d->root));
+	h = walk_fnv(h, "/", 1);
+	if (d->relpath_len) {
+		h = walk_fnv(h, d->relpath, d->relpath_len);
+		h = walk_fnv(h, "/", 1);
+	}
+	h = walk_fnv(h, e->name, strlen(e->name));
+	/* FNV's low bits are weak for short keys: finish with a mixer
+	 * (the murmur3 fmix64 constants) before taking a modulus. */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static bool walk_in_shard(const struct walk *w, const struct walk_entry *e)
+{
+	return !w->shard_n || walk_entry_hash(e) % w->shard_n == w->shard_k - 1;
+}
+
+static int walk_next_any(struct walk *w, struct walk_entry **out);
+
 int walk_next(struct walk *w, struct walk_entry **out)
+{
+	for (;;) {
+		int r = walk_next_any(w, out);
+		if (r <= 0 || walk_in_shard(w, *out))
+			return r;
+		walk_entry_done(w, *out);
+	}
+}
+
+static int walk_next_any(struct walk *w, struct walk_entry **out)
 {
 	for (;;) {
 		if (!w->depth) {
@@ -581,4 +634,12 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 void walk_stats_get(const struct walk *w, struct walk_stats *out)
 {
 	*out = w->stats;
+}
+
+uint64_t walk_total(const struct walk *w)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < w->n_sources; i++)
+		n += w->sources[i].list ? w->sources[i].list->n_files : 1;
+	return n;
 }

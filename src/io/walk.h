@@ -48,6 +48,14 @@ int walk_add_path(struct walk *w, const char *path);
 /* Queues every name of a list (newline- or NUL-separated) read from fd. */
 int walk_add_list(struct walk *w, int fd, bool nul_separated);
 
+/* Keeps only the entries whose path hash falls in shard k of n (1 <= k <= n):
+ * the other entries are never statted or read.  The hash covers the root as
+ * given and the path below it, so every machine that is given the same
+ * arguments splits the same way, and the shards' union is the whole run. */
+void walk_set_shard(struct walk *w, unsigned k, unsigned n);
+/* The 64-bit hash sharding uses (exposed for tests). */
+uint64_t walk_entry_hash(const struct walk_entry *e);
+
 /* Next entry in walk order: 1 and *out, 0 at the end, -errno when the walk
  * cannot go on at all (out of memory).  Per-directory failures are entries. */
 int walk_next(struct walk *w, struct walk_entry **out);
@@ -60,6 +68,9 @@ int walk_entry_dirfd(const struct walk_entry *e);
 /* Fills root, path and the Maildir fields of io; strings are copied into the
  * arena, so they outlive the entry.  0 or -ENOMEM. */
 int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct record_io *io);
+
+/* Inputs queued from lists so far (paths' contents are not known ahead). */
+uint64_t walk_total(const struct walk *w);
 
 struct walk_stats {
 	uint64_t dirs, entries, getdents_calls;
