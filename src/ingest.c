@@ -25,6 +25,7 @@
 #include "io/walk.h"
 #include "io/reader.h"
 #include "mail/mail.h"
+#include "mail/mbox.h"
 #include "out/emit.h"
 #include "sched/batch.h"
 #include "sched/chan.h"
@@ -96,17 +97,14 @@ static void run_fail(struct run *run, int err, const char *what, const char *arg
 	budget_cancel(&run->budget);
 }
 
-/* Turns one input into one record in the worker's output buffer. */
-static void run_item(void *ctx, size_t i, unsigned w)
+/* Parses one message and formats its record into out. */
+static void run_record(struct run *run, unsigned w, struct record rec, const uint8_t *data,
+                       size_t len, struct dynbuf *out, uint32_t *count)
 {
-	struct run *run = ctx;
-	struct batch *b = run->cur;
-	struct batch_item *it = &b->items[i];
-	struct dynbuf *out = &b->out[w];
-	struct record rec = { .io = it->io, .mail = NULL };
+	(*count)++;
 	struct mail_message msg;
-	if (run->o->parse && rec.io.reason == RECORD_NONE && it->data) {
-		int r = mail_parse(run->mctx[w], &run->o->mail, it->data, it->len, &msg);
+	if (run->o->parse && rec.io.reason == RECORD_NONE && data) {
+		int r = mail_parse(run->mctx[w], &run->o->mail, data, len, &msg);
 		if (r < 0) {
 			rec.io.reason = RECORD_INTERNAL;
 			rec.io.err = -r;
@@ -119,7 +117,6 @@ static void run_item(void *ctx, size_t i, unsigned w)
 			}
 		}
 	}
-	size_t off = out->len;
 	if (emit_record(&run->o->emit, &rec, out) < 0) {
 		/* A record too large to format still gets a record. */
 		rec.mail = NULL;
@@ -127,6 +124,42 @@ static void run_item(void *ctx, size_t i, unsigned w)
 		rec.io.err = ENOMEM;
 		rec.io.message = "record could not be formatted";
 		emit_record(&run->o->emit, &rec, out);
+	}
+}
+
+/* Turns one input into its records in the worker's output buffer: one,
+ * or one per message of an mbox read whole. */
+static void run_item(void *ctx, size_t i, unsigned w)
+{
+	struct run *run = ctx;
+	struct batch *b = run->cur;
+	struct batch_item *it = &b->items[i];
+	struct dynbuf *out = &b->out[w];
+	size_t off = out->len;
+	it->out_records = 0;
+	/* The batch owns its bytes: unquoting ">From " in place is ours to do. */
+	uint8_t *data = (uint8_t *)(uintptr_t)it->data;
+	struct record rec = { .io = it->io, .mail = NULL };
+	if (it->no_output) {
+		/* a streamed file: its messages are records of later batches */
+	} else if (rec.io.in_mbox && data) {
+		run_record(run, w, rec, data, mbox_unquote(data, it->len), out, &it->out_records);
+	} else if (run->o->parse && data && rec.io.reason == RECORD_NONE &&
+	           mbox_is_separator(data, it->len)) {
+		size_t pos = 0, next;
+		struct mbox_span m;
+		rec.io.in_mbox = true;
+		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
+			rec.io.offset = m.start;
+			rec.io.length = m.end - m.start;
+			run_record(run, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start), out,
+			           &it->out_records);
+			if (next <= pos)
+				break;
+			pos = next;
+		}
+	} else {
+		run_record(run, w, rec, data, it->len, out, &it->out_records);
 	}
 	it->out_worker = w;
 	it->out_off = off;

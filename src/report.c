@@ -76,6 +76,8 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
 		const struct record_io *io = &b->items[i].io;
+		if (b->items[i].no_output)
+			continue;
 		unsigned k = (unsigned)io->reason;
 		r->kinds[k < REPORT_KINDS ? k : 0]++;
 		r->bytes_in += b->items[i].len;
@@ -95,7 +97,8 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		         io->root.n && io->path.n ? "/" : "", (int)io->path.n, io->path.p, why);
 		r->samples[r->n_samples++] = line;
 	}
-	r->records += b->n;
+	for (size_t i = 0; i < b->n; i++)
+		r->records += b->items[i].out_records;
 }
 
 void report_finish(struct ingest_report *r, const struct reader *rd, const struct walk *w,

@@ -4,6 +4,7 @@
 #include "io/reader.h"
 #include "io/reader_backend.h"
 #include "io/walk.h"
+#include "mail/mbox.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 
@@ -94,6 +95,13 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		it->io.message = S_ISFIFO(mode) ? "FIFO: never opened"
 		               : S_ISSOCK(mode) ? "socket: never opened"
 		               : "device: never opened";
+		return 0;
+	}
+	if (size > reader_stream_threshold(&rc->o)) {
+		/* not read here: reader_stream() decides (an mbox is split in
+		 * chunks whatever its size; anything else must fit --max-size) */
+		it->stream = true;
+		it->no_output = true;
 		return 0;
 	}
 	if (size > rc->o.max_size) {
@@ -207,4 +215,246 @@ int reader_run(struct reader *r, const struct reader_io *io)
 void reader_stats_get(const struct reader *r, struct reader_stats *out)
 {
 	*out = r->c.st;
+}
+
+uint64_t reader_stream_threshold(const struct reader_options *o)
+{
+	/* Past four batches' worth a file is not worth holding whole; an mbox
+	 * of any size then costs one chunk of memory at a time. */
+	uint64_t t = 4 * (o->batch_bytes > 1024 * 1024 ? o->batch_bytes : 1024 * 1024);
+	return t < o->max_size ? t : o->max_size;
+}
+
+/* Moves on to a fresh batch, taking the n bytes at *p along (they live in
+ * the old batch's arena, so they are copied before it is sent on).  The
+ * copy is budgeted when the budget allows; past it, the overshoot is at
+ * most one chunk. */
+static int stream_swap(struct reader *r, const struct reader_io *io, struct batch **bp,
+                       const uint8_t **p, size_t n)
+{
+	struct batch *nb = reader_batch_get(io);
+	if (!nb)
+		return -ECANCELED;
+	uint8_t *c = arena_alloc(&nb->data, n ? n : 1);
+	if (!c) {
+		chan_push(io->free_batches, nb);
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(c, *p, n);
+	if (n && budget_try_acquire(io->budget, n))
+		nb->budget += n;
+	*p = c;
+	r->c.st.batches++;
+	chan_push(io->full_batches, *bp);
+	*bp = nb;
+	return 0;
+}
+
+/* A new item for the streamed file, with its stat fields. */
+static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
+                                      const struct batch_item *st, int *err)
+{
+	struct batch_item *it = &b->items[b->n++];
+	if ((*err = reader_item_init(b, it, e)) < 0)
+		return NULL;
+	it->io.have_stat = true;
+	it->io.size = st->io.size;
+	it->io.mtime_sec = st->io.mtime_sec;
+	it->io.mtime_nsec = st->io.mtime_nsec;
+	it->io.dev = st->io.dev;
+	it->io.ino = st->io.ino;
+	return it;
+}
+
+/* Room for one more item; swaps batches (carrying *p, n) when full. */
+static int stream_room(struct reader *r, const struct reader_io *io, struct batch **bp,
+                       const uint8_t **p, size_t n)
+{
+	if ((*bp)->n < LIMIT_BATCH_FILES)
+		return 0;
+	return stream_swap(r, io, bp, p, n);
+}
+
+/* Not an mbox after all: the file is one message, read whole when it fits
+ * --max-size (the first chunk is already in `head`). */
+static int stream_whole(struct reader *r, const struct reader_io *io, struct batch **bp,
+                        struct walk_entry *e, const struct batch_item *st, int fd,
+                        const uint8_t *head, size_t len, bool eof)
+{
+	int err = 0;
+	if (stream_room(r, io, bp, &head, len) < 0)
+		return 0;
+	struct batch_item *it = stream_item(*bp, e, st, &err);
+	if (!it)
+		return err;
+	if (st->io.size > r->c.o.max_size) {
+		it->io.reason = RECORD_TOO_LARGE;
+		it->io.message = "larger than --max-size: not read";
+		return 0;
+	}
+	uint64_t cap = (st->io.size > len ? st->io.size : len) + 1;
+	uint8_t *whole = arena_alloc(&(*bp)->data, cap);
+	if (!whole)
+		return -ENOMEM;
+	if (budget_try_acquire(io->budget, cap))
+		(*bp)->budget += cap;
+	memcpy(whole, head, len);
+	it->data = whole;
+	it->cap = cap;
+	int64_t total = (int64_t)len;
+	while (!eof && (uint64_t)total < cap) {
+		ssize_t got = r->pread(r, fd, whole + total, cap - (uint64_t)total, (uint64_t)total);
+		if (got == -EINTR)
+			continue;
+		if (got < 0)
+			total = got;
+		if (got <= 0)
+			break;
+		total += got;
+	}
+	return reader_item_read_done(&r->c, *bp, it, total, fd);
+}
+
+int reader_stream(struct reader *r, const struct reader_io *io, struct batch **bp,
+                  struct walk_entry *e, const struct batch_item *st)
+{
+	size_t chunk = r->c.o.batch_bytes < 64 * 1024 ? 64 * 1024 : (size_t)r->c.o.batch_bytes;
+	int err = 0;
+	int fd = sys_openat(walk_entry_dirfd(e), e->name,
+	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (e->follow ? 0 : O_NOFOLLOW), 0);
+	if (fd < 0) {
+		struct batch_item *it = stream_room(r, io, bp, NULL, 0) == 0 ? stream_item(*bp, e, st, &err) : NULL;
+		if (it)
+			reader_item_fail(it, fd);
+		return err;
+	}
+	/* pend: bytes read but not yet cut into messages, in the batch in hand */
+	const uint8_t *pend = NULL;
+	size_t pend_len = 0;
+	uint64_t pend_off = 0, off = 0;
+	bool eof = false, first = true, skipping = false;
+	while (!eof || pend_len) {
+		const uint8_t *buf;
+		size_t len;
+		uint64_t base = pend_off;
+		if (!eof) {
+			/* A message longer than a chunk doubles the read, so that
+			 * carrying it over costs linear copying, not quadratic. */
+			size_t want = pend_len > chunk ? pend_len : chunk;
+			uint64_t need = pend_len + want + 1;
+			if (!budget_try_acquire(io->budget, need)) {
+				/* the batch in hand is part of what is in flight (even
+				 * with no item yet, its buffers hold budget): send it on
+				 * before waiting, or we would wait on ourselves */
+				if ((err = stream_swap(r, io, bp, &pend, pend_len)) < 0)
+					break;
+				if (!budget_acquire(io->budget, need)) {
+					err = -ECANCELED;
+					break;
+				}
+			}
+			(*bp)->budget += need;
+			uint8_t *nbuf = arena_alloc(&(*bp)->data, need);
+			if (!nbuf) {
+				err = -ENOMEM;
+				break;
+			}
+			if (pend_len)
+				memcpy(nbuf, pend, pend_len);
+			ssize_t got;
+			do
+				got = r->pread(r, fd, nbuf + pend_len, want, off);
+			while (got == -EINTR);
+			if (got < 0) {
+				struct batch_item *it = stream_room(r, io, bp, NULL, 0) == 0
+				                      ? stream_item(*bp, e, st, &err) : NULL;
+				if (it)
+					reader_item_fail(it, (int)got);
+				break;
+			}
+			off += (uint64_t)got;
+			r->c.st.bytes += (uint64_t)got;
+			eof = (size_t)got < want;
+			buf = nbuf;
+			len = pend_len + (size_t)got;
+			if (first) {
+				first = false;
+				if (!mbox_is_separator(buf, len)) {
+					err = stream_whole(r, io, bp, e, st, fd, buf, len, eof);
+					break;
+				}
+			}
+		} else {
+			buf = pend;
+			len = pend_len;
+		}
+		size_t pos = 0;
+		while (pos < len) {
+			struct mbox_span m;
+			size_t next;
+			if (skipping) {
+				/* past an oversized message: on to the next separator */
+				size_t at = mbox_find_separator(buf, len, pos);
+				if (at == len && !eof) {
+					pos = len;
+					break;
+				}
+				pos = at;
+				skipping = false;
+				continue;
+			}
+			if (!mbox_next(buf, len, pos, eof, &m, &next)) {
+				if (len - pos > r->c.o.max_size) {
+					if ((err = stream_room(r, io, bp, &buf, len)) < 0)
+						goto out;
+					struct batch_item *it = stream_item(*bp, e, st, &err);
+					if (!it)
+						goto out;
+					it->io.in_mbox = true;
+					it->io.offset = base + pos;
+					it->io.reason = RECORD_TOO_LARGE;
+					it->io.message = "mbox message larger than --max-size: skipped";
+					skipping = true;
+					pos = len;
+				}
+				break;
+			}
+			if ((*bp)->n == LIMIT_BATCH_FILES) {
+				/* full: the rest of buf moves to the next batch */
+				const uint8_t *rest = buf + pos;
+				if ((err = stream_swap(r, io, bp, &rest, len - pos)) < 0)
+					goto out;
+				m.start -= pos;
+				m.end -= pos;
+				next -= pos;
+				base += pos;
+				len -= pos;
+				buf = rest;
+				pos = 0;
+			}
+			struct batch_item *it = stream_item(*bp, e, st, &err);
+			if (!it)
+				goto out;
+			it->io.in_mbox = true;
+			it->io.offset = base + m.start;
+			it->io.length = m.end - m.start;
+			it->data = buf + m.start;
+			it->len = m.end - m.start;
+			pos = next;
+		}
+		pend = buf + pos;
+		pend_len = len - pos;
+		pend_off = base + pos;
+		if (eof && pend_len && pos == 0)
+			break;   /* no progress is possible: cannot happen, but never spin */
+		/* A batch holds about one chunk: memory stays bounded by the
+		 * budget however large the archive. */
+		if ((*bp)->n && (*bp)->budget >= chunk && (!eof || pend_len) &&
+		    (err = stream_swap(r, io, bp, &pend, pend_len)) < 0)
+			break;
+	}
+out:
+	sys_close(fd);
+	return err == -ECANCELED ? 0 : err;
 }

@@ -100,6 +100,20 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 				break;
 			}
 		}
+		if (readable && so.probe.stream) {
+			/* too large to hold: streamed in chunks, an mbox split */
+			r->c.st.files++;
+			ret = reader_stream(r, io, &b, e, &so.probe);
+			walk_entry_done(io->walk, e);
+			if (ret < 0)
+				break;
+			if (b->n >= LIMIT_BATCH_FILES / 2) {
+				r->c.st.batches++;
+				chan_push(io->full_batches, b);
+				b = NULL;
+			}
+			continue;
+		}
 		struct batch_item *it = &b->items[b->n++];
 		r->c.st.files++;
 		b->budget += cap;
@@ -150,6 +164,12 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 	return ret;
 }
 
+static ssize_t sync_pread(struct reader *r, int fd, void *buf, size_t n, uint64_t off)
+{
+	(void)r;
+	return sys_pread(fd, buf, n, off);
+}
+
 int reader_sync_new(const struct reader_options *o, struct reader **out)
 {
 	struct reader *r = xcalloc(1, sizeof(*r));
@@ -159,6 +179,7 @@ int reader_sync_new(const struct reader_options *o, struct reader **out)
 	r->c.st.backend = READER_SYNC;
 	r->run = sync_run;
 	r->free = sync_free;
+	r->pread = sync_pread;
 	*out = r;
 	return 0;
 }

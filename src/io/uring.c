@@ -42,7 +42,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-enum uring_kind { U_STAT = 1, U_OPEN, U_READ, U_CLOSE };
+enum uring_kind { U_STAT = 1, U_OPEN, U_READ, U_CLOSE, U_CHUNK };
 
 struct uring_slot {
 	struct walk_entry *e;
@@ -63,6 +63,9 @@ struct uring_reader {
 	bool walk_done;
 	/* the batch whose chains are in flight */
 	size_t chains_pending;
+	/* a streamed file's chunk read */
+	bool chunk_pending;
+	int chunk_res;
 };
 
 #define WIN_SIZE LIMIT_BATCH_FILES
@@ -224,6 +227,11 @@ static void uring_reap(struct uring_reader *u, struct batch *b)
 		uint64_t tag = io_uring_cqe_get_data64(cqe);
 		enum uring_kind kind = (enum uring_kind)(tag >> 32);
 		size_t i = (size_t)(tag & 0xffffffffu);
+		if (kind == U_CHUNK) {
+			u->chunk_res = cqe->res;
+			u->chunk_pending = false;
+			continue;
+		}
 		if (kind == U_STAT) {
 			u->win[i].res = cqe->res;
 			u->win[i].done = true;
@@ -245,9 +253,15 @@ static void uring_reap(struct uring_reader *u, struct batch *b)
 	io_uring_cq_advance(&u->ring, seen);
 }
 
+static bool uring_slot_streams(struct uring_reader *u, struct uring_slot *s)
+{
+	return s->needs_stat && s->res >= 0 && S_ISREG(s->stx.stx_mode) &&
+	       s->stx.stx_size > reader_stream_threshold(&u->r.c.o);
+}
+
 static uint64_t uring_slot_need(struct uring_reader *u, struct uring_slot *s)
 {
-	if (!s->needs_stat || s->res < 0)
+	if (!s->needs_stat || s->res < 0 || uring_slot_streams(u, s))
 		return 0;
 	if (!S_ISREG(s->stx.stx_mode) || s->stx.stx_size > u->r.c.o.max_size)
 		return 0;
@@ -285,6 +299,10 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 				break;
 			bytes += need;
 			n++;
+			/* a streamed file ends its batch, so that its messages,
+			 * which follow in batches of their own, stay in input order */
+			if (uring_slot_streams(u, s))
+				break;
 		}
 		struct batch *b = reader_batch_get(io);
 		if (!b)
@@ -357,15 +375,36 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 				break;
 			uring_reap(u, b);
 		}
+		struct batch_item *streamed = NULL;
 		for (size_t i = 0; i < b->n && ret == 0; i++) {
 			struct batch_item *it = &b->items[i];
+			if (it->stream) {
+				streamed = it;   /* the last item: handled below */
+				continue;
+			}
 			if (it->cap && it->io.reason == RECORD_NONE)
 				ret = reader_item_read_done(&r->c, b, it, it->read_res, -1);
 			walk_entry_done(io->walk, it->entry);
 			it->entry = NULL;
 		}
+		struct batch_item st;
+		if (streamed)
+			st = *streamed;
 		r->c.st.batches++;
 		chan_push(io->full_batches, b);
+		if (streamed && ret == 0) {
+			struct batch *sb = reader_batch_get(io);
+			if (sb) {
+				ret = reader_stream(r, io, &sb, st.entry, &st);
+				if (sb->n) {
+					r->c.st.batches++;
+					chan_push(io->full_batches, sb);
+				} else {
+					chan_push(io->free_batches, sb);
+				}
+			}
+			walk_entry_done(io->walk, st.entry);
+		}
 	}
 	/* A fatal error leaves stats in flight: let them land before the ring
 	 * and the entries they point into go away. */
@@ -379,6 +418,29 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 	return ret;
 }
 
+/* One read of a streamed file on the ring; only the reader thread calls
+ * it, between batches, so nothing else is in flight but stats. */
+static ssize_t uring_pread(struct reader *r, int fd, void *buf, size_t n, uint64_t off)
+{
+	struct uring_reader *u = (struct uring_reader *)r;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return sys_pread(fd, buf, n, off);
+	io_uring_prep_read(sqe, fd, buf, (unsigned)n, off);
+	io_uring_sqe_set_data64(sqe, uring_tag(U_CHUNK, 0));
+	stats_count_ring(STATS_OP_read, 1);
+	u->chunk_pending = true;
+	while (u->chunk_pending) {
+		int ret = uring_enter(u, 1);
+		if (ret < 0) {
+			u->chunk_pending = false;
+			return ret;
+		}
+		uring_reap(u, NULL);
+	}
+	return u->chunk_res;
+}
+
 int reader_uring_new(const struct reader_options *o, struct reader **out, char *why, size_t whylen)
 {
 	struct uring_reader *u = xcalloc(1, sizeof(*u));
@@ -390,6 +452,7 @@ int reader_uring_new(const struct reader_options *o, struct reader **out, char *
 	u->r.c.st.backend = READER_URING;
 	u->r.run = uring_run;
 	u->r.free = uring_free;
+	u->r.pread = uring_pread;
 	u->win = xcalloc(WIN_SIZE, sizeof(*u->win));
 	int r = u->win ? uring_setup(u, why, whylen) : -ENOMEM;
 	if (r < 0) {

@@ -26,9 +26,12 @@ struct batch_item {
 	struct walk_entry *entry;
 	uint64_t cap;               /* bytes reserved in data: size + 1 */
 	int64_t read_res;           /* the ring's read result */
+	bool stream;                /* too large to read whole: the reader streams it */
+	bool no_output;             /* a placeholder whose records come from the stream */
 	/* set by the worker that formatted the record */
 	uint32_t out_worker;
 	uint64_t out_off, out_len;
+	uint32_t out_records;       /* records it produced (an mbox read whole: many) */
 };
 
 struct batch {
