@@ -16,7 +16,9 @@
 
 struct mail_ctx;
 
-/* out is in ctx->arena (or a view of in when it is plain ASCII). */
+/* out is in ctx->arena (or a view of in when it is plain ASCII).  Works at
+ * the end of ctx->scratch and restores its length: a caller's bytes there
+ * survive, but pointers into scratch may move (so in must not point there). */
 int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
               uint64_t *warnings);
 

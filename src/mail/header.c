@@ -1,0 +1,210 @@
+/* The header block (RFC 5322 2.2, 3.6): see header.h.
+ *
+ * header_parse() walks the block line by line with memchr, so its cost is
+ * linear in the block and independent of line lengths (a 10 MiB line is one
+ * memchr).  Fields are views: name and folded value point into the message.
+ * Only the field array is allocated, in the arena, grown geometrically (the
+ * abandoned copies are at most as large as the final one).
+ *
+ * Line ends: LF, with an optional CR before it (RFC 5322 2.1 says CRLF; mail
+ * stored on Unix uses LF).  A CR not followed by LF is an ordinary byte.
+ * The blank line that ends the block is part of the block: body_offset is
+ * the byte after it. */
+#include "mail/header.h"
+#include "core/limits.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+static inline bool header_is_wsp(uint8_t c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* RFC 5322 3.6.8: ftext is printable US-ASCII except the colon. */
+static inline bool header_is_ftext(uint8_t c)
+{
+	return c >= 33 && c <= 126 && c != ':';
+}
+
+/* Offset of the byte after the blank line that ends the block, searching
+ * from `from` (a line start); n when the block runs to EOF. */
+static size_t header_skip_block(const uint8_t *p, size_t n, size_t from)
+{
+	size_t i = from;
+	while (i < n) {
+		if (p[i] == '\n')
+			return i + 1;
+		if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+			return i + 2;
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
+		if (!nl)
+			return n;
+		i = (size_t)(nl - p) + 1;
+	}
+	return n;
+}
+
+static int header_push(struct arena *a, struct header_block *out, size_t *cap,
+                       struct header_field f)
+{
+	if (out->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct header_field *v = arena_alloc(a, ncap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		if (out->n)
+			memcpy(v, out->v, out->n * sizeof(*v));
+		out->v = v;
+		*cap = ncap;
+	}
+	out->v[out->n++] = f;
+	return 0;
+}
+
+int header_parse(struct arena *a, const uint8_t *p, size_t n,
+                 struct header_block *out, uint64_t *warnings)
+{
+	size_t cap = 0, i = 0;
+	struct header_field *cur = NULL;   /* the field a continuation extends */
+	bool first = true;
+	int r;
+
+	out->v = NULL;
+	out->n = 0;
+	out->body_offset = n;
+	if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF)
+		i = 3;
+
+	while (i < n) {
+		size_t start = i;
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
+		size_t eol = nl ? (size_t)(nl - p) : n;   /* the LF, or n */
+		size_t next = nl ? eol + 1 : n;
+		size_t end = eol;                          /* content end, CR removed */
+		if (nl && end > start && p[end - 1] == '\r')
+			end--;
+
+		if (end == start) {                        /* the blank line */
+			out->body_offset = next;
+			return 0;
+		}
+		if (start >= LIMIT_HEADER_BYTES) {
+			mail_warn(warnings, MAIL_W_HEADER_TOO_LARGE);
+			out->body_offset = header_skip_block(p, n, start);
+			return 0;
+		}
+		if (header_is_wsp(p[start])) {
+			if (cur) {
+				/* RFC 5322 2.2.3: a folded continuation. */
+				size_t vend = end;
+				if (vend > LIMIT_HEADER_BYTES) {
+					vend = LIMIT_HEADER_BYTES;
+					mail_warn(warnings, MAIL_W_HEADER_TOO_LARGE);
+				}
+				cur->value.n = (size_t)((const char *)p + vend - cur->value.p);
+				i = next;
+				continue;
+			}
+		} else {
+			size_t j = start;
+			while (j < end && header_is_ftext(p[j]))
+				j++;
+			size_t name_end = j;
+			while (j < end && header_is_wsp(p[j]))   /* RFC 5322 4.5 */
+				j++;
+			if (name_end > start && j < end && p[j] == ':') {
+				size_t vstart = j + 1, vend = end;
+				if (vend > LIMIT_HEADER_BYTES) {
+					/* One huge line: keep what fits under the cap. */
+					vend = LIMIT_HEADER_BYTES;
+					mail_warn(warnings, MAIL_W_HEADER_TOO_LARGE);
+				}
+				struct header_field f = {
+					.name = { (const char *)p + start, name_end - start },
+					.value = { (const char *)p + vstart, vend - vstart },
+				};
+				if ((r = header_push(a, out, &cap, f)) < 0)
+					return r;
+				cur = &out->v[out->n - 1];
+				first = false;
+				i = next;
+				continue;
+			}
+		}
+		/* Neither a field nor a continuation. */
+		if (first) {
+			out->body_offset = start;
+			return 0;
+		}
+		mail_warn(warnings, MAIL_W_MALFORMED_HEADER);
+		cur = NULL;    /* what follows cannot continue a field it is not next to */
+		i = next;
+	}
+	out->body_offset = n;
+	return 0;
+}
+
+static bool header_name_is(const struct header_field *f, const char *name, size_t len)
+{
+	return f->name.n == len && strncasecmp(f->name.p, name, len) == 0;
+}
+
+const struct header_field *header_get(const struct header_block *h, const char *name)
+{
+	size_t len = strlen(name);
+	for (size_t i = 0; i < h->n; i++)
+		if (header_name_is(&h->v[i], name, len))
+			return &h->v[i];
+	return NULL;
+}
+
+size_t header_count(const struct header_block *h, const char *name)
+{
+	size_t len = strlen(name), k = 0;
+	for (size_t i = 0; i < h->n; i++)
+		k += header_name_is(&h->v[i], name, len);
+	return k;
+}
+
+int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out)
+{
+	const char *p = raw.p;
+	size_t n = raw.n;
+	/* Trim: white space and any line-end bytes at either end. */
+	while (n && (header_is_wsp((uint8_t)*p) || *p == '\r' || *p == '\n')) {
+		p++;
+		n--;
+	}
+	while (n && (header_is_wsp((uint8_t)p[n - 1]) || p[n - 1] == '\r' || p[n - 1] == '\n'))
+		n--;
+	if (!n) {
+		*out = (struct mail_str){ raw.p ? raw.p : "", 0 };
+		return 0;
+	}
+	const char *nl = memchr(p, '\n', n);
+	if (!nl) {
+		*out = (struct mail_str){ p, n };
+		return 0;
+	}
+	/* RFC 5322 2.2.3: unfolding removes the line ends (CRLF or LF); the
+	 * white space that follows them stays. */
+	char *d = arena_alloc(a, n + 1);
+	if (!d)
+		return -ENOMEM;
+	size_t k = 0, i = 0;
+	while (i < n) {
+		const char *q = memchr(p + i, '\n', n - i);
+		size_t seg_end = q ? (size_t)(q - p) : n;
+		size_t copy_end = seg_end;
+		if (q && copy_end > i && p[copy_end - 1] == '\r')
+			copy_end--;
+		memcpy(d + k, p + i, copy_end - i);
+		k += copy_end - i;
+		i = q ? seg_end + 1 : n;
+	}
+	d[k] = '\0';
+	*out = (struct mail_str){ d, k };
+	return 0;
+}

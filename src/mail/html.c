@@ -1,0 +1,487 @@
+/* HTML to text: see html.h.
+ *
+ * One forward pass over the input with a small state: the pending separator
+ * (none, space, line break, paragraph break) that the next text will be
+ * preceded by, whether we are inside <head>, and the <pre> depth.  Separators
+ * are only written when text follows, so the output never starts or ends
+ * with white space and never holds two separators in a row.  Skipping a
+ * comment, a tag or the raw text of script/style searches forward with
+ * memchr/memmem from where the scan is, so every byte is visited a bounded
+ * number of times (linear even on unclosed constructs, which run to the end
+ * of the input as in browsers).  No allocation: the caller's buffer is the
+ * only output, and writing stops cleanly when it is full. */
+#include "mail/html.h"
+
+#include <string.h>
+
+struct html_entity {
+	const char *name;
+	int32_t cp;
+};
+
+/* HTML 4.01 (section 24: Latin-1, symbols, special) plus &apos;, sorted by
+ * strcmp for a binary search. */
+static const struct html_entity entities[] = {
+	{ "AElig", 198 }, { "Aacute", 193 }, { "Acirc", 194 }, { "Agrave", 192 }, { "Alpha", 913 },
+	{ "Aring", 197 }, { "Atilde", 195 }, { "Auml", 196 }, { "Beta", 914 }, { "Ccedil", 199 },
+	{ "Chi", 935 }, { "Dagger", 8225 }, { "Delta", 916 }, { "ETH", 208 }, { "Eacute", 201 },
+	{ "Ecirc", 202 }, { "Egrave", 200 }, { "Epsilon", 917 }, { "Eta", 919 }, { "Euml", 203 },
+	{ "Gamma", 915 }, { "Iacute", 205 }, { "Icirc", 206 }, { "Igrave", 204 }, { "Iota", 921 },
+	{ "Iuml", 207 }, { "Kappa", 922 }, { "Lambda", 923 }, { "Mu", 924 }, { "Ntilde", 209 },
+	{ "Nu", 925 }, { "OElig", 338 }, { "Oacute", 211 }, { "Ocirc", 212 }, { "Ograve", 210 },
+	{ "Omega", 937 }, { "Omicron", 927 }, { "Oslash", 216 }, { "Otilde", 213 }, { "Ouml", 214 },
+	{ "Phi", 934 }, { "Pi", 928 }, { "Prime", 8243 }, { "Psi", 936 }, { "Rho", 929 },
+	{ "Scaron", 352 }, { "Sigma", 931 }, { "THORN", 222 }, { "Tau", 932 }, { "Theta", 920 },
+	{ "Uacute", 218 }, { "Ucirc", 219 }, { "Ugrave", 217 }, { "Upsilon", 933 }, { "Uuml", 220 },
+	{ "Xi", 926 }, { "Yacute", 221 }, { "Yuml", 376 }, { "Zeta", 918 }, { "aacute", 225 },
+	{ "acirc", 226 }, { "acute", 180 }, { "aelig", 230 }, { "agrave", 224 }, { "alefsym", 8501 },
+	{ "alpha", 945 }, { "amp", 38 }, { "and", 8743 }, { "ang", 8736 }, { "apos", 39 },
+	{ "aring", 229 }, { "asymp", 8776 }, { "atilde", 227 }, { "auml", 228 }, { "bdquo", 8222 },
+	{ "beta", 946 }, { "brvbar", 166 }, { "bull", 8226 }, { "cap", 8745 }, { "ccedil", 231 },
+	{ "cedil", 184 }, { "cent", 162 }, { "chi", 967 }, { "circ", 710 }, { "clubs", 9827 },
+	{ "cong", 8773 }, { "copy", 169 }, { "crarr", 8629 }, { "cup", 8746 }, { "curren", 164 },
+	{ "dArr", 8659 }, { "dagger", 8224 }, { "darr", 8595 }, { "deg", 176 }, { "delta", 948 },
+	{ "diams", 9830 }, { "divide", 247 }, { "eacute", 233 }, { "ecirc", 234 }, { "egrave", 232 },
+	{ "empty", 8709 }, { "emsp", 8195 }, { "ensp", 8194 }, { "epsilon", 949 }, { "equiv", 8801 },
+	{ "eta", 951 }, { "eth", 240 }, { "euml", 235 }, { "euro", 8364 }, { "exist", 8707 },
+	{ "fnof", 402 }, { "forall", 8704 }, { "frac12", 189 }, { "frac14", 188 }, { "frac34", 190 },
+	{ "frasl", 8260 }, { "gamma", 947 }, { "ge", 8805 }, { "gt", 62 }, { "hArr", 8660 },
+	{ "harr", 8596 }, { "hearts", 9829 }, { "hellip", 8230 }, { "iacute", 237 },
+	{ "icirc", 238 }, { "iexcl", 161 }, { "igrave", 236 }, { "image", 8465 }, { "infin", 8734 },
+	{ "int", 8747 }, { "iota", 953 }, { "iquest", 191 }, { "isin", 8712 }, { "iuml", 239 },
+	{ "kappa", 954 }, { "lArr", 8656 }, { "lambda", 955 }, { "lang", 9001 }, { "laquo", 171 },
+	{ "larr", 8592 }, { "lceil", 8968 }, { "ldquo", 8220 }, { "le", 8804 }, { "lfloor", 8970 },
+	{ "lowast", 8727 }, { "loz", 9674 }, { "lrm", 8206 }, { "lsaquo", 8249 }, { "lsquo", 8216 },
+	{ "lt", 60 }, { "macr", 175 }, { "mdash", 8212 }, { "micro", 181 }, { "middot", 183 },
+	{ "minus", 8722 }, { "mu", 956 }, { "nabla", 8711 }, { "nbsp", 160 }, { "ndash", 8211 },
+	{ "ne", 8800 }, { "ni", 8715 }, { "not", 172 }, { "notin", 8713 }, { "nsub", 8836 },
+	{ "ntilde", 241 }, { "nu", 957 }, { "oacute", 243 }, { "ocirc", 244 }, { "oelig", 339 },
+	{ "ograve", 242 }, { "oline", 8254 }, { "omega", 969 }, { "omicron", 959 },
+	{ "oplus", 8853 }, { "or", 8744 }, { "ordf", 170 }, { "ordm", 186 }, { "oslash", 248 },
+	{ "otilde", 245 }, { "otimes", 8855 }, { "ouml", 246 }, { "para", 182 }, { "part", 8706 },
+	{ "permil", 8240 }, { "perp", 8869 }, { "phi", 966 }, { "pi", 960 }, { "piv", 982 },
+	{ "plusmn", 177 }, { "pound", 163 }, { "prime", 8242 }, { "prod", 8719 }, { "prop", 8733 },
+	{ "psi", 968 }, { "quot", 34 }, { "rArr", 8658 }, { "radic", 8730 }, { "rang", 9002 },
+	{ "raquo", 187 }, { "rarr", 8594 }, { "rceil", 8969 }, { "rdquo", 8221 }, { "real", 8476 },
+	{ "reg", 174 }, { "rfloor", 8971 }, { "rho", 961 }, { "rlm", 8207 }, { "rsaquo", 8250 },
+	{ "rsquo", 8217 }, { "sbquo", 8218 }, { "scaron", 353 }, { "sdot", 8901 }, { "sect", 167 },
+	{ "shy", 173 }, { "sigma", 963 }, { "sigmaf", 962 }, { "sim", 8764 }, { "spades", 9824 },
+	{ "sub", 8834 }, { "sube", 8838 }, { "sum", 8721 }, { "sup", 8835 }, { "sup1", 185 },
+	{ "sup2", 178 }, { "sup3", 179 }, { "supe", 8839 }, { "szlig", 223 }, { "tau", 964 },
+	{ "there4", 8756 }, { "theta", 952 }, { "thetasym", 977 }, { "thinsp", 8201 },
+	{ "thorn", 254 }, { "tilde", 732 }, { "times", 215 }, { "trade", 8482 }, { "uArr", 8657 },
+	{ "uacute", 250 }, { "uarr", 8593 }, { "ucirc", 251 }, { "ugrave", 249 }, { "uml", 168 },
+	{ "upsih", 978 }, { "upsilon", 965 }, { "uuml", 252 }, { "weierp", 8472 }, { "xi", 958 },
+	{ "yacute", 253 }, { "yen", 165 }, { "yuml", 255 }, { "zeta", 950 }, { "zwj", 8205 },
+	{ "zwnj", 8204 },
+};
+
+int32_t html_entity_lookup(const char *name, size_t n)
+{
+	size_t lo = 0, hi = sizeof(entities) / sizeof(entities[0]);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *e = entities[mid].name;
+		size_t en = strlen(e);
+		int c = memcmp(name, e, n < en ? n : en);
+		if (c == 0)
+			c = n < en ? -1 : n > en ? 1 : 0;
+		if (c == 0)
+			return entities[mid].cp;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+/* HTML5 8.2.4: numeric references 0x80..0x9F mean windows-1252. */
+static const uint16_t cp1252_c1[32] = {
+	0x20AC, 0xFFFD, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021,
+	0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0xFFFD, 0x017D, 0xFFFD,
+	0xFFFD, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+	0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0xFFFD, 0x017E, 0x0178,
+};
+
+enum sep { SEP_NONE, SEP_SPACE, SEP_LINE, SEP_PARA };
+
+struct html {
+	const uint8_t *p;
+	size_t n, i;
+	char *out;
+	size_t cap, len;
+	enum sep sep;
+	bool in_head;
+	unsigned pre;
+	bool full;
+};
+
+/* Byte classes of text content. */
+enum { C_TEXT = 0, C_WS = 1, C_LT = 2, C_AMP = 3, C_C2 = 4 };
+static const uint8_t text_class[256] = {
+	['\t'] = C_WS, ['\n'] = C_WS, ['\f'] = C_WS, ['\r'] = C_WS, [' '] = C_WS,
+	['<'] = C_LT, ['&'] = C_AMP, [0xC2] = C_C2,
+};
+
+static inline void want_sep(struct html *h, enum sep s)
+{
+	if (s > h->sep)
+		h->sep = s;
+}
+
+/* Writes the pending separator; false when the output is full. */
+static bool flush_sep(struct html *h)
+{
+	static const char seps[][3] = { "", " ", "\n", "\n\n" };
+	size_t k = h->sep == SEP_PARA ? 2 : h->sep == SEP_NONE ? 0 : 1;
+	if (h->len == 0 || k == 0) {     /* never lead with white space */
+		h->sep = SEP_NONE;
+		return true;
+	}
+	if (h->cap - h->len < k) {
+		h->full = true;
+		return false;
+	}
+	memcpy(h->out + h->len, seps[h->sep], k);
+	h->len += k;
+	h->sep = SEP_NONE;
+	return true;
+}
+
+/* Appends text (flushing the separator first).  On a full buffer the text is
+ * cut on a character boundary. */
+static bool put(struct html *h, const uint8_t *s, size_t k)
+{
+	if (h->in_head)
+		return true;         /* <head> content is dropped */
+	if (!flush_sep(h))
+		return false;
+	size_t room = h->cap - h->len;
+	if (k > room) {
+		size_t cut = room;
+		while (cut > 0 && (s[cut] & 0xC0) == 0x80)
+			cut--;
+		memcpy(h->out + h->len, s, cut);
+		h->len += cut;
+		h->full = true;
+		return false;
+	}
+	memcpy(h->out + h->len, s, k);
+	h->len += k;
+	return true;
+}
+
+static bool put_cp(struct html *h, uint32_t cp)
+{
+	uint8_t b[4];
+	size_t k;
+	if (cp == 0xA0 || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\f' || cp == ' ') {
+		if (h->pre && cp != 0xA0) {
+			b[0] = (uint8_t)cp;
+			return put(h, b, 1);
+		}
+		want_sep(h, SEP_SPACE);
+		return true;
+	}
+	if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp < 0x20 || cp == 0x7F)
+		cp = 0xFFFD;
+	if (cp < 0x80) {
+		b[0] = (uint8_t)cp;
+		k = 1;
+	} else if (cp < 0x800) {
+		b[0] = (uint8_t)(0xC0 | cp >> 6);
+		b[1] = (uint8_t)(0x80 | (cp & 0x3F));
+		k = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (uint8_t)(0xE0 | cp >> 12);
+		b[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (uint8_t)(0x80 | (cp & 0x3F));
+		k = 3;
+	} else {
+		b[0] = (uint8_t)(0xF0 | cp >> 18);
+		b[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (uint8_t)(0x80 | (cp & 0x3F));
+		k = 4;
+	}
+	return put(h, b, k);     /* whole or not at all: put cuts on a boundary */
+}
+
+static inline bool is_alnum(uint8_t c)
+{
+	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* At `&`: decodes a character reference, or writes the `&` literally. */
+static bool entity(struct html *h)
+{
+	const uint8_t *p = h->p;
+	size_t n = h->n, i = h->i + 1;
+	if (i < n && p[i] == '#') {
+		bool hex = i + 1 < n && (p[i + 1] == 'x' || p[i + 1] == 'X');
+		size_t j = i + 1 + hex, digits = 0;
+		uint32_t v = 0;
+		for (; j < n; j++, digits++) {
+			uint8_t c = p[j], d;
+			if (c >= '0' && c <= '9')
+				d = (uint8_t)(c - '0');
+			else if (hex && (c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+				d = (uint8_t)((c | 0x20) - 'a' + 10);
+			else
+				break;
+			v = v > 0x10FFFF ? v : v * (hex ? 16 : 10) + d;
+		}
+		if (digits) {
+			if (j < n && p[j] == ';')
+				j++;
+			h->i = j;
+			if (v >= 0x80 && v <= 0x9F)
+				v = cp1252_c1[v - 0x80];
+			return put_cp(h, v);
+		}
+	} else {
+		size_t j = i;
+		while (j < n && j - i < 32 && is_alnum(p[j]))
+			j++;
+		if (j > i) {
+			int32_t cp = html_entity_lookup((const char *)p + i, j - i);
+			if (cp >= 0) {
+				if (j < n && p[j] == ';')
+					j++;
+				h->i = j;
+				return put_cp(h, (uint32_t)cp);
+			}
+		}
+	}
+	h->i++;
+	return put(h, (const uint8_t *)"&", 1);
+}
+
+/* Text up to the next `<` (or the end). */
+static bool text(struct html *h)
+{
+	const uint8_t *p = h->p;
+	size_t n = h->n;
+	while (h->i < n) {
+		size_t s = h->i, i = s;
+		while (i < n && text_class[p[i]] == C_TEXT)
+			i++;
+		if (i > s && !put(h, p + s, i - s))
+			return false;
+		h->i = i;
+		if (i == n)
+			break;
+		switch (text_class[p[i]]) {
+		case C_WS:
+			if (h->pre) {
+				if (!put(h, p + i, 1))
+					return false;
+			} else {
+				want_sep(h, SEP_SPACE);
+			}
+			h->i++;
+			break;
+		case C_LT:
+			return true;
+		case C_AMP:
+			if (!entity(h))
+				return false;
+			break;
+		case C_C2:
+			/* U+00A0 written raw is white space, as &nbsp; is. */
+			if (i + 1 < n && p[i + 1] == 0xA0) {
+				want_sep(h, SEP_SPACE);
+				h->i += 2;
+			} else {
+				if (!put(h, p + i, 1))
+					return false;
+				h->i++;
+			}
+			break;
+		}
+	}
+	return true;
+}
+
+static bool name_is(const char *name, size_t k, const char *lit)
+{
+	return strlen(lit) == k && memcmp(name, lit, k) == 0;
+}
+
+static bool name_in(const char *name, size_t k, const char *const *list)
+{
+	for (; *list; list++)
+		if (name_is(name, k, *list))
+			return true;
+	return false;
+}
+
+/* Elements that end a line, and those that end a paragraph. */
+static const char *const line_tags[] = {
+	"address", "article", "aside", "caption", "center", "dd", "details", "dir",
+	"div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form",
+	"frame", "header", "li", "main", "menu", "nav", "option", "section",
+	"summary", "tbody", "tfoot", "thead", "tr", NULL,
+};
+static const char *const para_tags[] = {
+	"blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "ol", "p",
+	"table", "ul", NULL,
+};
+
+/* Skips raw text up to the end tag `</name` (case-insensitive). */
+static void skip_raw(struct html *h, const char *name, size_t k)
+{
+	const uint8_t *p = h->p;
+	size_t n = h->n, i = h->i;
+	while (i < n) {
+		const uint8_t *lt = memchr(p + i, '<', n - i);
+		if (!lt)
+			break;
+		i = (size_t)(lt - p) + 1;
+		if (i + k < n && p[i] == '/') {
+			size_t m = 0;
+			while (m < k && (p[i + 1 + m] | 0x20) == (uint8_t)name[m])
+				m++;
+			if (m == k && (i + 1 + k >= n || !is_alnum(p[i + 1 + k]))) {
+				h->i = i - 1;    /* the end tag itself is parsed normally */
+				return;
+			}
+		}
+	}
+	h->i = n;
+}
+
+/* At `<`.  Returns false when the output is full. */
+static bool tag(struct html *h)
+{
+	const uint8_t *p = h->p;
+	size_t n = h->n, i = h->i + 1;
+
+	if (i >= n) {
+		h->i = n;
+		return put(h, (const uint8_t *)"<", 1);
+	}
+	if (p[i] == '!') {
+		if (i + 2 < n && p[i + 1] == '-' && p[i + 2] == '-') {
+			/* Comment: to `-->`; unclosed runs to the end.  Each `>`
+			 * is looked at once (memmem would restart its search,
+			 * and sanitizers check its whole haystack per call). */
+			size_t j = i + 3;
+			h->i = n;
+			while (j < n) {
+				const uint8_t *gt = memchr(p + j, '>', n - j);
+				if (!gt)
+					break;
+				size_t g = (size_t)(gt - p);
+				if (g >= i + 3 && p[g - 1] == '-' && p[g - 2] == '-') {
+					h->i = g + 1;
+					break;
+				}
+				j = g + 1;
+			}
+			return true;
+		}
+		const uint8_t *e = memchr(p + i, '>', n - i);   /* <!DOCTYPE ...> */
+		h->i = e ? (size_t)(e - p) + 1 : n;
+		return true;
+	}
+	if (p[i] == '?') {
+		const uint8_t *e = memchr(p + i, '>', n - i);
+		h->i = e ? (size_t)(e - p) + 1 : n;
+		return true;
+	}
+	bool end = p[i] == '/';
+	if (end)
+		i++;
+	if (i >= n || !((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'z')) {
+		/* Not a tag (`a < b`, `</ 3`): the `<` is text. */
+		h->i++;
+		return put(h, (const uint8_t *)"<", 1);
+	}
+	char name[16];
+	size_t k = 0;
+	while (i < n && is_alnum(p[i])) {
+		if (k < sizeof(name))
+			name[k] = (char)(p[i] | 0x20);
+		k++;
+		i++;
+	}
+	if (k > sizeof(name))
+		k = 0;          /* too long to be one we know */
+	/* Attributes, to `>`.  A quote opens a value only after `=`, as in
+	 * browsers; an unclosed quote or tag runs to the end of the input. */
+	bool after_eq = false, self_close = false;
+	while (i < n && p[i] != '>') {
+		uint8_t c = p[i];
+		if ((c == '"' || c == '\'') && after_eq) {
+			const uint8_t *q = i + 1 < n ? memchr(p + i + 1, c, n - i - 1) : NULL;
+			i = q ? (size_t)(q - p) + 1 : n;
+			after_eq = false;
+			continue;
+		}
+		if (c == '=')
+			after_eq = true;
+		else if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+			after_eq = false;
+		self_close = c == '/';
+		i++;
+	}
+	h->i = i < n ? i + 1 : n;
+	if (k == 0)
+		return true;
+
+	if (!end && (name_is(name, k, "script") || name_is(name, k, "style") ||
+	             name_is(name, k, "title") || name_is(name, k, "textarea") ||
+	             name_is(name, k, "xmp"))) {
+		if (!self_close) {
+			if (name_is(name, k, "textarea") || name_is(name, k, "xmp"))
+				return true;     /* raw text, but shown: keep it */
+			skip_raw(h, name, k);
+		}
+		return true;
+	}
+	if (name_is(name, k, "head")) {
+		h->in_head = !end;
+		return true;
+	}
+	if (name_is(name, k, "body")) {
+		h->in_head = false;
+		return true;
+	}
+	if (name_is(name, k, "br")) {
+		h->sep = h->sep < SEP_LINE ? SEP_LINE : SEP_PARA;
+		return true;
+	}
+	if (name_is(name, k, "pre")) {
+		if (end && h->pre)
+			h->pre--;
+		else if (!end)
+			h->pre++;
+		want_sep(h, SEP_PARA);
+		return true;
+	}
+	if (name_is(name, k, "td") || name_is(name, k, "th")) {
+		want_sep(h, SEP_SPACE);
+		return true;
+	}
+	if (name_in(name, k, para_tags))
+		want_sep(h, SEP_PARA);
+	else if (name_in(name, k, line_tags))
+		want_sep(h, SEP_LINE);
+	return true;
+}
+
+size_t html_to_text(const uint8_t *in, size_t n, char *out, size_t cap, bool *full)
+{
+	struct html h = { .p = in, .n = n, .out = out, .cap = cap };
+	while (h.i < n) {
+		if (!text(&h))
+			break;
+		if (h.i < n && !tag(&h))
+			break;
+	}
+	if (full)
+		*full = h.full;
+	return h.len;
+}

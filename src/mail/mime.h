@@ -1,0 +1,38 @@
+/* The MIME tree (RFC 2045, RFC 2046): text for search and attachments.
+ *
+ * mime_parse() walks the body of a message whose header block is already
+ * parsed, in one forward pass with a stack of open multiparts, and fills
+ * m->content_type, m->text, m->text_truncated, m->attachments, m->parts and
+ * warnings.  Cost is linear in the message (each byte is scanned once; each
+ * line that starts with "--" is compared with at most LIMIT_MIME_DEPTH open
+ * boundaries), whatever the number of parts or the nesting. */
+#ifndef INGEST_MAIL_MIME_H
+#define INGEST_MAIL_MIME_H
+
+#include "mail/header.h"
+#include "mail/mail.h"
+
+struct mail_ctx;
+
+/* p[0..n) is the whole message; hb its top-level header block (from
+ * header_parse on the same bytes).  0, or -ENOMEM / -E2BIG on the scratch
+ * cap. */
+int mime_parse(struct mail_ctx *ctx, const struct mail_options *o,
+               const uint8_t *p, size_t n, const struct header_block *hb,
+               struct mail_message *m);
+
+/* RFC 3676 format=flowed: joins flowed lines (a line ending in a space,
+ * other than the signature separator "-- ") with the next line of the same
+ * quote depth, removes space-stuffing, and with delsp the space that marked
+ * the line as flowed.  Line ends in the output are LF.  Writes at most cap
+ * bytes (cut on a UTF-8 boundary, *full set) and returns the length. */
+size_t mime_unflow(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
+                   bool *full);
+
+/* True when a declared attachment type and libmagic's answer agree, with the
+ * leniency README describes (application/octet-stream agrees with anything,
+ * x- prefixes and known aliases are ignored, container formats match their
+ * container).  Both lower case. */
+bool mime_types_agree(struct mail_str declared, const char *detected);
+
+#endif

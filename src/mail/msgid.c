@@ -1,0 +1,128 @@
+/* Message-ID, In-Reply-To, References (RFC 5322 3.6.4): see msgid.h.
+ *
+ * One scanner serves both functions: it walks the value once, skipping
+ * comments (RFC 5322 3.2.2, nested, with quoted-pairs), quoted strings (the
+ * `"Your message of ..."` prose some clients put in In-Reply-To) and words
+ * without `@`, and yields each `<id>` and each bare word containing `@`
+ * (ids written without brackets, RFC 822 clients did).  Every byte is
+ * visited once, so the cost is linear however the brackets nest or fail to
+ * close.  Ids are views into the input; only the array is allocated. */
+#include "mail/msgid.h"
+
+#include <errno.h>
+#include <string.h>
+
+static inline bool msgid_is_space(uint8_t c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Offset after the comment opening at p[i], or n when it never closes. */
+static size_t msgid_skip_comment(const uint8_t *p, size_t n, size_t i)
+{
+	size_t depth = 0;
+	for (; i < n; i++) {
+		if (p[i] == '\\')
+			i++;
+		else if (p[i] == '(')
+			depth++;
+		else if (p[i] == ')' && --depth == 0)
+			return i + 1;
+	}
+	return n;
+}
+
+static size_t msgid_skip_quoted(const uint8_t *p, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (p[i] == '\\')
+			i++;
+		else if (p[i] == '"')
+			return i + 1;
+	}
+	return n;
+}
+
+/* The next id at or after *pos; false when there is none. */
+static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str *id)
+{
+	size_t i = *pos;
+	while (i < n) {
+		uint8_t c = p[i];
+		if (msgid_is_space(c) || c == ',' || c == '>') {
+			i++;
+		} else if (c == '(') {
+			i = msgid_skip_comment(p, n, i);
+		} else if (c == '"') {
+			i = msgid_skip_quoted(p, n, i);
+		} else if (c == '<') {
+			/* `<id>`; an unclosed `<id` ends at white space. */
+			size_t s = i + 1, j = s;
+			while (j < n && p[j] != '>' && p[j] != '<' && !msgid_is_space(p[j]))
+				j++;
+			size_t e = j;
+			if (j < n && msgid_is_space(p[j])) {
+				/* White space inside brackets (a folded id): the id
+				 * is what precedes it if a `>` closes soon after. */
+				size_t k = j;
+				while (k < n && msgid_is_space(p[k]))
+					k++;
+				j = k < n && p[k] == '>' ? k : j;
+			}
+			i = j < n && p[j] == '>' ? j + 1 : j;
+			if (e > s) {
+				*id = (struct mail_str){ (const char *)p + s, e - s };
+				*pos = i;
+				return true;
+			}
+		} else {
+			/* A bare word: an id only when it has an `@`. */
+			size_t s = i;
+			bool at = false;
+			while (i < n && !msgid_is_space(p[i]) && p[i] != '<' && p[i] != '(' && p[i] != '>' &&
+			       p[i] != ',' && p[i] != '"') {
+				at |= p[i] == '@';
+				i++;
+			}
+			if (at) {
+				*id = (struct mail_str){ (const char *)p + s, i - s };
+				*pos = i;
+				return true;
+			}
+		}
+	}
+	*pos = n;
+	return false;
+}
+
+int msgid_parse_list(struct arena *a, struct mail_str in,
+                     struct mail_str **ids, size_t *n)
+{
+	const uint8_t *p = (const uint8_t *)in.p;
+	size_t pos = 0, k = 0;
+	struct mail_str id;
+	*ids = NULL;
+	*n = 0;
+	while (msgid_next(p, in.n, &pos, &id))
+		k++;
+	if (!k)
+		return 0;
+	struct mail_str *v = arena_alloc(a, k * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pos = 0;
+	for (size_t j = 0; j < k; j++)
+		msgid_next(p, in.n, &pos, &v[j]);
+	*ids = v;
+	*n = k;
+	return 0;
+}
+
+struct mail_str msgid_parse_first(struct mail_str in)
+{
+	size_t pos = 0;
+	struct mail_str id;
+	if (msgid_next((const uint8_t *)in.p, in.n, &pos, &id))
+		return id;
+	return MAIL_STR_NULL;
+}

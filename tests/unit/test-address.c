@@ -1,0 +1,381 @@
+/* Unit tests for mail/address.c: RFC 5322 3.4 address lists, groups,
+ * comments, quoted parts, obsolete routes, broken forms, linear cost. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mail/address.h"
+#include "mail/charset.h"
+#include "mail/mail_ctx.h"
+
+#define W(x) (UINT64_C(1) << MAIL_W_##x)
+
+struct tcase {
+	struct mail_ctx ctx;
+	struct mail_addr_list l;
+	uint64_t warnings;
+};
+
+static int setup(void **state)
+{
+	struct tcase *t = calloc(1, sizeof(*t));
+	arena_init(&t->ctx.arena, 0);
+	dynbuf_init(&t->ctx.scratch, 0);
+	t->ctx.charsets = charset_cache_new();
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tcase *t = *state;
+	charset_cache_free(t->ctx.charsets);
+	dynbuf_release(&t->ctx.scratch);
+	arena_release(&t->ctx.arena);
+	free(t);
+	return 0;
+}
+
+static void parse_n(struct tcase *t, const char *in, size_t n)
+{
+	t->l = (struct mail_addr_list){ 0 };
+	t->warnings = 0;
+	assert_int_equal(address_parse_list(&t->ctx, (struct mail_str){ in, n }, &t->l, &t->warnings), 0);
+	assert_true(t->l.present);
+}
+
+#define PARSE(t, lit) parse_n((t), (lit), sizeof(lit) - 1)
+
+static void assert_str(struct mail_str s, const char *want)
+{
+	if (!want) {
+		assert_null(s.p);
+		return;
+	}
+	assert_non_null(s.p);
+	char *got = strndup(s.p, s.n);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void assert_mbox(const struct mail_addr *a, const char *name, const char *addr)
+{
+	assert_false(a->is_group);
+	assert_str(a->name, name);
+	assert_str(a->address, addr);
+}
+
+static void test_address_bare(void **state)
+{
+	struct tcase *t = *state;
+	static const char in[] = "john@example.com";
+	PARSE(t, in);
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "john@example.com");
+	assert_ptr_equal(t->l.v[0].address.p, in);      /* a view */
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_name_angle(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "John Q. Public <john.q@example.com>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "John Q. Public", "john.q@example.com");
+}
+
+static void test_address_quoted_name_with_comma(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "\"Doe, John\" <john@x.com>, \"Smith \\\"Jr\\\"\" <s@y.org>,b@c");
+	assert_int_equal(t->l.n, 3);
+	assert_mbox(&t->l.v[0], "Doe, John", "john@x.com");
+	assert_mbox(&t->l.v[1], "Smith \"Jr\"", "s@y.org");
+	assert_mbox(&t->l.v[2], NULL, "b@c");
+}
+
+static void test_address_encoded_name(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "=?UTF-8?Q?J=C3=B6rg?= =?UTF-8?Q?_M=C3=BCller?= <jm@x.de>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "J\xc3\xb6rg M\xc3\xbcller", "jm@x.de");
+	PARSE(t, "\"=?iso-8859-1?q?Ren=E9?=\" <r@x.fr>");
+	assert_mbox(&t->l.v[0], "Ren\xc3\xa9", "r@x.fr");
+}
+
+static void test_address_comment_as_name(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "john@x.com (John Doe)");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "John Doe", "john@x.com");
+	PARSE(t, "<john@x.com> (John)");
+	assert_mbox(&t->l.v[0], "John", "john@x.com");
+}
+
+static void test_address_comment_dropped_when_named(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "John (the boss) Doe <john(at work)@x.com> (work)");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "John Doe", "john@x.com");
+}
+
+static void test_address_group(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "Friends: a@b, C <c@d>;, e@f");
+	assert_int_equal(t->l.n, 2);
+	assert_true(t->l.v[0].is_group);
+	assert_str(t->l.v[0].name, "Friends");
+	assert_int_equal(t->l.v[0].n_members, 2);
+	assert_mbox(&t->l.v[0].members[0], NULL, "a@b");
+	assert_mbox(&t->l.v[0].members[1], "C", "c@d");
+	assert_mbox(&t->l.v[1], NULL, "e@f");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_undisclosed_recipients(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "undisclosed-recipients:;");
+	assert_int_equal(t->l.n, 1);
+	assert_true(t->l.v[0].is_group);
+	assert_str(t->l.v[0].name, "undisclosed-recipients");
+	assert_int_equal(t->l.v[0].n_members, 0);
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_unlisted_recipients_with_comment(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "unlisted-recipients:; (no To-header on input)");
+	assert_int_equal(t->l.n, 1);
+	assert_true(t->l.v[0].is_group);
+	assert_str(t->l.v[0].name, "unlisted-recipients");
+	assert_int_equal(t->l.v[0].n_members, 0);
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_group_without_semicolon(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "A: a@b, B: c@d");
+	assert_int_equal(t->l.n, 2);
+	assert_str(t->l.v[0].name, "A");
+	assert_int_equal(t->l.v[0].n_members, 1);
+	assert_str(t->l.v[1].name, "B");
+	assert_mbox(&t->l.v[1].members[0], NULL, "c@d");
+}
+
+static void test_address_quoted_local_part(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "\"john doe\"@example.com, Jo <\"j.d\"@x.org>");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], NULL, "\"john doe\"@example.com");
+	assert_mbox(&t->l.v[1], "Jo", "\"j.d\"@x.org");
+}
+
+static void test_address_obsolete_route_dropped(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "Joe <@relay1.org,@relay2.org:joe@example.com>, x@y");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], "Joe", "joe@example.com");
+	assert_mbox(&t->l.v[1], NULL, "x@y");
+}
+
+static void test_address_missing_closing_bracket(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "Name <a@b");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "Name", "a@b");
+	PARSE(t, "Name <a@b, Other <c@d>");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], "Name", "a@b");
+	assert_mbox(&t->l.v[1], "Other", "c@d");
+}
+
+static void test_address_name_then_bare_address(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "John Doe john@x.com");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "John Doe", "john@x.com");
+}
+
+static void test_address_whitespace_inside_address(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "john . doe @ example . com, < a @ b >");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], NULL, "john.doe@example.com");
+	assert_mbox(&t->l.v[1], NULL, "a@b");
+}
+
+static void test_address_stray_separators(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, " , ,a@b,, ;c@d; ");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], NULL, "a@b");
+	assert_mbox(&t->l.v[1], NULL, "c@d");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_name_without_address_is_bad(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "John Smith, a@b");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "a@b");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+}
+
+static void test_address_local_only(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "MAILER-DAEMON");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "MAILER-DAEMON");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_null_path(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "<>");
+	assert_int_equal(t->l.n, 0);
+	PARSE(t, "Mail System <>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "Mail System", "");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_domain_literal(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "root@[192.168.0.1]");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "root@[192.168.0.1]");
+}
+
+static void test_address_unencoded_8bit_name(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "Ren\xe9 <r@x.fr>, J\xc3\xb6rg <j@x.de>");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], "Ren\xc3\xa9", "r@x.fr");
+	assert_mbox(&t->l.v[1], "J\xc3\xb6rg", "j@x.de");
+	assert_int_equal(t->warnings, W(UNENCODED_8BIT_HEADER));
+}
+
+static void test_address_appends_to_list(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "a@b");
+	assert_int_equal(address_parse_list(&t->ctx, (struct mail_str){ "c@d, e@f", 8 }, &t->l, NULL), 0);
+	assert_int_equal(t->l.n, 3);
+	assert_mbox(&t->l.v[0], NULL, "a@b");
+	assert_mbox(&t->l.v[2], NULL, "e@f");
+}
+
+static void test_address_empty(void **state)
+{
+	struct tcase *t = *state;
+	parse_n(t, "", 0);
+	assert_int_equal(t->l.n, 0);
+	PARSE(t, "  (just a comment) ");
+	assert_int_equal(t->l.n, 0);
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_address_unterminated_quote_and_comment(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "\"unterminated <a@b>");
+	assert_int_equal(t->l.n, 0);
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "a@b (unterminated");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "unterminated", "a@b");
+}
+
+static void test_address_colons_linear(void **state)
+{
+	struct tcase *t = *state;
+	size_t n = 1 << 20;
+	char *in = malloc(n);
+	memset(in, ':', n);
+	parse_n(t, in, n);
+	assert_int_equal(t->l.n, 0);
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	memset(in, '<', n);
+	parse_n(t, in, n);
+	assert_int_equal(t->l.n, 0);
+	memset(in, ')', n);
+	parse_n(t, in, n);
+	assert_int_equal(t->l.n, 0);
+	memset(in, 'a', n);           /* one huge local-only word */
+	parse_n(t, in, n);
+	assert_int_equal(t->l.n, 1);
+	assert_int_equal(t->l.v[0].address.n, n);
+	free(in);
+}
+
+static void test_address_100000_entries(void **state)
+{
+	struct tcase *t = *state;
+	size_t k = 100000;
+	const char *e = "N <a@b>, ";
+	size_t el = strlen(e);
+	char *in = malloc(k * el);
+	for (size_t i = 0; i < k; i++)
+		memcpy(in + i * el, e, el);
+	parse_n(t, in, k * el);
+	assert_int_equal(t->l.n, k);
+	assert_mbox(&t->l.v[k - 1], "N", "a@b");
+	free(in);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_address_bare),
+		T(test_address_name_angle),
+		T(test_address_quoted_name_with_comma),
+		T(test_address_encoded_name),
+		T(test_address_comment_as_name),
+		T(test_address_comment_dropped_when_named),
+		T(test_address_group),
+		T(test_address_undisclosed_recipients),
+		T(test_address_unlisted_recipients_with_comment),
+		T(test_address_group_without_semicolon),
+		T(test_address_quoted_local_part),
+		T(test_address_obsolete_route_dropped),
+		T(test_address_missing_closing_bracket),
+		T(test_address_name_then_bare_address),
+		T(test_address_whitespace_inside_address),
+		T(test_address_stray_separators),
+		T(test_address_name_without_address_is_bad),
+		T(test_address_local_only),
+		T(test_address_null_path),
+		T(test_address_domain_literal),
+		T(test_address_unencoded_8bit_name),
+		T(test_address_appends_to_list),
+		T(test_address_empty),
+		T(test_address_unterminated_quote_and_comment),
+		T(test_address_colons_linear),
+		T(test_address_100000_entries),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

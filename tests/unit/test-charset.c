@@ -1,0 +1,340 @@
+/* Unit tests for mail/charset.c: aliases, the built-in windows-1252 table,
+ * iconv through the per-thread cache, U+FFFD replacement and its count. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mail/charset.h"
+#include "mail/mail_ctx.h"
+
+struct tcase {
+	struct mail_ctx ctx;
+	struct dynbuf out;
+	uint64_t warnings, replaced;
+};
+
+static int setup(void **state)
+{
+	struct tcase *t = calloc(1, sizeof(*t));
+	arena_init(&t->ctx.arena, 0);
+	dynbuf_init(&t->ctx.scratch, 0);
+	t->ctx.charsets = charset_cache_new();
+	dynbuf_init(&t->out, 0);
+	*state = t;
+	return t->ctx.charsets ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct tcase *t = *state;
+	charset_cache_free(t->ctx.charsets);
+	dynbuf_release(&t->ctx.scratch);
+	arena_release(&t->ctx.arena);
+	dynbuf_release(&t->out);
+	free(t);
+	return 0;
+}
+
+/* Decodes with label (NULL: no label) and returns the NUL-terminated result. */
+static const char *dec(struct tcase *t, const char *label, const char *in, size_t n)
+{
+	dynbuf_reset(&t->out);
+	t->warnings = t->replaced = 0;
+	struct mail_str l = label ? (struct mail_str){ label, strlen(label) } : MAIL_STR_NULL;
+	assert_int_equal(charset_decode(&t->ctx, l, (const uint8_t *)in, n, &t->out,
+	                                &t->warnings, &t->replaced), 0);
+	assert_int_equal(dynbuf_putc(&t->out, '\0'), 0);
+	t->out.len--;
+	return t->out.p;
+}
+
+#define DEC(t, label, lit) dec((t), (label), (lit), sizeof(lit) - 1)
+#define W(x) (UINT64_C(1) << MAIL_W_##x)
+
+static void test_charset_utf8_passthrough(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, NULL, "caf\xc3\xa9 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xf0\x9f\x98\x80");
+	assert_int_equal(t->warnings, 0);
+	assert_string_equal(DEC(t, "UTF-8", "plain"), "plain");
+	assert_string_equal(DEC(t, "utf8", "\xc3\xa9"), "\xc3\xa9");
+	assert_int_equal(t->warnings, 0);
+	assert_int_equal(t->replaced, 0);
+}
+
+static void test_charset_utf8_invalid_replaced_and_counted(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "utf-8", "a\xff" "b\xc3"), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+	assert_int_equal(t->replaced, 2);
+	assert_int_equal(t->warnings, W(INVALID_BYTES_REPLACED));
+}
+
+static void test_charset_utf8_maximal_subpart(void **state)
+{
+	struct tcase *t = *state;
+	/* E2 82 is a truncated three-byte sequence: one U+FFFD, then 'A'. */
+	assert_string_equal(DEC(t, NULL, "\xe2\x82" "A"), "\xef\xbf\xbd" "A");
+	assert_int_equal(t->replaced, 1);
+	/* An overlong form is two invalid bytes. */
+	assert_string_equal(DEC(t, NULL, "\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
+	assert_int_equal(t->replaced, 2);
+}
+
+static void test_charset_us_ascii_means_utf8(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "us-ascii", "\xc3\xa9"), "\xc3\xa9");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(utf8_valid((const uint8_t *)"", 0));
+	assert_true(utf8_valid((const uint8_t *)"hello, world 12345", 18));
+	assert_true(utf8_valid((const uint8_t *)"\xf0\x9f\x98\x80", 4));
+	assert_true(utf8_valid((const uint8_t *)"\xef\xbf\xbf", 3));
+	assert_false(utf8_valid((const uint8_t *)"\xc0\x80", 2));          /* overlong */
+	assert_false(utf8_valid((const uint8_t *)"\xe0\x80\xaf", 3));      /* overlong */
+	assert_false(utf8_valid((const uint8_t *)"\xed\xa0\x80", 3));      /* surrogate */
+	assert_false(utf8_valid((const uint8_t *)"\xf4\x90\x80\x80", 4));  /* > U+10FFFF */
+	assert_false(utf8_valid((const uint8_t *)"\xf5\x80\x80\x80", 4));
+	assert_false(utf8_valid((const uint8_t *)"abcdefgh\xc3", 9));      /* truncated */
+	assert_false(utf8_valid((const uint8_t *)"\x80", 1));
+}
+
+static void test_charset_utf8_sanitize(void **state)
+{
+	struct tcase *t = *state;
+	dynbuf_reset(&t->out);
+	assert_int_equal(utf8_sanitize((const uint8_t *)"x\x80y\xed\xa0\x80", 6, &t->out), 4);
+	dynbuf_putc(&t->out, '\0');
+	assert_string_equal(t->out.p, "x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+static void test_charset_latin1_is_windows1252(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "latin1", "caf\xe9 \x80"), "caf\xc3\xa9 \xe2\x82\xac");
+	assert_int_equal(t->warnings, 0);
+	assert_string_equal(DEC(t, "ISO-8859-1", "\x93q\x94"), "\xe2\x80\x9cq\xe2\x80\x9d");
+	assert_string_equal(DEC(t, "cp1252", "\x99"), "\xe2\x84\xa2");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_cp1252_undefined_bytes_are_c1(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "windows-1252", "\x81\x8d"), "\xc2\x81\xc2\x8d");
+	assert_int_equal(t->replaced, 0);
+}
+
+static void test_charset_iconv_iso8859_2(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "iso-8859-2", "\xb1"), "\xc4\x85");   /* ą */
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_koi8r(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "KOI8-R", "\xf0\xd2\xc9"), "\xd0\x9f\xd1\x80\xd0\xb8");  /* При */
+}
+
+static void test_charset_ks_c_5601_is_cp949(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "ks_c_5601-1987", "\xc7\xd1"), "\xed\x95\x9c");  /* 한 */
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_gb2312_is_gb18030(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "gb2312", "\xc4\xe3\xba\xc3"), "\xe4\xbd\xa0\xe5\xa5\xbd");  /* 你好 */
+	/* A GB18030 four-byte sequence, outside GB2312 proper. */
+	assert_string_equal(DEC(t, "GB2312", "\x81\x30\x81\x30"), "\xc2\x80");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_iso8859_8_i(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "iso-8859-8-i", "\xf9"), "\xd7\xa9");  /* ש */
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_utf7(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "utf-7", "caf+AOk-"), "caf\xc3\xa9");
+	assert_string_equal(DEC(t, "unicode-1-1-utf-7", "+AOk-"), "\xc3\xa9");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_shift_jis(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "Shift_JIS", "\x82\xa0"), "\xe3\x81\x82");  /* あ */
+}
+
+static void test_charset_iso2022jp_stateful(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "iso-2022-jp", "\x1b$B$\"\x1b(Bx"), "\xe3\x81\x82x");
+	/* The state is reset between calls: plain ASCII decodes as ASCII. */
+	assert_string_equal(DEC(t, "iso-2022-jp", "abc"), "abc");
+}
+
+static void test_charset_mac_roman(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "x-mac-roman", "\x8e"), "\xc3\xa9");
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_iconv_invalid_replaced(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "ks_c_5601-1987", "a\xff" "b"), "a\xef\xbf\xbd" "b");
+	assert_int_equal(t->replaced, 1);
+	assert_int_equal(t->warnings, W(INVALID_BYTES_REPLACED));
+	/* Truncated at the end (EINVAL from iconv): replaced too. */
+	assert_string_equal(DEC(t, "ks_c_5601-1987", "x\xc7"), "x\xef\xbf\xbd");
+	assert_int_equal(t->replaced, 1);
+}
+
+static void test_charset_unknown_label_falls_back(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "x-no-such-charset", "caf\xe9"), "caf\xc3\xa9");
+	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+}
+
+static void test_charset_template_label_unknown(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "%CHARSET", "\xe9"), "\xc3\xa9");
+	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+	assert_string_equal(DEC(t, "x-unknown", "\xe9"), "\xc3\xa9");
+	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+	assert_string_equal(DEC(t, "unknown-8bit", "\x80"), "\xe2\x82\xac");
+	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+}
+
+static void test_charset_label_injection_rejected(void **state)
+{
+	struct tcase *t = *state;
+	/* iconv suffixes must not reach iconv_open. */
+	assert_string_equal(DEC(t, "UTF-16//IGNORE", "\xe9"), "\xc3\xa9");
+	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+	assert_string_equal(DEC(t, "", "\xe9"), "\xc3\xa9");
+	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+}
+
+static void test_charset_label_normalised(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, " \"ISO-8859-2\" ", "\xb1"), "\xc4\x85");
+	assert_string_equal(DEC(t, "iso-8859-2*pl", "\xb1"), "\xc4\x85");   /* RFC 2231 5 */
+	assert_int_equal(t->warnings, 0);
+}
+
+static void test_charset_cache_reuses_descriptors(void **state)
+{
+	struct tcase *t = *state;
+	DEC(t, "iso-8859-2", "a");
+	DEC(t, "ISO-8859-2", "b");
+	DEC(t, "koi8-r", "c");
+	DEC(t, "utf-8", "d");          /* no iconv: not cached */
+	assert_int_equal(charset_cache_count(t->ctx.charsets), 2);
+}
+
+static void test_charset_cache_full_still_decodes(void **state)
+{
+	struct tcase *t = *state;
+	char label[32];
+	/* iso-8859-1 is built in, so 15 iconv labels and 17 refused ones. */
+	for (int i = 2; i <= 16; i++) {
+		snprintf(label, sizeof(label), "iso-8859-%d", i);
+		DEC(t, label, "A");
+	}
+	for (int i = 1; i <= 17; i++) {
+		snprintf(label, sizeof(label), "x-bogus-%d", i);
+		DEC(t, label, "A");
+	}
+	assert_int_equal(charset_cache_count(t->ctx.charsets), 32);
+	assert_string_equal(DEC(t, "iso-8859-5", "\xb0"), "\xd0\x90");   /* cached */
+	assert_string_equal(DEC(t, "koi8-u", "\xf0"), "\xd0\x9f");       /* transient */
+	assert_int_equal(t->warnings, 0);
+	assert_int_equal(charset_cache_count(t->ctx.charsets), 32);
+}
+
+static void test_charset_empty_input(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(dec(t, "iso-8859-2", "", 0), "");
+	assert_string_equal(dec(t, "latin1", "", 0), "");
+	assert_string_equal(dec(t, NULL, "", 0), "");
+}
+
+static void test_charset_large_input(void **state)
+{
+	struct tcase *t = *state;
+	size_t n = 1024 * 1024;
+	char *in = malloc(n);
+	memset(in, '\xb1', n);
+	dec(t, "iso-8859-2", in, n);
+	assert_int_equal(t->out.len, 2 * n);
+	assert_memory_equal(t->out.p + 2 * n - 2, "\xc4\x85", 2);
+	/* Every byte invalid: one replacement each (the slow path of iconv,
+	 * two calls a byte: kept moderate for sanitizer builds). */
+	n = 128 * 1024;
+	memset(in, '\xff', n);
+	dec(t, "ks_c_5601-1987", in, n);
+	assert_int_equal(t->replaced, n);
+	assert_int_equal(t->out.len, 3 * n);
+	free(in);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_charset_utf8_passthrough),
+		T(test_charset_utf8_invalid_replaced_and_counted),
+		T(test_charset_utf8_maximal_subpart),
+		T(test_charset_us_ascii_means_utf8),
+		T(test_charset_utf8_valid),
+		T(test_charset_utf8_sanitize),
+		T(test_charset_latin1_is_windows1252),
+		T(test_charset_cp1252_undefined_bytes_are_c1),
+		T(test_charset_iconv_iso8859_2),
+		T(test_charset_koi8r),
+		T(test_charset_ks_c_5601_is_cp949),
+		T(test_charset_gb2312_is_gb18030),
+		T(test_charset_iso8859_8_i),
+		T(test_charset_utf7),
+		T(test_charset_shift_jis),
+		T(test_charset_iso2022jp_stateful),
+		T(test_charset_mac_roman),
+		T(test_charset_iconv_invalid_replaced),
+		T(test_charset_unknown_label_falls_back),
+		T(test_charset_template_label_unknown),
+		T(test_charset_label_injection_rejected),
+		T(test_charset_label_normalised),
+		T(test_charset_cache_reuses_descriptors),
+		T(test_charset_cache_full_still_decodes),
+		T(test_charset_empty_input),
+		T(test_charset_large_input),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,261 @@
+/* Unit tests for mail/date.c: RFC 5322 dates, the obsolete and wild forms,
+ * rejection of the unparseable, ISO 8601 output. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mail/date.h"
+
+/* Parses s and returns its ISO form in a static buffer ("EINVAL" when
+ * unparseable). */
+static const char *iso(const char *s)
+{
+	static char buf[32];
+	int64_t t;
+	if (date_parse((struct mail_str){ s, strlen(s) }, &t) < 0)
+		return "EINVAL";
+	date_format_iso(t, buf);
+	return buf;
+}
+
+static void test_date_rfc5322(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Mon, 12 Jan 2004 10:00:00 +0100"), "2004-01-12T09:00:00Z");
+	assert_string_equal(iso("Fri, 21 Nov 1997 09:55:06 -0600"), "1997-11-21T15:55:06Z");
+	assert_string_equal(iso("Thu, 13 Feb 1969 23:32:54 -0330"), "1969-02-14T03:02:54Z");
+}
+
+static void test_date_epoch_value(void **state)
+{
+	(void)state;
+	int64_t t = -1;
+	assert_int_equal(date_parse((struct mail_str){ "1 Jan 1970 00:00:00 +0000", 25 }, &t), 0);
+	assert_int_equal(t, 0);
+	assert_int_equal(date_parse((struct mail_str){ "Sat, 1 Jan 2000 00:00:01 GMT", 28 }, &t), 0);
+	assert_int_equal(t, 946684801);
+}
+
+static void test_date_missing_weekday_and_seconds(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 Jan 2004 10:00 +0000"), "2004-01-12T10:00:00Z");
+}
+
+static void test_date_wrong_weekday_ignored(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Sun, 12 Jan 2004 10:00:00 +0000"), "2004-01-12T10:00:00Z");
+}
+
+static void test_date_two_digit_years(void **state)
+{
+	(void)state;
+	/* RFC 5322 4.3: below 50 is 20xx, else 19xx. */
+	assert_string_equal(iso("12 Jan 04 10:00:00 +0000"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 49 10:00:00 +0000"), "2049-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 50 10:00:00 +0000"), "1950-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 99 10:00:00 +0000"), "1999-01-12T10:00:00Z");
+}
+
+static void test_date_three_digit_year(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 Jan 104 10:00:00 +0000"), "2004-01-12T10:00:00Z");
+}
+
+static void test_date_named_zones(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 Jan 2004 10:00:00 GMT"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 UT"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 EST"), "2004-01-12T15:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 EDT"), "2004-01-12T14:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 CST"), "2004-01-12T16:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 CDT"), "2004-01-12T15:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 MST"), "2004-01-12T17:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 MDT"), "2004-01-12T16:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 pst"), "2004-01-12T18:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 PDT"), "2004-01-12T17:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 CET"), "2004-01-12T09:00:00Z");
+}
+
+static void test_date_military_zone_is_zero(void **state)
+{
+	(void)state;
+	/* RFC 5322 4.3: military zones SHOULD be read as -0000. */
+	assert_string_equal(iso("12 Jan 2004 10:00:00 A"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 Z"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 y"), "2004-01-12T10:00:00Z");
+}
+
+static void test_date_numeric_zone_wins(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 Jan 2004 10:00:00 -0800 (PST)"), "2004-01-12T18:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 GMT+0100"), "2004-01-12T09:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 EST -0800"), "2004-01-12T18:00:00Z");
+}
+
+static void test_date_comment_zone_skipped(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Mon, 12 Jan 2004 10:00:00 (PST)"), "2004-01-12T10:00:00Z");
+}
+
+static void test_date_dashes(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12-Jan-2004 10:00:00 +0200"), "2004-01-12T08:00:00Z");
+	assert_string_equal(iso("12-Jan-04 10:00:00-0100"), "2004-01-12T11:00:00Z");
+}
+
+static void test_date_asctime(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Mon Jan 12 10:00:00 2004"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("Mon Jan  2 10:00:00 PST 2004"), "2004-01-02T18:00:00Z");
+}
+
+static void test_date_extra_spaces(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("  Mon ,  12   Jan   2004   10:00:00   +0100  "), "2004-01-12T09:00:00Z");
+	assert_string_equal(iso("Mon,12 Jan 2004 10:00:00 +0100"), "2004-01-12T09:00:00Z");
+}
+
+static void test_date_full_month_names(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 January 2004 10:00:00 +0000"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("3 Sept 2004 10:00:00 +0000"), "2004-09-03T10:00:00Z");
+}
+
+static void test_date_iso8601(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("2004-01-12T10:00:00Z"), "2004-01-12T10:00:00Z");
+	assert_string_equal(iso("2004-01-12 10:00:00 +01:00"), "2004-01-12T09:00:00Z");
+}
+
+static void test_date_am_pm(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 Jan 2004 10:00:00 PM +0000"), "2004-01-12T22:00:00Z");
+	assert_string_equal(iso("12 Jan 2004 12:30 AM +0000"), "2004-01-12T00:30:00Z");
+}
+
+static void test_date_without_time_is_midnight(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("12 Jan 2004"), "2004-01-12T00:00:00Z");
+}
+
+static void test_date_leap_years(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("29 Feb 2004 00:00:00 +0000"), "2004-02-29T00:00:00Z");
+	assert_string_equal(iso("29 Feb 2000 00:00:00 +0000"), "2000-02-29T00:00:00Z");
+	assert_string_equal(iso("29 Feb 2003 00:00:00 +0000"), "EINVAL");
+	assert_string_equal(iso("29 Feb 1900 00:00:00 +0000"), "EINVAL");
+}
+
+static void test_date_leap_second(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("31 Dec 2016 23:59:60 +0000"), "2017-01-01T00:00:00Z");
+}
+
+static void test_date_unparseable(void **state)
+{
+	(void)state;
+	assert_string_equal(iso(""), "EINVAL");
+	assert_string_equal(iso("garbage"), "EINVAL");
+	assert_string_equal(iso("Mon, 32 Jan 2004 10:00:00 +0000"), "EINVAL");
+	assert_string_equal(iso("Mon, 12 Foo 2004 10:00:00 +0000"), "EINVAL");
+	assert_string_equal(iso("12 Jan 2004 25:00:00 +0000"), "EINVAL");
+	assert_string_equal(iso("12 Jan 2004 10:61:00 +0000"), "EINVAL");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 +2500"), "EINVAL");
+	assert_string_equal(iso("12 Jan 2004 10:00:00 +123"), "EINVAL");
+	assert_string_equal(iso("Jan 2004"), "EINVAL");
+	assert_string_equal(iso("12 Jan 20041 10:00:00"), "EINVAL");
+	assert_string_equal(iso("12 Jan 9999999999 10:00:00"), "EINVAL");
+	assert_string_equal(iso("12 Jan 2004 10:00:00:00:00"), "EINVAL");
+}
+
+static void test_date_not_nul_terminated(void **state)
+{
+	(void)state;
+	static const char buf[] = "12 Jan 2004 10:00:00 +0100999";
+	int64_t t;
+	/* Only the first 26 bytes: the zone is "+0100". */
+	assert_int_equal(date_parse((struct mail_str){ buf, 26 }, &t), 0);
+	char out[32];
+	date_format_iso(t, out);
+	assert_string_equal(out, "2004-01-12T09:00:00Z");
+}
+
+static void test_date_format_iso(void **state)
+{
+	(void)state;
+	char out[32];
+	assert_int_equal(date_format_iso(0, out), 20);
+	assert_string_equal(out, "1970-01-01T00:00:00Z");
+	date_format_iso(-1, out);
+	assert_string_equal(out, "1969-12-31T23:59:59Z");
+	date_format_iso(4102444800LL, out);
+	assert_string_equal(out, "2100-01-01T00:00:00Z");
+	date_format_iso(951782400LL, out);
+	assert_string_equal(out, "2000-02-29T00:00:00Z");
+}
+
+static void test_date_huge_input_linear(void **state)
+{
+	(void)state;
+	size_t n = 10 << 20;
+	char *in = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		in[i] = "Mon ("[i % 5];
+	int64_t t;
+	assert_int_equal(date_parse((struct mail_str){ in, n }, &t), -EINVAL);
+	memset(in, ' ', n);
+	memcpy(in + n - 26, "12 Jan 2004 10:00:00 +0000", 26);
+	assert_int_equal(date_parse((struct mail_str){ in, n }, &t), 0);
+	free(in);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_date_rfc5322),
+		cmocka_unit_test(test_date_epoch_value),
+		cmocka_unit_test(test_date_missing_weekday_and_seconds),
+		cmocka_unit_test(test_date_wrong_weekday_ignored),
+		cmocka_unit_test(test_date_two_digit_years),
+		cmocka_unit_test(test_date_three_digit_year),
+		cmocka_unit_test(test_date_named_zones),
+		cmocka_unit_test(test_date_military_zone_is_zero),
+		cmocka_unit_test(test_date_numeric_zone_wins),
+		cmocka_unit_test(test_date_comment_zone_skipped),
+		cmocka_unit_test(test_date_dashes),
+		cmocka_unit_test(test_date_asctime),
+		cmocka_unit_test(test_date_extra_spaces),
+		cmocka_unit_test(test_date_full_month_names),
+		cmocka_unit_test(test_date_iso8601),
+		cmocka_unit_test(test_date_am_pm),
+		cmocka_unit_test(test_date_without_time_is_midnight),
+		cmocka_unit_test(test_date_leap_years),
+		cmocka_unit_test(test_date_leap_second),
+		cmocka_unit_test(test_date_unparseable),
+		cmocka_unit_test(test_date_not_nul_terminated),
+		cmocka_unit_test(test_date_format_iso),
+		cmocka_unit_test(test_date_huge_input_linear),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,190 @@
+/* Unit tests for mail/msgid.c: Message-ID, In-Reply-To, References. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mail/msgid.h"
+
+struct tcase {
+	struct arena arena;
+	struct mail_str *ids;
+	size_t n;
+};
+
+static int setup(void **state)
+{
+	struct tcase *t = calloc(1, sizeof(*t));
+	arena_init(&t->arena, 0);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tcase *t = *state;
+	arena_release(&t->arena);
+	free(t);
+	return 0;
+}
+
+static void assert_str(struct mail_str s, const char *want)
+{
+	assert_non_null(s.p);
+	char *got = strndup(s.p, s.n);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void list(struct tcase *t, const char *in, size_t n)
+{
+	assert_int_equal(msgid_parse_list(&t->arena, (struct mail_str){ in, n }, &t->ids, &t->n), 0);
+}
+
+#define LIST(t, lit) list((t), (lit), sizeof(lit) - 1)
+
+static struct mail_str first(const char *s)
+{
+	return msgid_parse_first((struct mail_str){ s, strlen(s) });
+}
+
+static void test_msgid_bracketed(void **state)
+{
+	(void)state;
+	assert_str(first("<1234.5678@example.com>"), "1234.5678@example.com");
+	assert_str(first("  <a@b>  "), "a@b");
+}
+
+static void test_msgid_is_view(void **state)
+{
+	(void)state;
+	const char *in = "<x@y>";
+	struct mail_str id = first(in);
+	assert_ptr_equal(id.p, in + 1);
+	assert_int_equal(id.n, 3);
+}
+
+static void test_msgid_references_list(void **state)
+{
+	struct tcase *t = *state;
+	LIST(t, "<a@b> <c@d>\r\n <e@f>,<g@h>");
+	assert_int_equal(t->n, 4);
+	assert_str(t->ids[0], "a@b");
+	assert_str(t->ids[1], "c@d");
+	assert_str(t->ids[2], "e@f");
+	assert_str(t->ids[3], "g@h");
+}
+
+static void test_msgid_comments_skipped(void **state)
+{
+	struct tcase *t = *state;
+	LIST(t, "(first <not@this>) <a@b> (nested (x@y) comment) <c@d>");
+	assert_int_equal(t->n, 2);
+	assert_str(t->ids[0], "a@b");
+	assert_str(t->ids[1], "c@d");
+}
+
+static void test_msgid_in_reply_to_prose(void **state)
+{
+	struct tcase *t = *state;
+	/* Old clients: quoted prose around the id. */
+	assert_str(first("Your message of \"Mon, 12 Jan 2004 10:00:00 +0100\" <id@host>"), "id@host");
+	LIST(t, "<id@host> (from joe@example.com)");
+	assert_int_equal(t->n, 1);
+	assert_str(t->ids[0], "id@host");
+}
+
+static void test_msgid_without_brackets(void **state)
+{
+	struct tcase *t = *state;
+	assert_str(first("1234@example.com"), "1234@example.com");
+	LIST(t, "a@b junk c@d");
+	assert_int_equal(t->n, 2);
+	assert_str(t->ids[0], "a@b");
+	assert_str(t->ids[1], "c@d");
+}
+
+static void test_msgid_unclosed_bracket(void **state)
+{
+	struct tcase *t = *state;
+	LIST(t, "<a@b <c@d> <e@f");
+	assert_int_equal(t->n, 3);
+	assert_str(t->ids[0], "a@b");
+	assert_str(t->ids[1], "c@d");
+	assert_str(t->ids[2], "e@f");
+}
+
+static void test_msgid_id_without_at(void **state)
+{
+	(void)state;
+	assert_str(first("<12345.ABCDEF>"), "12345.ABCDEF");
+}
+
+static void test_msgid_empty_and_none(void **state)
+{
+	struct tcase *t = *state;
+	LIST(t, "<> (none) <  >");
+	assert_int_equal(t->n, 0);
+	assert_null(t->ids);
+	assert_null(first("").p);
+	assert_null(first("no ids here").p);
+	list(t, "", 0);
+	assert_int_equal(t->n, 0);
+}
+
+static void test_msgid_space_before_close(void **state)
+{
+	(void)state;
+	assert_str(first("<a@b >"), "a@b");
+}
+
+static void test_msgid_hostile_brackets_linear(void **state)
+{
+	struct tcase *t = *state;
+	size_t n = 1 << 20;
+	char *in = malloc(n);
+	memset(in, '<', n);
+	list(t, in, n);
+	assert_int_equal(t->n, 0);
+	memset(in, '(', n);
+	list(t, in, n);
+	assert_int_equal(t->n, 0);
+	free(in);
+}
+
+static void test_msgid_100000_references(void **state)
+{
+	struct tcase *t = *state;
+	size_t k = 100000;
+	char *in = malloc(k * 8);
+	for (size_t i = 0; i < k; i++)
+		memcpy(in + i * 8, "<ab@cd> ", 8);
+	list(t, in, k * 8);
+	assert_int_equal(t->n, k);
+	assert_str(t->ids[k - 1], "ab@cd");
+	free(in);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_msgid_bracketed),
+		T(test_msgid_is_view),
+		T(test_msgid_references_list),
+		T(test_msgid_comments_skipped),
+		T(test_msgid_in_reply_to_prose),
+		T(test_msgid_without_brackets),
+		T(test_msgid_unclosed_bracket),
+		T(test_msgid_id_without_at),
+		T(test_msgid_empty_and_none),
+		T(test_msgid_space_before_close),
+		T(test_msgid_hostile_brackets_linear),
+		T(test_msgid_100000_references),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
