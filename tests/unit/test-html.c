@@ -1,0 +1,132 @@
+/* Unit tests for mail/html.c: tags, entities, dropped elements, block
+ * elements as line breaks, white space, robustness, the output cap. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "mail/html.h"
+
+static void check(const char *in, const char *want)
+{
+	char out[1024];
+	bool full = true;
+	size_t k = html_to_text((const uint8_t *)in, strlen(in), out, sizeof(out), &full);
+	out[k] = '\0';
+	assert_string_equal(out, want);
+	assert_false(full);
+}
+
+static void test_html_tags_removed(void **state)
+{
+	(void)state;
+	check("<b>bold</b> and <i class=\"x\">it</i>", "bold and it");
+	check("<a href='x>y'>link</a>", "link");
+	check("a < b and c > d", "a < b and c > d");
+}
+
+static void test_html_named_entities(void **state)
+{
+	(void)state;
+	check("&lt;tag&gt; &amp; &quot;q&quot; &apos;", "<tag> & \"q\" '");
+	check("caf&eacute; &euro;5 &copy; &mdash; &hellip;", "caf\xc3\xa9 \xe2\x82\xac" "5 \xc2\xa9 \xe2\x80\x94 \xe2\x80\xa6");
+	check("&Omega;&alpha;&rarr;&hearts;", "\xce\xa9\xce\xb1\xe2\x86\x92\xe2\x99\xa5");
+	check("&amp without semicolon", "& without semicolon");
+	check("&unknown; & alone", "&unknown; & alone");
+	assert_int_equal(html_entity_lookup("yuml", 4), 255);
+	assert_int_equal(html_entity_lookup("Yuml", 4), 376);
+	assert_int_equal(html_entity_lookup("nope", 4), -1);
+}
+
+static void test_html_numeric_entities(void **state)
+{
+	(void)state;
+	check("&#65;&#x42;&#X43;", "ABC");
+	check("&#233;", "\xc3\xa9");
+	check("&#x1F600;", "\xf0\x9f\x98\x80");
+	check("&#150;", "\xe2\x80\x93");              /* windows-1252 C1 */
+	check("&#0;&#xD800;&#99999999;", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+static void test_html_nbsp_is_space(void **state)
+{
+	(void)state;
+	check("a&nbsp;&nbsp;b", "a b");
+	check("a\xc2\xa0" "b", "a b");
+}
+
+static void test_html_script_style_head_dropped(void **state)
+{
+	(void)state;
+	check("<html><head><title>T</title><meta x></head><body>Hi</body></html>", "Hi");
+	check("x<script>if (a<b) alert('</p>')</script>y", "xy");
+	check("x<STYLE type=text/css>p{}</STYLE >y", "xy");
+	check("x<script>never closed", "x");
+}
+
+static void test_html_comments_dropped(void **state)
+{
+	(void)state;
+	check("a<!-- <p>hidden</p> -->b", "ab");
+	check("a<!DOCTYPE html>b", "ab");
+	check("a<!-- unclosed comment", "a");
+}
+
+static void test_html_blocks_become_breaks(void **state)
+{
+	(void)state;
+	check("<p>one</p><p>two</p>", "one\n\ntwo");
+	check("<div>a</div><div>b</div>", "a\nb");
+	check("a<br>b<br/><br>c", "a\nb\n\nc");
+	check("<ul><li>x</li><li>y</li></ul>", "x\ny");
+	check("<table><tr><td>1</td><td>2</td></tr><tr><td>3</td></tr></table>", "1 2\n3");
+	check("<h1>T</h1>body<blockquote>q</blockquote>", "T\n\nbody\n\nq");
+}
+
+static void test_html_whitespace_collapsed(void **state)
+{
+	(void)state;
+	check("  a \r\n\t b  ", "a b");
+	check("<p>  </p>  <p> x </p>", "x");
+	check("<pre>a\n  b</pre>c", "a\n  b\n\nc");
+}
+
+static void test_html_unclosed_tag(void **state)
+{
+	(void)state;
+	check("text<a href=\"never", "text");
+	check("text<b", "text");
+	check("<", "<");
+}
+
+static void test_html_output_cap(void **state)
+{
+	(void)state;
+	char out[8];
+	bool full = false;
+	/* "é" is two bytes: the cut may not split it. */
+	size_t k = html_to_text((const uint8_t *)"abcdef&eacute;gh", 16, out, 7, &full);
+	assert_true(full);
+	assert_int_equal(k, 6);
+	assert_memory_equal(out, "abcdef", 6);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_html_tags_removed),
+		cmocka_unit_test(test_html_named_entities),
+		cmocka_unit_test(test_html_numeric_entities),
+		cmocka_unit_test(test_html_nbsp_is_space),
+		cmocka_unit_test(test_html_script_style_head_dropped),
+		cmocka_unit_test(test_html_comments_dropped),
+		cmocka_unit_test(test_html_blocks_become_breaks),
+		cmocka_unit_test(test_html_whitespace_collapsed),
+		cmocka_unit_test(test_html_unclosed_tag),
+		cmocka_unit_test(test_html_output_cap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,301 @@
+/* Adversarial inputs must cost time linear in their size (issue 3).
+ *
+ * Each case builds a hostile message at size S and 2S, parses each seven
+ * times (interleaved) and keeps the minimum CPU time (CLOCK_PROCESS_CPUTIME_ID: other
+ * processes do not count, and the minimum drops scheduler noise).  Linear
+ * cost doubles; a quadratic one quadruples.  The assertion is ratio < 3,
+ * never a wall-clock limit, so it holds on slow machines and under
+ * sanitizers alike.  Sizes are chosen so that the smaller run takes
+ * milliseconds, well above the clock's resolution. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/limits.h"
+#include "mail/mail.h"
+
+static struct mail_ctx *ctx;
+
+struct msg {
+	char *p;
+	size_t n, cap;
+};
+
+static void put(struct msg *b, const char *s, size_t k)
+{
+	if (b->n + k > b->cap) {
+		b->cap = (b->n + k) * 2;
+		b->p = realloc(b->p, b->cap);
+		assert_non_null(b->p);
+	}
+	memcpy(b->p + b->n, s, k);
+	b->n += k;
+}
+
+static void puts_(struct msg *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+static void repeat(struct msg *b, const char *s, size_t times)
+{
+	size_t k = strlen(s);
+	for (size_t i = 0; i < times; i++)
+		put(b, s, k);
+}
+
+static double cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cost_once(const struct msg *b, struct mail_message *m)
+{
+	struct mail_options o = { .max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true,
+	                          .want_headers = true };
+	double t0 = cpu_now();
+	assert_int_equal(mail_parse(ctx, &o, (const uint8_t *)b->p, b->n, m), 0);
+	return cpu_now() - t0;
+}
+
+typedef void build_fn(struct msg *b, size_t size);
+
+/* Parses build(size) and build(2 * size); returns the message of the larger
+ * one for the caller's checks. */
+static void check_linear(const char *what, build_fn *build, size_t size, struct mail_message *m)
+{
+	struct msg a = { 0 }, b = { 0 };
+	build(&a, size);
+	build(&b, size * 2);
+	/* Interleaved, so that a busy moment of the machine hits both sizes;
+	 * the minimum of each is kept.  The larger one runs last so that m
+	 * describes it. */
+	double ta = 1e9, tb = 1e9;
+	for (int i = 0; i < 7; i++) {
+		double t = cost_once(&a, m);
+		ta = t < ta ? t : ta;
+		t = cost_once(&b, m);
+		tb = t < tb ? t : tb;
+	}
+	double ratio = tb / (ta > 1e-6 ? ta : 1e-6);
+	print_message("%s: %.2f ms at S, %.2f ms at 2S, ratio %.2f\n", what, ta * 1e3, tb * 1e3, ratio);
+	/* Under a millisecond the cost is bounded by the caps (past
+	 * LIMIT_MIME_DEPTH, say, the rest is not walked) and the ratio is
+	 * clock noise; a quadratic cost at these sizes is far above it. */
+	free(a.p);
+	free(b.p);           /* callers only look at arena data and counts */
+	assert_true(ratio < 3.0 || tb < 1e-3);
+}
+
+static void build_long_header(struct msg *b, size_t size)
+{
+	puts_(b, "Subject: ");
+	repeat(b, "abcdefghijklmnop", size / 16);
+	puts_(b, "\n\nbody\n");
+}
+
+static void test_linear_long_header_line(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("10 MiB header line", build_long_header, 5 * MiB, &m);
+	assert_true(m.is_mail);
+	assert_true(m.warnings & (UINT64_C(1) << MAIL_W_HEADER_TOO_LARGE));
+}
+
+static void build_encoded_words(struct msg *b, size_t size)
+{
+	puts_(b, "Subject:");
+	repeat(b, " =?UTF-8?B?w6k=?=", size);
+	puts_(b, "\n\nbody\n");
+}
+
+static void test_linear_encoded_words(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("100,000 encoded words", build_encoded_words, 50000, &m);
+	assert_int_equal(m.subject.n, 2 * 100000);   /* "é" each, the spaces between dropped */
+}
+
+static void build_parts(struct msg *b, size_t size)
+{
+	puts_(b, "Content-Type: multipart/mixed; boundary=b\n\n");
+	repeat(b, "--b\nContent-Type: application/octet-stream\n\nx\n", size);
+	puts_(b, "--b--\n");
+}
+
+static void test_linear_many_parts(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("parts under the cap", build_parts, LIMIT_MIME_PARTS / 2 - 1, &m);
+	assert_int_equal(m.parts, LIMIT_MIME_PARTS - 1);
+	assert_int_equal(m.warnings, 0);
+	check_linear("50,000 parts", build_parts, 25000, &m);
+	assert_int_equal(m.parts, LIMIT_MIME_PARTS);
+	assert_true(m.warnings & (UINT64_C(1) << MAIL_W_TOO_MANY_PARTS));
+}
+
+static void build_nesting(struct msg *b, size_t depth)
+{
+	char line[128];
+	for (size_t d = 0; d < depth; d++) {
+		snprintf(line, sizeof(line), "Content-Type: multipart/mixed; boundary=\"b%zu\"\n\n--b%zu\n", d, d);
+		puts_(b, line);
+	}
+	puts_(b, "\ndeep\n");
+	for (size_t d = depth; d-- > 0;) {
+		snprintf(line, sizeof(line), "--b%zu--\n", d);
+		puts_(b, line);
+	}
+}
+
+static void test_linear_deep_nesting(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	/* Repeated so that the smaller run is long enough to time. */
+	check_linear("1,000-deep nesting", build_nesting, 500, &m);
+	assert_true(m.warnings & (UINT64_C(1) << MAIL_W_NESTING_OVERFLOW));
+	assert_int_equal(m.parts, LIMIT_MIME_DEPTH + 1);
+}
+
+static void build_nested_messages(struct msg *b, size_t depth)
+{
+	repeat(b, "Content-Type: message/rfc822\n\n", depth);
+	puts_(b, "Subject: innermost\n\ntext\n");
+}
+
+static void test_linear_nested_messages(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("1,000 nested message/rfc822", build_nested_messages, 500, &m);
+	assert_true(m.warnings & (UINT64_C(1) << MAIL_W_NESTING_OVERFLOW));
+}
+
+static void build_colons(struct msg *b, size_t size)
+{
+	puts_(b, "From: ");
+	repeat(b, "::::::::", size / 8);
+	puts_(b, "\n\nbody\n");
+}
+
+static void test_linear_from_colons(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("1 MiB of From: ::::", build_colons, 512 * KiB, &m);
+	assert_true(m.is_mail);
+}
+
+static void build_base64(struct msg *b, size_t size)
+{
+	puts_(b, "Content-Type: multipart/mixed; boundary=b\n\n--b\n\nhello\n"
+	         "--b\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n");
+	repeat(b, "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAx\r\n",
+	       size / 74);
+	puts_(b, "--b--\n");
+}
+
+static void test_linear_huge_base64(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("huge base64 body", build_base64, 16 * MiB, &m);
+	assert_int_equal(m.n_attachments, 1);
+	assert_int_equal(m.attachments[0].size, (32 * MiB / 74) * 54);
+	assert_int_equal(m.warnings, 0);
+}
+
+static void build_boundary_lines(struct msg *b, size_t size)
+{
+	/* 64 open boundaries and a body full of near-miss "--" lines: each is
+	 * compared with every open boundary, a bounded factor. */
+	char line[128];
+	for (int d = 0; d < LIMIT_MIME_DEPTH - 1; d++) {
+		snprintf(line, sizeof(line), "Content-Type: multipart/mixed; boundary=\"bbbbbbbbbbbbbbbbbb%d\"\n\n--bbbbbbbbbbbbbbbbbb%d\n", d, d);
+		puts_(b, line);
+	}
+	puts_(b, "\n");
+	repeat(b, "--bbbbbbbbbbbbbbbbbbX\n", size / 22);
+}
+
+static void test_linear_near_miss_boundaries(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("near-miss delimiters", build_boundary_lines, 2 * MiB, &m);
+}
+
+static void build_html(struct msg *b, size_t size)
+{
+	puts_(b, "Content-Type: text/html\n\n");
+	repeat(b, "<p a='<'>&amp;&#x41;<!--x--><script>y</script>", size / 46);
+	puts_(b, "<a href=\"unclosed");
+}
+
+static void test_linear_html(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("HTML", build_html, 2 * MiB, &m);
+	assert_true(m.text_truncated || m.text.n > 0);
+}
+
+static void build_uu_lures(struct msg *b, size_t size)
+{
+	/* `begin` lines that are not blocks, each followed by one data-like
+	 * line: every one is examined, none may restart a scan. */
+	puts_(b, "Subject: uu\n\n");
+	repeat(b, "begin 644 f\nM\nprose\n", size / 20);
+}
+
+static void test_linear_uuencode_lures(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("uuencode lures", build_uu_lures, 2 * MiB, &m);
+	assert_true(m.n_attachments > 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	ctx = mail_ctx_new();
+	return ctx ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mail_ctx_free(ctx);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_linear_long_header_line),
+		cmocka_unit_test(test_linear_encoded_words),
+		cmocka_unit_test(test_linear_many_parts),
+		cmocka_unit_test(test_linear_deep_nesting),
+		cmocka_unit_test(test_linear_nested_messages),
+		cmocka_unit_test(test_linear_from_colons),
+		cmocka_unit_test(test_linear_huge_base64),
+		cmocka_unit_test(test_linear_near_miss_boundaries),
+		cmocka_unit_test(test_linear_html),
+		cmocka_unit_test(test_linear_uuencode_lures),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,231 @@
+/* Unit tests for mail/message.c: the context, warning names, the record's
+ * header fields, duplicated fields, --headers, not-mail detection, the mbox
+ * From_ line, and arena reuse between messages. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/limits.h"
+#include "mail/mail.h"
+
+#define W(x) (UINT64_C(1) << MAIL_W_##x)
+
+static struct mail_ctx *ctx;
+static struct mail_message m;
+static const struct mail_options opts = {
+	.max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true, .want_headers = true,
+};
+
+static int setup(void **state)
+{
+	(void)state;
+	ctx = mail_ctx_new();
+	return ctx ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mail_ctx_free(ctx);
+	return 0;
+}
+
+static void parse_n(const void *msg, size_t n)
+{
+	assert_int_equal(mail_parse(ctx, &opts, msg, n, &m), 0);
+}
+
+static void parse(const char *msg)
+{
+	parse_n(msg, strlen(msg));
+}
+
+static void assert_str(struct mail_str s, const char *want)
+{
+	if (!want) {
+		assert_null(s.p);
+		return;
+	}
+	assert_non_null(s.p);
+	char *got = strndup(s.p, s.n);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_message_warning_names(void **state)
+{
+	(void)state;
+	assert_string_equal(mail_warning_name(MAIL_W_DUPLICATED_HEADER), "duplicated-header");
+	assert_string_equal(mail_warning_name(MAIL_W_BAD_DATE), "bad-date");
+	assert_string_equal(mail_warning_name(MAIL_W_TEXT_TRUNCATED), "text-truncated");
+	assert_null(mail_warning_name(MAIL_W__COUNT));
+}
+
+static void test_message_ctx_free_null(void **state)
+{
+	(void)state;
+	mail_ctx_free(NULL);
+}
+
+static const char full[] =
+	"Message-ID: <abc@example.org>\n"
+	"In-Reply-To: <parent@example.org>\n"
+	"References: <root@example.org>\n <parent@example.org>\n"
+	"Date: Thu, 13 Sep 2001 17:28:42 -0400\n"
+	"From: \"Barry W.\" <barry@example.org>\n"
+	"To: a@example.org, B <b@example.org>\n"
+	"Cc: c@example.org\n"
+	"Subject: =?UTF-8?Q?caf=C3=A9?= time\n"
+	"List-Id: Python list <python-list.python.org>\n"
+	"Content-Type: TEXT/Plain; charset=us-ascii\n"
+	"\n"
+	"body\n";
+
+static void test_message_fields(void **state)
+{
+	(void)state;
+	parse(full);
+	assert_true(m.is_mail);
+	assert_str(m.message_id, "abc@example.org");
+	assert_str(m.in_reply_to, "parent@example.org");
+	assert_int_equal(m.n_references, 2);
+	assert_str(m.references[0], "root@example.org");
+	assert_str(m.references[1], "parent@example.org");
+	assert_true(m.has_date);
+	assert_int_equal(m.date, 1000416522);
+	assert_str(m.date_raw, NULL);
+	assert_int_equal(m.from.n, 1);
+	assert_str(m.from.v[0].name, "Barry W.");
+	assert_str(m.from.v[0].address, "barry@example.org");
+	assert_int_equal(m.to.n, 2);
+	assert_str(m.to.v[1].address, "b@example.org");
+	assert_int_equal(m.cc.n, 1);
+	assert_true(m.to.present);
+	assert_false(m.bcc.present);
+	assert_str(m.subject, "caf\xc3\xa9 time");
+	assert_str(m.list_id, "python-list.python.org");
+	assert_str(m.content_type, "text/plain");
+	assert_str(m.text, "body");
+	assert_int_equal(m.parts, 1);
+	assert_int_equal(m.warnings, 0);
+}
+
+static void test_message_headers_option(void **state)
+{
+	(void)state;
+	parse(full);
+	assert_int_equal(m.n_headers, 10);
+	assert_str(m.headers[0].name, "Message-ID");
+	assert_str(m.headers[2].value, "<root@example.org> <parent@example.org>");
+	assert_str(m.headers[7].name, "Subject");
+	assert_str(m.headers[7].value, "caf\xc3\xa9 time");
+	struct mail_options o = opts;
+	o.want_headers = false;
+	assert_int_equal(mail_parse(ctx, &o, (const uint8_t *)full, sizeof(full) - 1, &m), 0);
+	assert_int_equal(m.n_headers, 0);
+	assert_null(m.headers);
+}
+
+static void test_message_duplicated_header_first_wins(void **state)
+{
+	(void)state;
+	parse("Subject: first\nsubject: second\nX-Any: 1\nX-Any: 2\n\n");
+	assert_int_equal(m.warnings, W(DUPLICATED_HEADER));
+	assert_str(m.subject, "first");
+	parse("Received: a\nReceived: b\nSubject: s\n\n");
+	assert_int_equal(m.warnings, 0);
+}
+
+static void test_message_bad_date(void **state)
+{
+	(void)state;
+	parse("Date: sometime last week\n\nx\n");
+	assert_false(m.has_date);
+	assert_str(m.date_raw, "sometime last week");
+	assert_int_equal(m.warnings, W(BAD_DATE));
+}
+
+static void test_message_list_id_without_brackets(void **state)
+{
+	(void)state;
+	parse("List-Id: bare.list.example\n\n");
+	assert_str(m.list_id, "bare.list.example");
+}
+
+static void test_message_mbox_from_line_and_bom(void **state)
+{
+	(void)state;
+	parse("From someone@example.org Thu Sep 13 17:28:42 2001\nSubject: mbox\n\nbody\n");
+	assert_true(m.is_mail);
+	assert_str(m.subject, "mbox");
+	assert_str(m.text, "body");
+	parse("\xef\xbb\xbfSubject: bom\n\nbody\n");
+	assert_true(m.is_mail);
+	assert_str(m.subject, "bom");
+}
+
+static void test_message_not_mail_binary(void **state)
+{
+	(void)state;
+	static const uint8_t png[] = {
+		0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+		0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0, 0x90, 0x77, 0x53, 0xde,
+	};
+	parse_n(png, sizeof(png));
+	assert_false(m.is_mail);
+	assert_str(m.detected_type, "image/png");
+}
+
+static void test_message_not_mail_text_not_sniffed(void **state)
+{
+	(void)state;
+	parse("Just some notes, not a message.\nSecond line.\n");
+	assert_false(m.is_mail);
+	assert_str(m.detected_type, "text/plain");
+	parse_n("", 0);
+	assert_false(m.is_mail);
+	assert_str(m.detected_type, "application/x-empty");
+}
+
+static void test_message_headers_only(void **state)
+{
+	(void)state;
+	parse("Subject: no body");
+	assert_true(m.is_mail);
+	assert_str(m.subject, "no body");
+	assert_null(m.text.p);
+	assert_int_equal(m.parts, 1);
+}
+
+static void test_message_reuse_ctx(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 100; i++) {
+		parse(full);
+		assert_str(m.subject, "caf\xc3\xa9 time");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_message_warning_names),
+		cmocka_unit_test(test_message_ctx_free_null),
+		cmocka_unit_test(test_message_fields),
+		cmocka_unit_test(test_message_headers_option),
+		cmocka_unit_test(test_message_duplicated_header_first_wins),
+		cmocka_unit_test(test_message_bad_date),
+		cmocka_unit_test(test_message_list_id_without_brackets),
+		cmocka_unit_test(test_message_mbox_from_line_and_bom),
+		cmocka_unit_test(test_message_not_mail_binary),
+		cmocka_unit_test(test_message_not_mail_text_not_sniffed),
+		cmocka_unit_test(test_message_headers_only),
+		cmocka_unit_test(test_message_reuse_ctx),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

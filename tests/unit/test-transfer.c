@@ -1,0 +1,250 @@
+/* Unit tests for mail/transfer.c: base64, quoted-printable and uuencode,
+ * each leniency and each warning, and the size-only / prefix modes. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "mail/transfer.h"
+
+#define S(lit) (const uint8_t *)(lit), sizeof(lit) - 1
+
+static char out[4096];
+
+static void check_b64(const char *in, const char *want, bool warn)
+{
+	uint64_t w = 0;
+	uint64_t k = transfer_base64_decode((const uint8_t *)in, strlen(in), (uint8_t *)out,
+	                                    sizeof(out), &w);
+	assert_int_equal(k, strlen(want));
+	assert_memory_equal(out, want, k);
+	assert_int_equal(w != 0, warn);
+	if (warn)
+		assert_int_equal(w, UINT64_C(1) << MAIL_W_BAD_BASE64);
+	/* Size only agrees with the full decode. */
+	uint64_t w2 = 0;
+	assert_int_equal(transfer_base64_decode((const uint8_t *)in, strlen(in), NULL, 0, &w2), k);
+	assert_int_equal(w2, w);
+}
+
+static void test_transfer_base64_plain(void **state)
+{
+	(void)state;
+	check_b64("", "", false);
+	check_b64("TWFu", "Man", false);
+	check_b64("TWE=", "Ma", false);
+	check_b64("TQ==", "M", false);
+	check_b64("SGVsbG8sIHdvcmxkIQ==", "Hello, world!", false);
+}
+
+static void test_transfer_base64_whitespace(void **state)
+{
+	(void)state;
+	check_b64("SGVs\r\nbG8s\nIHdv cmxk\tIQ==\r\n", "Hello, world!", false);
+	check_b64("  TWFu  ", "Man", false);
+}
+
+static void test_transfer_base64_missing_padding(void **state)
+{
+	(void)state;
+	check_b64("TWE", "Ma", false);
+	check_b64("TQ", "M", false);
+}
+
+static void test_transfer_base64_garbage_warns(void **state)
+{
+	(void)state;
+	check_b64("TW!Fu", "Man", true);
+	check_b64("T*W*F*u", "Man", true);
+	check_b64("\x80TWFu", "Man", true);
+}
+
+static void test_transfer_base64_truncated_warns(void **state)
+{
+	(void)state;
+	check_b64("TWFuT", "Man", true);
+	check_b64("T===", "", true);
+}
+
+static void test_transfer_base64_concatenated(void **state)
+{
+	(void)state;
+	/* `=` ends a quantum; decoding goes on with the next stream. */
+	check_b64("TQ==TWE=", "MMa", false);
+}
+
+static void test_transfer_base64_prefix(void **state)
+{
+	(void)state;
+	uint8_t pre[4];
+	memset(pre, 0, sizeof(pre));
+	uint64_t w = 0;
+	uint64_t k = transfer_base64_decode(S("SGVsbG8sIHdvcmxkIQ=="), pre, sizeof(pre), &w);
+	assert_int_equal(k, 13);
+	assert_memory_equal(pre, "Hell", 4);
+	assert_int_equal(w, 0);
+}
+
+static void check_qp(const char *in, const char *want, bool warn)
+{
+	uint64_t w = 0;
+	uint64_t k = transfer_qp_decode((const uint8_t *)in, strlen(in), (uint8_t *)out,
+	                                sizeof(out), &w);
+	assert_int_equal(k, strlen(want));
+	assert_memory_equal(out, want, k);
+	assert_int_equal(w != 0, warn);
+	if (warn)
+		assert_int_equal(w, UINT64_C(1) << MAIL_W_BAD_QUOTED_PRINTABLE);
+	assert_int_equal(transfer_qp_decode((const uint8_t *)in, strlen(in), NULL, 0, NULL), k);
+}
+
+static void test_transfer_qp_escapes(void **state)
+{
+	(void)state;
+	check_qp("caf=C3=A9", "caf\xc3\xa9", false);
+	check_qp("a=3db", "a=b", false);           /* lower case hex accepted */
+	check_qp("plain text\r\n", "plain text\r\n", false);
+}
+
+static void test_transfer_qp_soft_breaks(void **state)
+{
+	(void)state;
+	check_qp("long =\r\nline", "long line", false);
+	check_qp("long =\nline", "long line", false);
+	check_qp("pad= \t\r\nded", "padded", false);
+	check_qp("end=", "end", false);
+	check_qp("end=\r", "end", false);
+}
+
+static void test_transfer_qp_invalid_kept_literally(void **state)
+{
+	(void)state;
+	check_qp("a=ZZb", "a=ZZb", true);
+	check_qp("100=%", "100=%", true);
+	check_qp("x=4", "x=4", true);
+	check_qp("= x", "= x", true);
+}
+
+static void test_transfer_qp_prefix(void **state)
+{
+	(void)state;
+	uint8_t pre[3];
+	uint64_t k = transfer_qp_decode(S("ab=3Dcdef"), pre, sizeof(pre), NULL);
+	assert_int_equal(k, 7);
+	assert_memory_equal(pre, "ab=", 3);
+}
+
+static void test_transfer_encoding_names(void **state)
+{
+	(void)state;
+	assert_int_equal(transfer_encoding_parse(MAIL_STR_NULL), TRANSFER_IDENTITY);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ " Base64 ", 8 }), TRANSFER_BASE64);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ "QUOTED-PRINTABLE", 16 }), TRANSFER_QP);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ "8bit", 4 }), TRANSFER_IDENTITY);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ "binary", 6 }), TRANSFER_IDENTITY);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ "x-uuencode", 10 }), TRANSFER_UUENCODE);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ "base64 (x)", 10 }), TRANSFER_BASE64);
+	assert_int_equal(transfer_encoding_parse((struct mail_str){ "x-foo", 5 }), TRANSFER_UNKNOWN);
+}
+
+/* "Cat" uuencoded: length byte '#' (3), then "0V%T". */
+static const char uu_text[] =
+	"Hello\n"
+	"begin 644 cat.txt\n"
+	"#0V%T\n"
+	"`\n"
+	"end\n"
+	"Bye\n";
+
+static void test_transfer_uu_find_and_decode(void **state)
+{
+	(void)state;
+	struct transfer_uu u;
+	const uint8_t *p = (const uint8_t *)uu_text;
+	size_t n = sizeof(uu_text) - 1;
+	assert_true(transfer_uu_find(p, n, 0, &u));
+	assert_int_equal(u.start, 6);
+	assert_int_equal(u.end, n - 4);
+	assert_true(u.terminated);
+	assert_int_equal(u.name.n, 7);
+	assert_memory_equal(u.name.p, "cat.txt", 7);
+	uint64_t w = 0;
+	uint64_t k = transfer_uu_decode(p + u.data, u.data_end - u.data, (uint8_t *)out, sizeof(out), &w);
+	assert_int_equal(k, 3);
+	assert_memory_equal(out, "Cat", 3);
+	assert_int_equal(w, 0);
+	assert_false(transfer_uu_find(p, n, u.end, &u));
+}
+
+static void test_transfer_uu_not_a_block(void **state)
+{
+	(void)state;
+	struct transfer_uu u;
+	/* Not at a line start, no octal mode, no data: ordinary text. */
+	assert_false(transfer_uu_find(S("we begin 644 x\n#0V%T\nend\n"), 0, &u));
+	assert_false(transfer_uu_find(S("begin now please\n#0V%T\nend\n"), 0, &u));
+	assert_false(transfer_uu_find(S("begin 644 x\nthis is prose\n"), 0, &u));
+}
+
+static void test_transfer_uu_unterminated(void **state)
+{
+	(void)state;
+	struct transfer_uu u;
+	const char t[] = "begin 600 a.bin\n#0V%T\nsome prose after\n";
+	assert_true(transfer_uu_find((const uint8_t *)t, sizeof(t) - 1, 0, &u));
+	assert_false(u.terminated);
+	assert_int_equal(u.end, 22);     /* stops before the prose */
+}
+
+static void test_transfer_uu_damaged_warns(void **state)
+{
+	(void)state;
+	uint64_t w = 0;
+	/* A byte outside ' '..'`' inside the data. */
+	uint64_t k = transfer_uu_decode(S("#0v%T\n`\n"), (uint8_t *)out, sizeof(out), &w);
+	assert_int_equal(k, 3);
+	assert_int_equal(w, UINT64_C(1) << MAIL_W_BAD_UUENCODE);
+	/* Trailing spaces stripped in transit are tolerated. */
+	w = 0;
+	k = transfer_uu_decode(S("#0V%\n"), (uint8_t *)out, sizeof(out), &w);
+	assert_int_equal(k, 3);
+	assert_int_equal(w, 0);
+}
+
+static void test_transfer_decode_uuencode_body(void **state)
+{
+	(void)state;
+	uint64_t w = 0;
+	uint64_t k = transfer_decode(TRANSFER_UUENCODE, (const uint8_t *)uu_text, sizeof(uu_text) - 1,
+	                             (uint8_t *)out, sizeof(out), &w);
+	assert_int_equal(k, 3);
+	assert_memory_equal(out, "Cat", 3);
+	assert_int_equal(w, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_transfer_base64_plain),
+		cmocka_unit_test(test_transfer_base64_whitespace),
+		cmocka_unit_test(test_transfer_base64_missing_padding),
+		cmocka_unit_test(test_transfer_base64_garbage_warns),
+		cmocka_unit_test(test_transfer_base64_truncated_warns),
+		cmocka_unit_test(test_transfer_base64_concatenated),
+		cmocka_unit_test(test_transfer_base64_prefix),
+		cmocka_unit_test(test_transfer_qp_escapes),
+		cmocka_unit_test(test_transfer_qp_soft_breaks),
+		cmocka_unit_test(test_transfer_qp_invalid_kept_literally),
+		cmocka_unit_test(test_transfer_qp_prefix),
+		cmocka_unit_test(test_transfer_encoding_names),
+		cmocka_unit_test(test_transfer_uu_find_and_decode),
+		cmocka_unit_test(test_transfer_uu_not_a_block),
+		cmocka_unit_test(test_transfer_uu_unterminated),
+		cmocka_unit_test(test_transfer_uu_damaged_warns),
+		cmocka_unit_test(test_transfer_decode_uuencode_body),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
