@@ -45,6 +45,7 @@ struct reader_stats {
 	char fallback[160];              /* why auto fell back; "" otherwise */
 	uint64_t batches, files, bytes;
 	uint64_t grew, shrank;
+	uint64_t renamed;                /* found under a new Maildir name */
 	uint64_t enters;                 /* io_uring_enter calls */
 };
 
@@ -93,5 +94,11 @@ void reader_item_fail(struct batch_item *it, int neg_errno);
  * through fd (which must be positioned at `got`, or -1 to reopen). */
 int reader_item_read_done(struct reader_common *rc, struct batch *b, struct batch_item *it,
                           int64_t got, int fd);
+
+/* A Maildir message that vanished (ENOENT) is looked for under a new name
+ * (flags changed, new/ → cur/) and read from there; the record then names
+ * it where it is now.  0 (the item as it ends up) or -ENOMEM. */
+int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b,
+                              struct batch_item *it);
 
 #endif

@@ -146,6 +146,8 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		}
 		if (cap)
 			sys_close(so.fd);
+		if (ret == 0)
+			ret = reader_item_retry_renamed(&r->c, io->budget, b, it);
 		walk_entry_done(io->walk, e);
 		if (ret < 0)
 			break;

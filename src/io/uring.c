@@ -384,6 +384,8 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			}
 			if (it->cap && it->io.reason == RECORD_NONE)
 				ret = reader_item_read_done(&r->c, b, it, it->read_res, -1);
+			if (ret == 0)
+				ret = reader_item_retry_renamed(&r->c, io->budget, b, it);
 			walk_entry_done(io->walk, it->entry);
 			it->entry = NULL;
 		}

@@ -12,6 +12,7 @@
 #include "sched/batch.h"
 #include "core/sys.h"
 
+#include <limits.h>
 #include <time.h>
 
 static inline void spin_pause(void)
@@ -84,7 +85,8 @@ void chan_close(struct chan *c)
 	spin_lock(&c->lock);
 	c->closed = true;
 	spin_unlock(&c->lock);
-	futex_notify(&c->seq, &c->waiters, 1);
+	/* every blocked pop must see the close, not just one */
+	futex_notify(&c->seq, &c->waiters, INT_MAX);
 }
 
 struct batch *chan_pop(struct chan *c)
@@ -168,5 +170,6 @@ void budget_cancel(struct budget *b)
 	spin_lock(&b->lock);
 	b->cancelled = true;
 	spin_unlock(&b->lock);
-	futex_notify(&b->seq, &b->waiters, 1);
+	/* every blocked acquire must see the cancel, not just one */
+	futex_notify(&b->seq, &b->waiters, INT_MAX);
 }
