@@ -1,0 +1,924 @@
+#!/usr/bin/env python3
+"""The syscall budget of ingest, checked from outside (meson suite 'strace').
+
+    python3 test_syscalls.py --ingest PATH --case NAME [--logs DIR] [--keep]
+
+Exit 0: pass; 1: fail (every failed check is printed); 77: skipped, with the
+reason (no strace, ptrace refused, io_uring refused, no tracefs).
+
+What is measured and why (README, "Syscall accounting"; src/ingest.c):
+  - strace -f sees every syscall of every thread of the process, start-up
+    included, but not the operations inside an io_uring_enter;
+  - ingest counts the syscalls it issues itself (src/core/sys.h) and the ring
+    operations it queues, and prints them with --stats=json.  Its counted
+    window is delimited by two markers, faccessat("/.ingest-stats-window-begin")
+    and faccessat("/.ingest-stats-window-end"), counted by both sides;
+  - the kernel's io_uring:io_uring_submit_req tracepoint sees each request
+    submitted on the ring.
+
+Corpora are written by make_maildir() below: deterministic, plain ASCII, one
+Maildir, every message in cur/ (new/ and tmp/ empty), so that parsing never
+loads iconv or libmagic and the per-directory costs are the same at every N.
+bench/mkcorpus writes realistic mail (charsets, attachments): right for
+benchmarks, wrong for exact counts.
+
+strace-logs/regenerate imports this file for the corpus, the strace parsers
+and the list of logged runs, so the tests and the logs measure the same thing.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_LOGS = os.path.normpath(os.path.join(HERE, '..', '..', 'strace-logs'))
+
+# The names of src/core/sys.h that the I/O contract is about.
+CONTRACT_NAMES = ['openat', 'statx', 'newfstatat', 'fstat', 'read', 'pread64',
+                  'lseek', 'ioctl', 'close']
+# Whole-process bound of the ring backend at N = 10,000 (issue 2).
+URING_TOTAL_PER_FILE = 0.05
+# futex per batch, at most (src/sched/budget.c, pool.c): each of the three
+# channels (reader -> parser -> writer -> free batches back to the reader)
+# and the byte budget costs at most one wait and one wake per batch: 8; the
+# pool, per batch, one post wake and one sleep per extra worker, one wait and
+# one wake for the caller: 2 x workers.  Per message it is nothing.
+def futex_per_batch_bound(max_workers):
+    return 8 + 2 * max_workers
+
+MARK_BEGIN = '/.ingest-stats-window-begin'
+MARK_END = '/.ingest-stats-window-end'
+# strace prints the syscall the wrapper made; sys.c uses SYS_faccessat, but a
+# libc faccessat() may be faccessat2(2) underneath.  Same counter either way.
+STRACE_ALIASES = {'faccessat2': 'faccessat'}
+
+
+class Skip(Exception):
+    pass
+
+
+class Failures:
+    def __init__(self):
+        self.items = []
+
+    def check(self, ok, what):
+        if not ok:
+            self.items.append(what)
+        return ok
+
+
+def note(msg=''):
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------- corpus ----
+
+def message_bytes(i):
+    """Message i: plain ASCII, a few hundred bytes, size varying with i."""
+    body = ''.join(f'Line {k} of message {i}: plain text, nothing to decode.\n'
+                   for k in range(1 + i % 5))
+    return (f'From: Sender {i % 97} <s{i % 97}@example.org>\n'
+            f'To: list@example.org\n'
+            f'Subject: test message {i}\n'
+            f'Date: Mon, 01 Jan 2024 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} +0000\n'
+            f'Message-ID: <{i}.ingest-test@example.org>\n'
+            f'MIME-Version: 1.0\n'
+            f'Content-Type: text/plain; charset=us-ascii\n'
+            f'\n{body}').encode('ascii')
+
+
+def message_name(i, flags='S'):
+    base = f'{1500000000 + i}.M{i:06d}P4242.ingest-test'
+    return base if flags is None else f'{base}:2,{flags}'
+
+
+def make_maildir(root, n, n_new=0):
+    """A Maildir of n messages: n - n_new in cur/ (':2,S'), n_new in new/.
+    Returns {base name: size}."""
+    for sub in ('cur', 'new', 'tmp'):
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
+    sizes = {}
+    for i in range(n):
+        data = message_bytes(i)
+        in_new = i >= n - n_new
+        name = message_name(i, None if in_new else 'S')
+        path = os.path.join(root, 'new' if in_new else 'cur', name)
+        with open(path, 'wb') as f:
+            f.write(data)
+        os.utime(path, (1500000000 + i, 1500000000 + i))
+        sizes[message_name(i, None)] = len(data)
+    return sizes
+
+
+# ----------------------------------------------------------------- strace ----
+
+STRACE = shutil.which('strace') or '/usr/bin/strace'
+LINE = re.compile(r'^(?:\[pid\s+)?(\d+)\]?\s+(.*)$')
+CALL = re.compile(r'^([a-z_][a-z0-9_]*)\(')
+
+
+def need_strace():
+    if not os.path.exists(STRACE):
+        raise Skip('strace is not installed')
+    p = subprocess.run([STRACE, '-f', '-o', os.devnull, 'true'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise Skip('strace cannot trace here (ptrace refused?): ' + p.stderr.strip()[:200])
+
+
+def parse_summary(text):
+    """{name: calls} from the table of strace -c / -C (any column set that
+    has 'calls' and 'syscall'); 'total' under the key 'total'."""
+    lines = text.splitlines()
+    out = {}
+    for k, line in enumerate(lines):
+        cols = line.replace('% time', '%time').split()
+        if 'calls' in cols and cols[-1] == 'syscall':
+            ci = cols.index('calls')
+            ncols = len(cols)
+            for row in lines[k + 1:]:
+                f = row.split()
+                if not f or f[0].startswith('---'):
+                    continue
+                # the errors column is blank when there were none
+                name = f[-1]
+                if len(f) == ncols or len(f) == ncols - 1:
+                    try:
+                        out[name] = int(float(f[ci]))
+                    except ValueError:
+                        continue
+                if name == 'total':
+                    break
+    return out
+
+
+def calls_in(counts, name):
+    return counts.get(name, 0)
+
+
+def thread_calls(counts):
+    return calls_in(counts, 'clone') + calls_in(counts, 'clone3')
+
+
+def read_stats(stderr_text):
+    for line in reversed(stderr_text.splitlines()):
+        line = line.strip()
+        if line.startswith('{'):
+            return json.loads(line)
+    raise AssertionError('no --stats=json object on stderr:\n' + stderr_text[-2000:])
+
+
+class Run:
+    """One traced ingest run: returncode, stats (json), counts (strace -c),
+    log (path of the full -f sequence when asked for), stdout (path)."""
+
+
+def run_ingest(ingest, args, cwd, tag, summary=True, sequence=False, strace=True,
+               extra_strace=()):
+    """Runs ingest under strace -f in cwd.  summary: -c table; sequence: the
+    full sequence too (-C gives both in one run)."""
+    r = Run()
+    r.log = os.path.join(cwd, tag + '.strace')
+    r.stdout = os.path.join(cwd, tag + '.out')
+    cmd = [ingest] + list(args)
+    if strace:
+        mode = ['-C'] if (summary and sequence) else (['-c'] if summary else [])
+        cmd = [STRACE, '-f', *mode, *extra_strace, '-o', r.log] + cmd
+    with open(r.stdout, 'wb') as out:
+        p = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
+    r.returncode = p.returncode
+    r.stderr = p.stderr.decode('utf-8', 'replace')
+    r.stats = None
+    if '--stats=json' in args and p.returncode == 0:
+        r.stats = read_stats(r.stderr)
+    r.counts = {}
+    if strace and summary:
+        with open(r.log, errors='replace') as f:
+            r.counts = parse_summary(f.read())
+    return r
+
+
+def need_ok(r, what):
+    if r.returncode != 0:
+        raise AssertionError(f'{what}: ingest exited {r.returncode}\n{r.stderr[-2000:]}')
+
+
+def need_uring(ingest, cwd):
+    d = os.path.join(cwd, 'probe')
+    make_maildir(d, 1)
+    p = subprocess.run([ingest, '--backend=uring', '--io-only', d],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise Skip('io_uring is not usable here: ' + p.stderr.strip()[:300])
+
+
+def window_calls(log_path):
+    """Counts, per syscall name, the calls strace shows from the begin marker
+    to the end marker (both included), in every thread: an '<unfinished ...>'
+    line counts once, its '<... resumed>' line not at all.  Returns
+    (counts, lines by name, state) with state 2 when both markers were seen."""
+    counts = collections.Counter()
+    lines = collections.defaultdict(list)
+    state = 0
+    with open(log_path, errors='replace') as f:
+        for raw in f:
+            m = LINE.match(raw.rstrip('\n'))
+            if not m:
+                continue
+            rest = m.group(2)
+            if rest.startswith(('<...', '+++', '---')):
+                continue
+            c = CALL.match(rest)
+            if not c:
+                continue
+            name = STRACE_ALIASES.get(c.group(1), c.group(1))
+            is_marker = name == 'faccessat'
+            if state == 0 and is_marker and f'"{MARK_BEGIN}"' in rest:
+                state = 1
+            if state == 1:
+                counts[name] += 1
+                lines[name].append(rest)
+                if is_marker and f'"{MARK_END}"' in rest:
+                    state = 2
+                    break
+    return counts, lines, state
+
+
+# Known sources of syscalls that libraries make on our behalf, to explain a
+# disagreement (never to excuse one).
+EXPLAIN = [
+    (re.compile(r'/proc/self/task/\d+/comm'), 'glibc pthread_setname_np() on another thread'),
+    (re.compile(r'^futex\(0x[0-9a-f]+, FUTEX_WAKE_PRIVATE, 2147483647\)'),
+     "glibc pthread_once() waking waiters (or another glibc 'wake all')"),
+    (re.compile(r'gconv|\.mgc|libmagic'), 'iconv or libmagic loading'),
+]
+
+
+def explain(line, libs=()):
+    for rx, why in EXPLAIN:
+        if rx.search(line):
+            return why
+    m = re.match(r'futex\((0x[0-9a-f]+),', line)
+    if m:
+        addr = int(m.group(1), 16)
+        for lo, hi, lib in libs:
+            if lo <= addr < hi:
+                return (f'a futex word inside {lib}: a glibc-internal lock '
+                        '(malloc arena contention, stdio, ...)' if 'libc.so' in lib
+                        else f'a futex word inside {lib}')
+    return ''
+
+
+def library_ranges(log_path):
+    """[(start, end, name)] of the shared libraries the loader mapped, from
+    the sequence: openat of a .so, then its first mmap(NULL, size, ..., fd, 0)
+    reserves the whole image (bss included)."""
+    out, pending = [], {}
+    with open(log_path, errors='replace') as f:
+        for raw in f:
+            m = LINE.match(raw.rstrip('\n'))
+            if not m:
+                continue
+            rest = m.group(2)
+            o = re.match(r'openat\(AT_FDCWD, "([^"]*\.so[^"]*)", .*\) = (\d+)$', rest)
+            if o and not o.group(1).endswith('.cache'):
+                pending[o.group(2)] = os.path.basename(o.group(1))
+                continue
+            mm = re.match(r'mmap\(NULL, (\d+), [^,]+, [^,]+, (\d+), 0\) = (0x[0-9a-f]+)$', rest)
+            if mm and mm.group(2) in pending:
+                lo = int(mm.group(3), 16)
+                out.append((lo, lo + int(mm.group(1)), pending.pop(mm.group(2))))
+            if rest.startswith('faccessat(') and MARK_BEGIN in rest:
+                break
+    return out
+
+
+# --------------------------------------------------------------- the cases ---
+
+def case_uring_flat(ctx, n, checks=True):
+    need_strace()
+    need_uring(ctx.ingest, ctx.tmp)
+    r = flat_run(ctx, 'uring', n)
+    # the comparison case checks only what it compares
+    fail = ctx.fail if checks else Failures()
+    ring = r.stats['ring_ops']
+    note(f'uring N={n}: ring ops {ring}, io_uring_enter {r.stats["io_uring_enter"]}, '
+         f'batches {r.stats["batches"]}')
+    for op in ('statx', 'read', 'openat', 'close'):
+        fail.check(ring[op] == n, f'ring ops: {ring[op]} {op} for {n} files (want exactly {n})')
+    fail.check(r.stats['records']['ok'] == n, f'records ok {r.stats["records"]["ok"]}, want {n}')
+    total = r.counts.get('total', 0)
+    note(f'  whole process: {total} syscalls, {total / n:.4f} per file; '
+         + ', '.join(f'{k}={calls_in(r.counts, k)}' for k in CONTRACT_NAMES))
+    # Without the other N at hand, "does not grow with N" is: far below one
+    # per file (start-up and per-directory costs only).
+    for k in CONTRACT_NAMES:
+        fail.check(calls_in(r.counts, k) <= 32,
+                   f'{k}: {calls_in(r.counts, k)} calls for {n} files: more than start-up '
+                   f'and per-directory costs (32)')
+    if n >= 10000:
+        fail.check(total <= URING_TOTAL_PER_FILE * n,
+                   f'{total} syscalls for {n} files = {total / n:.4f} per file, over '
+                   f'{URING_TOTAL_PER_FILE} per file; by name: ' + top_names(r.counts))
+    return r
+
+
+def top_names(counts, k=6):
+    items = sorted(((v, n) for n, v in counts.items() if n != 'total'), reverse=True)[:k]
+    return ', '.join(f'{n}={v}' for v, n in items)
+
+
+def flat_run(ctx, backend, n, sequence=True):
+    """sequence: also keep the full sequence (strace -C), for the window
+    and for failure messages; it doubles strace's cost, so 40,000 sync
+    calls are only summed (-c)."""
+    d = os.path.join(ctx.tmp, f'maildir-{n}')
+    if not os.path.isdir(d):
+        make_maildir(d, n)
+    r = run_ingest(ctx.ingest, [f'--backend={backend}', '--io-only', '--stats=json',
+                                os.path.basename(d)],
+                   ctx.tmp, f'{backend}-{n}', summary=True, sequence=sequence)
+    need_ok(r, f'{backend} N={n}')
+    return r
+
+
+def seq_lines(log_path, name):
+    """The sequence lines of one syscall name (for failure messages)."""
+    out = []
+    with open(log_path, errors='replace') as f:
+        for raw in f:
+            m = LINE.match(raw.rstrip('\n'))
+            if m and m.group(2).startswith(name + '('):
+                out.append(m.group(2))
+    return out
+
+
+def diff_sequences(a_log, b_log, name):
+    """The lines of `name` that one run has and the other has not, pids and
+    the corpus name stripped."""
+    def norm(lines):
+        return collections.Counter(re.sub(r'\d+', 'N', x) for x in lines)
+    a, b = norm(seq_lines(a_log, name)), norm(seq_lines(b_log, name))
+    return list((a - b).elements())[:5], list((b - a).elements())[:5]
+
+
+def case_uring_flat_compare(ctx):
+    need_strace()
+    need_uring(ctx.ingest, ctx.tmp)
+    small = case_uring_flat(ctx, 1000, checks=False)
+    large = case_uring_flat(ctx, 10000, checks=False)
+    compare_flat(ctx, small, large, 'uring')
+
+
+def compare_flat(ctx, small, large, backend):
+    note(f'{backend}: name: N=1,000 -> N=10,000')
+    names = sorted(set(small.counts) | set(large.counts))
+    for k in names:
+        note(f'  {k:20s} {calls_in(small.counts, k):7d} -> {calls_in(large.counts, k):7d}')
+    # Both Maildirs have the same directories (root, cur, new, tmp), so the
+    # per-directory constants are the same: the counts must be equal.
+    for k in CONTRACT_NAMES:
+        a, b = calls_in(small.counts, k), calls_in(large.counts, k)
+        if not ctx.fail.check(a == b, f'{backend}: {k} grows with N: {a} at 1,000, {b} at 10,000'):
+            only_a, only_b = diff_sequences(small.log, large.log, k)
+            note(f'  {k} only at 1,000: {only_a}\n  {k} only at 10,000: {only_b}')
+
+
+def case_sync_flat(ctx):
+    need_strace()
+    small = flat_run(ctx, 'sync', 1000)
+    large = flat_run(ctx, 'sync', 10000, sequence=False)
+    fail = ctx.fail
+    note('sync: name: N=1,000 -> N=10,000 (delta)')
+    for k in sorted(set(small.counts) | set(large.counts)):
+        a, b = calls_in(small.counts, k), calls_in(large.counts, k)
+        note(f'  {k:20s} {a:7d} -> {b:7d} ({b - a:+d})')
+    for k in ('openat', 'fstat', 'read', 'close'):
+        d = calls_in(large.counts, k) - calls_in(small.counts, k)
+        fail.check(d == 9000, f'sync: {k} grew by {d} for 9,000 more files (want exactly 9,000: '
+                              f'one per file)')
+        s = large.stats['syscalls'][k]
+        fail.check(s >= 10000, f'sync: --stats counts {s} {k} for 10,000 files')
+    # No lseek, no ioctl: none in the run (the counted window), none more
+    # with N.  Start-up may make one (main.c's isatty() is an ioctl).
+    win, win_lines, state = window_calls(small.log)
+    fail.check(state == 2, 'sync: the window markers are missing from the strace log')
+    for k in ('lseek', 'ioctl'):
+        fail.check(win.get(k, 0) == 0,
+                   f'sync: {win.get(k, 0)} {k} calls in the run (want none): '
+                   + '; '.join(win_lines.get(k, [])[:3]))
+    for k in ('lseek', 'ioctl', 'pread64', 'newfstatat', 'statx'):
+        d = calls_in(large.counts, k) - calls_in(small.counts, k)
+        fail.check(d == 0, f'sync: {k} grew by {d} with N (want 0)')
+    for r, n in ((small, 1000), (large, 10000)):
+        fail.check(r.stats['records']['ok'] == n, f'sync N={n}: {r.stats["records"]} ')
+        fail.check(r.stats['backend'] == 'sync', f'sync N={n}: backend {r.stats["backend"]}')
+
+
+def case_stats_agree(ctx, backend):
+    need_strace()
+    if backend == 'uring':
+        need_uring(ctx.ingest, ctx.tmp)
+    n = 3000
+    d = os.path.join(ctx.tmp, 'maildir')
+    make_maildir(d, n)
+    # The real path, parsing included (plain ASCII: no iconv, no libmagic).
+    r = run_ingest(ctx.ingest, [f'--backend={backend}', '--stats=json', 'maildir'],
+                   ctx.tmp, 'agree', summary=False, sequence=True)
+    need_ok(r, f'stats-agree {backend}')
+    counts, lines, state = window_calls(r.log)
+    fail = ctx.fail
+    if not fail.check(state == 2, f'window markers not both found in the strace log '
+                                  f'(state {state}): {MARK_BEGIN}, {MARK_END}'):
+        return
+    ours = r.stats['syscalls']
+    libs = library_ranges(r.log)
+    note(f'{backend}: name: --stats / strace between the markers')
+    for name in ours:
+        a, b = ours[name], counts.get(name, 0)
+        note(f'  {"  " if a == b else "!!"} {name:20s} {a:7d} {b:7d}')
+        if a != b:
+            why = collections.Counter()
+            for line in lines.get(name, []):
+                e = explain(line, libs)
+                if e:
+                    why[e] += 1
+            ex = [x for x in lines.get(name, []) if explain(x, libs)][:4]
+            fail.check(False, f'{name}: --stats says {a}, strace shows {b} between the markers'
+                              + (f'; library calls in the window: {dict(why)}; e.g. {ex}' if why else ''))
+    other = {k: v for k, v in counts.items() if k not in ours}
+    note(f'  not ours (library-internal, not compared): {dict(sorted(other.items()))}')
+    for name in ('openat', 'read'):
+        bad = [x for x in lines.get(name, []) if re.search(r'gconv|\.mgc|magic', x)]
+        fail.check(not bad, f'parsing loaded iconv/libmagic inside the window on plain ASCII '
+                            f'mail: {bad[:3]}')
+
+
+# ---------------------------------------------------------------- tracefs ---
+
+TRACEFS = '/sys/kernel/tracing'
+# include/uapi/linux/io_uring.h
+IORING_OP = {'OPENAT': 18, 'CLOSE': 19, 'STATX': 21, 'READ': 22}
+
+
+def tracefs_setup():
+    """Returns (root, mounted_by_us).  Raises Skip when tracefs is unusable."""
+    if os.geteuid() != 0:
+        raise Skip('tracefs needs root')
+    root = TRACEFS
+    mounted = False
+    if not os.path.isdir(os.path.join(root, 'events')):
+        alt = '/sys/kernel/debug/tracing'
+        if os.path.isdir(os.path.join(alt, 'events')):
+            root = alt
+        else:
+            if not os.path.isdir(root):
+                raise Skip(f'{root} does not exist (kernel without tracefs?)')
+            p = subprocess.run(['mount', '-t', 'tracefs', 'nodev', root],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if p.returncode != 0:
+                raise Skip(f'cannot mount tracefs on {root}: {p.stdout.strip()}')
+            mounted = True
+    if not os.path.isdir(os.path.join(root, 'events', 'io_uring')):
+        if mounted:
+            subprocess.run(['umount', root])
+        raise Skip('tracefs has no io_uring events (kernel without io_uring tracepoints)')
+    return root, mounted
+
+
+def case_tracefs(ctx):
+    need_uring(ctx.ingest, ctx.tmp)
+    root, mounted = tracefs_setup()
+    inst = None
+    try:
+        ev_dir = os.path.join(root, 'events', 'io_uring')
+        event = next((e for e in ('io_uring_submit_req', 'io_uring_submit_sqe')
+                      if os.path.isdir(os.path.join(ev_dir, e))), None)
+        if not event:
+            raise Skip('no io_uring_submit_req / io_uring_submit_sqe tracepoint')
+        with open(os.path.join(ev_dir, event, 'format')) as f:
+            fmt = f.read()
+        note(f'tracepoint io_uring:{event}; print fmt: '
+             + fmt.split('print fmt:')[-1].strip()[:160])
+        # A private instance: its own buffer and enables, so the global
+        # tracing state is never touched; removed afterwards.
+        try:
+            inst = os.path.join(root, 'instances', f'ingest-test-{os.getpid()}')
+            os.mkdir(inst)
+        except OSError as e:
+            inst = None
+            raise Skip(f'cannot create a tracing instance: {e}')
+        write(os.path.join(inst, 'buffer_size_kb'), '8192')
+        for e in (event, 'io_uring_create'):
+            if os.path.isdir(os.path.join(inst, 'events', 'io_uring', e)):
+                write(os.path.join(inst, 'events', 'io_uring', e, 'enable'), '1')
+        write(os.path.join(inst, 'tracing_on'), '1')
+        n = 1000
+        make_maildir(os.path.join(ctx.tmp, 'maildir'), n)
+        out = open(os.path.join(ctx.tmp, 'out'), 'wb')
+        p = subprocess.Popen([ctx.ingest, '--backend=uring', '--io-only', '--stats=json',
+                              'maildir'], cwd=ctx.tmp, stdout=out, stderr=subprocess.PIPE)
+        _, err = p.communicate()
+        out.close()
+        write(os.path.join(inst, 'tracing_on'), '0')
+        if p.returncode != 0:
+            raise AssertionError(f'ingest exited {p.returncode}: {err.decode()[-500:]}')
+        stats = read_stats(err.decode())
+        with open(os.path.join(inst, 'trace'), errors='replace') as f:
+            trace = f.read()
+        ops, rings, lost = count_submits(trace, p.pid, event)
+        note(f'pid {p.pid}: rings {sorted(rings)}; submissions by opcode {dict(ops)}; '
+             f'in-process ring ops {stats["ring_ops"]}')
+        fail = ctx.fail
+        fail.check(not lost, f'the trace buffer lost events ({lost}): counts are incomplete')
+        fail.check(len(rings) == 1, f'expected one ring for pid {p.pid}, saw {len(rings)}')
+        fail.check(ops.get(21, 0) == n, f'{ops.get(21, 0)} IORING_OP_STATX (21) submissions, want {n}')
+        fail.check(ops.get(22, 0) == n, f'{ops.get(22, 0)} IORING_OP_READ (22) submissions, want {n}')
+        fail.check(ops.get(18, 0) == n, f'{ops.get(18, 0)} IORING_OP_OPENAT (18) submissions, want {n}')
+        fail.check(ops.get(19, 0) == n, f'{ops.get(19, 0)} IORING_OP_CLOSE (19) submissions, want {n}')
+        fail.check(ops.get(21, 0) == stats['ring_ops']['statx']
+                   and ops.get(22, 0) == stats['ring_ops']['read'],
+                   'the tracepoint and --stats ring_ops disagree')
+    finally:
+        if inst and os.path.isdir(inst):
+            for e in ('io_uring_submit_req', 'io_uring_submit_sqe', 'io_uring_create'):
+                en = os.path.join(inst, 'events', 'io_uring', e, 'enable')
+                if os.path.exists(en):
+                    write(en, '0')
+            try:
+                os.rmdir(inst)
+            except OSError as e:
+                note(f'warning: could not remove tracing instance {inst}: {e}')
+        if mounted:
+            subprocess.run(['umount', root])
+
+
+def write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+SUBMIT = re.compile(r'^\s*(.+?)-(\d+)\s+.*?\s(io_uring_submit_(?:req|sqe)|io_uring_create):\s+(.*)$')
+
+
+def count_submits(trace, pid, event):
+    """Submissions per opcode number by pid's threads on its ring(s)."""
+    ops = collections.Counter()
+    rings = set()
+    lost = 0
+    for line in trace.splitlines():
+        if 'LOST' in line and 'EVENTS' in line:
+            lost += 1
+        m = SUBMIT.match(line)
+        if not m or int(m.group(2)) != pid:
+            continue
+        body = m.group(4)
+        ring = re.search(r'ring (\S+?),', body)
+        if m.group(3) == 'io_uring_create':
+            if ring:
+                rings.add(ring.group(1))
+            continue
+        if ring:
+            rings.add(ring.group(1))
+        op = re.search(r'\bop(?:code)? (\w+)', body)
+        if not op:
+            continue
+        v = op.group(1)
+        ops[int(v) if v.isdigit() else IORING_OP.get(v, v)] += 1
+    return ops, rings, lost
+
+
+# ---------------------------------------------------------------- threads ---
+
+def case_threads_once(ctx):
+    need_strace()
+    fail = ctx.fail
+    for extra in ([], ['--threads=2']):
+        label = ' '.join(extra) or 'default threads'
+        runs = {}
+        for n in (16, 1000, 10000):
+            d = os.path.join(ctx.tmp, f'maildir-{n}')
+            if not os.path.isdir(d):
+                make_maildir(d, n)
+            # parsing on: the pool is what is under test
+            r = run_ingest(ctx.ingest, ['--stats=json', *extra, os.path.basename(d)],
+                           ctx.tmp, f'threads-{n}', summary=True)
+            need_ok(r, f'threads N={n} {label}')
+            runs[n] = r
+        note(f'{label}:')
+        for n, r in runs.items():
+            s = r.stats
+            note(f'  N={n:5d}: clone/clone3 {thread_calls(r.counts)}, futex {calls_in(r.counts, "futex")}'
+                 f', batches {s["batches"]}, pool threads started {s["pool"]["threads_started"]}'
+                 f', workers per batch {s["pool"]["workers_per_batch"]}')
+        c16, c10k = thread_calls(runs[16].counts), thread_calls(runs[10000].counts)
+        fail.check(c16 == c10k, f'{label}: {c16} clones for 16 files ({runs[16].stats["batches"]} '
+                                f'batches) but {c10k} for 10,000 ({runs[10000].stats["batches"]} batches)')
+        fail.check(runs[16].stats['pool']['threads_started'] ==
+                   runs[10000].stats['pool']['threads_started'],
+                   f'{label}: pool threads started differ: 16 files '
+                   f'{runs[16].stats["pool"]["threads_started"]}, 10,000 files '
+                   f'{runs[10000].stats["pool"]["threads_started"]}')
+        big = runs[10000].stats
+        cpus = len(os.sched_getaffinity(0))
+        fail.check((not extra and cpus < 2) or
+                   any(int(k) > 1 for k in big['pool']['workers_per_batch']),
+                   f'{label}: no batch of the 10,000-file run used more than one worker; '
+                   f'the pool was not exercised: {big["pool"]}')
+        f1, f10 = calls_in(runs[1000].counts, 'futex'), calls_in(runs[10000].counts, 'futex')
+        workers = max(int(k) for k in big['pool']['workers_per_batch'])
+        per_batch = futex_per_batch_bound(workers)
+        bound = per_batch * big['batches']
+        note(f'  futex(10,000) - futex(1,000) = {f10 - f1} ({(f10 - f1) / big["batches"]:.1f} per '
+             f'batch, {(f10 - f1) / 9000:.4f} per message); bound {per_batch} x '
+             f'{big["batches"]} batches = {bound}')
+        fail.check(f10 - f1 <= bound, f'{label}: futex grew by {f10 - f1} for 9,000 more messages, '
+                                      f'over {per_batch} per batch ({bound})')
+
+
+# ------------------------------------------------------- no record lost ----
+
+def mutator(root, ready_path):
+    """Renames and deletes files of the Maildir at root until killed:
+    cur/X:2,S <-> cur/X:2,RS (every message i with i % 3 == 1), deletes
+    cur/X:2,S (i % 3 == 2 and i % 10 == 5), moves new/X -> cur/X:2, (all of
+    new/), in inode order.  Messages with i % 3 == 0 in cur/ are never
+    touched."""
+    cur, new = os.path.join(root, 'cur'), os.path.join(root, 'new')
+
+    def by_inode(d):
+        with os.scandir(d) as it:
+            return [e.name for e in sorted(it, key=lambda e: e.inode())]
+    ops = []
+    for name in by_inode(cur):
+        i = int(name.split('.M')[1][:6])
+        base = name.split(':2,')[0]
+        if i % 3 == 1:
+            ops.append(('toggle', base))
+        elif i % 3 == 2 and i % 10 == 5:
+            ops.append(('delete', base))
+    for name in by_inode(new):
+        ops.append(('deliver', name))
+    first = True
+    parent = os.getppid()
+    while True:
+        # an orphan (the test was killed) or a removed corpus: stop
+        if os.getppid() != parent or not os.path.isdir(cur):
+            return
+        for kind, base in ops:
+            try:
+                if kind == 'toggle':
+                    s, rs = os.path.join(cur, base + ':2,S'), os.path.join(cur, base + ':2,RS')
+                    try:
+                        os.rename(s, rs)
+                    except FileNotFoundError:
+                        os.rename(rs, s)
+                elif kind == 'delete':
+                    os.unlink(os.path.join(cur, base + ':2,S'))
+                else:
+                    os.rename(os.path.join(new, base), os.path.join(cur, base + ':2,'))
+            except FileNotFoundError:
+                pass
+            if first:
+                first = False
+                with open(ready_path, 'w') as f:
+                    f.write('ready\n')
+
+
+def case_no_record_lost(ctx):
+    fail = ctx.fail
+    backends = ['sync']
+    try:
+        need_uring(ctx.ingest, ctx.tmp)
+        backends.insert(0, 'uring')
+    except Skip as e:
+        note(f'uring part skipped: {e}')
+    n, n_new = 5000, 1000
+    for backend in backends:
+        for attempt in range(3):
+            root = os.path.join(ctx.tmp, f'race-{backend}-{attempt}')
+            sizes = make_maildir(root, n, n_new)
+            ready = root + '.ready'
+            mut = subprocess.Popen([sys.executable, os.path.abspath(__file__), '--mutator', root,
+                                    '--ready', ready])
+            try:
+                t0 = time.monotonic()
+                while not os.path.exists(ready):
+                    if mut.poll() is not None or time.monotonic() - t0 > 10:
+                        raise AssertionError('the mutator did not start')
+                    time.sleep(0.001)
+                r = run_ingest(ctx.ingest, [f'--backend={backend}', '--stats=json',
+                                            os.path.basename(root)],
+                               ctx.tmp, f'race-{backend}', strace=False)
+            finally:
+                mut.send_signal(signal.SIGKILL)
+                mut.wait()
+            need_ok(r, f'no-record-lost {backend}')
+            overlap = check_records(ctx, r, sizes, n, n_new, backend)
+            if overlap:
+                break
+            note(f'{backend}: attempt {attempt + 1}: the run did not overlap the mutator; again')
+        else:
+            fail.check(False, f'{backend}: three runs, none overlapped the mutator: '
+                              'the race was not tested')
+
+
+def check_records(ctx, r, sizes, n, n_new, backend):
+    fail = ctx.fail
+    records, bad = [], 0
+    with open(r.stdout, 'rb') as f:
+        for k, line in enumerate(f):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                bad += 1
+                if bad <= 3:
+                    fail.check(False, f'{backend}: line {k + 1} is not JSON: {line[:200]!r}')
+    s = r.stats
+    kinds = {k: v for k, v in s['records'].items() if v}
+    paths = collections.Counter(x.get('path') for x in records)
+    dups = [p for p, c in paths.items() if c > 1]
+    enoent = [x for x in records if 'error' in x]
+    note(f'{backend}: {len(records)} records {kinds}, walk {s["walk"]}, '
+         f'{len(enoent)} error records, {len(records) - len(enoent)} ok')
+    fail.check(bad == 0, f'{backend}: {bad} lines are not JSON')
+    fail.check(len(records) == s['files'], f'{backend}: {len(records)} lines but --stats says '
+                                            f'{s["files"]} records')
+    # The walk lists the root (cur, new, tmp: three entries, tmp never read)
+    # and then cur/ and new/ whole: every listed file is one record.
+    fail.check(len(records) == s['walk']['entries'] - 3,
+               f'{backend}: {len(records)} records for {s["walk"]["entries"]} walk entries '
+               f'(minus cur, new, tmp: {s["walk"]["entries"] - 3})')
+    fail.check(not dups, f'{backend}: duplicate paths: {dups[:5]}')
+    seen_base = collections.Counter()
+    for x in records:
+        p = x.get('path', '')
+        sub, _, name = p.partition('/')
+        base = name.split(':2,')[0]
+        seen_base[base] += 1
+        if base not in sizes:
+            fail.check(False, f'{backend}: a record for a file that never existed: {p}')
+            continue
+        if 'error' in x:
+            e = x['error']
+            fail.check(e.get('errno') == 'ENOENT',
+                       f'{backend}: {p}: error other than ENOENT: {e}')
+        else:
+            fail.check(x.get('size') == sizes[base],
+                       f'{backend}: {p}: size {x.get("size")}, the file has {sizes[base]}')
+    # Untouched messages: cur/ and i % 3 == 0: exactly once, ok.
+    untouched = [message_name(i, None) for i in range(n - n_new) if i % 3 == 0]
+    by_path = {x.get('path'): x for x in records}
+    missing = [b for b in untouched if seen_base[b] != 1
+               or 'error' in by_path.get(f'cur/{b}:2,S', {'error': 1})]
+    fail.check(not missing, f'{backend}: {len(missing)} untouched messages not exactly once ok: '
+                            f'{missing[:5]}')
+    # Every message has at most... a toggled message listed under one name is
+    # one record; a message cannot be listed in both cur/ and new/ (cur/ is
+    # listed first and a message only moves new/ -> cur/).
+    twice = [b for b, c in seen_base.items() if c > 1]
+    fail.check(not twice, f'{backend}: messages with two records: {twice[:5]}')
+    moved = sum(1 for x in records if x.get('path', '').endswith((':2,RS', ':2,')))
+    return bool(enoent) or moved > 0
+
+
+# ------------------------------------------------------------ logs-current ---
+
+# The runs strace-logs/ holds: (name, backend) at 1,000 and 10,000 files.
+LOG_SIZES = (1000, 10000)
+LOG_BACKENDS = ('uring', 'sync')
+# Names whose counts do not depend on timing: their per-file rates must be
+# exactly the logged ones.  The others (io_uring_enter, futex, allocator
+# calls) move with scheduling: within a factor of two or 0.01 per file.
+EXACT_NAMES = CONTRACT_NAMES + ['getdents64', 'io_uring_setup', 'io_uring_register',
+                                'clone', 'clone3', 'execve', 'faccessat']
+
+
+def log_args(backend):
+    return [f'--backend={backend}', '--stats=json']
+
+
+def summary_name(subject, n):
+    return f'{subject}-{n}files-c.txt'
+
+
+def delta_rates(small, large):
+    """Per-file rates between the two sizes, by name (total included)."""
+    span = LOG_SIZES[1] - LOG_SIZES[0]
+    names = set(small) | set(large)
+    return {k: (large.get(k, 0) - small.get(k, 0)) / span for k in names}
+
+
+def case_logs_current(ctx):
+    need_strace()
+    fail = ctx.fail
+    backends = list(LOG_BACKENDS)
+    try:
+        need_uring(ctx.ingest, ctx.tmp)
+    except Skip as e:
+        note(f'uring part skipped: {e}')
+        backends.remove('uring')
+    for backend in backends:
+        logged = {}
+        for n in LOG_SIZES:
+            path = os.path.join(ctx.logs, summary_name(backend, n))
+            if not fail.check(os.path.exists(path), f'{path} is missing: run strace-logs/regenerate'):
+                return
+            with open(path) as f:
+                logged[n] = parse_summary(f.read())
+        fresh = {}
+        for n in LOG_SIZES:
+            d = os.path.join(ctx.tmp, f'maildir-{n}')
+            if not os.path.isdir(d):
+                make_maildir(d, n)
+            r = run_ingest(ctx.ingest, log_args(backend) + [os.path.basename(d)], ctx.tmp,
+                           f'logs-{backend}-{n}', summary=True)
+            need_ok(r, f'logs-current {backend} N={n}')
+            fresh[n] = r.counts
+        was = delta_rates(logged[LOG_SIZES[0]], logged[LOG_SIZES[1]])
+        now = delta_rates(fresh[LOG_SIZES[0]], fresh[LOG_SIZES[1]])
+        note(f'{backend}: per-file rate, logged -> now')
+        for k in sorted(set(was) | set(now)):
+            a, b = was.get(k, 0.0), now.get(k, 0.0)
+            if abs(a) < 0.0005 and abs(b) < 0.0005:
+                continue
+            note(f'  {k:20s} {a:8.4f} -> {b:8.4f}')
+            if k in EXACT_NAMES:
+                ok = abs(a - b) < 1e-9
+            else:
+                ok = abs(a - b) <= max(0.01, 0.5 * max(abs(a), abs(b)))
+            fail.check(ok, f'{backend}: {k}: {b:.4f} per file now, the logs say {a:.4f}: '
+                           f'strace-logs/ are stale, run strace-logs/regenerate')
+
+
+# ------------------------------------------------------------------- main ---
+
+CASES = {
+    'uring-flat-N1000': lambda c: case_uring_flat(c, 1000),
+    'uring-flat-N10000': lambda c: case_uring_flat(c, 10000),
+    'uring-flat-compare': case_uring_flat_compare,
+    'sync-flat': case_sync_flat,
+    'stats-agree-uring': lambda c: case_stats_agree(c, 'uring'),
+    'stats-agree-sync': lambda c: case_stats_agree(c, 'sync'),
+    'tracefs': case_tracefs,
+    'threads-once': case_threads_once,
+    'no-record-lost': case_no_record_lost,
+    'logs-current': case_logs_current,
+}
+
+
+class Ctx:
+    pass
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--ingest')
+    ap.add_argument('--case', choices=sorted(CASES))
+    ap.add_argument('--logs', default=DEFAULT_LOGS, help='the strace-logs directory')
+    ap.add_argument('--keep', action='store_true', help='keep the temp dir (printed)')
+    ap.add_argument('--mutator', help=argparse.SUPPRESS)
+    ap.add_argument('--ready', help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.mutator:
+        mutator(a.mutator, a.ready)
+        return 0
+    if not a.ingest or not a.case:
+        ap.error('--ingest and --case are required')
+    ctx = Ctx()
+    ctx.ingest = os.path.abspath(a.ingest)
+    ctx.logs = a.logs
+    ctx.fail = Failures()
+    ctx.tmp = tempfile.mkdtemp(prefix='ingest-strace-')
+    t0 = time.monotonic()
+    try:
+        CASES[a.case](ctx)
+    except Skip as e:
+        note(f'SKIP {a.case}: {e}')
+        return SKIP
+    except AssertionError as e:
+        ctx.fail.items.append(str(e))
+    finally:
+        if a.keep:
+            note(f'kept {ctx.tmp}')
+        else:
+            shutil.rmtree(ctx.tmp, ignore_errors=True)
+    note(f'({time.monotonic() - t0:.1f} s)')
+    if ctx.fail.items:
+        for x in ctx.fail.items:
+            note(f'FAIL {a.case}: {x}')
+        return 1
+    note(f'PASS {a.case}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
