@@ -207,9 +207,9 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	for (unsigned k = 0; k < REPORT_KINDS - 1; k++)
 		if (r->kinds[k])
 			dynbuf_printf(b, " %s=%llu", report_kind_names[k], (unsigned long long)r->kinds[k]);
-	dynbuf_printf(b, "\n  bytes read   %llu (grew %llu, shrank %llu)\n",
+	dynbuf_printf(b, "\n  bytes read   %llu (grew %llu, shrank %llu, renamed while read %llu)\n",
 	              (unsigned long long)r->bytes_in, (unsigned long long)r->rs.grew,
-	              (unsigned long long)r->rs.shrank);
+	              (unsigned long long)r->rs.shrank, (unsigned long long)r->rs.renamed);
 	dynbuf_printf(b, "  batches      %llu, peak in flight %llu bytes, peak RSS %ld KiB\n",
 	              (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
 	              r->peak_rss_kib);
@@ -266,10 +266,10 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 		              (unsigned long long)r->kinds[k]);
 		first = false;
 	}
-	dynbuf_printf(b, "},\"grew\":%llu,\"shrank\":%llu,\"batches\":%llu,\"peak_inflight_bytes\":%llu,"
+	dynbuf_printf(b, "},\"grew\":%llu,\"shrank\":%llu,\"renamed\":%llu,\"batches\":%llu,\"peak_inflight_bytes\":%llu,"
 	              "\"peak_rss_kib\":%ld,",
 	              (unsigned long long)r->rs.grew, (unsigned long long)r->rs.shrank,
-	              (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
+	              (unsigned long long)r->rs.renamed, (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
 	              r->peak_rss_kib);
 	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu},",
 	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries);

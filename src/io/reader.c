@@ -4,6 +4,7 @@
 #include "io/reader.h"
 #include "io/reader_backend.h"
 #include "io/walk.h"
+#include "io/maildir.h"
 #include "mail/mbox.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -457,4 +458,65 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 out:
 	sys_close(fd);
 	return err == -ECANCELED ? 0 : err;
+}
+
+int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b,
+                              struct batch_item *it)
+{
+	struct walk_entry *e = it->entry;
+	if (it->io.reason != RECORD_IO || it->io.err != ENOENT || !e || !walk_entry_in_maildir(e))
+		return 0;
+	const char *name;
+	int r = walk_entry_find_renamed(e, &b->meta, &name);
+	if (r <= 0)
+		return r == -ENOMEM ? r : 0;
+	int fd = sys_openat(walk_entry_dirfd(e), name,
+	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return 0;   /* renamed again: the ENOENT record stands */
+	struct stat st;
+	int res = sys_fstat(fd, &st);
+	it->io.reason = RECORD_NONE;
+	it->io.err = 0;
+	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,
+	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+	                                st.st_dev, st.st_ino);
+	/* The record names the message where it is now. */
+	const char *sub = name + 3;                 /* "cur/x" after "../" */
+	const char *base = sub + 4;
+	size_t old_tail = 4 + strlen(e->name);      /* "cur/" + old name */
+	size_t keep = it->io.path.n >= old_tail ? it->io.path.n - old_tail : 0;
+	size_t bl = strlen(base);
+	char *p = arena_alloc(&b->meta, keep + 4 + bl + 1);
+	if (p) {
+		memcpy(p, it->io.path.p, keep);
+		memcpy(p + keep, sub, 4 + bl + 1);
+		it->io.path = (struct mail_str){ p, keep + 4 + bl };
+		it->io.subdir = (struct mail_str){ p + keep, 3 };
+		size_t off, n;
+		if (maildir_flags(base, bl, &off, &n))
+			it->io.flags = (struct mail_str){ p + keep + 4 + off, n };
+		else
+			it->io.flags = (struct mail_str){ p + keep + 4 + bl, 0 };
+	}
+	rc->st.renamed++;
+	int ret = 0;
+	if (cap) {
+		uint8_t *buf = arena_alloc(&b->data, cap);
+		if (!buf) {
+			sys_close(fd);
+			return -ENOMEM;
+		}
+		if (budget_try_acquire(budget, cap))
+			b->budget += cap;
+		it->data = buf;
+		it->cap = cap;
+		ssize_t got;
+		do
+			got = sys_read(fd, buf, cap);
+		while (got == -EINTR);
+		ret = reader_item_read_done(rc, b, it, got, fd);
+	}
+	sys_close(fd);
+	return ret;
 }

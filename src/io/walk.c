@@ -643,3 +643,63 @@ uint64_t walk_total(const struct walk *w)
 		n += w->sources[i].list ? w->sources[i].list->n_files : 1;
 	return n;
 }
+
+bool walk_entry_in_maildir(const struct walk_entry *e)
+{
+	return e->dir->in_maildir;
+}
+
+/* Scans one directory for a name whose unique part is base[0..blen). */
+static int walk_scan_for(int dirfd, const char *sub, const char *base, size_t blen,
+                         struct arena *a, const char *prefix, const char **out)
+{
+	int fd = sys_openat(dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	/* a small buffer: this runs only for the rare vanished file */
+	char buf[32768];
+	int found = 0;
+	for (;;) {
+		ssize_t got = sys_getdents64(fd, buf, sizeof(buf));
+		if (got == -EINTR)
+			continue;
+		if (got <= 0) {
+			if (got < 0)
+				found = (int)got;
+			break;
+		}
+		for (ssize_t off = 0; off < got && !found;) {
+			struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
+			off += de->d_reclen;
+			size_t nl = strlen(de->d_name);
+			if (maildir_base_len(de->d_name, nl) != blen || memcmp(de->d_name, base, blen))
+				continue;
+			size_t pl = strlen(prefix);
+			char *n = arena_alloc(a, pl + nl + 1);
+			if (!n) {
+				found = -ENOMEM;
+				break;
+			}
+			memcpy(n, prefix, pl);
+			memcpy(n + pl, de->d_name, nl + 1);
+			*out = n;
+			found = 1;
+		}
+		if (found)
+			break;
+	}
+	sys_close(fd);
+	return found;
+}
+
+int walk_entry_find_renamed(const struct walk_entry *e, struct arena *a, const char **name)
+{
+	if (!e->dir->in_maildir)
+		return 0;
+	size_t blen = maildir_base_len(e->name, strlen(e->name));
+	/* cur/ first: new/ → cur/ is the usual move, and flags change in cur/ */
+	int r = walk_scan_for(e->dir->fd, "../cur", e->name, blen, a, "../cur/", name);
+	if (r == 0)
+		r = walk_scan_for(e->dir->fd, "../new", e->name, blen, a, "../new/", name);
+	return r;
+}

@@ -63,6 +63,16 @@ int walk_next(struct walk *w, struct walk_entry **out);
  * fd is closed once every entry of it is done and the walk has left it. */
 void walk_entry_done(struct walk *w, struct walk_entry *e);
 
+/* A Maildir message that vanished between the walk and its open is
+ * usually the same message under a new name (its flags changed, or it
+ * moved from new/ to cur/).  Looks for the unique part of e's name in the
+ * Maildir's cur/ and new/ (getdents64, no stat); on success writes the new
+ * name, relative to e's directory fd ("x:2,S" or "../cur/x:2,S"), into the
+ * arena and returns 1; 0 when it is gone; -errno on failure. */
+int walk_entry_find_renamed(const struct walk_entry *e, struct arena *a, const char **name);
+/* True when e is a message of a Maildir's cur/ or new/. */
+bool walk_entry_in_maildir(const struct walk_entry *e);
+
 /* fd to open the entry relative to (AT_FDCWD for explicit paths). */
 int walk_entry_dirfd(const struct walk_entry *e);
 /* Fills root, path and the Maildir fields of io; strings are copied into the
