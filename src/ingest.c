@@ -62,6 +62,7 @@ struct run {
 	struct reader *reader;
 	struct pool *pool;
 	unsigned workers;
+	unsigned threads;             /* --threads, or the machine's parallelism */
 	struct mail_ctx **mctx;       /* one per worker */
 	struct chan free_batches, full_batches, done_batches;
 	struct budget budget;
@@ -73,6 +74,7 @@ struct run {
 	atomic_int failed;            /* -errno of the first fatal error */
 	atomic_bool output_closed;
 	_Atomic uint32_t writer_done;   /* futex word: the writer has drained */
+	atomic_int writer_exited;       /* ...and made its last syscall */
 	pthread_t parse_thread, write_thread;
 	bool parse_started, write_started;
 	uint64_t parse_wait_ns, write_wait_ns;
@@ -169,6 +171,7 @@ static void run_item(void *ctx, size_t i, unsigned w)
 static void *parse_main(void *arg)
 {
 	struct run *run = arg;
+	sys_set_thread_name("ingest-parse");
 	for (;;) {
 		uint64_t t0 = now_ns();
 		struct batch *b = chan_pop(&run->full_batches);
@@ -281,6 +284,7 @@ static void *write_main(void *arg)
 {
 	struct run *run = arg;
 	bool writing = true;
+	sys_set_thread_name("ingest-out");
 	for (;;) {
 		uint64_t t0 = now_ns();
 		struct batch *b = chan_pop(&run->done_batches);
@@ -302,13 +306,19 @@ static void *write_main(void *arg)
 		if (run->o->progress)
 			progress_draw(run, false);
 		budget_release(&run->budget, b->budget);
-		batch_reset(b, 2 * run->o->reader.batch_bytes + (1 << 20));
+		b->budget = 0;
+		/* the reader resets it: its arenas were allocated on the reader's
+		 * thread, and freeing them there keeps glibc's arena lock (an
+		 * uncounted futex) out of the way */
 		chan_push(&run->free_batches, b);
 	}
 	if (run->o->progress)
 		progress_draw(run, true);
 	atomic_store(&run->writer_done, 1);
 	sys_futex_wake((uint32_t *)(uintptr_t)&run->writer_done, 1);
+	/* the wake above is the writer's last counted syscall: the end marker
+	 * waits for this, so that strace and the counters see the same calls */
+	atomic_store(&run->writer_exited, 1);
 	return NULL;
 }
 
@@ -359,7 +369,7 @@ static int run_setup_inputs(struct run *run)
 static int run_start(struct run *run)
 {
 	const struct ingest_options *o = run->o;
-	unsigned threads = o->threads ? o->threads : parallelism_default();
+	unsigned threads = run->threads;
 	run->pool = pool_new(threads);
 	if (!run->pool)
 		return -ENOMEM;
@@ -395,12 +405,10 @@ static int run_start(struct run *run)
 	if (r)
 		return -r;
 	run->write_started = true;
-	pthread_setname_np(run->write_thread, "ingest-out");
 	r = pthread_create(&run->parse_thread, NULL, parse_main, run);
 	if (r)
 		return -r;
 	run->parse_started = true;
-	pthread_setname_np(run->parse_thread, "ingest-parse");
 	return 0;
 }
 
@@ -419,6 +427,8 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	budget_init(&run->budget, o->max_inflight);
 	atomic_store(&ingest_stop, 0);
 
+	/* Probed before the window: pthread_once wakes with a futex of glibc's. */
+	run->threads = o->threads ? o->threads : parallelism_default();
 	if (o->stats) {
 		stats_reset_all();
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-begin", F_OK);
@@ -448,6 +458,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 			.walk = run->walk, .budget = &run->budget,
 			.free_batches = &run->free_batches, .full_batches = &run->full_batches,
 			.stop = &ingest_stop,
+			.keep_bytes = 2 * o->reader.batch_bytes + (1 << 20),
 		};
 		r = reader_run(run->reader, &io);
 		if (r < 0)
@@ -460,9 +471,12 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	/* The writer is the last stage: when it has drained, the counted
 	 * window ends.  Waiting for it on our own futex keeps glibc's join
 	 * (an uncounted futex) after the end marker. */
-	if (run->write_started)
+	if (run->write_started) {
 		while (atomic_load(&run->writer_done) == 0)
 			sys_futex_wait((uint32_t *)(uintptr_t)&run->writer_done, 0);
+		while (!atomic_load(&run->writer_exited))
+			;   /* a few instructions: the wake syscall returning */
+	}
 	if (o->stats)
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-end", F_OK);
 	if (run->parse_started)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -143,6 +144,11 @@ int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft)
 		return -errno;
 	*soft = want.rlim_cur;
 	return 0;
+}
+
+int sys_set_thread_name(const char *name)
+{
+	SYS_DO(prctl, SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
 }
 
 /* Futexes are not fault-injected: a failed wait is indistinguishable from a

@@ -42,7 +42,8 @@
 	X(ioctl)                  \
 	X(faccessat)              \
 	X(sched_getaffinity)      \
-	X(prlimit64)
+	X(prlimit64)              \
+	X(prctl)
 
 enum sys_call {
 #define SYS_CALL_ENUM(name) SC_##name,
@@ -71,6 +72,10 @@ int sys_unlinkat(int dirfd, const char *path, int flags);
 int sys_faccessat(int dirfd, const char *path, int mode);
 int sys_sched_getaffinity(size_t size, void *mask);
 int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft);
+/* Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
+ * glibc's pthread_setname_np on another thread opens /proc/self/task/N/comm
+ * instead: uncounted syscalls, so threads name themselves. */
+int sys_set_thread_name(const char *name);
 /* futex on a 32-bit word, private to the process. */
 int sys_futex_wait(uint32_t *word, uint32_t expected);
 int sys_futex_wake(uint32_t *word, int n);

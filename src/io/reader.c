@@ -34,7 +34,10 @@ int reader_new(const struct reader_options *o, struct reader **out, struct reade
 
 struct batch *reader_batch_get(const struct reader_io *io)
 {
-	return chan_pop(io->free_batches);
+	struct batch *b = chan_pop(io->free_batches);
+	if (b)
+		batch_reset(b, io->keep_bytes);
+	return b;
 }
 
 int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *e)

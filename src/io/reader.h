@@ -56,6 +56,7 @@ struct reader_io {
 	struct chan *free_batches;       /* recycled by the writer */
 	struct chan *full_batches;       /* to the parser */
 	const atomic_int *stop;          /* set by ingest_interrupt(): read no more */
+	uint64_t keep_bytes;             /* a recycled batch keeps this much data memory */
 };
 
 struct reader;

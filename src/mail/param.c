@@ -371,7 +371,9 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 		}
 		struct mime_param *mp = &v[nv++];
 		mp->name = name;
-		if (rfc2231)
+		/* Not RFC 2231 means raw[k] itself is plain, so plain is set;
+		 * the test says so to the compiler (-Wnull-dereference). */
+		if (rfc2231 || !plain)
 			r = param_assemble_2231(ctx, raw, n_raw, name, &mp->value, warnings);
 		else
 			r = ew_decode(ctx, plain->value, &mp->value, warnings);

@@ -215,7 +215,7 @@ static void *pool_main(void *arg)
 	snprintf(name, sizeof(name), "ingest-w%u", w->index);
 	/* On itself this is one prctl; on another thread glibc would open
 	 * /proc/self/task/N/comm. */
-	pthread_setname_np(pthread_self(), name);
+	sys_set_thread_name(name);
 
 	uint32_t seen = 0;
 	for (;;) {
