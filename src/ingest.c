@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <pthread.h>
 #include <signal.h>
@@ -189,6 +190,27 @@ static void *parse_main(void *arg)
 	return NULL;
 }
 
+/* Never leave half a record (issue 7): after a failed write of which
+ * `wrote` bytes went out, cut a regular file back to the last whole record.
+ * A file we opened started empty; a stdout redirected to a file (`> out`,
+ * `>> out`) started wherever the shell left it, so it is cut at the current
+ * offset minus what this attempt wrote.  fstat and lseek are made here, on
+ * the failure path only, never in a run that succeeds.  A pipe cannot be
+ * mended, and a closed pipe has no reader to mislead. */
+static void output_cut(struct run *run, uint64_t wrote)
+{
+	if (run->out_regular) {
+		sys_ftruncate(run->out_fd, run->out_bytes);
+		return;
+	}
+	struct stat st;
+	if (sys_fstat(run->out_fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	int64_t off = sys_lseek(run->out_fd, 0, SEEK_CUR);
+	if (off >= 0 && (uint64_t)off >= wrote)
+		sys_ftruncate(run->out_fd, (uint64_t)off - wrote);
+}
+
 /* Writes all of buf; -errno on failure with *written set to what went. */
 static int write_all(struct run *run, struct iovec *iov, int n, uint64_t *written)
 {
@@ -240,11 +262,8 @@ static int write_batch(struct run *run, struct batch *b)
 			want += iov[k].iov_len;
 		int r = write_all(run, iov, n, &wrote);
 		if (r < 0) {
-			/* Never leave half a record: cut a regular file back to the
-			 * last whole one (a pipe cannot be mended, and a closed pipe
-			 * has no reader to mislead). */
-			if (wrote && run->out_regular)
-				sys_ftruncate(run->out_fd, run->out_bytes);
+			if (wrote)
+				output_cut(run, wrote);
 			return r;
 		}
 		run->out_bytes += want;

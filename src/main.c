@@ -163,6 +163,10 @@ int main(int argc, char **argv)
 	{
 		/* A closed pipe must be an EPIPE the library sees, not a kill. */
 		signal(SIGPIPE, SIG_IGN);
+		/* Likewise a file-size limit (ulimit -f): EFBIG, which the writer
+		 * reports and cuts back to the last whole record, instead of a
+		 * kill that leaves half a record behind (issue 7). */
+		signal(SIGXFSZ, SIG_IGN);
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_sigint;

@@ -196,12 +196,17 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		return 0;
 	}
 	if (!strcmp(name, "shard")) {
-		unsigned k, n;
-		char tail;
-		if (!v || sscanf(v, "%u/%u%c", &k, &n, &tail) != 2 || n == 0 || k == 0 || k > n)
+		/* K/N, 1 <= K <= N <= 2^20, digits only (strtoul alone would
+		 * take "-1" as a huge number) */
+		const char *slash = v ? strchr(v, '/') : NULL;
+		if (!slash || slash == v || !slash[1] || strspn(v, "0123456789") != (size_t)(slash - v) ||
+		    strspn(slash + 1, "0123456789") != strlen(slash + 1) || slash - v > 7 || strlen(slash + 1) > 7)
 			return -EINVAL;
-		o->shard_k = k;
-		o->shard_n = n;
+		unsigned long k = strtoul(v, NULL, 10), n = strtoul(slash + 1, NULL, 10);
+		if (n == 0 || n > (1ul << 20) || k == 0 || k > n)
+			return -EINVAL;
+		o->shard_k = (unsigned)k;
+		o->shard_n = (unsigned)n;
 		return 0;
 	}
 	if (!strcmp(name, "progress")) {

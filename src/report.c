@@ -238,7 +238,10 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
 	for (int i = 0; i < STATS_OP__COUNT; i++)
 		dynbuf_printf(b, " %s=%llu", ops[i], (unsigned long long)r->counts.ring[i]);
-	dynbuf_printf(b, "; io_uring_enter=%llu\n", (unsigned long long)r->rs.enters);
+	dynbuf_printf(b, "; io_uring_enter=%llu", (unsigned long long)r->rs.enters);
+	if (r->rs.enter_retries)
+		dynbuf_printf(b, " (%llu refused and retried)", (unsigned long long)r->rs.enter_retries);
+	dynbuf_putc(b, '\n');
 }
 
 static void report_json(const struct ingest_report *r, struct dynbuf *b)
@@ -299,7 +302,8 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
 	for (int i = 0; i < STATS_OP__COUNT; i++)
 		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
-	dynbuf_printf(b, "},\"io_uring_enter\":%llu}\n", (unsigned long long)r->rs.enters);
+	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu}\n",
+	              (unsigned long long)r->rs.enters, (unsigned long long)r->rs.enter_retries);
 }
 
 int ingest_report_format(const struct ingest_report *r, int json, char **out, size_t *len)

@@ -99,6 +99,11 @@ int sys_ftruncate(int fd, uint64_t len)
 	SYS_DO(ftruncate, SYS_ftruncate, fd, len);
 }
 
+int64_t sys_lseek(int fd, int64_t off, int whence)
+{
+	SYS_DO(lseek, SYS_lseek, fd, off, whence);
+}
+
 int sys_fsync(int fd)
 {
 	SYS_DO(fsync, SYS_fsync, fd);

@@ -32,6 +32,7 @@
 	X(write)                  \
 	X(writev)                 \
 	X(ftruncate)              \
+	X(lseek)                  \
 	X(fsync)                  \
 	X(renameat)               \
 	X(unlinkat)               \
@@ -66,6 +67,8 @@ ssize_t sys_getdents64(int fd, void *buf, size_t n);
 ssize_t sys_write(int fd, const void *buf, size_t n);
 ssize_t sys_writev(int fd, const struct iovec *iov, int iovcnt);
 int sys_ftruncate(int fd, uint64_t len);
+/* Only on the failure path of the output (src/ingest.c, output_cut). */
+int64_t sys_lseek(int fd, int64_t off, int whence);
 int sys_fsync(int fd);
 int sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
 int sys_unlinkat(int dirfd, const char *path, int flags);

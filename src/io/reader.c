@@ -230,7 +230,8 @@ uint64_t reader_stream_threshold(const struct reader_options *o)
 }
 
 /* Moves on to a fresh batch, taking the n bytes at *p along (they live in
- * the old batch's arena, so they are copied before it is sent on).  The
+ * the old batch's arena, so they are copied before it is sent on; p may be
+ * NULL when n is 0).  The
  * copy is budgeted when the budget allows; past it, the overshoot is at
  * most one chunk. */
 static int stream_swap(struct reader *r, const struct reader_io *io, struct batch **bp,
@@ -239,16 +240,17 @@ static int stream_swap(struct reader *r, const struct reader_io *io, struct batc
 	struct batch *nb = reader_batch_get(io);
 	if (!nb)
 		return -ECANCELED;
-	uint8_t *c = arena_alloc(&nb->data, n ? n : 1);
-	if (!c) {
-		chan_push(io->free_batches, nb);
-		return -ENOMEM;
-	}
-	if (n)
+	if (n) {
+		uint8_t *c = arena_alloc(&nb->data, n);
+		if (!c) {
+			chan_push(io->free_batches, nb);
+			return -ENOMEM;
+		}
 		memcpy(c, *p, n);
-	if (n && budget_try_acquire(io->budget, n))
-		nb->budget += n;
-	*p = c;
+		if (budget_try_acquire(io->budget, n))
+			nb->budget += n;
+		*p = c;
+	}
 	r->c.st.batches++;
 	chan_push(io->full_batches, *bp);
 	*bp = nb;

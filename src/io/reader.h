@@ -47,6 +47,7 @@ struct reader_stats {
 	uint64_t grew, shrank;
 	uint64_t renamed;                /* found under a new Maildir name */
 	uint64_t enters;                 /* io_uring_enter calls */
+	uint64_t enter_retries;          /* enters refused (EINTR, EAGAIN, EBUSY) and retried */
 };
 
 /* Where the reader gets empty batches and sends full ones. */

@@ -161,6 +161,9 @@ static int uring_enter(struct uring_reader *u, unsigned want)
 		}
 		if (r >= 0)
 			return 0;
+		/* counted so that --stats says the ring pushed back (issue 7) */
+		if (r == -EINTR || r == -EAGAIN || r == -EBUSY)
+			u->r.c.st.enter_retries++;
 		/* EINTR: a signal; EAGAIN/EBUSY: the kernel is short of memory
 		 * or the CQ is full — both clear once we wait or reap, so retry
 		 * after reaping (the caller reaps). */

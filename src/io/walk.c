@@ -38,6 +38,9 @@ struct walk_dir {
 	struct walk_entry *subs;   /* subdirectories to enter, sorted by inode */
 	size_t n_subs, next_sub;
 	char *names;               /* storage of every name above */
+	/* a Maildir's: the unique names its new/ held when listed, sorted */
+	char **new_bases;
+	size_t n_new_bases;
 };
 
 struct walk_source {
@@ -106,6 +109,9 @@ static void walk_dir_unref(struct walk_dir *d)
 	xfree(d->files);
 	xfree(d->subs);
 	xfree(d->names);
+	for (size_t i = 0; i < d->n_new_bases; i++)
+		xfree(d->new_bases[i]);
+	xfree(d->new_bases);
 	xfree(d);
 }
 
@@ -243,8 +249,51 @@ static uint8_t walk_resolve_type(int dirfd, const char *name)
 	return (uint8_t)IFTODT(stx.stx_mode);
 }
 
+static int walk_base_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Keeps the unique names of a Maildir's new/ for the listing of its cur/. */
+static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, size_t n)
+{
+	for (size_t i = 0; i < md->n_new_bases; i++)
+		xfree(md->new_bases[i]);
+	xfree(md->new_bases);
+	md->new_bases = NULL;
+	md->n_new_bases = 0;
+	if (!n)
+		return 0;
+	md->new_bases = xcalloc(n, sizeof(char *));
+	if (!md->new_bases)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (all[i].d_type == DT_DIR)
+			continue;
+		size_t len = strlen(all[i].name);
+		char *b = walk_strdup(all[i].name, maildir_base_len(all[i].name, len));
+		if (!b)
+			return -ENOMEM;
+		md->new_bases[md->n_new_bases++] = b;
+	}
+	qsort(md->new_bases, md->n_new_bases, sizeof(char *), walk_base_cmp);
+	return 0;
+}
+
+static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
+{
+	size_t len = strlen(name), bl = maildir_base_len(name, len);
+	char key[256];
+	if (bl >= sizeof(key))
+		return false;
+	memcpy(key, name, bl);
+	key[bl] = '\0';
+	const char *k = key;
+	return bsearch(&k, md->new_bases, md->n_new_bases, sizeof(char *), walk_base_cmp) != NULL;
+}
+
 /* Reads every entry of d and sorts them: files and subdirectories apart. */
-static int walk_list_dir(struct walk *w, struct walk_dir *d, int *err)
+static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *parent, int *err)
 {
 	size_t names_len = 0, names_cap = 0, n = 0, cap = 0;
 	char *names = NULL;
@@ -314,6 +363,30 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, int *err)
 	d->is_maildir = has_cur && has_new;
 	if (n)
 		qsort(all, n, sizeof(*all), walk_entry_cmp);
+	/* A file renamed while its directory was being listed can be listed
+	 * under both names (getdents64 allows it): one inode, one input. */
+	if (n) {
+		size_t k = 1;
+		for (size_t i = 1; i < n; i++)
+			if (all[i].ino != all[k - 1].ino || all[i].d_type == DT_DIR)
+				all[k++] = all[i];
+		n = k;
+	}
+	/* Maildir: new/ is listed before cur/ (messages move new → cur), and
+	 * what new/ held is not taken again from cur/: a message that moved
+	 * between the two listings is then neither lost nor doubled (it is
+	 * read under its new name, see walk_entry_find_renamed). */
+	if (parent && parent->is_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new")) {
+		if (walk_remember_new(parent, all, n) < 0)
+			goto nomem;
+	} else if (parent && parent->is_maildir && parent->n_new_bases &&
+	           !strcmp(d->relpath + d->relpath_len - 3, "cur")) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, all[i].name))
+				all[k++] = all[i];
+		n = k;
+	}
 	struct walk_entry *subs = xmalloc((n_subs ? n_subs : 1) * sizeof(*subs));
 	if (!subs)
 		goto nomem;
@@ -327,6 +400,16 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, int *err)
 		if (d->is_maildir && !strcmp(all[i].name, "tmp"))
 			continue;
 		subs[ns++] = all[i];
+	}
+	if (d->is_maildir) {
+		/* new/ first */
+		for (size_t i = 0; i < ns; i++)
+			if (!strcmp(subs[i].name, "new") && i) {
+				struct walk_entry t = subs[i];
+				memmove(subs + 1, subs, i * sizeof(*subs));
+				subs[0] = t;
+				break;
+			}
 	}
 	d->files = all;
 	d->n_files = nf;
@@ -360,11 +443,12 @@ static int walk_name_folder(struct walk_dir *d, const struct walk_dir *parent, c
 {
 	if (parent && parent->is_maildir && name[0] == '.') {
 		/* Maildir++: ".Archive.2019" under the top Maildir */
-		size_t pl = strlen(parent->folder ? parent->folder : "");
+		const char *pf = parent->folder ? parent->folder : "";
+		size_t pl = strlen(pf);
 		size_t nl = strlen(name + 1);
 		d->folder = xmalloc(pl + nl + 2);
 		if (d->folder) {
-			memcpy(d->folder, parent->folder, pl);
+			memcpy(d->folder, pf, pl);
 			size_t at = pl;
 			if (pl)
 				d->folder[at++] = '/';
@@ -422,7 +506,7 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		}
 	}
 	int err = 0;
-	int r = walk_list_dir(w, d, &err);
+	int r = walk_list_dir(w, d, parent, &err);
 	if (r == 0 && d->is_maildir && !d->folder)
 		r = walk_name_folder(d, parent, parent ? sub->name : "");
 	if (r == 0)

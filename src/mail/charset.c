@@ -310,6 +310,22 @@ size_t utf8_sanitize(const uint8_t *p, size_t n, struct dynbuf *out)
 	return replaced;
 }
 
+/* Replaces the invalid sequences of out->p[start..len) in place (through a
+ * copy of that tail).  Rare: only a converter that misbehaved gets here. */
+static int charset_resanitize(struct dynbuf *out, size_t start, uint64_t *replaced)
+{
+	size_t k = out->len - start, rep = 0;
+	uint8_t *tmp = xmalloc(k ? k : 1);
+	if (!tmp)
+		return -ENOMEM;
+	memcpy(tmp, out->p + start, k);
+	out->len = start;
+	int r = charset_sanitize(tmp, k, out, &rep);
+	xfree(tmp);
+	*replaced += rep;
+	return r;
+}
+
 static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 {
 	/* At most three output bytes per input byte: reserve once. */
@@ -424,9 +440,16 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 			: (iconv_t)-1;
 		if (cd != (iconv_t)-1) {
 			uint64_t before = *replaced;
+			size_t start = out->len;
 			int r = charset_decode_iconv(cd, p, n, out, replaced);
 			if (transient)
 				iconv_close(cd);
+			/* glibc's own UTF-8 decoder (reached through aliases
+			 * such as ISO-IR-193 or CSUTF8) lets 5- and 6-byte
+			 * forms through: the promise of valid output is kept
+			 * here, whatever iconv did. */
+			if (r == 0 && !utf8_valid((const uint8_t *)out->p + start, out->len - start))
+				r = charset_resanitize(out, start, replaced);
 			if (*replaced != before)
 				mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 			return r;

@@ -294,9 +294,12 @@ static bool text(struct html *h)
 				want_sep(h, SEP_SPACE);
 				h->i += 2;
 			} else {
-				if (!put(h, p + i, 1))
+				/* The whole character (lead and continuation
+				 * byte), so that a full buffer never cuts it. */
+				size_t k = i + 1 < n && (p[i + 1] & 0xC0) == 0x80 ? 2 : 1;
+				if (!put(h, p + i, k))
 					return false;
-				h->i++;
+				h->i += k;
 			}
 			break;
 		}

@@ -533,6 +533,27 @@ static int sniff_into(struct walk *w, struct mail_attachment *a, const uint8_t *
 	return 0;
 }
 
+/* s as valid UTF-8: itself when it is, else a copy with each invalid
+ * sequence replaced (counted, with the warning). */
+static int utf8_view(struct walk *w, struct mail_str s, struct mail_str *out)
+{
+	if (utf8_valid((const uint8_t *)s.p, s.n)) {
+		*out = s;
+		return 0;
+	}
+	struct dynbuf *sb = &w->ctx->scratch;
+	size_t base = sb->len;
+	int r = charset_decode(w->ctx, MAIL_STR_NULL, (const uint8_t *)s.p, s.n, sb, w->w,
+	                       &w->m->replaced_bytes);
+	if (r == 0) {
+		char *d = arena_memdup(&w->ctx->arena, sb->p + base, sb->len - base);
+		*out = (struct mail_str){ d, sb->len - base };
+		r = d ? 0 : -ENOMEM;
+	}
+	sb->len = base;
+	return r;
+}
+
 /* uuencoded blocks of a decoded text/plain part: each becomes an
  * attachment, the text around them candidates. */
 static int plain_split(struct walk *w, const struct cand *base)
@@ -558,8 +579,8 @@ static int plain_split(struct walk *w, const struct cand *base)
 		struct mail_attachment *a = att_push(w);
 		if (!a)
 			return -ENOMEM;
-		if (u.name.n)
-			a->filename = u.name;
+		if (u.name.n && (r = utf8_view(w, u.name, &a->filename)) < 0)
+			return r;
 		a->content_type = (struct mail_str){ "application/octet-stream", 24 };
 		if (!u.terminated)
 			mail_warn(w->w, MAIL_W_BAD_UUENCODE);

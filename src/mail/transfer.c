@@ -356,6 +356,14 @@ uint64_t transfer_uu_decode(const uint8_t *p, size_t n, uint8_t *out,
 			bad = true;
 		if (len == 0)          /* the zero-length line ends the data */
 			break;
+		/* A length byte that promises more than the line could hold:
+		 * decode what the line holds (missing bytes are stripped
+		 * trailing spaces, as below), never more bytes than the line
+		 * has, so output stays shorter than input. */
+		if (len > e - i) {
+			len = e - i;
+			bad = true;
+		}
 		size_t k = i + 1, got = 0;
 		while (got < len) {
 			uint32_t v = 0;
