@@ -1,0 +1,28 @@
+/* RFC 2047 encoded words and raw 8-bit header bytes: whatever the value,
+ * ew_decode's output is valid UTF-8. */
+#include "fuzz.h"
+#include "mail/encoded_word.h"
+
+#include <errno.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mail_ctx *ctx = fuzz_ctx();
+	uint8_t *p = fuzz_dup(data, size);
+	struct mail_str out = MAIL_STR_NULL;
+	uint64_t warnings = 0;
+
+	/* The scratch buffer is the caller's too: ew_decode must leave what
+	 * is in it alone (the MIME walk keeps decoded bytes there). */
+	FUZZ_CHECK(dynbuf_append(&ctx->scratch, "keep", 4) == 0);
+	int r = ew_decode(ctx, (struct mail_str){ (const char *)p, size }, &out, &warnings);
+	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
+	if (r == 0) {
+		FUZZ_CHECK(out.p || out.n == 0);
+		FUZZ_CHECK(fuzz_str_utf8(out));
+	}
+	FUZZ_CHECK(ctx->scratch.len >= 4 && memcmp(ctx->scratch.p, "keep", 4) == 0);
+	FUZZ_CHECK(warnings >> MAIL_W__COUNT == 0);
+	free(p);
+	return 0;
+}
