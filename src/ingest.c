@@ -24,6 +24,7 @@
 #include "core/xalloc.h"
 #include "io/walk.h"
 #include "io/reader.h"
+#include "io/state.h"
 #include "mail/mail.h"
 #include "mail/mbox.h"
 #include "out/emit.h"
@@ -60,6 +61,7 @@ struct run {
 	const struct ingest_options *o;
 	struct ingest_report *rep;
 	struct walk *walk;
+	struct state *state;          /* --state, or NULL */
 	struct reader *reader;
 	struct pool *pool;
 	unsigned workers;
@@ -102,7 +104,8 @@ static void run_fail(struct run *run, int err, const char *what, const char *arg
 
 /* Parses one message and formats its record into out. */
 static void run_record(struct run *run, unsigned w, struct record rec, const uint8_t *data,
-                       size_t len, struct dynbuf *out, uint32_t *count)
+                       size_t len, struct dynbuf *out, uint32_t *count,
+                       struct state_entry *state_entry)
 {
 	(*count)++;
 	struct mail_message msg;
@@ -114,6 +117,8 @@ static void run_record(struct run *run, unsigned w, struct record rec, const uin
 			rec.io.message = "parser scratch limit reached";
 		} else {
 			rec.mail = &msg;
+			if (state_entry)
+				state_set_message_id(state_entry, msg.message_id);
 			if (!msg.is_mail) {
 				rec.io.reason = RECORD_NOT_MAIL;
 				rec.io.message = "not a mail message";
@@ -146,7 +151,7 @@ static void run_item(void *ctx, size_t i, unsigned w)
 	if (it->no_output) {
 		/* a streamed file: its messages are records of later batches */
 	} else if (rec.io.in_mbox && data) {
-		run_record(run, w, rec, data, mbox_unquote(data, it->len), out, &it->out_records);
+		run_record(run, w, rec, data, mbox_unquote(data, it->len), out, &it->out_records, NULL);
 	} else if (run->o->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len)) {
 		size_t pos = 0, next;
@@ -156,13 +161,15 @@ static void run_item(void *ctx, size_t i, unsigned w)
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
 			run_record(run, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start), out,
-			           &it->out_records);
+			           &it->out_records, NULL);
 			if (next <= pos)
 				break;
 			pos = next;
 		}
+	} else if (rec.io.kind != RECORD_MESSAGE) {
+		run_record(run, w, rec, NULL, 0, out, &it->out_records, NULL);
 	} else {
-		run_record(run, w, rec, data, it->len, out, &it->out_records);
+		run_record(run, w, rec, data, it->len, out, &it->out_records, it->state);
 	}
 	it->out_worker = w;
 	it->out_off = off;
@@ -463,8 +470,19 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	if (r == 0)
 		r = run_open_output(run);
 	struct reader_stats rst;
+	struct reader_options ro = o->reader;
+	if (r == 0 && o->state && o->emit.format == EMIT_TSV) {
+		r = -EINVAL;
+		run_fail(run, r, "--state reports deletions and renames, which TSV cannot carry: use jsonl or es-bulk", NULL);
+	}
+	if (r == 0 && o->state) {
+		r = state_load(o->state, &run->state);
+		if (r < 0)
+			run_fail(run, r, "cannot load the state", o->state);
+		ro.state = run->state;
+	}
 	if (r == 0) {
-		r = reader_new(&o->reader, &run->reader, &rst);
+		r = reader_new(&ro, &run->reader, &rst);
 		if (r < 0)
 			run_fail(run, r, "io_uring is unavailable:", rst.fallback);
 	}
@@ -506,6 +524,16 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	              run->parse_wait_ns, run->write_wait_ns, run->full_batches.waited_ns);
 	report_set_flags(run->rep, atomic_load(&run->output_closed), atomic_load(&ingest_stop));
 
+	/* The new state replaces the old only after a complete run: an
+	 * interrupted or failed one leaves the next run the whole job. */
+	if (run->state && !atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
+	    !atomic_load(&run->output_closed)) {
+		int sr = state_save(run->state, o->state);
+		if (sr < 0) {
+			run_fail(run, sr, "cannot save the state", o->state);
+		}
+	}
+	state_free(run->state);
 	pool_free(run->pool);
 	if (run->mctx)
 		for (unsigned i = 0; i < run->workers; i++)

@@ -21,6 +21,8 @@ static const char usage_text[] =
 "  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
 "  -0, --null             paths in --files-from are NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
+"  --state=FILE           incremental: only new and changed messages, plus\n"
+"                         deleted/renamed records; FILE is updated atomically\n"
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout)\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
@@ -63,7 +65,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_BACKEND = 256, OPT_BATCH, OPT_INFLIGHT, OPT_MAXSIZE, OPT_STATS, OPT_FILES,
 	       OPT_THREADS, OPT_FORMAT, OPT_FIELDS, OPT_NOTEXT, OPT_MAXTEXT, OPT_HEADERS,
-	       OPT_IOONLY, OPT_ESINDEX, OPT_SHARD, OPT_PROGRESS, OPT_NOPROGRESS, OPT_QUIET };
+	       OPT_IOONLY, OPT_ESINDEX, OPT_SHARD, OPT_PROGRESS, OPT_NOPROGRESS, OPT_QUIET, OPT_STATE };
 	static const struct option longopts[] = {
 		{ "backend", required_argument, NULL, OPT_BACKEND },
 		{ "batch-bytes", required_argument, NULL, OPT_BATCH },
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
 		{ "io-only", no_argument, NULL, OPT_IOONLY },
 		{ "es-index", required_argument, NULL, OPT_ESINDEX },
 		{ "shard", required_argument, NULL, OPT_SHARD },
+		{ "state", required_argument, NULL, OPT_STATE },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -122,6 +125,7 @@ int main(int argc, char **argv)
 		case OPT_IOONLY: name = "parse"; value = "0"; break;
 		case OPT_ESINDEX: name = "es-index"; break;
 		case OPT_SHARD: name = "shard"; break;
+		case OPT_STATE: name = "state"; break;
 		case OPT_PROGRESS: progress = 1; continue;
 		case OPT_NOPROGRESS: progress = 0; continue;
 		case 'q': quiet = true; continue;

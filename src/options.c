@@ -89,6 +89,7 @@ void ingest_options_free(struct ingest_options *o)
 	free(o->paths);
 	free(o->files_from);
 	free(o->output);
+	free(o->state);
 	free(o->es_index);
 	xfree(o);
 }
@@ -156,6 +157,8 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 	}
 	if (!strcmp(name, "output"))
 		return options_string(v, &o->output);
+	if (!strcmp(name, "state"))
+		return v && *v ? options_string(v, &o->state) : -EINVAL;
 	if (!strcmp(name, "files-from"))
 		return options_string(v, &o->files_from);
 	if (!strcmp(name, "null")) {

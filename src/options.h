@@ -30,6 +30,7 @@ struct ingest_options {
 	bool parse;                 /* false: records carry I/O fields only */
 	unsigned shard_k, shard_n;  /* --shard=K/N; 0/0 none */
 	bool progress;              /* draw a progress line on stderr */
+	char *state;                /* --state=FILE */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

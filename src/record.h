@@ -33,6 +33,13 @@ enum record_notes {
 	RECORD_SHRANK = 1 << 1,    /* the read was shorter than the stat size */
 };
 
+/* With --state, a record may report a change instead of a message. */
+enum record_kind {
+	RECORD_MESSAGE,    /* a message, or an error record */
+	RECORD_DELETED,    /* {"deleted": path}: gone since the last run */
+	RECORD_RENAMED,    /* {"renamed": {"from", "to"}}: a Maildir rename */
+};
+
 /* What the walk and the reader know.  Strings are bytes (a path need not be
  * UTF-8); the emitter makes them valid JSON losslessly. */
 struct record_io {
@@ -56,6 +63,10 @@ struct record_io {
 	int err;                   /* positive errno when reason is RECORD_IO */
 	const char *message;       /* human text for the error, or NULL */
 	uint32_t notes;            /* enum record_notes */
+
+	enum record_kind kind;
+	struct mail_str old_path;  /* RECORD_RENAMED: the path it had */
+	struct mail_str old_msgid; /* RECORD_DELETED/RENAMED: its Message-ID, if known */
 };
 
 struct record {

@@ -4,6 +4,7 @@
 #include "io/reader.h"
 #include "io/reader_backend.h"
 #include "io/walk.h"
+#include "io/state.h"
 #include "io/maildir.h"
 #include "mail/mbox.h"
 #include "core/sys.h"
@@ -100,6 +101,29 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		               : S_ISSOCK(mode) ? "socket: never opened"
 		               : "device: never opened";
 		return 0;
+	}
+	if (rc->o.state) {
+		enum state_verdict v;
+		struct state_entry *se;
+		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &it->io.old_msgid, &se) < 0) {
+			it->io.reason = RECORD_INTERNAL;
+			it->io.message = "out of memory in --state";
+			return 0;
+		}
+		it->state = se;
+		if (v == STATE_UNCHANGED) {
+			/* not read, no record: that is the point of --state */
+			rc->st.unchanged++;
+			it->no_output = true;
+			return 0;
+		}
+		if (v == STATE_RENAMED) {
+			/* a Maildir flag change or new/ → cur/: same message */
+			rc->st.moved++;
+			it->io.kind = RECORD_RENAMED;
+			return 0;
+		}
+		rc->st.changed += v == STATE_CHANGED;
 	}
 	if (size > reader_stream_threshold(&rc->o)) {
 		/* not read here: reader_stream() decides (an mbox is split in
@@ -209,9 +233,49 @@ void reader_free(struct reader *r)
 		r->free(r);
 }
 
+struct reader_deleted_ctx {
+	struct reader *r;
+	const struct reader_io *io;
+	struct batch *b;
+};
+
+static int reader_add_deleted(void *arg, struct mail_str root, struct mail_str path,
+                              struct mail_str msgid)
+{
+	struct reader_deleted_ctx *c = arg;
+	if (c->b && c->b->n == LIMIT_BATCH_FILES) {
+		c->r->c.st.batches++;
+		chan_push(c->io->full_batches, c->b);
+		c->b = NULL;
+	}
+	if (!c->b && !(c->b = reader_batch_get(c->io)))
+		return -ECANCELED;
+	struct batch_item *it = &c->b->items[c->b->n++];
+	memset(it, 0, sizeof(*it));
+	it->io.kind = RECORD_DELETED;
+	it->io.root = (struct mail_str){ arena_memdup(&c->b->meta, root.p, root.n), root.n };
+	it->io.path = (struct mail_str){ arena_memdup(&c->b->meta, path.p, path.n), path.n };
+	if (msgid.p)
+		it->io.old_msgid = (struct mail_str){ arena_memdup(&c->b->meta, msgid.p, msgid.n), msgid.n };
+	c->r->c.st.deleted++;
+	return it->io.root.p && it->io.path.p ? 0 : -ENOMEM;
+}
+
 int reader_run(struct reader *r, const struct reader_io *io)
 {
 	int ret = r->run(r, io);
+	/* What the last run saw and this one did not is gone — known only when
+	 * the walk ran to its end. */
+	if (ret == 0 && r->c.o.state && !atomic_load(io->stop)) {
+		struct reader_deleted_ctx c = { r, io, NULL };
+		ret = state_deleted(r->c.o.state, reader_add_deleted, &c);
+		if (c.b) {
+			r->c.st.batches++;
+			chan_push(io->full_batches, c.b);
+		}
+		if (ret == -ECANCELED)
+			ret = 0;
+	}
 	chan_close(io->full_batches);
 	return ret;
 }

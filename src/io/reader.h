@@ -25,6 +25,7 @@
 
 struct walk;
 struct walk_entry;
+struct state;
 
 enum reader_backend { READER_AUTO, READER_URING, READER_SYNC };
 
@@ -32,6 +33,7 @@ struct reader_options {
 	enum reader_backend backend;
 	uint64_t batch_bytes;
 	uint64_t max_size;
+	struct state *state;             /* --state: skip what did not change */
 	/* test seam: when set, called with the entry's name (relative to its
 	 * directory fd) right after the file's size is known and before its read
 	 * is submitted, so a unit test can unlink, grow or shrink the file at
@@ -46,6 +48,7 @@ struct reader_stats {
 	uint64_t batches, files, bytes;
 	uint64_t grew, shrank;
 	uint64_t renamed;                /* found under a new Maildir name */
+	uint64_t unchanged, changed, moved, deleted;   /* --state verdicts */
 	uint64_t enters;                 /* io_uring_enter calls */
 	uint64_t enter_retries;          /* enters refused (EINTR, EAGAIN, EBUSY) and retried */
 };

@@ -242,6 +242,8 @@ static void uring_reap(struct uring_reader *u, struct batch *b)
 			continue;
 		}
 		u->chains_pending--;
+		if (!b)
+			continue;   /* draining after a fatal error: the batch is gone */
 		struct batch_item *it = &b->items[i];
 		if (kind == U_OPEN) {
 			if (cqe->res < 0)
@@ -269,6 +271,23 @@ static uint64_t uring_slot_need(struct uring_reader *u, struct uring_slot *s)
 	if (!S_ISREG(s->stx.stx_mode) || s->stx.stx_size > u->r.c.o.max_size)
 		return 0;
 	return s->stx.stx_size + 1;
+}
+
+/* A fatal error (out of memory, a broken ring) in the middle of a batch:
+ * the items not finished become error records with that errno, rather than
+ * records of bytes never read, and their entries go back to the walk, which
+ * would otherwise keep their directories (and explicit entries) forever. */
+static void uring_batch_abort(const struct reader_io *io, struct batch *b, int err)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct batch_item *it = &b->items[i];
+		if (!it->entry)
+			continue;
+		if (it->io.reason == RECORD_NONE)
+			reader_item_fail(it, err);
+		walk_entry_done(io->walk, it->entry);
+		it->entry = NULL;
+	}
 }
 
 static int uring_run(struct reader *r, const struct reader_io *io)
@@ -361,15 +380,18 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			stats_count_ring(STATS_OP_read, 1);
 			stats_count_ring(STATS_OP_close, 1);
 		}
-		/* The window's slots now belong to the batch. */
-		u->win_head = (u->win_head + n) % WIN_SIZE;
-		u->win_count -= n;
+		/* The window's slots now belong to the batch (b->n of them: fewer
+		 * than n when an item failed; the rest stay in the window). */
+		u->win_head = (u->win_head + b->n) % WIN_SIZE;
+		u->win_count -= b->n;
 		if (ret < 0) {
+			uring_batch_abort(io, b, ret);
 			chan_push(io->full_batches, b);
 			break;
 		}
 		/* The stats of the next batch ride in the same enter. */
 		if ((ret = uring_fill_window(u, io)) < 0) {
+			uring_batch_abort(io, b, ret);
 			chan_push(io->full_batches, b);
 			break;
 		}
@@ -392,6 +414,8 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			walk_entry_done(io->walk, it->entry);
 			it->entry = NULL;
 		}
+		if (ret < 0)
+			uring_batch_abort(io, b, ret);
 		struct batch_item st;
 		if (streamed)
 			st = *streamed;
@@ -412,8 +436,11 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 		}
 	}
 	/* A fatal error leaves stats in flight: let them land before the ring
-	 * and the entries they point into go away. */
-	while (u->stats_in_flight && uring_enter(u, (unsigned)u->stats_in_flight) == 0)
+	 * and the entries they point into go away.  Chains queued but never
+	 * submitted (the enter that failed) are submitted by this enter: wait
+	 * for them too, since they read into a batch's arena. */
+	while ((u->stats_in_flight || u->chains_pending) &&
+	       uring_enter(u, (unsigned)(u->stats_in_flight + u->chains_pending)) == 0)
 		uring_reap(u, NULL);
 	while (u->win_count) {
 		walk_entry_done(io->walk, win_at(u, 0)->e);

@@ -133,8 +133,14 @@ void walk_free(struct walk *w)
 {
 	if (!w)
 		return;
-	while (w->depth)
-		walk_dir_unref(w->stack[--w->depth]);
+	while (w->depth) {
+		/* A run stopped early (a fatal error, Ctrl-C) leaves files listed
+		 * but never handed out: their refs (walk_list_dir counts them up
+		 * front) go with the walk, or the directory leaks. */
+		struct walk_dir *d = w->stack[--w->depth];
+		d->refs -= (unsigned)(d->n_files - d->next_file);
+		walk_dir_unref(d);
+	}
 	for (size_t i = 0; i < w->n_sources; i++) {
 		xfree(w->sources[i].path);
 		walk_dir_unref(w->sources[i].list);
@@ -516,8 +522,13 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		return r;
 	}
 	/* getdents64 failing half-way: what was listed is walked, and the
-	 * directory also gets an error record. */
-	if (err && parent) {
+	 * directory also gets an error record.  For a PATH argument the caller
+	 * makes that record from a negative return (the directory is pushed
+	 * already, so what was listed is still walked after it); without this
+	 * a root whose listing failed vanished from the output (issue 7). */
+	if (err && !parent)
+		return -err;
+	if (err) {
 		sub->reason = RECORD_IO;
 		sub->err = err;
 		return 1;

@@ -9,7 +9,8 @@
  * Line ends: LF, with an optional CR before it (RFC 5322 2.1 says CRLF; mail
  * stored on Unix uses LF).  A CR not followed by LF is an ordinary byte.
  * The blank line that ends the block is part of the block: body_offset is
- * the byte after it. */
+ * the byte after it.  A line that is neither a field nor a continuation
+ * ends the block too, but belongs to the body: body_offset is its start. */
 #include "mail/header.h"
 #include "core/limits.h"
 
@@ -96,7 +97,15 @@ int header_parse(struct arena *a, const uint8_t *p, size_t n,
 			return 0;
 		}
 		if (header_is_wsp(p[start])) {
-			if (cur) {
+			if (!cur) {
+				/* A continuation with nothing to continue (the
+				 * first line, as Python's email calls
+				 * FirstHeaderLineIsContinuationDefect): dropped. */
+				mail_warn(warnings, MAIL_W_MALFORMED_HEADER);
+				i = next;
+				continue;
+			}
+			{
 				/* RFC 5322 2.2.3: a folded continuation. */
 				size_t vend = end;
 				if (vend > LIMIT_HEADER_BYTES) {
@@ -133,14 +142,14 @@ int header_parse(struct arena *a, const uint8_t *p, size_t n,
 				continue;
 			}
 		}
-		/* Neither a field nor a continuation. */
-		if (first) {
-			out->body_offset = start;
-			return 0;
-		}
-		mail_warn(warnings, MAIL_W_MALFORMED_HEADER);
-		cur = NULL;    /* what follows cannot continue a field it is not next to */
-		i = next;
+		/* Neither a field nor a continuation: the body starts here (a
+		 * message or part that lacks the blank line loses no body
+		 * line), as in Python's email.  On the first line that is
+		 * simply a block with no fields. */
+		if (!first)
+			mail_warn(warnings, MAIL_W_MALFORMED_HEADER);
+		out->body_offset = start;
+		return 0;
 	}
 	out->body_offset = n;
 	return 0;

@@ -5,9 +5,14 @@
  * CRLF are both line ends; a UTF-8 BOM before the first field is skipped; a
  * block may end at EOF with no blank line.  Obsolete syntax (RFC 5322 4.5:
  * white space before the colon) is accepted.  A line that is neither a field
- * nor a continuation ends the block when it is the first line, and is
- * otherwise skipped with MAIL_W_MALFORMED_HEADER.  Past LIMIT_HEADER_BYTES
- * the rest of the block is skipped with MAIL_W_HEADER_TOO_LARGE. */
+ * nor a continuation ends the block and starts the body (body_offset is that
+ * line), with MAIL_W_MALFORMED_HEADER unless it is the first line (then the
+ * block simply has no fields): a message or MIME part that lacks the blank
+ * line keeps all its body lines, as with Python's email.  (An mbox From_
+ * line is not seen here: mail_parse skips it first.)  A continuation line
+ * with no field before it is dropped with MAIL_W_MALFORMED_HEADER.  Past
+ * LIMIT_HEADER_BYTES the rest of the block is skipped with
+ * MAIL_W_HEADER_TOO_LARGE. */
 #ifndef INGEST_MAIL_HEADER_H
 #define INGEST_MAIL_HEADER_H
 

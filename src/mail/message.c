@@ -79,13 +79,10 @@ static size_t skip_bom(const uint8_t *p, size_t n)
 	return n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF ? 3 : 0;
 }
 
-/* The first line is a header field (RFC 5322 3.6.8 ftext, then optional
- * white space, RFC 5322 4.5, then a colon) or an mbox From_ line. */
-static bool starts_like_mail(const uint8_t *p, size_t n)
+/* Does the line at p[i] start with a header field name (RFC 5322 3.6.8
+ * ftext, then optional white space, RFC 5322 4.5, then a colon)? */
+static bool field_at(const uint8_t *p, size_t n, size_t i)
 {
-	size_t i = skip_bom(p, n);
-	if (n - i >= 5 && memcmp(p + i, "From ", 5) == 0)
-		return true;
 	size_t s = i;
 	while (i < n && p[i] >= 33 && p[i] <= 126 && p[i] != ':')
 		i++;
@@ -94,6 +91,29 @@ static bool starts_like_mail(const uint8_t *p, size_t n)
 	while (i < n && (p[i] == ' ' || p[i] == '\t'))
 		i++;
 	return i < n && p[i] == ':';
+}
+
+/* An mbox From_ line: "From " that is not the obsolete "From :" field. */
+static bool from_line_at(const uint8_t *p, size_t n, size_t i)
+{
+	return n - i >= 5 && memcmp(p + i, "From ", 5) == 0 && !field_at(p, n, i);
+}
+
+/* The first line is a header field or an mbox From_ line, after any stray
+ * continuation lines (which header_parse drops with a warning, as Python's
+ * email does: RFC 5322 2.2.3, a continuation needs a field). */
+static bool starts_like_mail(const uint8_t *p, size_t n)
+{
+	size_t i = skip_bom(p, n);
+	if (from_line_at(p, n, i))
+		return true;
+	while (i < n && (p[i] == ' ' || p[i] == '\t')) {
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
+		if (!nl)
+			return false;
+		i = (size_t)(nl - p) + 1;
+	}
+	return field_at(p, n, i);
 }
 
 /* Binary when the first bytes hold NUL or C0 controls that text does not
@@ -295,7 +315,7 @@ int mail_parse(struct mail_ctx *ctx, const struct mail_options *o,
 	/* An mbox From_ line is not a header field: the message starts after
 	 * it (the BOM, if any, goes with it). */
 	size_t skip = skip_bom(p, n);
-	if (n - skip >= 5 && memcmp(p + skip, "From ", 5) == 0) {
+	if (from_line_at(p, n, skip)) {
 		const uint8_t *nl = memchr(p + skip, '\n', n - skip);
 		skip = nl ? (size_t)(nl - p) + 1 : n;
 	} else {

@@ -533,8 +533,9 @@ static int sniff_into(struct walk *w, struct mail_attachment *a, const uint8_t *
 	return 0;
 }
 
-/* s as valid UTF-8: itself when it is, else a copy with each invalid
- * sequence replaced (counted, with the warning). */
+/* Raw bytes of the body used as a string (a uuencode file name) as valid
+ * UTF-8, like raw 8-bit header bytes: itself when it is valid UTF-8, else
+ * decoded as windows-1252 (which maps every byte). */
 static int utf8_view(struct walk *w, struct mail_str s, struct mail_str *out)
 {
 	if (utf8_valid((const uint8_t *)s.p, s.n)) {
@@ -543,8 +544,8 @@ static int utf8_view(struct walk *w, struct mail_str s, struct mail_str *out)
 	}
 	struct dynbuf *sb = &w->ctx->scratch;
 	size_t base = sb->len;
-	int r = charset_decode(w->ctx, MAIL_STR_NULL, (const uint8_t *)s.p, s.n, sb, w->w,
-	                       &w->m->replaced_bytes);
+	int r = charset_decode(w->ctx, (struct mail_str){ "windows-1252", 12 },
+	                       (const uint8_t *)s.p, s.n, sb, w->w, &w->m->replaced_bytes);
 	if (r == 0) {
 		char *d = arena_memdup(&w->ctx->arena, sb->p + base, sb->len - base);
 		*out = (struct mail_str){ d, sb->len - base };

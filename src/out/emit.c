@@ -935,6 +935,70 @@ int emit_tsv_header(const struct emit_options *o, struct dynbuf *out)
 
 /* ---- the entry point -------------------------------------------------- */
 
+/* --state's change records.  JSONL:
+ *   {"deleted":"cur/x:2,S","root":"Maildir","message_id":"..."}
+ *   {"renamed":{"from":"new/x","to":"cur/x:2,S"},"root":...,"folder":...,"subdir":...,"flags":...}
+ * es-bulk: a delete action, or an update of the renamed document's location,
+ * with the _id the message was indexed under (its Message-ID when the state
+ * knows it, else the path hash, as for index actions). */
+static int emit_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b)
+{
+	const struct record_io *io = &rec->io;
+	int r = 0;
+	if (o->format == EMIT_ES_BULK) {
+		struct record old = *rec;
+		if (io->kind == RECORD_RENAMED)
+			old.io.path = io->old_path;
+		r = io->kind == RECORD_DELETED ? json_put_lit(b, "{\"delete\":{") : json_put_lit(b, "{\"update\":{");
+		if (r == 0 && o->es_index && (r = json_put_lit(b, "\"_index\":")) == 0 &&
+		    (r = json_put_cstr(b, o->es_index)) == 0)
+			r = json_put_lit(b, ",");
+		if (r == 0)
+			r = json_put_lit(b, "\"_id\":");
+		if (r == 0 && io->old_msgid.n && io->old_msgid.n <= EMIT_ES_ID_MAX) {
+			r = emit_json_str(b, io->old_msgid);
+		} else if (r == 0) {
+			char id[17];
+			emit_record_hash_id(&old, id);
+			if ((r = json_put_lit(b, "\"")) == 0 && (r = json_put_raw(b, id, 16)) == 0)
+				r = json_put_lit(b, "\"");
+		}
+		if (r == 0)
+			r = json_put_lit(b, "}}\n");
+		if (r < 0 || io->kind == RECORD_DELETED)
+			return r;
+		r = json_put_lit(b, "{\"doc\":{");
+		if (r == 0)
+			r = json_put_bytes_member(b, "path", io->path.p, io->path.n);
+	} else if (io->kind == RECORD_DELETED) {
+		r = json_put_lit(b, "{");
+		if (r == 0)
+			r = json_put_bytes_member(b, "deleted", io->path.p, io->path.n);
+	} else {
+		r = json_put_lit(b, "{\"renamed\":{");
+		if (r == 0)
+			r = json_put_bytes_member(b, "from", io->old_path.p, io->old_path.n);
+		if (r == 0 && (r = json_put_lit(b, ",")) == 0)
+			r = json_put_bytes_member(b, "to", io->path.p, io->path.n);
+		if (r == 0)
+			r = json_put_lit(b, "}");
+	}
+	if (r == 0 && (r = json_put_lit(b, ",")) == 0)
+		r = json_put_bytes_member(b, "root", io->root.p, io->root.n);
+	if (r == 0 && io->maildir) {
+		if ((r = json_put_lit(b, ",\"folder\":")) == 0 && (r = emit_json_str(b, io->folder)) == 0 &&
+		    (r = json_put_lit(b, ",\"subdir\":")) == 0 && (r = emit_json_str(b, io->subdir)) == 0 &&
+		    (r = json_put_lit(b, ",\"flags\":")) == 0)
+			r = emit_json_str(b, io->flags);
+	}
+	if (r == 0 && o->format != EMIT_ES_BULK && io->old_msgid.n &&
+	    (r = json_put_lit(b, ",\"message_id\":")) == 0)
+		r = emit_json_str(b, io->old_msgid);
+	if (r == 0)
+		r = o->format == EMIT_ES_BULK ? json_put_lit(b, "}}\n") : json_put_lit(b, "}\n");
+	return r;
+}
+
 int emit_record(const struct emit_options *o, const struct record *rec,
                 struct dynbuf *out)
 {
@@ -942,6 +1006,11 @@ int emit_record(const struct emit_options *o, const struct record *rec,
 	struct emit_ctx c;
 	int r;
 
+	if (rec->io.kind != RECORD_MESSAGE) {
+		if ((r = o->format == EMIT_TSV ? -EINVAL : emit_change(o, rec, out)) < 0)
+			out->len = start;
+		return r;
+	}
 	emit_ctx_init(&c, rec, out);
 	switch (o->format) {
 	case EMIT_ES_BULK:

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 struct walk_entry;
+struct state_entry;
 
 struct batch_item {
 	struct record_io io;        /* path, stat, Maildir, error */
@@ -27,7 +28,8 @@ struct batch_item {
 	uint64_t cap;               /* bytes reserved in data: size + 1 */
 	int64_t read_res;           /* the ring's read result */
 	bool stream;                /* too large to read whole: the reader streams it */
-	bool no_output;             /* a placeholder whose records come from the stream */
+	bool no_output;             /* no record: a placeholder, or unchanged (--state) */
+	struct state_entry *state;  /* its --state entry, to note its Message-ID */
 	/* set by the worker that formatted the record */
 	uint32_t out_worker;
 	uint64_t out_off, out_len;

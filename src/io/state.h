@@ -1,0 +1,46 @@
+/* Incremental runs (--state=FILE): what the previous run saw, per file.
+ *
+ * An entry is (root, path, device, inode, size, mtime, Message-ID); the
+ * Maildir unique name is derived from the path.  At stat time (on the reader
+ * thread, before any read) state_check() says whether a file is new,
+ * unchanged (not read, no record), changed (read again), or a Maildir
+ * rename of a known message (a flag change or new/ → cur/: a "renamed"
+ * record, not read).  After the walk, state_deleted() lists what was not
+ * seen.  state_save() writes the new state to FILE.tmp, fsyncs it and
+ * renames it over FILE, so a crash leaves the old state or the new one,
+ * never a torn one; it is called only after a complete run (an interrupted
+ * or failed run keeps the old state, and the next run does the rest).
+ *
+ * Threads: the reader thread checks and adds; a worker fills the
+ * Message-ID of the entry of the message it parsed (entries never move, and
+ * each is written by one worker); saving happens after every thread joined. */
+#ifndef INGEST_STATE_H
+#define INGEST_STATE_H
+
+#include "record.h"
+
+#include <stdint.h>
+
+struct state;
+struct state_entry;
+
+enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
+
+/* Loads FILE (a missing file is an empty state).  0 or -errno (-EINVAL for
+ * a file that is not a state file: refused rather than overwritten). */
+int state_load(const char *path, struct state **out);
+void state_free(struct state *s);
+
+/* Classifies a statted regular file and adds it to the new state.  For a
+ * rename, *old gets the previous entry's path and Message-ID.  *entry is
+ * the new entry (for state_set_message_id). -ENOMEM on failure. */
+int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
+                struct mail_str *old_path, struct mail_str *old_msgid, struct state_entry **entry);
+/* Records the Message-ID parsed for an entry (any thread, once per entry). */
+void state_set_message_id(struct state_entry *e, struct mail_str id);
+/* Calls fn for every entry of the previous state not seen by this run. */
+int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, struct mail_str path,
+                                             struct mail_str msgid), void *ctx);
+int state_save(struct state *s, const char *path);
+
+#endif

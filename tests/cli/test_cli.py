@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""CLI tests for the ingest binary: exit codes, flags, stdin/stdout, one
+record per input, output formats, and output identical whatever the thread
+count.  Every JSON line is checked with Python's json module, a parser
+independent of ours.
+
+Usage: test_cli.py --ingest PATH --mkcorpus PATH --case NAME
+Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ARGS = None
+
+
+def run(args, stdin=None, check_rc=None, env=None):
+    p = subprocess.run([ARGS.ingest] + args, input=stdin, capture_output=True,
+                       env=env, timeout=300)
+    if check_rc is not None and p.returncode != check_rc:
+        fail(f"{args}: exit {p.returncode}, expected {check_rc}\nstderr: {p.stderr.decode(errors='replace')}")
+    return p
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def records(out):
+    lines = out.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    else:
+        fail("output does not end with a newline (a partial record?)")
+    recs = []
+    for i, line in enumerate(lines):
+        try:
+            line.decode("utf-8", errors="strict")
+            recs.append(json.loads(line))
+        except Exception as e:  # noqa: BLE001 - any parse failure is the finding
+            fail(f"line {i + 1} is not valid UTF-8 JSON ({e}): {line[:200]!r}")
+    return recs
+
+
+def mkcorpus(dest, *extra):
+    subprocess.run([sys.executable, ARGS.mkcorpus, "--out", dest] + list(extra),
+                   check=True, capture_output=True)
+
+
+def count_files(root, skip_tmp=True):
+    n = 0
+    for d, dirs, files in os.walk(root):
+        if skip_tmp and "cur" in dirs and "new" in dirs and "tmp" in dirs:
+            dirs.remove("tmp")
+        n += len(files)
+    return n
+
+
+def sample():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "sample", "Maildir")
+
+
+# --- cases -----------------------------------------------------------------
+
+def case_usage_errors(tmp):
+    for args, word in ([["--bogus", "x"], "--bogus"], [["--threads=0", "x"], "threads"],
+                       [["--batch-bytes=12Q", "x"], "batch-bytes"], [["--backend=fast", "x"], "backend"],
+                       [["--format=xml", "x"], "format"], [["--fields=path,nope", "x"], "fields"],
+                       [[], "PATH"], [["--max-size"], "max-size"]):
+        p = run(args, check_rc=2)
+        err = p.stderr.decode()
+        if err.count("\n") != 1 or word not in err or not err.startswith("ingest: "):
+            fail(f"{args}: usage message should be one line naming {word!r}: {err!r}")
+        if p.stdout:
+            fail(f"{args}: usage error wrote records")
+
+
+def case_help_version(tmp):
+    p = run(["--help"], check_rc=0)
+    lines = p.stdout.decode().splitlines()
+    if len(lines) > 45 or max(len(l) for l in lines) > 80:
+        fail(f"--help should fit a screen: {len(lines)} lines")
+    if "Examples" not in p.stdout.decode():
+        fail("--help shows no examples")
+    p = run(["--version"], check_rc=0)
+    if not p.stdout.decode().startswith("ingest "):
+        fail("--version")
+
+
+def case_sample_one_record_per_file(tmp):
+    root = sample()
+    p = run(["--stats=json", root], check_rc=0)
+    recs = records(p.stdout)
+    expect = count_files(root)
+    if len(recs) != expect:
+        fail(f"{len(recs)} records for {expect} files")
+    if any("/tmp/" in r["path"] or r["path"].startswith("tmp/") for r in recs):
+        fail("a Maildir tmp/ file was read")
+    stats = json.loads(p.stderr.decode().strip().splitlines()[-1])
+    if stats["files"] != expect:
+        fail(f"stats say {stats['files']} files, expected {expect}")
+    paths = [r["path"] for r in recs]
+    if len(set(paths)) != len(paths):
+        fail("duplicate records")
+
+
+def case_missing_path_is_a_record(tmp):
+    p = run([os.path.join(tmp, "nope")], check_rc=0)
+    recs = records(p.stdout)
+    if len(recs) != 1 or recs[0]["error"].get("errno") != "ENOENT":
+        fail(f"expected one ENOENT record: {recs}")
+
+
+def case_files_from(tmp):
+    root = sample()
+    files = []
+    for d, dirs, fs in os.walk(root):
+        if "tmp" in dirs:
+            dirs.remove("tmp")
+        files += [os.path.join(d, f) for f in sorted(fs)]
+    nl = ("\n".join(files) + "\n").encode()
+    a = records(run(["--io-only", "--files-from=-"], stdin=nl, check_rc=0).stdout)
+    z = records(run(["--io-only", "--files-from=-", "-0"], stdin=b"\0".join(f.encode() for f in files), check_rc=0).stdout)
+    if len(a) != len(files) or len(z) != len(files):
+        fail(f"files-from: {len(a)} / {len(z)} records for {len(files)} paths")
+    if [r["path"] for r in a] != files or [r["path"] for r in z] != files:
+        fail("files-from records are not in list order")
+    lst = os.path.join(tmp, "list")
+    with open(lst, "wb") as f:
+        f.write(nl)
+    b = records(run(["--io-only", "--files-from=" + lst], check_rc=0).stdout)
+    if len(b) != len(files):
+        fail("files-from=FILE")
+
+
+def case_output_file(tmp):
+    out = os.path.join(tmp, "out.jsonl")
+    p = run(["--io-only", "-o", out, sample()], check_rc=0)
+    if p.stdout:
+        fail("--output also wrote to stdout")
+    with open(out, "rb") as f:
+        if len(records(f.read())) != count_files(sample()):
+            fail("--output record count")
+    p = run(["--io-only", "-o", os.path.join(tmp, "no/such/dir/out"), sample()], check_rc=1)
+    if "cannot open the output" not in p.stderr.decode():
+        fail(f"unwritable output message: {p.stderr!r}")
+
+
+def case_closed_stdout(tmp):
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "7", "--layout", "maildir", "--count", "3000")
+    sh = f"'{ARGS.ingest}' '{d}' | head -c 100 > /dev/null; echo ${{PIPESTATUS[0]}}"
+    p = subprocess.run(["bash", "-c", sh], capture_output=True, timeout=120)
+    if p.stdout.decode().strip() != "0" or p.stderr:
+        fail(f"closed stdout: exit {p.stdout!r}, stderr {p.stderr!r}")
+
+
+def case_empty_and_single(tmp):
+    e = os.path.join(tmp, "empty")
+    os.mkdir(e)
+    if run([e], check_rc=0).stdout:
+        fail("records for an empty directory")
+    one = os.path.join(tmp, "one.eml")
+    with open(one, "wb") as f:
+        f.write(b"From: a@b.example\nSubject: hi\n\nbody\n")
+    for t in ("1", "64"):
+        recs = records(run(["--threads=" + t, one], check_rc=0).stdout)
+        if len(recs) != 1 or recs[0].get("subject") != "hi":
+            fail(f"single message with --threads={t}: {recs}")
+
+
+def case_threads_identical(tmp):
+    """Byte-identical output whatever the thread count, below and far above
+    the byte gate, in every output mode."""
+    small = os.path.join(tmp, "small")
+    large = os.path.join(tmp, "large")
+    mkcorpus(small, "--seed", "3", "--shape", "page16")
+    mkcorpus(large, "--seed", "4", "--layout", "maildir", "--count", "400")
+    modes = [[], ["--format=es-bulk"], ["--format=tsv", "--fields=path,from,subject,date,attachments,warnings"],
+             ["--headers"], ["--no-text"]]
+    for corpus in (small, large):
+        for mode in modes:
+            base = run(mode + ["--threads=1", "--stats=json", corpus], check_rc=0)
+            for t in ([], ["--threads=2"], ["--threads=64"]):
+                other = run(mode + t + ["--stats=json", corpus], check_rc=0)
+                if other.stdout != base.stdout:
+                    fail(f"output differs: {mode} {t} on {os.path.basename(corpus)}")
+        st = json.loads(run(["--threads=2", "--stats=json", corpus], check_rc=0).stderr.decode().strip().splitlines()[-1])
+        hist = st["pool"]["workers_per_batch"]
+        used_two = any(int(k) >= 2 for k in hist)
+        if corpus is large and not used_two:
+            fail(f"the large corpus never ran on 2 workers: {hist} (gate serialised it?)")
+        if corpus is small and used_two:
+            fail(f"the 16 x 1 KiB page woke a second worker: {hist}")
+
+
+def case_formats(tmp):
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "5", "--layout", "maildir", "--count", "50")
+    n = count_files(d)
+    es = run(["--format=es-bulk", d], check_rc=0).stdout
+    lines = records(es)
+    if len(lines) != 2 * n:
+        fail(f"es-bulk: {len(lines)} lines for {n} inputs")
+    for a, s in zip(lines[0::2], lines[1::2]):
+        if "index" not in a or "_id" not in a["index"] or "path" not in s:
+            fail(f"es-bulk pair: {a} {s}")
+    tsv = run(["--format=tsv", "--fields=subject,path", d], check_rc=0).stdout.decode().split("\n")
+    if tsv[0] != "subject\tpath" or len([l for l in tsv[1:] if l]) != n:
+        fail(f"tsv header/rows: {tsv[0]!r}, {len(tsv)} lines")
+    sel = records(run(["--fields=path,subject", d], check_rc=0).stdout)
+    if any(set(r) - {"path", "subject"} for r in sel):
+        fail("--fields let other fields through")
+
+
+def case_backends_agree(tmp):
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "9", "--layout", "maildir", "--count", "300", "--folders", "2")
+    a = run(["--backend=sync", d], check_rc=0).stdout
+    b = run(["--backend=uring", d], check_rc=0).stdout
+    if a != b:
+        fail("sync and uring backends disagree")
+    p = run(["--backend=sync", "--stats", d], check_rc=0)
+    if "backend      sync" not in p.stderr.decode():
+        fail("stats do not name the backend")
+
+
+def case_uring_refused(tmp):
+    """With io_uring refused (as under Docker's seccomp or
+    kernel.io_uring_disabled), auto falls back and says so; uring fails."""
+    # The sysctl refuses io_uring_setup with EPERM for everyone (root
+    # included at 2), exactly what a seccomp profile does.
+    path = "/proc/sys/kernel/io_uring_disabled"
+    if not os.path.exists(path) or os.geteuid() != 0:
+        print("SKIP: cannot disable io_uring here (no sysctl or not root)")
+        sys.exit(77)
+    old = open(path).read().strip()
+    try:
+        with open(path, "w") as f:
+            f.write("2")
+        p = run(["--stats=json", "--io-only", sample()], check_rc=0)
+        st = json.loads(p.stderr.decode().strip().splitlines()[-1])
+        if st["backend"] != "sync" or not st["fallback"]:
+            fail(f"auto did not fall back: {st['backend']} {st['fallback']}")
+        if len(records(p.stdout)) != count_files(sample()):
+            fail("fallback run lost records")
+        p = run(["--backend=uring", "--io-only", sample()], check_rc=1)
+        if "io_uring" not in p.stderr.decode():
+            fail(f"--backend=uring did not say why: {p.stderr!r}")
+    finally:
+        with open(path, "w") as f:
+            f.write(old)
+
+
+def case_mbox(tmp):
+    """mbox archives: one record per message with its byte range, read whole
+    or streamed in chunks, with the same records either way."""
+    d = os.path.join(tmp, "mb")
+    man = os.path.join(tmp, "man.tsv")
+    mkcorpus(d, "--seed", "11", "--layout", "mbox", "--count", "400", "--tricky", "--manifest", man)
+    rows = [l.rstrip("\n").split("\t") for l in open(man)]
+    outs = []
+    for args in ([], ["--batch-bytes=64K", "--max-inflight=1M"], ["--backend=sync", "--batch-bytes=16K"]):
+        recs = records(run(args + [d], check_rc=0).stdout)
+        if len(recs) != len(rows):
+            fail(f"mbox {args}: {len(recs)} records for {len(rows)} messages")
+        for row, r in zip(rows, recs):
+            if int(row[2]) != r.get("offset") or int(row[3]) != r.get("length"):
+                fail(f"mbox {args}: {row} vs offset {r.get('offset')} length {r.get('length')}")
+            if row[5] != "-" and row[5].strip("<>") != r.get("message_id"):
+                fail(f"mbox {args}: message-id {row[5]} vs {r.get('message_id')}")
+        outs.append([json.dumps(r, sort_keys=True) for r in recs])
+    if not all(o == outs[0] for o in outs):
+        fail("mbox records differ between read-whole and streamed runs")
+
+
+def case_mbox_memory(tmp):
+    """A large mbox is streamed: peak RSS stays near --max-inflight."""
+    d = os.path.join(tmp, "big")
+    os.mkdir(d)
+    unit = os.path.join(tmp, "unit")
+    mkcorpus(unit, "--seed", "12", "--layout", "mbox", "--count", "300")
+    chunk = open(os.path.join(unit, "archive.mbox"), "rb").read()
+    target = 1 << 30   # 1 GiB, written on the fly
+    with open(os.path.join(d, "big.mbox"), "wb") as f:
+        n = 0
+        while n < target:
+            f.write(chunk)
+            n += len(chunk)
+    reps = n // len(chunk)
+    p = run(["--io-only", "--max-inflight=16M", "--stats=json", "-o", "/dev/null", d], check_rc=0)
+    st = json.loads(p.stderr.decode().strip().splitlines()[-1])
+    if st["files"] != 300 * reps:
+        fail(f"{st['files']} records for {300 * reps} messages")
+    if st["peak_rss_kib"] > 96 * 1024:
+        fail(f"peak RSS {st['peak_rss_kib']} KiB for a {n >> 20} MiB mbox at --max-inflight=16M")
+    print(f"mbox {n >> 20} MiB: {st['files']} messages, peak RSS {st['peak_rss_kib']} KiB")
+
+
+def case_shard_union(tmp):
+    """N shards together give exactly the records of one unsharded run,
+    also when run with GNU parallel as README shows."""
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "13", "--layout", "maildir", "--count", "600", "--folders", "2")
+    whole = sorted(run([d], check_rc=0).stdout.splitlines())
+    parts = []
+    for k in range(1, 5):
+        parts += run([f"--shard={k}/4", d], check_rc=0).stdout.splitlines()
+    if sorted(parts) != whole:
+        fail(f"4 shards: {len(parts)} records vs {len(whole)} unsharded (or different bytes)")
+    if shutil.which("parallel"):
+        sh = f"parallel --will-cite -j 2 '{ARGS.ingest}' --shard={{}}/3 '{d}' ::: 1 2 3"
+        p = subprocess.run(["bash", "-c", sh], capture_output=True, timeout=300)
+        if p.returncode or sorted(p.stdout.splitlines()) != whole:
+            fail(f"GNU parallel recipe: rc {p.returncode}, {len(p.stdout.splitlines())} records")
+    else:
+        print("note: GNU parallel not installed; the recipe was not run")
+
+
+def case_state(tmp):
+    """--state: a re-run reads no bodies; changes come out as new, changed,
+    renamed and deleted records; the state file is replaced atomically."""
+    d = os.path.join(tmp, "md")
+    st = os.path.join(tmp, "state")
+    mkcorpus(d, "--seed", "14", "--layout", "maildir", "--count", "300")
+    first = records(run(["--state=" + st, d], check_rc=0).stdout)
+    if len(first) != count_files(d):
+        fail("first run with --state")
+    p = run(["--state=" + st, "--stats=json", d], check_rc=0)
+    if p.stdout:
+        fail(f"unchanged re-run emitted {len(p.stdout.splitlines())} records")
+    s = json.loads(p.stderr.decode().strip().splitlines()[-1])
+    if s["ring_ops"]["read"] or s["syscalls"]["read"] > 2 + 2:
+        fail(f"unchanged re-run read bodies: {s['ring_ops']} {s['syscalls']['read']}")
+    cur = sorted(os.listdir(os.path.join(d, "cur")))
+    new = sorted(os.listdir(os.path.join(d, "new")))
+    flagged = cur[0]
+    base, old_flags = flagged.split(":2,")
+    new_flags = "F" if old_flags != "F" else "S"
+    os.rename(os.path.join(d, "cur", flagged), os.path.join(d, "cur", base + ":2," + new_flags))
+    moved = new[0]
+    os.rename(os.path.join(d, "new", moved), os.path.join(d, "cur", moved + ":2,S"))
+    gone = cur[1]
+    os.unlink(os.path.join(d, "cur", gone))
+    grown = cur[2]
+    with open(os.path.join(d, "cur", grown), "ab") as f:
+        f.write(b"\nmore\n")
+    with open(os.path.join(d, "new", "1.added.host"), "wb") as f:
+        f.write(b"From: a@b.example\nSubject: added\n\nhi\n")
+    recs = records(run(["--state=" + st, d], check_rc=0).stdout)
+    renamed = {(r["renamed"]["from"], r["renamed"]["to"]) for r in recs if "renamed" in r}
+    deleted = {r["deleted"] for r in recs if "deleted" in r}
+    messages = {r["path"] for r in recs if "path" in r}
+    want_renamed = {("cur/" + flagged, "cur/" + base + ":2," + new_flags),
+                    ("new/" + moved, "cur/" + moved + ":2,S")}
+    if renamed != want_renamed:
+        fail(f"renamed: {renamed} != {want_renamed}")
+    if deleted != {"cur/" + gone}:
+        fail(f"deleted: {deleted}")
+    if messages != {"cur/" + grown, "new/1.added.host"}:
+        fail(f"new/changed: {messages}")
+    if os.path.exists(st + ".tmp"):
+        fail("state temp file left behind")
+    if run(["--state=" + st, d], check_rc=0).stdout:
+        fail("third run not empty")
+    es = run(["--state=" + os.path.join(tmp, "s2"), "--format=es-bulk", d], check_rc=0)
+    if not es.stdout:
+        fail("es-bulk with state")
+
+
+def case_progress(tmp):
+    """A progress line only on a terminal (or with --progress); nothing on
+    stderr otherwise."""
+    p = run(["--io-only", sample()], check_rc=0)
+    if p.stderr:
+        fail(f"stderr without a terminal: {p.stderr!r}")
+    p = run(["--io-only", "--progress", sample()], check_rc=0)
+    if b"files" not in p.stderr or b"\r" not in p.stderr:
+        fail(f"--progress drew nothing: {p.stderr!r}")
+
+
+def case_interrupt(tmp):
+    """Ctrl-C: exit 130, every written record whole."""
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "15", "--layout", "maildir", "--count", "4000")
+    import signal
+    import time
+    proc = subprocess.Popen([ARGS.ingest, "--max-inflight=256K", d], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    first = proc.stdout.read(4096)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    if proc.returncode != 130:
+        print(f"note: exit {proc.returncode} (the run may have finished before the signal)")
+        if proc.returncode != 0:
+            fail(f"interrupted run exited {proc.returncode}: {err!r}")
+    records(first + rest)
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ingest", required=True)
+    ap.add_argument("--mkcorpus", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ARGS = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ingest-cli-")
+    try:
+        CASES[ARGS.case](tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
