@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,6 +136,19 @@ static void run_record(struct run *run, unsigned w, struct record rec, const uin
 	}
 }
 
+/* A Maildir file or a .eml/.msg file is one message by definition, even
+ * when it starts with an mbox From_ line (mutt and others save them so):
+ * splitting it at a "From " line inside its body would cut a git patch
+ * ("From <sha> Mon Sep 17 00:00:00 2001") out of the message. */
+static bool run_one_message_file(const struct record_io *io)
+{
+	if (io->maildir)
+		return true;
+	const char *p = io->path.n ? io->path.p : io->root.p;
+	size_t n = io->path.n ? io->path.n : io->root.n;
+	return (n >= 4 && (!strncasecmp(p + n - 4, ".eml", 4) || !strncasecmp(p + n - 4, ".msg", 4)));
+}
+
 /* Turns one input into its records in the worker's output buffer: one,
  * or one per message of an mbox read whole. */
 static void run_item(void *ctx, size_t i, unsigned w)
@@ -153,7 +167,7 @@ static void run_item(void *ctx, size_t i, unsigned w)
 	} else if (rec.io.in_mbox && data) {
 		run_record(run, w, rec, data, mbox_unquote(data, it->len), out, &it->out_records, NULL);
 	} else if (run->o->parse && data && rec.io.reason == RECORD_NONE &&
-	           mbox_is_separator(data, it->len)) {
+	           mbox_is_separator(data, it->len) && !run_one_message_file(&rec.io)) {
 		size_t pos = 0, next;
 		struct mbox_span m;
 		rec.io.in_mbox = true;
