@@ -372,6 +372,8 @@ static int stream_whole(struct reader *r, const struct reader_io *io, struct bat
 	memcpy(whole, head, len);
 	it->data = whole;
 	it->cap = cap;
+	/* the head was counted when it was read: read_done counts the whole */
+	r->c.st.bytes -= len;
 	int64_t total = (int64_t)len;
 	while (!eof && (uint64_t)total < cap) {
 		ssize_t got = r->pread(r, fd, whole + total, cap - (uint64_t)total, (uint64_t)total);
@@ -412,6 +414,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			/* A message longer than a chunk doubles the read, so that
 			 * carrying it over costs linear copying, not quadratic. */
 			size_t want = pend_len > chunk ? pend_len : chunk;
+			/* Over --max-size, only an mbox is read at all: a few KiB
+			 * are enough to recognise one. */
+			if (first && st->io.size > r->c.o.max_size)
+				want = 4096;
 			uint64_t need = pend_len + want + 1;
 			if (!budget_try_acquire(io->budget, need)) {
 				/* the batch in hand is part of what is in flight (even

@@ -136,19 +136,14 @@ bool budget_try_acquire(struct budget *b, uint64_t bytes)
 bool budget_acquire(struct budget *b, uint64_t bytes)
 {
 	for (;;) {
+		/* read the word before checking: a release in between bumps it,
+		 * and the sleep then returns at once */
 		uint32_t seen = atomic_load_explicit(&b->seq, memory_order_seq_cst);
+		if (budget_try_acquire(b, bytes))
+			return true;
 		spin_lock(&b->lock);
-		bool ok = !b->cancelled &&
-		          (b->used == 0 || (bytes <= b->limit && b->used <= b->limit - bytes));
-		if (ok) {
-			b->used += bytes;
-			if (b->used > b->peak)
-				b->peak = b->used;
-		}
 		bool cancelled = b->cancelled;
 		spin_unlock(&b->lock);
-		if (ok)
-			return true;
 		if (cancelled)
 			return false;
 		futex_sleep(&b->seq, &b->waiters, seen, &b->waited_ns);
@@ -162,7 +157,9 @@ void budget_release(struct budget *b, uint64_t bytes)
 	spin_lock(&b->lock);
 	b->used -= bytes;
 	spin_unlock(&b->lock);
-	futex_notify(&b->seq, &b->waiters, 1);
+	/* all waiters: with requests of different sizes, the one woken might
+	 * not fit while another would */
+	futex_notify(&b->seq, &b->waiters, INT_MAX);
 }
 
 void budget_cancel(struct budget *b)
