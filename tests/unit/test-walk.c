@@ -243,12 +243,31 @@ static int block_cmp(const void *a, const void *b)
 	return (x->ino > y->ino) - (x->ino < y->ino);
 }
 
-/* Concatenates the blocks in inode order into s. */
+static const char *base_name(const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	return slash ? slash + 1 : rel;
+}
+
+/* Concatenates the blocks in inode order into s; in a Maildir (cur/ and
+ * new/ among them) new/ comes first, as the walk lists it first. */
 static void by_ino(struct sb *s, const char *base, struct block *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		b[i].ino = ino_of(base, b[i].rel);
 	qsort(b, n, sizeof(*b), block_cmp);
+	size_t cur = n, nw = n;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(base_name(b[i].rel), "cur"))
+			cur = i;
+		if (!strcmp(base_name(b[i].rel), "new"))
+			nw = i;
+	}
+	if (cur < n && nw < n && nw > 0) {
+		struct block t = b[nw];
+		memmove(b + 1, b, nw * sizeof(*b));
+		b[0] = t;
+	}
 	for (size_t i = 0; i < n; i++)
 		sb_printf(s, "%s", b[i].text);
 }
