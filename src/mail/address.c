@@ -252,6 +252,7 @@ struct addr_entry {
 	size_t start, end;        /* span of its words (before any `<`) */
 	bool has_at;
 	bool has_angle;
+	bool angle_open;          /* the `<` had no `>` */
 	size_t angle_s, angle_e;  /* span of the address inside `<...>` */
 	size_t name_end;          /* where the phrase before `<` ends */
 	bool has_comment;
@@ -266,6 +267,9 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 	int r;
 	*m = (struct mail_addr){ 0 };
 	if (en->has_angle) {
+		/* RFC 5322 3.4 angle-addr: recovered, but not well formed. */
+		if (en->angle_open)
+			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
 		if ((r = addr_concat(&ctx->arena, p, en->angle_s, en->angle_e, &m->address)) < 0)
 			return r;
 		if (en->any && (r = addr_phrase(ctx, p, en->start, en->name_end, &m->name, warnings)) < 0)
@@ -279,6 +283,7 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 		 * before is the name, what follows is junk. */
 		size_t i = en->start, run_s = SIZE_MAX, run_e = 0, words = 0;
 		bool run_at = false, prev_word = false, prev_dot = false, atom = false;
+		bool junk = false;
 		for (;;) {
 			struct addr_tok t = addr_next(p, en->end, &i);
 			if (t.type == ADDR_END)
@@ -292,8 +297,10 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 			 * 4.4 obs-local-part allows CFWS around it). */
 			bool dot = t.type == ADDR_ATOM && p[t.start] == '.';
 			if (w && prev_word && t.space_before && !dot && !prev_dot) {
-				if (run_at)
+				if (run_at) {
+					junk = true;
 					break;
+				}
 				run_s = t.start;
 			}
 			prev_dot = t.type == ADDR_ATOM && p[t.end - 1] == '.';
@@ -309,6 +316,12 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
 			return 0;
 		}
+		/* Recovered, but no RFC 5322 3.4 production matches: a bare
+		 * word with no `@domain` (3.4.1 addr-spec), a phrase before a
+		 * bare addr-spec (`Name addr` needs angle brackets), or words
+		 * after it. */
+		if (!run_at || run_s > en->start || junk)
+			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
 		if (!run_at)
 			run_s = en->start;    /* one word: a local mailbox (`root`) */
 		if ((r = addr_concat(&ctx->arena, p, run_s, run_e, &m->address)) < 0)
@@ -340,6 +353,7 @@ static void addr_angle(const uint8_t *p, size_t n, size_t *i, struct addr_entry 
 	for (;; t = addr_next(p, n, &j)) {
 		if (t.type == ADDR_END) {
 			*i = j;
+			en->angle_open = true;
 			break;
 		}
 		if (t.type == ADDR_SPECIAL) {
@@ -349,6 +363,7 @@ static void addr_angle(const uint8_t *p, size_t n, size_t *i, struct addr_entry 
 			}
 			if (t.ch == '<' || t.ch == ';' || (t.ch == ',' && !route)) {
 				*i = t.start;
+				en->angle_open = true;
 				break;
 			}
 			if (t.ch == ':' && route) {

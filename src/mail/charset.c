@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <iconv.h>
 #include <string.h>
+#include <strings.h>
 
 #define CHARSET_LABEL_MAX 40
 #define CHARSET_CACHE_SLOTS 32
@@ -28,11 +29,26 @@
 struct charset_slot {
 	char label[CHARSET_LABEL_MAX + 1]; /* normalised, NUL-terminated */
 	iconv_t cd;                        /* (iconv_t)-1: iconv refused it */
+	bool ascii_identity;               /* ASCII text converts to itself */
+	bool trusted;                      /* output needs no UTF-8 check */
+	/* A stateless single-byte charset: each byte's code point, read
+	 * from iconv at open (CHARSET_SB_BAD where iconv refuses the byte),
+	 * so conversion is a table lookup with iconv's own answers. */
+	bool single_byte;
+	uint16_t sb[256];
 };
+
+#define CHARSET_SB_BAD 0xFFFF
 
 struct charset_cache {
 	struct charset_slot slot[CHARSET_CACHE_SLOTS];
 	size_t n;
+	/* ISO-2022-JP: JIS X 0208 (94 x 94) to code points, read once from
+	 * iconv itself; 0 where iconv maps nothing.  jis_state: 0 not built,
+	 * 1 ready, -1 unavailable (then iconv does all the work). */
+	uint16_t *jis0208;
+	uint32_t jis_roman_5c, jis_roman_7e;
+	int jis_state;
 };
 
 enum charset_kind {
@@ -139,8 +155,11 @@ static const uint16_t cp1252_high[32] = {
 struct charset_cache *charset_cache_new(void)
 {
 	struct charset_cache *c = xmalloc(sizeof(*c));
-	if (c)
+	if (c) {
 		c->n = 0;
+		c->jis0208 = NULL;
+		c->jis_state = 0;
+	}
 	return c;
 }
 
@@ -151,6 +170,7 @@ void charset_cache_free(struct charset_cache *c)
 	for (size_t i = 0; i < c->n; i++)
 		if (c->slot[i].cd != (iconv_t)-1)
 			iconv_close(c->slot[i].cd);
+	xfree(c->jis0208);
 	xfree(c);
 }
 
@@ -195,26 +215,6 @@ static bool charset_normalise(struct mail_str in, char out[CHARSET_LABEL_MAX + 1
 	}
 	out[n] = '\0';
 	return true;
-}
-
-static int charset_put_cp(struct dynbuf *out, uint32_t cp)
-{
-	char b[4];
-	size_t n;
-	if (cp < 0x80) {
-		b[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		b[0] = (char)(0xC0 | (cp >> 6));
-		b[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else {
-		b[0] = (char)(0xE0 | (cp >> 12));
-		b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		b[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	}
-	return dynbuf_append(out, b, n);
 }
 
 #define CHARSET_FFFD "\xEF\xBF\xBD"
@@ -269,12 +269,28 @@ bool utf8_valid(const uint8_t *p, size_t n)
 				break;
 			i += 8;
 		}
-		if (i >= n)
-			break;
-		size_t l = utf8_seq(p + i, n - i, &bad);
-		if (!l)
-			return false;
-		i += l;
+		/* Then characters one at a time, the common forms inline (the
+		 * text of a non-Latin script is all two- or three-byte forms):
+		 * ASCII; C2..DF + one continuation; E1..EC or EE..EF + two (E0
+		 * and ED have narrower second bytes: utf8_seq checks them). */
+		while (i < n) {
+			uint8_t c = p[i];
+			if (c < 0x80) {
+				i++;
+				if (i + 8 <= n && !(p[i] & 0x80))
+					break;          /* back to the eight-byte loop */
+			} else if (c >= 0xC2 && c <= 0xDF && i + 1 < n && (p[i + 1] & 0xC0) == 0x80) {
+				i += 2;
+			} else if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 2 < n &&
+			           (p[i + 1] & 0xC0) == 0x80 && (p[i + 2] & 0xC0) == 0x80) {
+				i += 3;
+			} else {
+				size_t l = utf8_seq(p + i, n - i, &bad);
+				if (!l)
+					return false;
+				i += l;
+			}
+		}
 	}
 	return true;
 }
@@ -332,32 +348,195 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = p[i];
+	char *d = out->p + out->len;
+	size_t i = 0;
+	while (i < n) {
+		/* ASCII eight bytes at a time (the reserve above leaves room). */
+		while (i + 8 <= n) {
+			uint64_t w;
+			memcpy(&w, p + i, 8);
+			if (w & UINT64_C(0x8080808080808080))
+				break;
+			memcpy(d, &w, 8);
+			d += 8;
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		uint8_t c = p[i++];
 		uint32_t cp = c >= 0x80 && c < 0xA0 ? cp1252_high[c - 0x80] : c;
-		if (cp < 0x80)
-			out->p[out->len++] = (char)cp;
-		else if ((r = charset_put_cp(out, cp)) < 0)
-			return r;
+		if (cp < 0x80) {
+			*d++ = (char)cp;
+		} else if (cp < 0x800) {
+			*d++ = (char)(0xC0 | (cp >> 6));
+			*d++ = (char)(0x80 | (cp & 0x3F));
+		} else {
+			*d++ = (char)(0xE0 | (cp >> 12));
+			*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+			*d++ = (char)(0x80 | (cp & 0x3F));
+		}
 	}
+	out->len = (size_t)(d - out->p);
 	return 0;
 }
 
 /* The descriptor for a normalised label, opened on first use.  Returns
  * (iconv_t)-1 when iconv does not know the label.  *transient is set when
  * the cache is full and the caller must close the descriptor itself. */
+static uint32_t charset_utf8_cp(const uint8_t **p);
+static inline char *charset_put_utf8(char *d, uint32_t cp);
+
+/* Table-driven converters of glibc whose output is always valid UTF-8 (the
+ * code points come from tables).  Anything else, UTF-8 under another name
+ * (ISO-IR-193, CSUTF8), UCS-4, UTF-16..., has its output checked. */
+static bool charset_trusted(const char *iconv_name)
+{
+	static const char *const prefixes[] = {
+		"iso-8859-", "windows-125", "cp125", "koi8-", "iso-2022-jp", "euc-jp", "cp949",
+		"gb18030", "big5", "cp932", "cp874", "macintosh", "mac-", "cp866", NULL,
+	};
+	for (const char *const *q = prefixes; *q; q++)
+		if (strncasecmp(iconv_name, *q, strlen(*q)) == 0)
+			return true;
+	return false;
+}
+
+/* Does cd turn ASCII (bar the ISO-2022 shifts ESC, SO, SI, which are never
+ * taken by the fast path) into itself?  Asked once per descriptor, so the
+ * answer is iconv's own, whatever the charset. */
+static bool charset_probe_ascii(iconv_t cd)
+{
+	char in[128], outb[512];
+	size_t k = 0;
+	for (int c = 1; c < 128; c++)
+		if (c != 0x0E && c != 0x0F && c != 0x1B)
+			in[k++] = (char)c;
+	char *ip = in, *op = outb;
+	size_t il = k, ol = sizeof(outb);
+	iconv(cd, NULL, NULL, NULL, NULL);
+	size_t r = iconv(cd, &ip, &il, &op, &ol);
+	if (r != (size_t)-1)
+		iconv(cd, NULL, NULL, &op, &ol);     /* flush a stateful tail */
+	bool same = r != (size_t)-1 && il == 0 && (size_t)(op - outb) == k &&
+	            memcmp(outb, in, k) == 0;
+	iconv(cd, NULL, NULL, NULL, NULL);
+	return same;
+}
+
+/* Fills s->sb when every byte alone converts to exactly one BMP code point
+ * (or is refused).  Only for the table-driven charsets of charset_trusted,
+ * minus windows-1258, whose glibc converter composes characters. */
+static bool charset_probe_single_byte(iconv_t cd, const char *iconv_name, uint16_t sb[256])
+{
+	if (!charset_trusted(iconv_name) || strcasestr(iconv_name, "1258") ||
+	    strcasestr(iconv_name, "1255") ||
+	    strncasecmp(iconv_name, "iso-2022", 8) == 0 || strncasecmp(iconv_name, "euc", 3) == 0 ||
+	    strncasecmp(iconv_name, "cp9", 3) == 0 || strncasecmp(iconv_name, "gb", 2) == 0 ||
+	    strncasecmp(iconv_name, "big5", 4) == 0)
+		return false;
+	bool ok = true;
+	for (int b = 0; b < 256 && ok; b++) {
+		char in = (char)b, outb[16];
+		char *ip = &in, *op = outb;
+		size_t il = 1, ol = sizeof(outb);
+		iconv(cd, NULL, NULL, NULL, NULL);
+		size_t r = iconv(cd, &ip, &il, &op, &ol);
+		if (r == (size_t)-1) {
+			if (errno != EILSEQ)
+				ok = false;          /* EINVAL: a lead byte */
+			sb[b] = CHARSET_SB_BAD;
+			continue;
+		}
+		/* No flush: a converter that holds a character back (to
+		 * compose it with a following mark, as glibc's CP1255 and
+		 * CP1258 do) writes nothing here, and is not stateless. */
+		const uint8_t *u = (const uint8_t *)outb;
+		if (op == outb) {
+			ok = false;
+			continue;
+		}
+		uint32_t cp = charset_utf8_cp(&u);
+		if ((const char *)u != op || cp >= 0xFFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			ok = false;
+		sb[b] = (uint16_t)cp;
+	}
+	iconv(cd, NULL, NULL, NULL, NULL);
+	return ok;
+}
+
+static int charset_decode_sb(const uint16_t sb[256], const uint8_t *p, size_t n,
+                             struct dynbuf *out, uint64_t *replaced)
+{
+	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
+	if (r < 0)
+		return r;
+	char *d = out->p + out->len;
+	size_t i = 0;
+	uint64_t bad = 0;
+	while (i < n) {
+		while (i + 8 <= n) {
+			uint64_t w;
+			memcpy(&w, p + i, 8);
+			if (w & UINT64_C(0x8080808080808080))
+				break;
+			memcpy(d, &w, 8);    /* ASCII is itself (probed) */
+			d += 8;
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		uint16_t cp = sb[p[i++]];
+		if (cp == CHARSET_SB_BAD) {
+			memcpy(d, CHARSET_FFFD, 3);
+			d += 3;
+			bad++;
+		} else {
+			d = charset_put_utf8(d, cp);
+		}
+	}
+	out->len = (size_t)(d - out->p);
+	*replaced += bad;
+	return 0;
+}
+
+/* True when p[0..n) is ASCII with no ISO-2022 shift (ESC, SO, SI). */
+static bool charset_plain_ascii(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (w & UINT64_C(0x8080808080808080))
+			return false;
+	}
+	for (; i < n; i++)
+		if (p[i] & 0x80)
+			return false;
+	return memchr(p, 0x1B, n) == NULL && memchr(p, 0x0E, n) == NULL &&
+	       memchr(p, 0x0F, n) == NULL;
+}
+
 static iconv_t charset_open(struct charset_cache *c, const char *label,
-                            const char *iconv_name, bool *transient)
+                            const char *iconv_name, bool *transient,
+                            const struct charset_slot **slot)
 {
 	*transient = false;
+	*slot = NULL;
 	for (size_t i = 0; i < c->n; i++)
-		if (strcmp(c->slot[i].label, label) == 0)
+		if (strcmp(c->slot[i].label, label) == 0) {
+			*slot = &c->slot[i];
 			return c->slot[i].cd;
+		}
 	iconv_t cd = iconv_open("UTF-8", iconv_name);
 	if (c->n < CHARSET_CACHE_SLOTS) {
 		struct charset_slot *s = &c->slot[c->n++];
 		strcpy(s->label, label);
 		s->cd = cd;
+		s->ascii_identity = cd != (iconv_t)-1 && charset_probe_ascii(cd);
+		s->trusted = charset_trusted(iconv_name);
+		s->single_byte = s->ascii_identity &&
+		                 charset_probe_single_byte(cd, iconv_name, s->sb);
+		*slot = s;
 	} else if (cd != (iconv_t)-1) {
 		*transient = true;
 	}
@@ -401,6 +580,142 @@ static int charset_decode_iconv(iconv_t cd, const uint8_t *p, size_t n,
 	return 0;
 }
 
+/* ---- ISO-2022-JP without iconv ------------------------------------------
+ *
+ * glibc's ISO-2022-JP converter costs tens of instructions a byte (it is
+ * the ISO-2022-JP-2 machine, through UCS-4).  Mail in ISO-2022-JP (RFC 1468)
+ * uses three sets: ASCII (ESC ( B), JIS-Roman (ESC ( J) and JIS X 0208
+ * (ESC $ @, ESC $ B).  That subset is decoded here with a table read from
+ * iconv itself (so the code points are iconv's); anything else (other
+ * escapes, 8-bit bytes, SO/SI, a control or an unmapped pair inside a
+ * two-byte run, a cut pair) gives up and the caller runs iconv on the whole
+ * input, so output never differs from iconv's. */
+
+/* Decodes the UTF-8 character at *p (valid: iconv wrote it). */
+static uint32_t charset_utf8_cp(const uint8_t **p)
+{
+	const uint8_t *q = *p;
+	uint32_t c = q[0];
+	size_t k = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+	if (k > 1) {
+		c &= 0x3F >> (k - 1);
+		for (size_t i = 1; i < k; i++)
+			c = c << 6 | (q[i] & 0x3F);
+	}
+	*p = q + k;
+	return c;
+}
+
+/* One two-byte character (or a JIS-Roman byte) through a fresh descriptor. */
+static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b, size_t k)
+{
+	char in[16], outb[16];
+	size_t el = strlen(esc);
+	memcpy(in, esc, el);
+	memcpy(in + el, b, k);
+	char *ip = in, *op = outb;
+	size_t il = el + k, ol = sizeof(outb);
+	iconv(cd, NULL, NULL, NULL, NULL);
+	if (iconv(cd, &ip, &il, &op, &ol) == (size_t)-1 || il != 0 || op == outb)
+		return 0;
+	const uint8_t *u = (const uint8_t *)outb;
+	uint32_t c = charset_utf8_cp(&u);
+	return (const char *)u == op ? c : 0;     /* exactly one character */
+}
+
+static bool charset_jis_ready(struct charset_cache *c)
+{
+	if (c->jis_state)
+		return c->jis_state > 0;
+	c->jis_state = -1;
+	iconv_t cd = iconv_open("UTF-8", "ISO-2022-JP");
+	if (cd == (iconv_t)-1)
+		return false;
+	uint16_t *t = xmalloc(94 * 94 * sizeof(*t));
+	if (!t) {
+		iconv_close(cd);
+		return false;
+	}
+	for (int r = 0; r < 94; r++)
+		for (int k = 0; k < 94; k++) {
+			uint8_t b[2] = { (uint8_t)(0x21 + r), (uint8_t)(0x21 + k) };
+			uint32_t cp = charset_jis_probe(cd, "\x1b$B", b, 2);
+			t[r * 94 + k] = cp <= 0xFFFF ? (uint16_t)cp : 0;
+		}
+	c->jis_roman_5c = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"\\", 1);
+	c->jis_roman_7e = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"~", 1);
+	iconv_close(cd);
+	if (!c->jis_roman_5c || !c->jis_roman_7e) {
+		xfree(t);
+		return false;
+	}
+	c->jis0208 = t;
+	c->jis_state = 1;
+	return true;
+}
+
+static inline char *charset_put_utf8(char *d, uint32_t cp)
+{
+	if (cp < 0x80) {
+		*d++ = (char)cp;
+	} else if (cp < 0x800) {
+		*d++ = (char)(0xC0 | (cp >> 6));
+		*d++ = (char)(0x80 | (cp & 0x3F));
+	} else {
+		*d++ = (char)(0xE0 | (cp >> 12));
+		*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+		*d++ = (char)(0x80 | (cp & 0x3F));
+	}
+	return d;
+}
+
+/* 1: decoded into out; 0: not the simple subset (out unchanged). */
+static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t *p, size_t n,
+                                    struct dynbuf *out)
+{
+	/* At most 3 output bytes per input byte (a pair gives at most 3). */
+	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
+	if (r < 0)
+		return r;
+	char *d0 = out->p + out->len, *d = d0;
+	enum { ASCII, ROMAN, JIS } st = ASCII;
+	size_t i = 0;
+	while (i < n) {
+		uint8_t b = p[i];
+		if (b == 0x1B) {
+			if (n - i >= 3 && p[i + 1] == '(' && p[i + 2] == 'B')
+				st = ASCII;
+			else if (n - i >= 3 && p[i + 1] == '(' && p[i + 2] == 'J')
+				st = ROMAN;
+			else if (n - i >= 3 && p[i + 1] == '$' && (p[i + 2] == 'B' || p[i + 2] == '@'))
+				st = JIS;
+			else
+				return 0;
+			i += 3;
+			continue;
+		}
+		if (b >= 0x80 || b == 0x0E || b == 0x0F)
+			return 0;
+		if (st == JIS) {
+			if (n - i < 2 || b < 0x21 || b > 0x7E || p[i + 1] < 0x21 || p[i + 1] > 0x7E)
+				return 0;
+			uint16_t cp = c->jis0208[(b - 0x21) * 94 + (p[i + 1] - 0x21)];
+			if (!cp)
+				return 0;
+			d = charset_put_utf8(d, cp);
+			i += 2;
+			continue;
+		}
+		if (st == ROMAN && (b == 0x5C || b == 0x7E))
+			d = charset_put_utf8(d, b == 0x5C ? c->jis_roman_5c : c->jis_roman_7e);
+		else
+			*d++ = (char)b;
+		i++;
+	}
+	out->len += (size_t)(d - d0);
+	return 1;
+}
+
 int charset_decode(struct mail_ctx *ctx, struct mail_str label,
                    const uint8_t *p, size_t n, struct dynbuf *out,
                    uint64_t *warnings, uint64_t *replaced)
@@ -435,10 +750,27 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 
 	if (kind == CHARSET_ICONV) {
 		bool transient;
+		const struct charset_slot *slot = NULL;
 		iconv_t cd = ctx && ctx->charsets
-			? charset_open(ctx->charsets, norm, iconv_name, &transient)
+			? charset_open(ctx->charsets, norm, iconv_name, &transient, &slot)
 			: (iconv_t)-1;
 		if (cd != (iconv_t)-1) {
+			/* Plain ASCII in a charset that maps ASCII to itself
+			 * (most legacy-labelled mail is): no iconv at all. */
+			if (slot && slot->ascii_identity && charset_plain_ascii(p, n))
+				return dynbuf_append(out, p, n);
+			if (slot && slot->single_byte) {
+				uint64_t before = *replaced;
+				int r = charset_decode_sb(slot->sb, p, n, out, replaced);
+				if (*replaced != before)
+					mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
+				return r;
+			}
+			if (slot && strcmp(norm, "iso-2022-jp") == 0 && charset_jis_ready(ctx->charsets)) {
+				int j = charset_decode_iso2022jp(ctx->charsets, p, n, out);
+				if (j != 0)
+					return j < 0 ? j : 0;
+			}
 			uint64_t before = *replaced;
 			size_t start = out->len;
 			int r = charset_decode_iconv(cd, p, n, out, replaced);
@@ -447,8 +779,10 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 			/* glibc's own UTF-8 decoder (reached through aliases
 			 * such as ISO-IR-193 or CSUTF8) lets 5- and 6-byte
 			 * forms through: the promise of valid output is kept
-			 * here, whatever iconv did. */
-			if (r == 0 && !utf8_valid((const uint8_t *)out->p + start, out->len - start))
+			 * here, whatever iconv did, except for the table-driven
+			 * converters that cannot produce such forms. */
+			if (r == 0 && !(slot && slot->trusted) &&
+			    !utf8_valid((const uint8_t *)out->p + start, out->len - start))
 				r = charset_resanitize(out, start, replaced);
 			if (*replaced != before)
 				mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);

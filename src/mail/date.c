@@ -126,6 +126,20 @@ static bool date_word(struct date_tokens *t, const uint8_t *p, size_t len)
 	return false;
 }
 
+/* At p[i], after a number: optional white space, `:`, optional white space
+ * and a digit.  Returns the offset of that digit, or 0 when it is not so. */
+static size_t date_colon(const uint8_t *p, size_t n, size_t i)
+{
+	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+		i++;
+	if (i >= n || p[i] != ':')
+		return 0;
+	i++;
+	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+		i++;
+	return i < n && date_is_digit(p[i]) ? i : 0;
+}
+
 static int date_tokenize(const uint8_t *p, size_t n, struct date_tokens *t)
 {
 	size_t i = 0;
@@ -157,13 +171,17 @@ static int date_tokenize(const uint8_t *p, size_t n, struct date_tokens *t)
 			struct date_num a;
 			if (!date_number(p, n, &i, &a))
 				return -EINVAL;
-			if (i + 1 < n && p[i] == ':' && date_is_digit(p[i + 1])) {
+			/* RFC 5322 4.3 obs-hour, obs-minute, obs-second: white
+			 * space may surround each colon (`09 : 55 : 06`). */
+			size_t c1 = date_colon(p, n, i);
+			if (c1) {
 				struct date_num b, s = { 0, 0 };
-				i++;
+				i = c1;
 				if (!date_number(p, n, &i, &b))
 					return -EINVAL;
-				if (i + 1 < n && p[i] == ':' && date_is_digit(p[i + 1])) {
-					i++;
+				size_t c2 = date_colon(p, n, i);
+				if (c2) {
+					i = c2;
 					if (!date_number(p, n, &i, &s))
 						return -EINVAL;
 				}
@@ -324,6 +342,13 @@ int date_parse(struct mail_str in, int64_t *utc)
 
 size_t date_format_iso(int64_t utc, char out[32])
 {
+	/* Far outside any date (and -utc would overflow near INT64_MIN):
+	 * clamp; date_parse never yields such values. */
+	const int64_t lim = INT64_C(1) << 50;
+	if (utc < -lim)
+		utc = -lim;
+	else if (utc > lim)
+		utc = lim;
 	/* civil_from_days, the inverse of the above. */
 	int64_t days = utc >= 0 ? utc / 86400 : -((-utc + 86399) / 86400);
 	int64_t secs = utc - days * 86400;

@@ -135,14 +135,15 @@ static int not_mail(struct mail_ctx *ctx, const uint8_t *p, size_t n, struct mai
 {
 	const char *t;
 	m->is_mail = false;
+	/* sniff_buffer answers text itself without libmagic, unless it
+	 * starts like a text-based format libmagic names quickly (a PDF
+	 * whose first binary bytes are >= 0x80 and no C0 control, say). */
 	if (n == 0)
 		t = "application/x-empty";
-	else if (looks_binary(p, n))
-		t = sniff_buffer(ctx->sniff, p, n);
 	else
-		t = "text/plain";
+		t = sniff_buffer(ctx->sniff, p, n);
 	if (!t)
-		t = "application/octet-stream";
+		t = looks_binary(p, n) ? "application/octet-stream" : "text/plain";
 	size_t k = strlen(t);
 	char *c = arena_memdup(&ctx->arena, t, k);
 	if (!c)
@@ -290,9 +291,13 @@ static int all_headers(struct mail_ctx *ctx, const struct header_block *hb, stru
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < hb->n; i++) {
+		/* The record's warnings must not depend on this option: they
+		 * come from the fields the record parses (fields()), whose
+		 * decoding here warns the same again; other fields add none. */
 		struct mail_str u;
+		uint64_t ignored = 0;
 		int r = header_unfold(&ctx->arena, hb->v[i].value, &u);
-		if (r < 0 || (r = ew_decode(ctx, u, &v[i].value, &m->warnings)) < 0)
+		if (r < 0 || (r = ew_decode(ctx, u, &v[i].value, &ignored)) < 0)
 			return r;
 		v[i].name = hb->v[i].name;
 	}

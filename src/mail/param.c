@@ -185,7 +185,7 @@ static int param_hex(uint8_t c)
 
 /* Appends p[0..n) to d, percent-decoded when extended (RFC 2231 4; an
  * invalid escape is kept as written). */
-static size_t param_bytes(struct mail_str v, bool extended, uint8_t *d)
+static size_t param_bytes(struct mail_str v, bool extended, uint8_t *d, uint64_t *warnings)
 {
 	const uint8_t *p = (const uint8_t *)v.p;
 	size_t k = 0;
@@ -196,6 +196,9 @@ static size_t param_bytes(struct mail_str v, bool extended, uint8_t *d)
 			d[k++] = (uint8_t)(h << 4 | l);
 			i += 2;
 		} else {
+			/* RFC 2231 7: ext-octet is "%" 2HEXDIG. */
+			if (extended && p[i] == '%')
+				mail_warn(warnings, MAIL_W_BAD_PARAMETER);
 			d[k++] = p[i];
 		}
 	}
@@ -248,7 +251,7 @@ static int param_assemble_2231(struct mail_ctx *ctx, struct param_raw *raw, size
 			}
 		}
 		first = false;
-		len += param_bytes(v, best->extended, buf + len);
+		len += param_bytes(v, best->extended, buf + len, warnings);
 		if (best->section < 0)
 			break;     /* `name*`: not a continuation, the whole value */
 	}

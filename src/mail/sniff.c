@@ -21,6 +21,7 @@ enum sniff_state { SNIFF_NEW, SNIFF_READY, SNIFF_FAILED };
 struct sniff_cookie {
 	magic_t magic;
 	enum sniff_state state;
+	char zip_type[80];       /* an ODF type read from a zip's mimetype entry */
 };
 
 #define SNIFF_FLAGS (MAGIC_MIME_TYPE | MAGIC_ERROR | MAGIC_NO_CHECK_TEXT | \
@@ -101,6 +102,104 @@ static bool looks_text(const uint8_t *p, size_t n)
 	return true;
 }
 
+/* ---- zip-based formats, without libmagic ---------------------------------
+ *
+ * The commonest attachments after images and PDFs are zip containers (zip,
+ * docx, xlsx, pptx, odt...).  libmagic names them from the local file
+ * headers at the start; these are the cases where its answer is certain
+ * (checked against libmagic 5.44 with our flags), answered here.  Any other
+ * layout (a first entry libmagic treats specially, a data descriptor that
+ * hides the sizes, a header cut by the prefix) still goes to libmagic. */
+
+static inline uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A local file header at p[off]: its name, and where the next one starts
+ * (0 when unknown: sizes deferred to a data descriptor). */
+struct zip_entry {
+	const uint8_t *name;
+	size_t name_n, extra, extra_n, next;
+};
+
+static bool zip_entry_at(const uint8_t *p, size_t n, size_t off, struct zip_entry *e)
+{
+	if (off > n || n - off < 30 || memcmp(p + off, "PK\x03\x04", 4) != 0)
+		return false;
+	size_t nl = le16(p + off + 26), xl = le16(p + off + 28);
+	if (n - off - 30 < nl + xl)
+		return false;
+	e->name = p + off + 30;
+	e->name_n = nl;
+	e->extra = off + 30 + nl;
+	e->extra_n = xl;
+	bool deferred = le16(p + off + 6) & 8;
+	e->next = deferred ? 0 : off + 30 + nl + xl + le32(p + off + 18);
+	return true;
+}
+
+static bool name_starts(const struct zip_entry *e, const char *lit)
+{
+	size_t k = strlen(lit);
+	return e->name_n >= k && memcmp(e->name, lit, k) == 0;
+}
+
+static const char *sniff_zip(struct sniff_cookie *s, const uint8_t *p, size_t n)
+{
+	struct zip_entry e;
+	if (!zip_entry_at(p, n, 0, &e))
+		return NULL;
+	/* OOXML as Office writes it: [Content_Types].xml, _rels/.rels, then
+	 * the part that names the application. */
+	if (e.name_n == 19 && memcmp(e.name, "[Content_Types].xml", 19) == 0) {
+		struct zip_entry e2, e3;
+		if (!e.next || !zip_entry_at(p, n, e.next, &e2) || e2.name_n != 11 ||
+		    memcmp(e2.name, "_rels/.rels", 11) != 0 || !e2.next ||
+		    !zip_entry_at(p, n, e2.next, &e3))
+			return NULL;
+		if (name_starts(&e3, "word/"))
+			return "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+		if (name_starts(&e3, "xl/"))
+			return "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+		if (name_starts(&e3, "ppt/"))
+			return "application/vnd.openxmlformats-officedocument.presentationml.presentation";
+		return NULL;
+	}
+	/* OpenDocument: a stored "mimetype" entry holding the type. */
+	if (e.name_n == 8 && memcmp(e.name, "mimetype", 8) == 0) {
+		static const char odf[] = "application/vnd.oasis.opendocument.";
+		size_t k = le32(p + 18), at = e.extra + e.extra_n;
+		if (le16(p + 8) != 0 || k >= sizeof(s->zip_type) || n - at < k ||
+		    k <= sizeof(odf) - 1 || memcmp(p + at, odf, sizeof(odf) - 1) != 0)
+			return NULL;
+		for (size_t i = sizeof(odf) - 1; i < k; i++) {
+			uint8_t c = p[at + i];
+			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+				return NULL;
+		}
+		memcpy(s->zip_type, p + at, k);
+		s->zip_type[k] = '\0';
+		return s->zip_type;
+	}
+	/* First entries that libmagic reads as something more specific than
+	 * a zip (Java, Android, iOS, OOXML in other layouts, epub...). */
+	static const char *const special[] = {
+		"META-INF", "AndroidManifest", "classes", "_rels", "word/", "xl/", "ppt/",
+		"docProps", "Payload/", "mimetype", NULL,
+	};
+	for (const char *const *sp = special; *sp; sp++)
+		if (name_starts(&e, *sp))
+			return NULL;
+	/* An extra field 0xCAFE marks a jar. */
+	for (size_t x = e.extra, end = e.extra + e.extra_n; x + 4 <= end;
+	     x += 4 + le16(p + x + 2))
+		if (le16(p + x) == 0xCAFE)
+			return NULL;
+	return "application/zip";
+}
+
 const char *sniff_buffer(struct sniff_cookie *s, const uint8_t *p, size_t n)
 {
 	if (!s || n == 0)
@@ -125,6 +224,9 @@ const char *sniff_buffer(struct sniff_cookie *s, const uint8_t *p, size_t n)
 	for (size_t i = 0; i < sizeof(signatures) / sizeof(signatures[0]); i++)
 		if (n >= signatures[i].n && memcmp(p, signatures[i].sig, signatures[i].n) == 0)
 			return signatures[i].type;
+	const char *z = sniff_zip(s, p, n);
+	if (z)
+		return z;
 	if (s->state == SNIFF_FAILED)
 		return NULL;
 	if (s->state == SNIFF_NEW && !sniff_load(s))

@@ -243,9 +243,33 @@ static void test_address_name_without_address_is_bad(void **state)
 static void test_address_local_only(void **state)
 {
 	struct tcase *t = *state;
+	/* Kept (a local mailbox is what the sender meant), but RFC 5322
+	 * 3.4.1 addr-spec needs "@" domain: bad-address, as Python says. */
 	PARSE(t, "MAILER-DAEMON");
 	assert_int_equal(t->l.n, 1);
 	assert_mbox(&t->l.v[0], NULL, "MAILER-DAEMON");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+}
+
+/* Recovered mailboxes that no RFC 5322 3.4 production matches still say so:
+ * an unclosed angle-addr, a phrase before a bare addr-spec. */
+static void test_address_repairs_warn(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "John Doe <john@example.org");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "John Doe", "john@example.org");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "Jane Roe jane@example.org");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "Jane Roe", "jane@example.org");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "XX");
+	assert_int_equal(t->l.n, 1);
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	/* Well formed: no warning. */
+	PARSE(t, "John Doe <john@example.org>, jane@example.org (Jane Roe)");
+	assert_int_equal(t->l.n, 2);
 	assert_int_equal(t->warnings, 0);
 }
 
@@ -368,6 +392,7 @@ int main(void)
 		T(test_address_stray_separators),
 		T(test_address_name_without_address_is_bad),
 		T(test_address_local_only),
+		T(test_address_repairs_warn),
 		T(test_address_null_path),
 		T(test_address_domain_literal),
 		T(test_address_unencoded_8bit_name),

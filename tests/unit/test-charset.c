@@ -305,11 +305,102 @@ static void test_charset_large_input(void **state)
 	free(in);
 }
 
+/* glibc knows labels for its own UTF-8 decoder that our table does not
+ * (ISO-IR-193, CSUTF8) and that decoder passes 5- and 6-byte forms: the
+ * output must still be valid UTF-8, with the bytes counted as replaced. */
+static void test_charset_iconv_utf8_alias_validated(void **state)
+{
+	struct tcase *t = *state;
+	const char *s = DEC(t, "ISO-IR-193", "ok\xfd\xb4\xb4\xb4\xb4\xb4!");
+	assert_true(utf8_valid((const uint8_t *)s, strlen(s)));
+	assert_memory_equal(s, "ok", 2);
+	assert_int_equal(s[strlen(s) - 1], '!');
+	assert_true(t->replaced > 0);
+	assert_true(t->warnings & W(INVALID_BYTES_REPLACED));
+	s = DEC(t, "ISO-IR-193", "caf\xc3\xa9");
+	assert_string_equal(s, "caf\xc3\xa9");
+	assert_int_equal(t->replaced, 0);
+}
+
+/* Plain ASCII in a charset that maps ASCII to itself skips iconv; text with
+ * ISO-2022 shifts or 8-bit bytes still goes through it; a charset that does
+ * not map ASCII to itself (UTF-7's "+") is never short-cut. */
+static void test_charset_ascii_fast_path(void **state)
+{
+	struct tcase *t = *state;
+	assert_string_equal(DEC(t, "iso-8859-2", "plain ascii\r\n"), "plain ascii\r\n");
+	assert_string_equal(DEC(t, "iso-8859-2", "\xb1\xe6"), "\xc4\x85\xc4\x87");
+	assert_string_equal(DEC(t, "ISO-2022-JP", "a\x1b$B$\"\x1b(Bb"), "a\xe3\x81\x82" "b");
+	assert_string_equal(DEC(t, "ISO-2022-JP", "just ascii"), "just ascii");
+	assert_string_equal(DEC(t, "utf-7", "a+AOk-"), "a\xc3\xa9");
+	assert_int_equal(t->warnings, 0);
+}
+
+/* ISO-2022-JP's RFC 1468 subset is decoded without iconv (a table read from
+ * iconv); the result must be iconv's own, which "csISO2022JP" (same
+ * converter, not short-cut) gives.  Other escapes fall back to iconv. */
+static void test_charset_iso2022jp_own_decoder_matches_iconv(void **state)
+{
+	struct tcase *t = *state;
+	static const char *const cases[] = {
+		"\x1b$B$3$s$K$A$O\x1b(B, world\n\x1b$B@$3&\x1b(B!\n",
+		"\x1b(Jyen \\ overline ~\x1b(B back \\ ~",
+		"\x1b$@$\"\x1b(B",
+		"\x1b$B\x7f\x7f\x1b(B unmapped pair",
+		"\x1b$B$\"\n$\"\x1b(B line end inside a two-byte run",
+		"\x1b$(D+!\x1b(B JIS X 0212: iconv's business",
+		"cut pair \x1b$B$",
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = strlen(cases[i]);
+		char *own = strdup(dec(t, "iso-2022-jp", cases[i], n));
+		uint64_t w = t->warnings, r = t->replaced;
+		assert_string_equal(own, dec(t, "csISO2022JP", cases[i], n));
+		assert_int_equal(w, t->warnings);
+		assert_int_equal(r, t->replaced);
+		free(own);
+	}
+	assert_string_equal(DEC(t, "ISO-2022-JP", "\x1b$B$3$s\x1b(B"), "\xe3\x81\x93\xe3\x82\x93");
+}
+
+/* Stateless single-byte charsets are decoded by a table read from iconv at
+ * open: the output, replacements and warnings are iconv's ("iso8859-2" and
+ * "ms-cyrl" name the same converters without the table). */
+static void test_charset_single_byte_table_matches_iconv(void **state)
+{
+	struct tcase *t = *state;
+	static const char *const pairs[][2] = {
+		{ "iso-8859-2", "iso8859-2" }, { "windows-1251", "ms-cyrl" },
+		{ "iso-8859-3", "iso8859-3" }, { "iso-8859-7", "iso8859-7" },
+	};
+	char in[256];
+	for (int i = 0; i < 255; i++)
+		in[i] = (char)(i + 1);
+	for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
+		char *own = strdup(dec(t, pairs[k][0], in, 255));
+		uint64_t w = t->warnings, r = t->replaced;
+		assert_string_equal(own, dec(t, pairs[k][1], in, 255));
+		assert_int_equal(w, t->warnings);
+		assert_int_equal(r, t->replaced);
+		free(own);
+	}
+	/* 0xA5 is not in ISO-8859-3: one U+FFFD, counted. */
+	assert_string_equal(DEC(t, "iso-8859-3", "a\xa5z"), "a\xef\xbf\xbdz");
+	assert_int_equal(t->replaced, 1);
+	assert_true(t->warnings & W(INVALID_BYTES_REPLACED));
+	/* CP1255 composes characters: never tabled, still right. */
+	assert_string_equal(DEC(t, "windows-1255", "\xf9"), "\xd7\xa9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_charset_ascii_fast_path),
+		T(test_charset_iso2022jp_own_decoder_matches_iconv),
+		T(test_charset_single_byte_table_matches_iconv),
 		T(test_charset_utf8_passthrough),
+		T(test_charset_iconv_utf8_alias_validated),
 		T(test_charset_utf8_invalid_replaced_and_counted),
 		T(test_charset_utf8_maximal_subpart),
 		T(test_charset_us_ascii_means_utf8),

@@ -230,9 +230,33 @@ static void test_date_huge_input_linear(void **state)
 	free(in);
 }
 
+/* Values far outside any date format without overflow (UBSan). */
+static void test_date_format_iso_extremes(void **state)
+{
+	(void)state;
+	char out[32];
+	assert_true(date_format_iso(INT64_MIN, out) > 0);
+	assert_true(date_format_iso(INT64_MAX, out) > 0);
+	assert_true(date_format_iso(INT64_MIN + 1, out) > 0);
+}
+
+/* RFC 5322 4.3: obs-hour/obs-minute/obs-second allow CFWS around the
+ * colons (the RFC's own appendix A.6.3 example); the time and the zone were
+ * dropped silently (dated midnight UTC). */
+static void test_date_obs_space_around_colons(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Fri ,  21   Nov   1997   09 : 55 : 06   -0600 (CST)"),
+	                    "1997-11-21T15:55:06Z");
+	assert_string_equal(iso("21 Nov 1997 09 :55: 06 -0600"), "1997-11-21T15:55:06Z");
+	assert_string_equal(iso("21 Nov 1997 09 : 55 -0600"), "1997-11-21T15:55:00Z");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_date_format_iso_extremes),
+		cmocka_unit_test(test_date_obs_space_around_colons),
 		cmocka_unit_test(test_date_rfc5322),
 		cmocka_unit_test(test_date_epoch_value),
 		cmocka_unit_test(test_date_missing_weekday_and_seconds),

@@ -153,22 +153,49 @@ static void test_header_first_line_not_a_field(void **state)
 	PARSE(t, "\x89PNG\r\n\x1a\n");
 	assert_int_equal(t->h.n, 0);
 	assert_int_equal(t->h.body_offset, 0);
-	PARSE(t, " leading continuation\nFrom: a\n\n");
+	assert_int_equal(t->warnings, 0);
+	PARSE(t, "Body text at once\nFrom: a\n\n");
 	assert_int_equal(t->h.n, 0);
 	assert_int_equal(t->h.body_offset, 0);
 	assert_int_equal(t->warnings, 0);
 }
 
-static void test_header_malformed_line_skipped(void **state)
+/* A continuation with no field before it is dropped with a warning (Python's
+ * FirstHeaderLineIsContinuationDefect); the fields after it count. */
+static void test_header_leading_continuation_dropped(void **state)
 {
 	struct tcase *t = *state;
-	PARSE(t, "From: a@b\nthis is not a header\n continuation of junk\nTo: c@d\n\n");
-	assert_int_equal(t->h.n, 2);
-	assert_field(t, 0, "From", " a@b");
-	assert_field(t, 1, "To", " c@d");
+	static const char m[] = " leading continuation\n\tand more\nFrom: a\n\nBody\n";
+	PARSE(t, m);
+	assert_int_equal(t->h.n, 1);
+	assert_field(t, 0, "From", " a");
+	assert_int_equal(t->h.body_offset, sizeof(m) - 1 - 5);
 	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
+}
+
+/* A line that is neither a field nor a continuation ends the block: the body
+ * starts at that line (nothing of it is lost), with a warning. */
+static void test_header_malformed_line_ends_block(void **state)
+{
+	struct tcase *t = *state;
+	static const char m[] = "From: a@b\nthis is not a header\n continuation of junk\nTo: c@d\n\n";
+	PARSE(t, m);
+	assert_int_equal(t->h.n, 1);
+	assert_field(t, 0, "From", " a@b");
+	assert_int_equal(t->h.body_offset, strlen("From: a@b\n"));
+	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
+	assert_null(header_get(&t->h, "To"));
+
 	PARSE(t, "From: a@b\n: no name\n\n");
 	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("From: a@b\n"));
+	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
+
+	/* CRLF, and a line at EOF with no line end. */
+	PARSE(t, "A: 1\r\nB: 2\r\nno colon here");
+	assert_int_equal(t->h.n, 2);
+	assert_field(t, 1, "B", " 2");
+	assert_int_equal(t->h.body_offset, strlen("A: 1\r\nB: 2\r\n"));
 	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
 }
 
@@ -278,7 +305,8 @@ int main(void)
 		T(test_header_empty_value),
 		T(test_header_repeated_fields_kept_in_order),
 		T(test_header_first_line_not_a_field),
-		T(test_header_malformed_line_skipped),
+		T(test_header_malformed_line_ends_block),
+		T(test_header_leading_continuation_dropped),
 		T(test_header_empty_input),
 		T(test_header_too_large),
 		T(test_header_10mib_line),

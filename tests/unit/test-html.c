@@ -114,9 +114,27 @@ static void test_html_output_cap(void **state)
 	assert_memory_equal(out, "abcdef", 6);
 }
 
+/* A raw two-byte character starting with 0xC2 (not U+00A0) is written whole
+ * or not at all: a cut between its bytes left a lone 0xC2 (invalid UTF-8). */
+static void test_html_cap_never_splits_c2_char(void **state)
+{
+	(void)state;
+	char out[4];
+	bool full = false;
+	size_t k = html_to_text((const uint8_t *)"c\xc2\xa9", 3, out, 2, &full);
+	assert_true(full);
+	assert_int_equal(k, 1);
+	assert_memory_equal(out, "c", 1);
+	k = html_to_text((const uint8_t *)"c\xc2\xa9", 3, out, 3, &full);
+	assert_false(full);
+	assert_int_equal(k, 3);
+	assert_memory_equal(out, "c\xc2\xa9", 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_html_cap_never_splits_c2_char),
 		cmocka_unit_test(test_html_tags_removed),
 		cmocka_unit_test(test_html_named_entities),
 		cmocka_unit_test(test_html_numeric_entities),

@@ -211,11 +211,88 @@ static void test_message_reuse_ctx(void **state)
 	}
 }
 
+/* RFC 5322 4.5: "From :" is the obsolete From field, not an mbox From_ line. */
+static void test_message_obs_from_space_colon_is_a_field(void **state)
+{
+	(void)state;
+	parse("From : alice@example.com\nSubject: s\n\nb\n");
+	assert_true(m.is_mail);
+	assert_int_equal(m.from.n, 1);
+	assert_str(m.from.v[0].address, "alice@example.com");
+	assert_int_equal(m.n_headers, 2);
+	assert_str(m.headers[0].name, "From");
+	parse("From \t: bob@example.com\n\nb\n");
+	assert_int_equal(m.from.n, 1);
+	assert_str(m.from.v[0].address, "bob@example.com");
+}
+
+/* A stray continuation line before the first field: still mail, the line is
+ * dropped with malformed-header (Python's FirstHeaderLineIsContinuationDefect). */
+static void test_message_leading_continuation(void **state)
+{
+	(void)state;
+	parse(" leading white space on the first line\nFrom: alice@example.com\n\nBody.\n");
+	assert_true(m.is_mail);
+	assert_int_equal(m.from.n, 1);
+	assert_str(m.from.v[0].address, "alice@example.com");
+	assert_str(m.text, "Body.");
+	assert_int_equal(m.parts, 1);
+	assert_int_equal(m.n_headers, 1);
+	assert_int_equal(m.warnings, W(MALFORMED_HEADER));
+	parse("  only indented text\nand more\n");
+	assert_false(m.is_mail);
+}
+
+/* No blank line before the body: the first line that is not a field starts
+ * the body, and no body line is lost. */
+static void test_message_missing_blank_line(void **state)
+{
+	(void)state;
+	parse("From: a@example.com\nSubject: s\nThis is the body\nIt: looks like a field\n");
+	assert_true(m.is_mail);
+	assert_str(m.subject, "s");
+	assert_str(m.text, "This is the body\nIt: looks like a field");
+	assert_int_equal(m.n_headers, 2);
+	assert_int_equal(m.warnings, W(MALFORMED_HEADER));
+}
+
+/* Not mail that starts like a text format libmagic names: a PDF whose first
+ * binary bytes are >= 0x80 (no C0 control) is application/pdf, not text. */
+static void test_message_not_mail_pdf(void **state)
+{
+	(void)state;
+	parse("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n");
+	assert_false(m.is_mail);
+	assert_str(m.detected_type, "application/pdf");
+}
+
+/* The record's warnings are a function of the message, not of --headers:
+ * raw 8-bit bytes in a field the record does not parse add nothing. */
+static void test_message_warnings_independent_of_headers_option(void **state)
+{
+	(void)state;
+	static const char msg[] = "From: a@example.com\nX-Note: caf\xe9\nSubject: s\xe9\n\nb\n";
+	struct mail_options o = opts;
+	o.want_headers = false;
+	assert_int_equal(mail_parse(ctx, &o, (const uint8_t *)msg, sizeof(msg) - 1, &m), 0);
+	uint64_t without = m.warnings;
+	parse(msg);
+	assert_int_equal(m.warnings, without);
+	assert_int_equal(m.warnings, W(UNENCODED_8BIT_HEADER));   /* from Subject */
+	assert_int_equal(m.n_headers, 3);
+	assert_str(m.headers[1].value, "caf\xc3\xa9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_message_warning_names),
 		cmocka_unit_test(test_message_ctx_free_null),
+		cmocka_unit_test(test_message_obs_from_space_colon_is_a_field),
+		cmocka_unit_test(test_message_leading_continuation),
+		cmocka_unit_test(test_message_missing_blank_line),
+		cmocka_unit_test(test_message_not_mail_pdf),
+		cmocka_unit_test(test_message_warnings_independent_of_headers_option),
 		cmocka_unit_test(test_message_fields),
 		cmocka_unit_test(test_message_headers_option),
 		cmocka_unit_test(test_message_duplicated_header_first_wins),

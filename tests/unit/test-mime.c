@@ -460,9 +460,51 @@ static void test_mime_no_text_option(void **state)
 	assert_int_equal(m.n_attachments, 1);
 }
 
+/* A body part that lacks the blank line after its headers: the first line
+ * that is not a field starts its content (header.h), nothing is lost. */
+static void test_mime_part_without_blank_line(void **state)
+{
+	(void)state;
+	parse("Content-Type: multipart/mixed; boundary=b\n\n"
+	      "--b\nContent-Type: text/plain\nHello body\nsecond: line\n"
+	      "--b\nplain part, no headers at all\n--b--\n");
+	assert_int_equal(m.parts, 3);
+	assert_str(m.text, "Hello body\nsecond: line\nplain part, no headers at all");
+	assert_int_equal(m.warnings, W(MALFORMED_HEADER));
+}
+
+/* A uuencode file name in raw 8-bit bytes is made valid UTF-8 (windows-1252
+ * when it is not UTF-8 already). */
+static void test_mime_uu_filename_made_utf8(void **state)
+{
+	(void)state;
+	parse("From: a@b\n\nbegin 644 \xff.txt\n`\nend\n");
+	assert_int_equal(m.n_attachments, 1);
+	assert_str(m.attachments[0].filename, "\xc3\xbf.txt");
+	parse("From: a@b\n\nbegin 644 caf\xc3\xa9.txt\n`\nend\n");
+	assert_str(m.attachments[0].filename, "caf\xc3\xa9.txt");
+}
+
+/* Length bytes that promise more than their lines hold ("_" is 63 bytes):
+ * the decoded text part stays inside the buffer sized by the input (an ASan
+ * over-read before). */
+static void test_mime_uu_length_byte_overread(void **state)
+{
+	(void)state;
+	static const char msg[] = "From: a@b\nContent-Type: text/plain\n"
+		"Content-Transfer-Encoding: x-uuencode\n\nbegin 644 x\n_\n_\n_\n_\n_\n_\n_\n_\n";
+	parse(msg);
+	for (size_t i = 0; i < m.n_attachments; i++)
+		assert_true(m.attachments[i].size <= sizeof(msg));
+	assert_true(m.warnings & W(BAD_UUENCODE));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mime_part_without_blank_line),
+		cmocka_unit_test(test_mime_uu_filename_made_utf8),
+		cmocka_unit_test(test_mime_uu_length_byte_overread),
 		cmocka_unit_test(test_mime_single_part_default),
 		cmocka_unit_test(test_mime_mixed_text_and_attachment),
 		cmocka_unit_test(test_mime_filename_from_name_param),

@@ -298,10 +298,31 @@ static void test_param_huge_value_linear(void **state)
 	free(in);
 }
 
+/* RFC 2231 7: "%" must be followed by two hex digits.  A bad escape is
+ * kept literally, with bad-parameter. */
+static void test_param_rfc2231_bad_percent_warns(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "attachment; filename*=UTF-8''100%zz%41.txt");
+	assert_param(t, "filename", "100%zzA.txt");
+	assert_int_equal(t->warnings, W(BAD_PARAMETER));
+	PARSE(t, "attachment; filename*=UTF-8''50%");
+	assert_param(t, "filename", "50%");
+	assert_int_equal(t->warnings, W(BAD_PARAMETER));
+	PARSE(t, "attachment; filename*=UTF-8''%41%42");
+	assert_param(t, "filename", "AB");
+	assert_int_equal(t->warnings, 0);
+	/* Not extended: a percent is an ordinary byte. */
+	PARSE(t, "attachment; filename=\"100%zz\"");
+	assert_param(t, "filename", "100%zz");
+	assert_int_equal(t->warnings, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+		T(test_param_rfc2231_bad_percent_warns),
 		T(test_param_type_lowercased),
 		T(test_param_disposition),
 		T(test_param_quoted_escapes),

@@ -93,9 +93,82 @@ static void test_sniff_signatures_agree_with_libmagic(void **state)
 	sniff_cookie_free(s);
 }
 
+/* Appends a stored zip local file header (version 20, no flags) with name,
+ * extra field and data at z[*k]. */
+static void zip_put(uint8_t *z, size_t *k, const char *name, const void *extra, size_t xl,
+                    const void *data, size_t dl)
+{
+	size_t nl = strlen(name);
+	uint8_t h[30] = { 'P', 'K', 3, 4, 20 };
+	h[18] = (uint8_t)dl, h[19] = (uint8_t)(dl >> 8);
+	h[22] = (uint8_t)dl, h[23] = (uint8_t)(dl >> 8);
+	h[26] = (uint8_t)nl, h[28] = (uint8_t)xl;
+	memcpy(z + *k, h, 30);
+	memcpy(z + *k + 30, name, nl);
+	memcpy(z + *k + 30 + nl, extra, xl);
+	memcpy(z + *k + 30 + nl + xl, data, dl);
+	*k += 30 + nl + xl + dl;
+}
+
+/* Zip-based formats are named without libmagic when the layout is one whose
+ * answer is certain, and the answer is libmagic's own; other layouts still
+ * get libmagic's answer. */
+static void test_sniff_zip_family_agrees_with_libmagic(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *names[3];
+		const char *first_data;
+		bool jar_extra;
+		const char *want;
+	} cases[] = {
+		{ { "export/data-1.bin" }, "xxxx", false, "application/zip" },
+		{ { "report.csv" }, "a,b\n", false, "application/zip" },
+		{ { "[Content_Types].xml", "_rels/.rels", "word/document.xml" }, "<x/>", false,
+		  "application/vnd.openxmlformats-officedocument.wordprocessingml.document" },
+		{ { "[Content_Types].xml", "_rels/.rels", "xl/workbook.xml" }, "<x/>", false,
+		  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" },
+		{ { "[Content_Types].xml", "_rels/.rels", "ppt/presentation.xml" }, "<x/>", false,
+		  "application/vnd.openxmlformats-officedocument.presentationml.presentation" },
+		{ { "mimetype", "content.xml" }, "application/vnd.oasis.opendocument.text", false,
+		  "application/vnd.oasis.opendocument.text" },
+		{ { "mimetype", "content.xml" }, "application/vnd.oasis.opendocument.spreadsheet", false,
+		  "application/vnd.oasis.opendocument.spreadsheet" },
+		/* Left to libmagic. */
+		{ { "mimetype" }, "application/epub+zip", false, "application/epub+zip" },
+		{ { "AndroidManifest.xml" }, "<x/>", false, "application/vnd.android.package-archive" },
+		{ { "report.csv" }, "a,b\n", true, "application/java-archive" },
+		{ { "word/document.xml" }, "<x/>", false,
+		  "application/vnd.openxmlformats-officedocument.wordprocessingml.document" },
+	};
+	static const uint8_t cafe[] = { 0xfe, 0xca, 0, 0 };
+	struct sniff_cookie *s = sniff_cookie_new();
+	magic_t mg = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_TEXT | MAGIC_NO_CHECK_ENCODING |
+	                        MAGIC_NO_CHECK_TOKENS | MAGIC_NO_CHECK_CSV | MAGIC_NO_CHECK_JSON |
+	                        MAGIC_NO_CHECK_COMPRESS);
+	assert_non_null(mg);
+	assert_int_equal(magic_load(mg, NULL), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t z[512];
+		size_t k = 0;
+		for (size_t j = 0; j < 3 && cases[i].names[j]; j++) {
+			const char *d = j == 0 ? cases[i].first_data : "<x/>";
+			zip_put(z, &k, cases[i].names[j], cafe, j == 0 && cases[i].jar_extra ? 4 : 0,
+			        d, strlen(d));
+		}
+		memset(z + k, 0, 64);        /* the start of whatever follows */
+		k += 64;
+		assert_string_equal(magic_buffer(mg, z, k), cases[i].want);
+		assert_string_equal(sniff_buffer(s, z, k), cases[i].want);
+	}
+	magic_close(mg);
+	sniff_cookie_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sniff_zip_family_agrees_with_libmagic),
 		cmocka_unit_test(test_sniff_png),
 		cmocka_unit_test(test_sniff_pdf_and_gzip),
 		cmocka_unit_test(test_sniff_no_answer),

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mail/transfer.h"
@@ -225,6 +226,63 @@ static void test_transfer_decode_uuencode_body(void **state)
 	assert_int_equal(w, 0);
 }
 
+/* A length byte that promises more than its line holds ("_" says 63 bytes)
+ * decodes at most the line's own length: output never grows past input
+ * (the MIME walk sizes its buffers by the input), with a warning. */
+static void test_transfer_uu_length_byte_past_line(void **state)
+{
+	(void)state;
+	char buf[128];
+	uint64_t w = 0;
+	uint64_t k = transfer_uu_decode(S("_\n_\n"), (uint8_t *)buf, sizeof(buf), &w);
+	assert_true(k <= 4);
+	assert_true(w & (UINT64_C(1) << MAIL_W_BAD_UUENCODE));
+	w = 0;
+	k = transfer_decode(TRANSFER_UUENCODE, S("begin 644 x\nM\n`\nend\n"), (uint8_t *)buf,
+	                    sizeof(buf), &w);
+	assert_true(k <= 2);
+	assert_true(w & (UINT64_C(1) << MAIL_W_BAD_UUENCODE));
+	/* Size-only and prefix decodes agree with the full one. */
+	assert_int_equal(transfer_uu_decode(S("_\n_\n"), NULL, 0, NULL),
+	                 transfer_uu_decode(S("_\n_\n"), (uint8_t *)buf, 1, NULL));
+}
+
+/* Size-only decoding of a large attachment (the vector counting path, past
+ * its 255-step blocks) agrees with the full decode, with garbage, padding
+ * and a lone sextet at chosen places; so does a 4 KiB sniffing prefix. */
+static void test_transfer_base64_size_only_large(void **state)
+{
+	(void)state;
+	size_t n = 300000;
+	uint8_t *in = malloc(n), *full = malloc(n), pre[4096];
+	assert_non_null(in);
+	assert_non_null(full);
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	for (int variant = 0; variant < 4; variant++) {
+		for (size_t i = 0; i < n; i++)
+			in[i] = (i % 78 == 76) ? '\r' : (i % 78 == 77) ? '\n' : (uint8_t)al[(i * 7 + i / 5) % 64];
+		if (variant == 1)
+			in[123457] = '!';                 /* garbage: bad-base64 */
+		if (variant == 2)
+			in[200003] = '=';                 /* a pad mid-stream */
+		if (variant == 3)
+			in[n - 3] = ' ';
+		uint64_t w1 = 0, w2 = 0, w3 = 0;
+		uint64_t a = transfer_base64_decode(in, n, full, n, &w1);
+		uint64_t b = transfer_base64_decode(in, n, NULL, 0, &w2);
+		uint64_t c = transfer_base64_decode(in, n, pre, sizeof(pre), &w3);
+		assert_int_equal(a, b);
+		assert_int_equal(a, c);
+		assert_int_equal(w1, w2);
+		assert_int_equal(w1, w3);
+		assert_memory_equal(full, pre, sizeof(pre));
+		if (variant == 1)
+			assert_true(w1 & (UINT64_C(1) << MAIL_W_BAD_BASE64));
+	}
+	free(in);
+	free(full);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +298,8 @@ int main(void)
 		cmocka_unit_test(test_transfer_qp_invalid_kept_literally),
 		cmocka_unit_test(test_transfer_qp_prefix),
 		cmocka_unit_test(test_transfer_encoding_names),
+		cmocka_unit_test(test_transfer_uu_length_byte_past_line),
+		cmocka_unit_test(test_transfer_base64_size_only_large),
 		cmocka_unit_test(test_transfer_uu_find_and_decode),
 		cmocka_unit_test(test_transfer_uu_not_a_block),
 		cmocka_unit_test(test_transfer_uu_unterminated),
