@@ -518,6 +518,9 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 	if (r == 0)
 		r = walk_push_dir(w, d);
 	if (r < 0) {
+		/* the files listed hold refs too (walk_list_dir): none was
+		 * handed out, so they go with the directory (issue 7: no leak) */
+		d->refs -= (unsigned)d->n_files;
 		walk_dir_unref(d);
 		return r;
 	}
