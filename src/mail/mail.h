@@ -1,9 +1,12 @@
 /* The parser's contract with the rest of ingest.
  *
  * mail_parse() turns the bytes of one message into a struct mail_message.  It
- * is a pure function of its inputs: no syscalls, no globals.  Every string it
- * returns is UTF-8 (valid, NUL-free in practice, but always carried with its
- * length) and lives either in the input bytes (a view) or in ctx->arena, so
+ * is a pure function of its inputs: no syscalls, no globals.  Every decoded
+ * string it returns (names, subject, text, header values, file names) is
+ * valid UTF-8, always carried with its length; tokens copied as written
+ * (addr-specs, message ids, content types, content ids) may carry raw 8-bit
+ * bytes from the message, which the emitter replaces with U+FFFD so that
+ * every output line is valid UTF-8 all the same and lives either in the input bytes (a view) or in ctx->arena, so
  * it stays valid until the next mail_parse() on the same ctx or until
  * mail_ctx_free().
  *
