@@ -6,9 +6,9 @@
  * valid UTF-8, always carried with its length; tokens copied as written
  * (addr-specs, message ids, content types, content ids) may carry raw 8-bit
  * bytes from the message, which the emitter replaces with U+FFFD so that
- * every output line is valid UTF-8 all the same and lives either in the input bytes (a view) or in ctx->arena, so
- * it stays valid until the next mail_parse() on the same ctx or until
- * mail_ctx_free().
+ * every output line is valid UTF-8 all the same.  Each string lives either
+ * in the input bytes (a view) or in ctx->arena, so it stays valid until the
+ * next mail_parse() on the same ctx or until mail_ctx_free().
  *
  * Threads: a struct mail_ctx belongs to one thread (it holds that thread's
  * libmagic cookie and iconv descriptors, neither of which is thread-safe).
