@@ -12,6 +12,7 @@
 #include "mail/address.h"
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
+#include "mail_fixture.h"
 
 #define W(x) (UINT64_C(1) << MAIL_W_##x)
 
@@ -24,9 +25,7 @@ struct tcase {
 static int setup(void **state)
 {
 	struct tcase *t = calloc(1, sizeof(*t));
-	arena_init(&t->ctx.arena, 0);
-	dynbuf_init(&t->ctx.scratch, 0);
-	t->ctx.charsets = charset_cache_new();
+	mail_fixture_init(&t->ctx);
 	*state = t;
 	return 0;
 }
@@ -34,9 +33,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tcase *t = *state;
-	charset_cache_free(t->ctx.charsets);
-	dynbuf_release(&t->ctx.scratch);
-	arena_release(&t->ctx.arena);
+	mail_fixture_release(&t->ctx);
 	free(t);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "mail/charset.h"
 #include "mail/encoded_word.h"
 #include "mail/mail_ctx.h"
+#include "mail_fixture.h"
 
 struct tcase {
 	struct mail_ctx ctx;
@@ -22,9 +23,7 @@ struct tcase {
 static int setup(void **state)
 {
 	struct tcase *t = calloc(1, sizeof(*t));
-	arena_init(&t->ctx.arena, 0);
-	dynbuf_init(&t->ctx.scratch, 0);
-	t->ctx.charsets = charset_cache_new();
+	mail_fixture_init(&t->ctx);
 	*state = t;
 	return 0;
 }
@@ -32,9 +31,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tcase *t = *state;
-	charset_cache_free(t->ctx.charsets);
-	dynbuf_release(&t->ctx.scratch);
-	arena_release(&t->ctx.arena);
+	mail_fixture_release(&t->ctx);
 	free(t);
 	return 0;
 }
