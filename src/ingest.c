@@ -498,7 +498,9 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	if (r == 0) {
 		r = reader_new(&ro, &run->reader, &rst);
 		if (r < 0)
-			run_fail(run, r, "io_uring is unavailable:", rst.fallback);
+			/* "io_uring is unavailable: Operation not permitted"; the
+			 * failing step is in the stats' fallback field */
+			run_fail(run, r, "io_uring is unavailable", NULL);
 	}
 	if (r == 0)
 		r = run_start(run);

@@ -274,8 +274,9 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	              (unsigned long long)r->rs.grew, (unsigned long long)r->rs.shrank,
 	              (unsigned long long)r->rs.renamed, (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
 	              r->peak_rss_kib);
-	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu},",
-	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries);
+	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu,\"relisted\":%llu},",
+	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries,
+	              (unsigned long long)r->ws.relisted);
 	dynbuf_printf(b, "\"pool\":{\"threads_started\":%llu,\"batches\":%llu,\"inline_batches\":%llu,"
 	              "\"workers_per_batch\":{",
 	              (unsigned long long)r->ps.threads_started, (unsigned long long)r->ps.batches,

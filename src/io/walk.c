@@ -351,7 +351,7 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 		}
 	}
 	w->stats.dirs++;
-	w->stats.entries += n;
+	size_t listed = n;
 	for (size_t i = 0; i < n; i++) {
 		all[i].name = names + (uintptr_t)all[i].name;
 		if (all[i].d_type == DT_UNKNOWN)
@@ -393,6 +393,9 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 				all[k++] = all[i];
 		n = k;
 	}
+	/* entries are what becomes input; names listed twice are reported apart */
+	w->stats.entries += n;
+	w->stats.relisted += listed - n;
 	struct walk_entry *subs = xmalloc((n_subs ? n_subs : 1) * sizeof(*subs));
 	if (!subs)
 		goto nomem;

@@ -84,6 +84,7 @@ uint64_t walk_total(const struct walk *w);
 
 struct walk_stats {
 	uint64_t dirs, entries, getdents_calls;
+	uint64_t relisted;   /* names dropped: one file listed twice (renamed mid-listing) */
 };
 void walk_stats_get(const struct walk *w, struct walk_stats *out);
 

@@ -1,0 +1,199 @@
+"""Shared helpers of the 'robust' suite (issue 7): corpora, running ingest
+under the sanitizers, and the output contract every run must keep.
+
+The contract (issue 2, "records and output"; issue 7): exit 0 means every
+input became exactly one record (a message or an error naming the file and
+the reason); exit 1 means the run failed, with one line "ingest: ..." on
+stderr; nothing else.  Whatever the exit, stdout holds whole JSON lines only:
+never a partial last line.  A signal, a sanitizer report (a leak included)
+or a hang is always a failure.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'bench', 'mkcorpus'))
+
+# Our own sanitizer settings, whatever the caller exported: a distinct exit
+# status for a sanitizer report (ingest itself exits 0, 1, 2 or 130), leaks
+# checked, no core files.  A report is also recognised by its text.
+SAN_EXIT = 86
+SAN_ENV = {
+    'ASAN_OPTIONS': f'detect_leaks=1:exitcode={SAN_EXIT}:abort_on_error=0:'
+                    'disable_coredump=1:handle_abort=1',
+    'LSAN_OPTIONS': f'exitcode={SAN_EXIT}',
+    'UBSAN_OPTIONS': f'halt_on_error=1:print_stacktrace=1:exitcode={SAN_EXIT}',
+}
+SAN_MARKERS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:',
+               'ERROR: ThreadSanitizer', 'SUMMARY: UndefinedBehaviorSanitizer')
+
+
+class Skip(Exception):
+    pass
+
+
+def note(msg=''):
+    print(msg, flush=True)
+
+
+def base_env(extra=None):
+    env = dict(os.environ)
+    for k in ('INGEST_FAULT', 'INGEST_FAULT_COUNT'):
+        env.pop(k, None)
+    env.update(SAN_ENV)
+    env['LC_ALL'] = 'C'
+    if extra:
+        env.update(extra)
+    return env
+
+
+class Result:
+    def __init__(self, argv, rc, out, err, hung=False, elapsed=0.0):
+        self.argv, self.rc, self.out, self.err = argv, rc, out, err
+        self.hung, self.elapsed = hung, elapsed
+
+    @property
+    def err_text(self):
+        return self.err.decode('utf-8', 'replace')
+
+
+def run(argv, env=None, timeout=20, stdin=subprocess.DEVNULL, cwd=None):
+    """Runs argv; a timeout kills the whole process group and marks a hang."""
+    import time
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return Result(argv, p.returncode, out, err, elapsed=time.monotonic() - t0)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        return Result(argv, p.returncode, out, err, hung=True, elapsed=time.monotonic() - t0)
+
+
+def record_path(rec):
+    """The exact bytes of a record's path (path_b64 when it is not UTF-8)."""
+    if 'path_b64' in rec:
+        return base64.b64decode(rec['path_b64'])
+    return rec['path'].encode('utf-8', 'surrogateescape')
+
+
+def record_root(rec):
+    if 'root_b64' in rec:
+        return base64.b64decode(rec['root_b64'])
+    return rec.get('root', '').encode('utf-8', 'surrogateescape')
+
+
+def record_key(rec):
+    """What identifies an input: root, path and, for a message of an mbox,
+    its offset."""
+    return (record_root(rec), record_path(rec), rec.get('offset'))
+
+
+def parse_output(out):
+    """Splits stdout into records.  Returns (records, problems): problems
+    name a partial last line, a line that is not a JSON object, or an error
+    record that does not name its file and reason."""
+    problems = []
+    records = []
+    if out and not out.endswith(b'\n'):
+        problems.append(f'partial last line: {out[-120:]!r}')
+    for n, line in enumerate(out.split(b'\n')[:-1] if out else [], 1):
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            problems.append(f'line {n} is not JSON ({e}): {line[:160]!r}')
+            continue
+        if not isinstance(rec, dict) or ('path' not in rec and 'path_b64' not in rec):
+            problems.append(f'line {n} has no path: {line[:160]!r}')
+            continue
+        err = rec.get('error')
+        if err is not None:
+            if not isinstance(err, dict) or not err.get('message') or \
+                    not (err.get('errno') or err.get('reason')):
+                problems.append(f'line {n}: error record without reason/message: {line[:200]!r}')
+        records.append(rec)
+    return records, problems
+
+
+def sanitizer_report(res):
+    text = res.err_text
+    for m in SAN_MARKERS:
+        if m in text:
+            i = text.find(m)
+            return text[max(0, i - 200):i + 1500]
+    if res.rc == SAN_EXIT:
+        return text[-1500:]
+    return None
+
+
+def crash_problem(res, what=''):
+    """A hang, a signal or a sanitizer report: always a failure."""
+    if res.hung:
+        return f'{what}hang (killed after the timeout)'
+    san = sanitizer_report(res)
+    if san:
+        return f'{what}sanitizer report (exit {res.rc}):\n{san}'
+    if res.rc is not None and res.rc < 0:
+        return f'{what}killed by signal {-res.rc} ({signal.Signals(-res.rc).name})\n{res.err_text[-800:]}'
+    return None
+
+
+def stderr_lines(res, drop_prefixes=('ingest-fault:',)):
+    return [l for l in res.err_text.splitlines() if l and not l.startswith(drop_prefixes)]
+
+
+def failure_line_problem(res):
+    """Exit 1 must come with exactly one line 'ingest: ...' on stderr (the
+    runs of this suite pass --quiet, so no error summary precedes it)."""
+    lines = stderr_lines(res)
+    if len(lines) != 1 or not lines[0].startswith('ingest: '):
+        return f'exit 1 without one "ingest: ..." line on stderr: {lines[:6]!r}'
+    return None
+
+
+def mkcorpus(out, *args, seed=7):
+    if not os.path.exists(MKCORPUS):
+        raise Skip(f'no corpus generator at {MKCORPUS}')
+    r = subprocess.run([sys.executable, MKCORPUS, '--seed', str(seed), '--out', out, *args],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise RuntimeError(f'mkcorpus failed: {r.stderr.decode()[-500:]}')
+
+
+def tmpdir(prefix):
+    d = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(d, 0o755)
+    return d
+
+
+def rmtree(d):
+    # a test may leave unreadable directories behind: make them readable first
+    for root, dirs, _files in os.walk(d):
+        for x in dirs:
+            try:
+                os.chmod(os.path.join(root, x), 0o755)
+            except OSError:
+                pass
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def has_fault_injection(ingest, corpus):
+    """INGEST_FAULT_COUNT=1 prints 'ingest-fault: calls=N' only in a build
+    with -Dfault_injection=true."""
+    r = run([ingest, '-q', '--io-only', corpus], env=base_env({'INGEST_FAULT_COUNT': '1'}))
+    for line in r.err_text.splitlines():
+        if line.startswith('ingest-fault: calls='):
+            return int(line.split('=', 1)[1])
+    return None
