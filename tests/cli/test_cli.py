@@ -286,7 +286,7 @@ def case_mbox_memory(tmp):
     unit = os.path.join(tmp, "unit")
     mkcorpus(unit, "--seed", "12", "--layout", "mbox", "--count", "300")
     chunk = open(os.path.join(unit, "archive.mbox"), "rb").read()
-    target = 1 << 30   # 1 GiB, written on the fly
+    target = 3 << 30   # several GiB (issue 6), written on the fly
     with open(os.path.join(d, "big.mbox"), "wb") as f:
         n = 0
         while n < target:
@@ -371,6 +371,44 @@ def case_state(tmp):
     es = run(["--state=" + os.path.join(tmp, "s2"), "--format=es-bulk", d], check_rc=0)
     if not es.stdout:
         fail("es-bulk with state")
+
+
+def case_state_unchanged_100k(tmp):
+    """An unchanged 100,000-message Maildir re-run with --state reads no
+    message bodies: no read on the ring, and strace sees no read, pread64
+    or openat growing with the messages."""
+    if not shutil.which("strace"):
+        print("SKIP: strace is not installed")
+        sys.exit(77)
+    d = os.path.join(tmp, "md")
+    for sub in ("cur", "new", "tmp"):
+        os.makedirs(os.path.join(d, sub))
+    body = b"From: a@b.example\nSubject: s\n\nbody\n"
+    for i in range(100000):
+        with open(os.path.join(d, "cur", f"{1600000000 + i}.M{i}.h:2,S"), "wb") as f:
+            f.write(body)
+    st = os.path.join(tmp, "state")
+    first = run(["--state=" + st, "--no-text", "-o", "/dev/null", "--stats=json", d], check_rc=0)
+    if json.loads(first.stderr.decode().strip().splitlines()[-1])["files"] != 100000:
+        fail("first run")
+    log = os.path.join(tmp, "strace.txt")
+    p = subprocess.run(["strace", "-f", "-c", "-o", log, ARGS.ingest, "--state=" + st,
+                        "--stats=json", d], capture_output=True, timeout=600)
+    if p.returncode or p.stdout:
+        fail(f"re-run: exit {p.returncode}, {len(p.stdout.splitlines())} records")
+    s = json.loads(p.stderr.decode().strip().splitlines()[-1])
+    if s["ring_ops"]["read"] or s["ring_ops"]["openat"] or s["ring_ops"]["statx"] != 100000:
+        fail(f"ring: {s['ring_ops']}")
+    counts = {}
+    for line in open(log):
+        f = line.split()
+        if len(f) >= 5 and f[-1].isidentifier() and f[3].isdigit():
+            counts[f[-1]] = int(f[3])
+    for name in ("read", "pread64", "openat"):
+        if counts.get(name, 0) > 100:
+            fail(f"strace: {counts.get(name)} {name} calls for an unchanged re-run of 100,000 messages")
+    print(f"unchanged re-run: statx on the ring {s['ring_ops']['statx']}, strace read "
+          f"{counts.get('read', 0)}, openat {counts.get('openat', 0)}")
 
 
 def case_progress(tmp):
