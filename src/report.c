@@ -4,6 +4,7 @@
 #include "report.h"
 #include "core/dynbuf.h"
 #include "core/stats.h"
+#include "core/sys.h"
 #include "core/xalloc.h"
 #include "io/reader.h"
 #include "io/walk.h"
@@ -17,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <fcntl.h>
 #include <time.h>
 
 #define REPORT_KINDS 8
@@ -101,6 +102,21 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		r->records += b->items[i].out_records;
 }
 
+static long report_vmhwm_kib(void)
+{
+	char buf[4096];
+	int fd = sys_openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	ssize_t n = sys_read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "VmHWM:");
+	return p ? strtol(p + 6, NULL, 10) : 0;
+}
+
 void report_finish(struct ingest_report *r, const struct reader *rd, const struct walk *w,
                    const struct pool *p, const struct budget *bu, uint64_t parse_wait_ns,
                    uint64_t write_wait_ns, uint64_t read_wait_ns)
@@ -118,10 +134,10 @@ void report_finish(struct ingest_report *r, const struct reader *rd, const struc
 	r->parse_wait_ns = parse_wait_ns;
 	r->write_wait_ns = write_wait_ns;
 	r->read_wait_ns = read_wait_ns;
-	/* after the window: getrusage is not one of the counted calls */
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		r->peak_rss_kib = ru.ru_maxrss;
+	/* After the window.  VmHWM, not getrusage's ru_maxrss: the latter is
+	 * kept across execve, so a child of a large process (a Python
+	 * harness) would report its parent's peak. */
+	r->peak_rss_kib = report_vmhwm_kib();
 }
 
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted)
