@@ -497,10 +497,14 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	}
 	if (r == 0) {
 		r = reader_new(&ro, &run->reader, &rst);
-		if (r < 0)
-			/* "io_uring is unavailable: Operation not permitted"; the
-			 * failing step is in the stats' fallback field */
-			run_fail(run, r, "io_uring is unavailable", NULL);
+		if (r < 0) {
+			/* "io_uring is unavailable (io_uring_setup): Operation not
+			 * permitted": the step from the fallback text, the errno once */
+			char what[224];
+			snprintf(what, sizeof(what), "io_uring is unavailable (%.*s)",
+			         (int)strcspn(rst.fallback, ":"), rst.fallback);
+			run_fail(run, r, what, NULL);
+		}
 	}
 	if (r == 0)
 		r = run_start(run);
@@ -537,7 +541,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	if (run->write_started)
 		pthread_join(run->write_thread, NULL);
 	report_finish(run->rep, run->reader, run->walk, run->pool, &run->budget,
-	              run->parse_wait_ns, run->write_wait_ns, run->full_batches.waited_ns);
+	              run->parse_wait_ns, run->write_wait_ns, atomic_load(&run->full_batches.waited_ns));
 	report_set_flags(run->rep, atomic_load(&run->output_closed), atomic_load(&ingest_stop));
 
 	/* The new state replaces the old only after a complete run: an

@@ -130,7 +130,7 @@ void report_finish(struct ingest_report *r, const struct reader *rd, const struc
 	if (p)
 		pool_stats_get(p, &r->ps);
 	r->peak_inflight = bu->peak;
-	r->budget_wait_ns = bu->waited_ns;
+	r->budget_wait_ns = atomic_load(&bu->waited_ns);
 	r->parse_wait_ns = parse_wait_ns;
 	r->write_wait_ns = write_wait_ns;
 	r->read_wait_ns = read_wait_ns;

@@ -40,14 +40,15 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void futex_sleep(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen, uint64_t *waited)
+static void futex_sleep(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen,
+                        _Atomic uint64_t *waited)
 {
 	uint64_t t0 = now_ns();
 	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
 		sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
 	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
-	*waited += now_ns() - t0;
+	atomic_fetch_add_explicit(waited, now_ns() - t0, memory_order_relaxed);
 }
 
 static void futex_notify(_Atomic uint32_t *seq, atomic_uint *waiters, int n)
@@ -64,7 +65,7 @@ void chan_init(struct chan *c)
 	c->closed = false;
 	atomic_init(&c->seq, 0);
 	atomic_init(&c->waiters, 0);
-	c->waited_ns = 0;
+	atomic_init(&c->waited_ns, 0);
 }
 
 void chan_push(struct chan *c, struct batch *b)
@@ -116,7 +117,7 @@ void budget_init(struct budget *b, uint64_t limit)
 	b->cancelled = false;
 	atomic_init(&b->seq, 0);
 	atomic_init(&b->waiters, 0);
-	b->waited_ns = 0;
+	atomic_init(&b->waited_ns, 0);
 }
 
 bool budget_try_acquire(struct budget *b, uint64_t bytes)

@@ -22,7 +22,7 @@ struct chan {
 	bool closed;
 	_Atomic uint32_t seq;       /* futex word: bumped on every change */
 	atomic_uint waiters;
-	uint64_t waited_ns;         /* time the consumer spent blocked */
+	_Atomic uint64_t waited_ns; /* time the consumers spent blocked */
 };
 
 void chan_init(struct chan *c);
@@ -38,7 +38,7 @@ struct budget {
 	bool cancelled;
 	_Atomic uint32_t seq;
 	atomic_uint waiters;
-	uint64_t waited_ns;
+	_Atomic uint64_t waited_ns; /* summed over waiters, hence atomic */
 };
 
 void budget_init(struct budget *b, uint64_t limit);

@@ -112,7 +112,7 @@ static void test_chan_blocked_pop_woken_by_push(void **state)
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_ptr_equal(p.got, x);
 	assert_null(c.head);
-	assert_true(c.waited_ns > 0);
+	assert_true(atomic_load(&c.waited_ns) > 0);
 	batch_free(x);
 }
 
