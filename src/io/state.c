@@ -96,6 +96,29 @@ static void state_insert(uint32_t *table, size_t mask, uint64_t key, uint32_t id
 		}
 }
 
+/* n space-separated decimal numbers filling the NUL-terminated line; the
+ * mtime's seconds may be negative (stored as two's complement). */
+static int state_parse_numbers(const char *p, uint64_t *out, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bool neg = *p == '-';
+		if (neg)
+			p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (errno)
+			return -EINVAL;
+		out[i] = neg ? (uint64_t)-(int64_t)v : (uint64_t)v;
+		p = end;
+		if (i + 1 < n && *p++ != ' ')
+			return -EINVAL;
+	}
+	return *p ? -EINVAL : 0;
+}
+
 static int state_parse(struct state *s, char *p, size_t n)
 {
 	size_t ml = strlen(STATE_MAGIC);
@@ -108,9 +131,16 @@ static int state_parse(struct state *s, char *p, size_t n)
 			return -EINVAL;
 		*nl = '\0';
 		struct state_entry e = { 0 };
-		size_t rn, pn, in;
-		if (sscanf(p + at, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNd64 " %" SCNu32 " %zu %zu %zu",
-		           &e.dev, &e.ino, &e.size, &e.mtime_sec, &e.mtime_nsec, &rn, &pn, &in) != 8)
+		uint64_t f[8];
+		if (state_parse_numbers(p + at, f, 8) < 0)
+			return -EINVAL;
+		e.dev = f[0];
+		e.ino = f[1];
+		e.size = f[2];
+		e.mtime_sec = (int64_t)f[3];
+		e.mtime_nsec = (uint32_t)f[4];
+		size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
+		if (f[4] >= 1000000000u || f[5] > n || f[6] > n || f[7] > n)
 			return -EINVAL;
 		at = (size_t)(nl - p) + 1;
 		if (rn > n - at || pn > n - at - rn || in > n - at - rn - pn || at + rn + pn + in >= n ||
