@@ -11,6 +11,7 @@
  * arithmetic overflows.  Nothing here reads the clock: an unparseable date
  * is -EINVAL, never "now". */
 #include "mail/date.h"
+#include "mail/header.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -149,18 +150,7 @@ static int date_tokenize(const uint8_t *p, size_t n, struct date_tokens *t)
 	while (i < n) {
 		uint8_t c = p[i];
 		if (c == '(') {
-			/* RFC 5322 3.2.2 comment, nested, with quoted-pairs. */
-			size_t depth = 0;
-			for (; i < n; i++) {
-				if (p[i] == '\\')
-					i++;
-				else if (p[i] == '(')
-					depth++;
-				else if (p[i] == ')' && --depth == 0) {
-					i++;
-					break;
-				}
-			}
+			i = header_skip_comment(p, n, i);
 			space_before = true;
 			continue;
 		}

@@ -217,3 +217,17 @@ int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out)
 	*out = (struct mail_str){ d, k };
 	return 0;
 }
+
+size_t header_skip_comment(const uint8_t *p, size_t n, size_t i)
+{
+	size_t depth = 0;
+	for (; i < n; i++) {
+		if (p[i] == '\\')
+			i++;
+		else if (p[i] == '(')
+			depth++;
+		else if (p[i] == ')' && --depth == 0)
+			return i + 1;
+	}
+	return n;
+}

@@ -39,4 +39,8 @@ size_t header_count(const struct header_block *h, const char *name);
  * space.  out is a view when nothing had to change, else in the arena. */
 int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out);
 
+/* Offset after the RFC 5322 3.2.2 comment opening at p[i] (nested, with
+ * quoted-pairs), or n when it never closes. */
+size_t header_skip_comment(const uint8_t *p, size_t n, size_t i);
+
 #endif

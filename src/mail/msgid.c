@@ -8,6 +8,7 @@
  * visited once, so the cost is linear however the brackets nest or fail to
  * close.  Ids are views into the input; only the array is allocated. */
 #include "mail/msgid.h"
+#include "mail/header.h"
 
 #include <errno.h>
 #include <string.h>
@@ -15,21 +16,6 @@
 static inline bool msgid_is_space(uint8_t c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* Offset after the comment opening at p[i], or n when it never closes. */
-static size_t msgid_skip_comment(const uint8_t *p, size_t n, size_t i)
-{
-	size_t depth = 0;
-	for (; i < n; i++) {
-		if (p[i] == '\\')
-			i++;
-		else if (p[i] == '(')
-			depth++;
-		else if (p[i] == ')' && --depth == 0)
-			return i + 1;
-	}
-	return n;
 }
 
 static size_t msgid_skip_quoted(const uint8_t *p, size_t n, size_t i)
@@ -52,7 +38,7 @@ static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str 
 		if (msgid_is_space(c) || c == ',' || c == '>') {
 			i++;
 		} else if (c == '(') {
-			i = msgid_skip_comment(p, n, i);
+			i = header_skip_comment(p, n, i);
 		} else if (c == '"') {
 			i = msgid_skip_quoted(p, n, i);
 		} else if (c == '<') {

@@ -16,6 +16,7 @@
  * MAIL_W_BAD_PARAMETER); everything else is linear.  Views of the input
  * where nothing changes, else copies in the arena. */
 #include "mail/param.h"
+#include "mail/header.h"
 #include "mail/charset.h"
 #include "mail/encoded_word.h"
 #include "mail/mail_ctx.h"
@@ -67,19 +68,7 @@ static size_t param_skip_cfws(const uint8_t *p, size_t n, size_t i)
 		if (param_is_space(p[i])) {
 			i++;
 		} else if (p[i] == '(') {
-			size_t depth = 0;
-			for (; i < n; i++) {
-				if (p[i] == '\\')
-					i++;
-				else if (p[i] == '(')
-					depth++;
-				else if (p[i] == ')' && --depth == 0) {
-					i++;
-					break;
-				}
-			}
-			if (i > n)
-				i = n;
+			i = header_skip_comment(p, n, i);
 		} else {
 			break;
 		}
