@@ -28,6 +28,10 @@ static atomic_int fault_state;   /* 0 unread, 1 off, 2 armed */
 static unsigned long fault_nth;
 static int fault_errno;
 static int fault_kinds;
+/* With a name, N counts only the calls of that syscall: a call made by one
+ * thread then has the same number in every run, whatever the others do. */
+static char fault_name[32];
+static atomic_ulong fault_named_calls;
 
 static void fault_report(void)
 {
@@ -52,10 +56,15 @@ static void fault_configure(void)
 				    !strncmp(fault_errnos[i].name, e, len))
 					fault_errno = fault_errnos[i].value;
 			const char *k = e + len;
-			if (*k == ':')
-				fault_kinds = !strcmp(k + 1, "sys") ? FAULT_SYS
-				            : !strcmp(k + 1, "alloc") ? FAULT_ALLOC
+			if (*k == ':') {
+				const char *kind = k + 1;
+				size_t klen = strcspn(kind, ":");
+				fault_kinds = klen == 3 && !strncmp(kind, "sys", 3) ? FAULT_SYS
+				            : klen == 5 && !strncmp(kind, "alloc", 5) ? FAULT_ALLOC
 				            : FAULT_SYS | FAULT_ALLOC;
+				if (kind[klen] == ':')
+					snprintf(fault_name, sizeof(fault_name), "%s", kind + klen + 1);
+			}
 		}
 		if (fault_nth && fault_errno > 0)
 			state = 2;
@@ -67,7 +76,7 @@ static void fault_configure(void)
 		return;
 }
 
-int fault_check(enum fault_kind kind)
+int fault_check(enum fault_kind kind, const char *name)
 {
 	if (atomic_load_explicit(&fault_state, memory_order_acquire) == 0)
 		fault_configure();
@@ -76,12 +85,18 @@ int fault_check(enum fault_kind kind)
 		return 0;
 	if (!(fault_kinds & (int)kind))
 		return 0;
+	if (fault_name[0]) {
+		if (!name || strcmp(name, fault_name))
+			return 0;
+		n = atomic_fetch_add_explicit(&fault_named_calls, 1, memory_order_relaxed) + 1;
+	}
 	return n == fault_nth ? -fault_errno : 0;
 }
 #else
-int fault_check(enum fault_kind kind)
+int fault_check(enum fault_kind kind, const char *name)
 {
 	(void)kind;
+	(void)name;
 	return 0;
 }
 #endif

@@ -32,16 +32,16 @@ void sys_count(enum sys_call c)
 	stats_count_sys(c);
 }
 
-int sys_fault(void)
+int sys_fault(enum sys_call c)
 {
-	return fault_check(FAULT_SYS);
+	return fault_check(FAULT_SYS, sys_call_name(c));
 }
 
 /* Counts, lets fault injection fail the call before it is made (a failed
  * call costs no syscall, so it is not counted), then makes it. */
 #define SYS_DO(name, ...)                                       \
 	do {                                                        \
-		int fault_ = sys_fault();                               \
+		int fault_ = sys_fault(SC_##name);                      \
 		if (fault_)                                             \
 			return fault_;                                      \
 		stats_count_sys(SC_##name);                            \
@@ -132,7 +132,7 @@ int sys_sched_getaffinity(size_t size, void *mask)
 int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft)
 {
 	struct rlimit old, want;
-	int fault = sys_fault();
+	int fault = sys_fault(SC_prlimit64);
 	if (fault)
 		return fault;
 	stats_count_sys(SC_prlimit64);

@@ -89,6 +89,6 @@ void sys_count(enum sys_call c);
 
 /* Fault injection: returns -errno when this call should fail, 0 otherwise.
  * Always 0 unless built with -Dfault_injection=true and INGEST_FAULT set. */
-int sys_fault(void);
+int sys_fault(enum sys_call c);
 
 #endif

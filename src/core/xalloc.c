@@ -8,7 +8,7 @@
 
 void *xmalloc(size_t n)
 {
-	if (fault_check(FAULT_ALLOC)) {
+	if (fault_check(FAULT_ALLOC, NULL)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -17,7 +17,7 @@ void *xmalloc(size_t n)
 
 void *xcalloc(size_t n, size_t size)
 {
-	if (fault_check(FAULT_ALLOC)) {
+	if (fault_check(FAULT_ALLOC, NULL)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -26,7 +26,7 @@ void *xcalloc(size_t n, size_t size)
 
 void *xrealloc(void *p, size_t n)
 {
-	if (fault_check(FAULT_ALLOC)) {
+	if (fault_check(FAULT_ALLOC, NULL)) {
 		errno = ENOMEM;
 		return NULL;
 	}

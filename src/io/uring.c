@@ -100,7 +100,7 @@ static int uring_setup(struct uring_reader *u, char *why, size_t whylen)
 	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
 		memset(&p, 0, sizeof(p));
 		p.flags = flag_sets[i];
-		int fault = sys_fault();
+		int fault = sys_fault(SC_io_uring_setup);
 		if (fault) {
 			r = fault;
 		} else {
@@ -130,7 +130,7 @@ static int uring_setup(struct uring_reader *u, char *why, size_t whylen)
 		}
 	}
 	io_uring_free_probe(probe);
-	int fault = sys_fault();
+	int fault = sys_fault(SC_io_uring_register);
 	if (fault) {
 		r = fault;
 	} else {
@@ -150,7 +150,7 @@ static int uring_setup(struct uring_reader *u, char *why, size_t whylen)
 static int uring_enter(struct uring_reader *u, unsigned want)
 {
 	for (;;) {
-		int fault = sys_fault();
+		int fault = sys_fault(SC_io_uring_enter);
 		int r;
 		if (fault) {
 			r = fault;
