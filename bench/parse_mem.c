@@ -1,0 +1,154 @@
+/* The parser alone, on one core: what issue 3's "parse throughput per core"
+ * means.  Every file of a list is read into memory first (untimed), then
+ * each pass parses every message and formats its JSON record into a reused
+ * buffer, exactly as a pool worker does (mail_parse + emit_record), with no
+ * reading, no writing and no threads.  Timed with the thread's CPU clock
+ * and the wall clock; passes repeat until --seconds have gone by, and the
+ * fastest pass is reported (the others are disturbed, not faster).
+ *
+ * Usage: parse-mem [--seconds=S] LIST
+ * Prints one line: key=value pairs that bench/run reads. */
+#include "core/dynbuf.h"
+#include "mail/mail.h"
+#include "out/emit.h"
+#include "record.h"
+#include "core/limits.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct input {
+	char *path;
+	uint8_t *p;
+	size_t n;
+};
+
+static double clock_s(clockid_t id)
+{
+	struct timespec t;
+	clock_gettime(id, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int load(const char *path, struct input *in)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	in->n = (size_t)st.st_size;
+	in->p = malloc(in->n ? in->n : 1);
+	size_t got = 0;
+	while (in->p && got < in->n) {
+		ssize_t r = read(fd, in->p + got, in->n - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	in->n = got;
+	in->path = strdup(path);
+	return in->p && in->path ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 1.5;
+	const char *list = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "--seconds=", 10))
+			seconds = atof(argv[i] + 10);
+		else
+			list = argv[i];
+	}
+	FILE *f = list ? fopen(list, "r") : NULL;
+	if (!f) {
+		fprintf(stderr, "usage: parse-mem [--seconds=S] LIST (one path a line)\n");
+		return 2;
+	}
+	struct input *in = NULL;
+	size_t n = 0, cap = 0, bytes = 0;
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &linecap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = 0;
+		if (!len)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			in = realloc(in, cap * sizeof(*in));
+			if (!in)
+				return 1;
+		}
+		if (load(line, &in[n]) < 0) {
+			fprintf(stderr, "parse-mem: %s: %s\n", line, strerror(errno));
+			return 1;
+		}
+		bytes += in[n].n;
+		n++;
+	}
+	free(line);
+	fclose(f);
+
+	struct mail_ctx *ctx = mail_ctx_new();
+	struct mail_options mo = { .max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true };
+	struct emit_options eo;
+	emit_options_init(&eo);
+	struct dynbuf out;
+	dynbuf_init(&out, 0);
+	if (!ctx)
+		return 1;
+
+	double best_cpu = 0, best_wall = 0, t_end = clock_s(CLOCK_MONOTONIC) + seconds;
+	size_t passes = 0, records = 0, out_bytes = 0;
+	do {
+		double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
+		records = 0;
+		out_bytes = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct mail_message msg;
+			struct record rec = { .io = { .path = { in[i].path, strlen(in[i].path) },
+			                              .have_stat = true, .size = in[i].n } };
+			if (mail_parse(ctx, &mo, in[i].p, in[i].n, &msg) == 0)
+				rec.mail = &msg;
+			if (emit_record(&eo, &rec, &out) == 0)
+				records++;
+			if (out.len > (1u << 20)) {
+				out_bytes += out.len;
+				out.len = 0;
+			}
+		}
+		out_bytes += out.len;
+		out.len = 0;
+		double cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0, wall = clock_s(CLOCK_MONOTONIC) - w0;
+		if (!passes || cpu < best_cpu)
+			best_cpu = cpu;
+		if (!passes || wall < best_wall)
+			best_wall = wall;
+		passes++;
+	} while (clock_s(CLOCK_MONOTONIC) < t_end);
+
+	printf("messages=%zu records=%zu bytes=%zu passes=%zu cpu_s=%.6f wall_s=%.6f "
+	       "mb_per_cpu_s=%.1f msgs_per_cpu_s=%.0f mb_per_s=%.1f out_bytes=%zu\n",
+	       n, records, bytes, passes, best_cpu, best_wall, (double)bytes / best_cpu / 1e6,
+	       (double)n / best_cpu, (double)bytes / best_wall / 1e6, out_bytes);
+	dynbuf_release(&out);
+	mail_ctx_free(ctx);
+	for (size_t i = 0; i < n; i++) {
+		free(in[i].p);
+		free(in[i].path);
+	}
+	free(in);
+	return records == n ? 0 : 1;
+}
