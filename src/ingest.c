@@ -8,7 +8,10 @@
  *
  * Only this thread touches the ring (it creates it).  The parse thread is
  * the pool's caller and worker 0; it parses batch k while the reader reads
- * k+1 and the writer writes k-1.  Batches travel in order through FIFO
+ * k+1 and the writer writes k-1.  When batch k alone would not give every
+ * worker something to do (a batch of one or two large messages: batches
+ * close at --batch-bytes), the batches already waiting behind it join the
+ * same pool run (see parse_main).  Batches travel in order through FIFO
  * channels, so records leave in input order.  PIPELINE_DEPTH batch structs
  * circulate; the byte budget bounds their bytes.
  *
@@ -71,7 +74,11 @@ struct run {
 	struct chan free_batches, full_batches, done_batches;
 	struct budget budget;
 	struct batch *batches[PIPELINE_DEPTH];
-	struct batch *cur;            /* the batch the pool is parsing */
+	/* the batches the pool is parsing: group[k] holds items
+	 * [group_first[k], group_first[k] + group[k]->n) of the pool run */
+	struct batch *group[PIPELINE_DEPTH];
+	size_t group_first[PIPELINE_DEPTH];
+	unsigned group_n;
 	int out_fd;
 	bool out_regular;             /* a file we may truncate on failure */
 	uint64_t out_bytes;           /* bytes of whole records written */
@@ -154,7 +161,11 @@ static bool run_one_message_file(const struct record_io *io)
 static void run_item(void *ctx, size_t i, unsigned w)
 {
 	struct run *run = ctx;
-	struct batch *b = run->cur;
+	unsigned g = run->group_n - 1;
+	while (g && i < run->group_first[g])
+		g--;
+	struct batch *b = run->group[g];
+	i -= run->group_first[g];
 	struct batch_item *it = &b->items[i];
 	struct dynbuf *out = &b->out[w];
 	size_t off = out->len;
@@ -190,6 +201,22 @@ static void run_item(void *ctx, size_t i, unsigned w)
 	it->out_len = out->len - off;
 }
 
+static uint64_t batch_bytes(const struct batch *b)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < b->n; i++)
+		bytes += b->items[i].len;
+	return bytes;
+}
+
+/* One pool run per group of batches.  A group starts with the next batch
+ * (waiting for it if need be) and takes the batches already queued behind
+ * it, without waiting, for as long as the byte gate would give the group
+ * fewer workers than --threads: a batch of one 768 KiB message otherwise
+ * gets one worker whatever the thread count.  A batch that is not there yet
+ * is never waited for, so grouping adds no latency and no syscall.  Records
+ * keep their order: items are numbered across the group in batch order, and
+ * the batches go to the writer in that order. */
 static void *parse_main(void *arg)
 {
 	struct run *run = arg;
@@ -200,12 +227,25 @@ static void *parse_main(void *arg)
 		run->parse_wait_ns += now_ns() - t0;
 		if (!b)
 			break;
-		uint64_t bytes = 0;
-		for (size_t i = 0; i < b->n; i++)
-			bytes += b->items[i].len;
-		run->cur = b;
-		b->workers_used = pool_run(run->pool, b->n, bytes, run_item, run);
-		chan_push(&run->done_batches, b);
+		size_t items = b->n;
+		uint64_t bytes = batch_bytes(b);
+		run->group[0] = b;
+		run->group_first[0] = 0;
+		run->group_n = 1;
+		while (run->group_n < PIPELINE_DEPTH &&
+		       pool_workers_for(run->pool, items, bytes) < run->threads &&
+		       (b = chan_try_pop(&run->full_batches))) {
+			run->group[run->group_n] = b;
+			run->group_first[run->group_n] = items;
+			run->group_n++;
+			items += b->n;
+			bytes += batch_bytes(b);
+		}
+		unsigned used = pool_run(run->pool, items, bytes, run_item, run);
+		for (unsigned g = 0; g < run->group_n; g++) {
+			run->group[g]->workers_used = used;
+			chan_push(&run->done_batches, run->group[g]);
+		}
 	}
 	chan_close(&run->done_batches);
 	return NULL;

@@ -109,6 +109,19 @@ struct batch *chan_pop(struct chan *c)
 	}
 }
 
+struct batch *chan_try_pop(struct chan *c)
+{
+	spin_lock(&c->lock);
+	struct batch *b = c->head;
+	if (b) {
+		c->head = b->next;
+		if (!c->head)
+			c->tail = NULL;
+	}
+	spin_unlock(&c->lock);
+	return b;
+}
+
 void budget_init(struct budget *b, uint64_t limit)
 {
 	atomic_flag_clear(&b->lock);

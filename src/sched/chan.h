@@ -31,6 +31,8 @@ void chan_push(struct chan *c, struct batch *b);
 void chan_close(struct chan *c);
 /* Blocks until a batch is queued or the channel is closed and empty. */
 struct batch *chan_pop(struct chan *c);
+/* The next queued batch, or NULL at once when none is (no syscall). */
+struct batch *chan_try_pop(struct chan *c);
 
 struct budget {
 	atomic_flag lock;
