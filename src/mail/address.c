@@ -31,14 +31,26 @@ struct addr_tok {
 	bool space_before;
 };
 
+/* Byte classes for the tokenizer: one load per byte in the loops that
+ * run over every atom of every address header. */
+enum addr_class {
+	ADDR_C_SPACE = 1 << 0,    /* white space, line ends */
+	ADDR_C_SPECIAL = 1 << 1,  /* < > @ , ; : */
+	ADDR_C_OPEN = 1 << 2,     /* " ( [ start a delimited token */
+	ADDR_C_JUNK = 1 << 3,     /* a stray ) */
+};
+
+static const uint8_t addr_class[256] = {
+	[' '] = ADDR_C_SPACE, ['\t'] = ADDR_C_SPACE, ['\r'] = ADDR_C_SPACE, ['\n'] = ADDR_C_SPACE,
+	['<'] = ADDR_C_SPECIAL, ['>'] = ADDR_C_SPECIAL, ['@'] = ADDR_C_SPECIAL,
+	[','] = ADDR_C_SPECIAL, [';'] = ADDR_C_SPECIAL, [':'] = ADDR_C_SPECIAL,
+	['"'] = ADDR_C_OPEN, ['('] = ADDR_C_OPEN, ['['] = ADDR_C_OPEN,
+	[')'] = ADDR_C_JUNK,
+};
+
 static inline bool addr_is_space(uint8_t c)
 {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-static inline bool addr_is_special(uint8_t c)
-{
-	return c == '<' || c == '>' || c == '@' || c == ',' || c == ';' || c == ':';
+	return addr_class[c] & ADDR_C_SPACE;
 }
 
 /* The token at or after *i, below e.  Unterminated quoted strings, literals
@@ -48,7 +60,7 @@ static struct addr_tok addr_next(const uint8_t *p, size_t e, size_t *i)
 	struct addr_tok t = { 0 };
 	size_t j = *i;
 	/* A stray `)` is junk, read as white space. */
-	while (j < e && (addr_is_space(p[j]) || p[j] == ')')) {
+	while (j < e && (addr_class[p[j]] & (ADDR_C_SPACE | ADDR_C_JUNK))) {
 		j++;
 		t.space_before = true;
 	}
@@ -59,7 +71,7 @@ static struct addr_tok addr_next(const uint8_t *p, size_t e, size_t *i)
 		return t;
 	}
 	uint8_t c = p[j];
-	if (c == '"' || c == '(' || c == '[') {
+	if (addr_class[c] & ADDR_C_OPEN) {
 		size_t depth = 0;
 		uint8_t close = c == '"' ? '"' : c == '(' ? ')' : ']';
 		t.type = c == '"' ? ADDR_QUOTED : c == '(' ? ADDR_COMMENT : ADDR_LITERAL;
@@ -78,14 +90,13 @@ static struct addr_tok addr_next(const uint8_t *p, size_t e, size_t *i)
 		}
 		if (j > e)
 			j = e;
-	} else if (addr_is_special(c)) {
+	} else if (addr_class[c] & ADDR_C_SPECIAL) {
 		t.type = ADDR_SPECIAL;
 		t.ch = c;
 		j++;
 	} else {
 		t.type = ADDR_ATOM;
-		while (j < e && !addr_is_space(p[j]) && !addr_is_special(p[j]) &&
-		       p[j] != '"' && p[j] != '(' && p[j] != ')' && p[j] != '[')
+		while (j < e && !addr_class[p[j]])
 			j++;
 	}
 	t.end = *i = j;

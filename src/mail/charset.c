@@ -22,6 +22,9 @@
 #include <iconv.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define CHARSET_LABEL_MAX 40
 #define CHARSET_CACHE_SLOTS 32
@@ -257,18 +260,68 @@ static size_t utf8_seq(const uint8_t *p, size_t n, size_t *bad)
 	return len;
 }
 
+/* i advanced over ASCII a block at a time: to the first byte >= 0x80 or
+ * to where less than a block is left. */
+static inline size_t charset_skip_ascii(const uint8_t *p, size_t n, size_t i)
+{
+#if defined(__SSE2__)
+	while (n - i >= 16) {
+		unsigned m = (unsigned)_mm_movemask_epi8(
+			_mm_loadu_si128((const __m128i *)(const void *)(p + i)));
+		if (m)
+			return i + (size_t)__builtin_ctz(m);
+		i += 16;
+	}
+#endif
+	while (n - i >= 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (w & UINT64_C(0x8080808080808080))
+			break;
+		i += 8;
+	}
+	return i;
+}
+
+/* The same, copying the ASCII to *d as it goes.  Stores are whole blocks
+ * (up to 15 bytes past what is counted, in the caller's reserve of three
+ * output bytes per input byte), so a run costs no memcpy call. */
+static inline size_t charset_copy_ascii(char **d, const uint8_t *p, size_t n, size_t i)
+{
+	char *o = *d;
+#if defined(__SSE2__)
+	while (n - i >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		_mm_storeu_si128((__m128i *)(void *)o, v);
+		unsigned m = (unsigned)_mm_movemask_epi8(v);
+		if (m) {
+			size_t k = (size_t)__builtin_ctz(m);
+			*d = o + k;
+			return i + k;
+		}
+		o += 16;
+		i += 16;
+	}
+#endif
+	while (n - i >= 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		if (w & UINT64_C(0x8080808080808080))
+			break;
+		memcpy(o, &w, 8);
+		o += 8;
+		i += 8;
+	}
+	*d = o;
+	return i;
+}
+
 bool utf8_valid(const uint8_t *p, size_t n)
 {
 	size_t i = 0, bad;
 	while (i < n) {
-		/* ASCII runs dominate: take them eight bytes at a time. */
-		while (i + 8 <= n) {
-			uint64_t w;
-			memcpy(&w, p + i, 8);
-			if (w & UINT64_C(0x8080808080808080))
-				break;
-			i += 8;
-		}
+		/* ASCII runs dominate: take them a block at a time. */
+		i = charset_skip_ascii(p, n, i);
 		/* Then characters one at a time, the common forms inline (the
 		 * text of a non-Latin script is all two- or three-byte forms):
 		 * ASCII; C2..DF + one continuation; E1..EC or EE..EF + two (E0
@@ -351,16 +404,8 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 	char *d = out->p + out->len;
 	size_t i = 0;
 	while (i < n) {
-		/* ASCII eight bytes at a time (the reserve above leaves room). */
-		while (i + 8 <= n) {
-			uint64_t w;
-			memcpy(&w, p + i, 8);
-			if (w & UINT64_C(0x8080808080808080))
-				break;
-			memcpy(d, &w, 8);
-			d += 8;
-			i += 8;
-		}
+		/* ASCII a block at a time (the reserve above leaves room). */
+		i = charset_copy_ascii(&d, p, n, i);
 		if (i >= n)
 			break;
 		uint8_t c = p[i++];
@@ -474,15 +519,7 @@ static int charset_decode_sb(const uint16_t sb[256], const uint8_t *p, size_t n,
 	size_t i = 0;
 	uint64_t bad = 0;
 	while (i < n) {
-		while (i + 8 <= n) {
-			uint64_t w;
-			memcpy(&w, p + i, 8);
-			if (w & UINT64_C(0x8080808080808080))
-				break;
-			memcpy(d, &w, 8);    /* ASCII is itself (probed) */
-			d += 8;
-			i += 8;
-		}
+		i = charset_copy_ascii(&d, p, n, i);    /* ASCII is itself (probed) */
 		if (i >= n)
 			break;
 		uint16_t cp = sb[p[i++]];

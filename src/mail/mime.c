@@ -424,7 +424,10 @@ static int entity_read(struct walk *w, const struct header_block *hb, struct ent
 	memset(e, 0, sizeof(*e));
 	for (size_t i = 0; i < hb->n; i++) {
 		const struct header_field *f = &hb->v[i];
-		if (f->name.n < 10 || strncasecmp(f->name.p, "content-", 8) != 0)
+		/* The first letter turns away nearly every other field
+		 * before the call. */
+		if (f->name.n < 10 || (f->name.p[0] | 0x20) != 'c' ||
+		    strncasecmp(f->name.p, "content-", 8) != 0)
 			continue;
 		struct mail_str name = { f->name.p + 8, f->name.n - 8 }, v;
 		bool *seen = str_ieq(name, "type") ? &ct : str_ieq(name, "transfer-encoding") ? &cte

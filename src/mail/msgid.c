@@ -13,9 +13,23 @@
 #include <errno.h>
 #include <string.h>
 
+/* Byte classes: the loops over the bytes of an id are one load and a test
+ * (References of a long thread run to kilobytes per message). */
+enum msgid_class {
+	MSGID_C_SPACE = 1 << 0,   /* white space, line ends */
+	MSGID_C_ANGLE = 1 << 1,   /* < > end an id in brackets */
+	MSGID_C_WORD = 1 << 2,    /* < ( > , " end a bare word */
+};
+
+static const uint8_t msgid_class[256] = {
+	[' '] = MSGID_C_SPACE, ['\t'] = MSGID_C_SPACE, ['\r'] = MSGID_C_SPACE, ['\n'] = MSGID_C_SPACE,
+	['<'] = MSGID_C_ANGLE | MSGID_C_WORD, ['>'] = MSGID_C_ANGLE | MSGID_C_WORD,
+	['('] = MSGID_C_WORD, [','] = MSGID_C_WORD, ['"'] = MSGID_C_WORD,
+};
+
 static inline bool msgid_is_space(uint8_t c)
 {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+	return msgid_class[c] & MSGID_C_SPACE;
 }
 
 static size_t msgid_skip_quoted(const uint8_t *p, size_t n, size_t i)
@@ -44,7 +58,7 @@ static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str 
 		} else if (c == '<') {
 			/* `<id>`; an unclosed `<id` ends at white space. */
 			size_t s = i + 1, j = s;
-			while (j < n && p[j] != '>' && p[j] != '<' && !msgid_is_space(p[j]))
+			while (j < n && !(msgid_class[p[j]] & (MSGID_C_SPACE | MSGID_C_ANGLE)))
 				j++;
 			size_t e = j;
 			if (j < n && msgid_is_space(p[j])) {
@@ -65,8 +79,7 @@ static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str 
 			/* A bare word: an id only when it has an `@`. */
 			size_t s = i;
 			bool at = false;
-			while (i < n && !msgid_is_space(p[i]) && p[i] != '<' && p[i] != '(' && p[i] != '>' &&
-			       p[i] != ',' && p[i] != '"') {
+			while (i < n && !(msgid_class[p[i]] & (MSGID_C_SPACE | MSGID_C_WORD))) {
 				at |= p[i] == '@';
 				i++;
 			}

@@ -7,8 +7,9 @@
  * loop that writes, so "size only" and "full decode" cannot disagree.  The
  * hot loops are table-driven and make no per-byte function calls: base64
  * takes four alphabet bytes per step and falls back to one byte at a time
- * only around line ends and garbage; QP copies runs between `=` with memchr
- * and memcpy.  No allocation, no state outside the arguments. */
+ * only around line ends and garbage; QP finds runs between `=` a block at a
+ * time and copies them as it scans.  No allocation, no state outside the
+ * arguments. */
 #include "mail/transfer.h"
 
 #include <string.h>
@@ -318,7 +319,27 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 		 * zero byte of w ^ "========" is an `=`), the rest by bytes.
 		 * Runs are short in encoded non-ASCII text (every character is
 		 * `=XX`), where a memchr call per run cost more than the run. */
-		size_t end = i;
+		size_t end = i, stored = 0;
+#if defined(__SSE2__)
+		/* With SSE2, sixteen at a time, and a block with no `=` (all
+		 * run) is stored as it is scanned: p[i, i + stored) is then
+		 * in place.  Once a `=` is found the loops below stop at it
+		 * at once. */
+		const __m128i eq = _mm_set1_epi8('=');
+		while (n - end >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + end));
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq));
+			if (m) {
+				end += (size_t)__builtin_ctz(m);
+				break;
+			}
+			if (stored == end - i && o + stored + 16 <= out_cap) {
+				_mm_storeu_si128((__m128i *)(void *)(out + o + stored), v);
+				stored += 16;
+			}
+			end += 16;
+		}
+#endif
 		while (end + 8 <= n) {
 			uint64_t w;
 			memcpy(&w, p + end, 8);
@@ -329,28 +350,36 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 		}
 		while (end < n && p[end] != '=')
 			end++;
-		if (end > i) {
-			if (o + (end - i) <= out_cap) {
+		if (end > i + stored) {
+			size_t s = i + stored;
+			uint64_t os = o + stored;
+			if (os + (end - s) <= out_cap) {
 				/* Short runs inline; memcpy only for long ones. */
-				if (end - i <= 16)
-					for (size_t k = i; k < end; k++)
-						out[o + k - i] = p[k];
+				if (end - s <= 16)
+					for (size_t k = s; k < end; k++)
+						out[os + k - s] = p[k];
 				else
-					memcpy(out + o, p + i, end - i);
+					memcpy(out + os, p + s, end - s);
 			} else {
-				put_bytes(out, out_cap, o, p + i, end - i);
+				put_bytes(out, out_cap, os, p + s, end - s);
 			}
-			o += end - i;
 		}
+		o += end - i;
 		if (end >= n)
 			break;
 		i = end + 1;
 		if (i + 2 <= n && is_hex(p[i]) && is_hex(p[i + 1])) {
-			uint8_t b = (uint8_t)(hex_table[p[i]] << 4 | hex_table[p[i + 1]]);
-			if (o < out_cap)
-				out[o] = b;
-			o++;
-			i += 2;
+			/* Encoded text is `=XX` after `=XX` (UTF-8 letters,
+			 * `=3D` in HTML): take the chain here rather than
+			 * scanning an empty run between each two. */
+			do {
+				uint8_t b = (uint8_t)(hex_table[p[i]] << 4 | hex_table[p[i + 1]]);
+				if (o < out_cap)
+					out[o] = b;
+				o++;
+				i += 3;
+			} while (i + 2 <= n && p[i - 1] == '=' && is_hex(p[i]) && is_hex(p[i + 1]));
+			i--;
 			continue;
 		}
 		/* Soft line break (6.7 rule 5), with the transport padding that
@@ -429,20 +458,54 @@ static bool uu_begin(const uint8_t *p, size_t len, struct mail_str *name)
 	return true;
 }
 
+static inline bool uu_begins(const uint8_t *p, size_t n, size_t s)
+{
+	return n - s >= 6 && memcmp(p + s, "begin ", 6) == 0;
+}
+
+/* The first line start at or after `from` (a line start) whose line starts
+ * with "begin ", or n.  Nearly every text part has none, so this is the
+ * whole cost of the search: SSE2 looks for the pair "\nb" 16 positions at
+ * a time, where a memchr per line would pay a call per 70 bytes. */
+static size_t uu_next_begin(const uint8_t *p, size_t n, size_t from)
+{
+	if (from >= n || uu_begins(p, n, from))
+		return from;
+	size_t i = from;
+#if defined(__SSE2__)
+	const __m128i nl = _mm_set1_epi8('\n'), b = _mm_set1_epi8('b');
+	while (n - i >= 17) {
+		__m128i c0 = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+		__m128i c1 = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
+		unsigned m = (unsigned)_mm_movemask_epi8(
+			_mm_and_si128(_mm_cmpeq_epi8(c0, nl), _mm_cmpeq_epi8(c1, b)));
+		while (m) {
+			size_t s = i + (size_t)__builtin_ctz(m) + 1;
+			if (uu_begins(p, n, s))
+				return s;
+			m &= m - 1;
+		}
+		i += 16;
+	}
+#endif
+	for (; i + 1 < n; i++)
+		if (p[i] == '\n' && p[i + 1] == 'b' && uu_begins(p, n, i + 1))
+			return i + 1;
+	return n;
+}
+
 bool transfer_uu_find(const uint8_t *p, size_t n, size_t from, struct transfer_uu *u)
 {
-	/* Line by line with memchr: a line is looked at once whatever the
-	 * number of calls (a memmem from `from` would be, too, but sanitizers
-	 * check its whole haystack per call, which turns many calls quadratic). */
+	/* A line is looked at once whatever the number of calls (a memmem
+	 * from `from` would be, too, but sanitizers check its whole haystack
+	 * per call, which turns many calls quadratic). */
 	if (from > 0 && from < n && p[from - 1] != '\n') {
 		const uint8_t *nl = memchr(p + from, '\n', n - from);
 		from = nl ? (size_t)(nl - p) + 1 : n;
 	}
-	while (from < n) {
+	while ((from = uu_next_begin(p, n, from)) < n) {
 		size_t s = from, next, e = line_end(p, n, s, &next);
 		from = next;
-		if (e - s < 6 || p[s] != 'b' || memcmp(p + s, "begin ", 6) != 0)
-			continue;
 		if (!uu_begin(p + s, e - s, &u->name))
 			continue;
 		u->start = s;

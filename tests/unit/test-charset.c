@@ -283,6 +283,45 @@ static void test_charset_empty_input(void **state)
 	assert_string_equal(dec(t, NULL, "", 0), "");
 }
 
+/* ASCII, then mid, then more ASCII, with k bytes of ASCII first: *n is the
+ * length. */
+static const char *around(char *buf, size_t k, const char *mid, size_t *n)
+{
+	static const char tail[] = "ABCDEFGHIJKLMNOPQRST";
+	for (size_t j = 0; j < k; j++)
+		buf[j] = (char)('a' + j % 26);
+	size_t m = strlen(mid);
+	memcpy(buf + k, mid, m);
+	memcpy(buf + k + m, tail, sizeof(tail));
+	*n = k + m + sizeof(tail) - 1;
+	return buf;
+}
+
+/* The ASCII block loops: a non-ASCII byte or sequence after every length
+ * of ASCII (every offset of a 16- and an 8-byte block), followed by more
+ * ASCII, through the UTF-8 check and both single-byte tables. */
+static void test_charset_ascii_blocks(void **state)
+{
+	struct tcase *t = *state;
+	char in[128], want[128];
+	size_t n, wn;
+	for (size_t k = 0; k <= 40; k++) {
+		around(in, k, "\xe9", &n);                   /* cp1252: é */
+		assert_string_equal(dec(t, "latin1", in, n), around(want, k, "\xc3\xa9", &wn));
+		around(in, k, "\xf0", &n);                   /* KOI8-R: П */
+		assert_string_equal(dec(t, "koi8-r", in, n), around(want, k, "\xd0\x9f", &wn));
+
+		around(in, k, "\xc3\xa9", &n);
+		assert_true(utf8_valid((const uint8_t *)in, n));
+		assert_false(utf8_valid((const uint8_t *)in, k + 1));   /* cut */
+		assert_true(utf8_valid((const uint8_t *)in, k));
+		around(in, k, "\xc3x", &n);
+		assert_false(utf8_valid((const uint8_t *)in, n));
+		around(in, k, "\xe2\x82\xac\xed\xa0\x80", &n);          /* surrogate */
+		assert_false(utf8_valid((const uint8_t *)in, n));
+	}
+}
+
 static void test_charset_large_input(void **state)
 {
 	struct tcase *t = *state;
@@ -423,6 +462,7 @@ int main(void)
 		T(test_charset_cache_full_still_decodes),
 		T(test_charset_empty_input),
 		T(test_charset_large_input),
+		T(test_charset_ascii_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -292,6 +292,43 @@ static void test_header_unfold_keeps_lone_cr(void **state)
 	assert_str(out, "a\rb c");
 }
 
+/* Line ends at every offset of the inline blocks and past them (where the
+ * search hands over to memchr), with CR LF and with LF, and a last line
+ * with no line end at all. */
+static void test_header_line_lengths(void **state)
+{
+	struct tcase *t = *state;
+	char buf[512];
+	for (size_t len = 0; len <= 200; len++) {
+		for (int crlf = 0; crlf <= 1; crlf++) {
+			size_t n = 0;
+			memcpy(buf, "X:", 2);
+			n = 2;
+			for (size_t i = 0; i < len; i++)
+				buf[n++] = (char)('a' + i % 26);
+			size_t vend = n;
+			if (crlf)
+				buf[n++] = '\r';
+			buf[n++] = '\n';
+			memcpy(buf + n, "Y:z\n\nbody", 9);
+			n += 9;
+			parse(t, buf, n);
+			assert_int_equal(t->h.n, 2);
+			assert_int_equal(t->h.v[0].value.n, vend - 2);
+			assert_memory_equal(t->h.v[0].value.p, buf + 2, vend - 2);
+			assert_field(t, 1, "Y", "z");
+			assert_int_equal(t->h.body_offset, n - 4);
+			assert_int_equal(t->warnings, 0);
+
+			/* The same field as the whole input, unterminated. */
+			parse(t, buf, vend);
+			assert_int_equal(t->h.n, 1);
+			assert_int_equal(t->h.v[0].value.n, vend - 2);
+			assert_int_equal(t->h.body_offset, vend);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +348,7 @@ int main(void)
 		T(test_header_too_large),
 		T(test_header_10mib_line),
 		T(test_header_many_fields),
+		T(test_header_line_lengths),
 		T(test_header_unfold),
 		T(test_header_unfold_view_when_unchanged),
 		T(test_header_unfold_keeps_lone_cr),

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -264,6 +265,124 @@ static void test_json_cap_is_enforced(void **state)
 	dynbuf_release(&b);
 }
 
+/* The escaping rules one character at a time, as the reference the block
+ * paths of json_put_str must match byte for byte.  *min_max is the least
+ * dynbuf cap under which it succeeds: an escape asks for room for 6 bytes
+ * whatever it writes, so `\"` near the end needs more than the output. */
+static size_t ref_str(const unsigned char *s, size_t n, char *o, size_t *min_max)
+{
+	*min_max = 0;
+	size_t k = 0, i = 0;
+	o[k++] = '"';
+	while (i < n) {
+		unsigned char c = s[i];
+		if (c >= 0x80) {
+			int l = json_utf8_seq(s + i, n - i);
+			if (l > 0) {
+				memcpy(o + k, s + i, (size_t)l);
+				k += (size_t)l;
+				i += (size_t)l;
+			} else {
+				memcpy(o + k, FFFD, 3);
+				k += 3;
+				i += (size_t)-l;
+			}
+			continue;
+		}
+		if ((c == '"' || c == '\\' || c < 0x20) && k + 6 > *min_max)
+			*min_max = k + 6;
+		if (c == '"' || c == '\\') {
+			o[k++] = '\\';
+			o[k++] = (char)c;
+		} else if (c < 0x20) {
+			const char *short_esc = c == '\b' ? "b" : c == '\t' ? "t" : c == '\n' ? "n" :
+			                        c == '\f' ? "f" : c == '\r' ? "r" : NULL;
+			if (short_esc) {
+				o[k++] = '\\';
+				o[k++] = short_esc[0];
+			} else {
+				k += (size_t)sprintf(o + k, "\\u%04x", c);
+			}
+		} else {
+			o[k++] = (char)c;
+		}
+		i++;
+	}
+	o[k++] = '"';
+	if (k > *min_max)
+		*min_max = k;
+	return k;
+}
+
+static void check_ref(const unsigned char *in, size_t n)
+{
+	char *want = malloc(n * 6 + 3);
+	assert_non_null(want);
+	size_t min_max, wn = ref_str(in, n, want, &min_max);
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(json_put_str(&b, (const char *)in, n), 0);
+	assert_int_equal(b.len, wn);
+	assert_memory_equal(b.p, want, wn);
+	dynbuf_release(&b);
+
+	/* Under the tightest cap: no room for the block path's slack. */
+	dynbuf_init(&b, min_max);
+	assert_int_equal(json_put_str(&b, (const char *)in, n), 0);
+	assert_int_equal(b.len, wn);
+	assert_memory_equal(b.p, want, wn);
+	dynbuf_release(&b);
+	dynbuf_init(&b, min_max - 1);
+	assert_int_equal(json_put_str(&b, (const char *)in, n), -E2BIG);
+	assert_true(b.len <= min_max - 1);
+	dynbuf_release(&b);
+	free(want);
+}
+
+/* The 16-byte blocks: a byte that needs attention at every offset of the
+ * first, second and last block, strings ending at every offset of a block,
+ * and ill-formed or well-formed UTF-8 straddling a block boundary. */
+static void test_json_blocks(void **state)
+{
+	(void)state;
+	static const unsigned char specials[] = { '"', '\\', 0x00, 0x01, '\n', 0x1F, 0x7F, 0x80, 0xC3, 0xFF };
+	unsigned char in[64] = { 0 };
+	for (size_t n = 0; n <= 50; n++) {
+		for (size_t i = 0; i < n; i++)
+			in[i] = (unsigned char)('a' + i % 26);
+		check_ref(in, n);
+		for (size_t pos = 0; pos < n; pos++) {
+			for (size_t k = 0; k < sizeof(specials); k++) {
+				unsigned char save = in[pos];
+				in[pos] = specials[k];
+				check_ref(in, n);
+				in[pos] = save;
+			}
+		}
+	}
+	/* Multibyte sequences, whole and cut, across offsets 10..20. */
+	static const char *seqs[] = {
+		"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xE2\x82", "\xF0\x9F\x98",
+		"\xED\xA0\x80", "\xC0\xAF", "\xF4\x90\x80\x80", "\xE0\x80\x80",
+	};
+	for (size_t s = 0; s < sizeof(seqs) / sizeof(seqs[0]); s++) {
+		size_t sl = strlen(seqs[s]);
+		for (size_t pos = 10; pos <= 20; pos++) {
+			for (size_t n = pos; n <= pos + sl + 20; n++) {
+				for (size_t i = 0; i < n; i++)
+					in[i] = 'x';
+				for (size_t i = 0; i < sl && pos + i < n; i++)
+					in[pos + i] = (unsigned char)seqs[s][i];
+				check_ref(in, n);
+			}
+		}
+	}
+	/* Every escape at once: output much longer than the reserve. */
+	for (size_t i = 0; i < 64; i++)
+		in[i] = (unsigned char)(i % 2 ? 0x01 : '"');
+	check_ref(in, 64);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_json_integers),
 		cmocka_unit_test(test_json_iso8601),
 		cmocka_unit_test(test_json_cap_is_enforced),
+		cmocka_unit_test(test_json_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

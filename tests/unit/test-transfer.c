@@ -129,6 +129,46 @@ static void test_transfer_qp_invalid_kept_literally(void **state)
 	check_qp("= x", "= x", true);
 }
 
+/* Runs of every length around the 16- and 8-byte blocks, `=XX` chains cut
+ * by a soft break, a bad escape or the end, and every output cap: the
+ * prefix written is always the decoded prefix, and nothing is written past
+ * the cap. */
+static void test_transfer_qp_runs_and_caps(void **state)
+{
+	(void)state;
+	static const char *tails[] = {
+		"=3D", "=C3=A9=E2=82=AC", "=C3=A9=\r\nx", "=C3=\nA9", "=3D=ZZ", "=3D=4",
+		"=41=42=43=44=45=46=47=48=49=4A=4B=4C=4D=4E=4F=50=51",
+	};
+	static const char *decoded[] = {
+		"=", "\xc3\xa9\xe2\x82\xac", "\xc3\xa9x", "\xc3" "A9", "==ZZ", "==4",
+		"ABCDEFGHIJKLMNOPQ",
+	};
+	char in[256], want[256], got[256];
+	for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+		for (size_t k = 0; k <= 40; k++) {
+			size_t n = 0, wn = 0;
+			for (size_t j = 0; j < k; j++)
+				in[n++] = want[wn++] = (char)('a' + j % 26);
+			memcpy(in + n, tails[t], strlen(tails[t]));
+			n += strlen(tails[t]);
+			memcpy(want + wn, decoded[t], strlen(decoded[t]));
+			wn += strlen(decoded[t]);
+			for (size_t j = 0; j < k; j++)     /* no hex digit after a `=` */
+				in[n++] = want[wn++] = (char)('g' + j % 20);
+			for (size_t cap = 0; cap <= wn + 1; cap++) {
+				memset(got, 0x55, sizeof(got));
+				uint64_t r = transfer_qp_decode((const uint8_t *)in, n, (uint8_t *)got, cap, NULL);
+				assert_int_equal(r, wn);
+				size_t kept = cap < wn ? cap : wn;
+				assert_memory_equal(got, want, kept);
+				for (size_t j = cap; j < sizeof(got); j++)
+					assert_int_equal((uint8_t)got[j], 0x55);
+			}
+		}
+	}
+}
+
 static void test_transfer_qp_prefix(void **state)
 {
 	(void)state;
@@ -188,6 +228,44 @@ static void test_transfer_uu_not_a_block(void **state)
 	assert_false(transfer_uu_find(S("we begin 644 x\n#0V%T\nend\n"), 0, &u));
 	assert_false(transfer_uu_find(S("begin now please\n#0V%T\nend\n"), 0, &u));
 	assert_false(transfer_uu_find(S("begin 644 x\nthis is prose\n"), 0, &u));
+}
+
+/* The block scan for "\nbegin ": a begin line after every length of prose
+ * (so at every offset of a 16-byte block and in the byte-wise tail), near
+ * misses before it, and a search from the middle of a line. */
+static void test_transfer_uu_find_every_offset(void **state)
+{
+	(void)state;
+	static const char prose[] = "ab\nbegin\nbegi\nbb\nb\n\nbegin 64 x\nbeginx\nb";
+	static const char block[] = "begin 644 cat.txt\n#0V%T\n`\nend\n";
+	char buf[256];
+	struct transfer_uu u;
+	for (size_t k = 0; k <= 60; k++) {
+		size_t n = 0;
+		for (size_t i = 0; i < k; i++)
+			buf[n++] = prose[i % (sizeof(prose) - 1)];
+		if (k)
+			buf[n++] = '\n';
+		size_t at = n;
+		memcpy(buf + n, block, sizeof(block) - 1);
+		n += sizeof(block) - 1;
+		assert_true(transfer_uu_find((const uint8_t *)buf, n, 0, &u));
+		assert_int_equal(u.start, at);
+		assert_int_equal(u.end, n);
+		assert_true(u.terminated);
+		/* From inside the line before, or inside the begin line. */
+		if (at > 1) {
+			assert_true(transfer_uu_find((const uint8_t *)buf, n, at - 1, &u));
+			assert_int_equal(u.start, at);
+		}
+		assert_false(transfer_uu_find((const uint8_t *)buf, n, at + 1, &u));
+		/* Cut short: "begin" with no room for its space, then with
+		 * nothing after it. */
+		for (size_t cut = at + 1; cut <= at + 6; cut++)
+			assert_false(transfer_uu_find((const uint8_t *)buf, cut, 0, &u));
+		/* Prose only. */
+		assert_false(transfer_uu_find((const uint8_t *)buf, at, 0, &u));
+	}
 }
 
 static void test_transfer_uu_unterminated(void **state)
@@ -297,10 +375,12 @@ int main(void)
 		cmocka_unit_test(test_transfer_qp_soft_breaks),
 		cmocka_unit_test(test_transfer_qp_invalid_kept_literally),
 		cmocka_unit_test(test_transfer_qp_prefix),
+		cmocka_unit_test(test_transfer_qp_runs_and_caps),
 		cmocka_unit_test(test_transfer_encoding_names),
 		cmocka_unit_test(test_transfer_uu_length_byte_past_line),
 		cmocka_unit_test(test_transfer_base64_size_only_large),
 		cmocka_unit_test(test_transfer_uu_find_and_decode),
+		cmocka_unit_test(test_transfer_uu_find_every_offset),
 		cmocka_unit_test(test_transfer_uu_not_a_block),
 		cmocka_unit_test(test_transfer_uu_unterminated),
 		cmocka_unit_test(test_transfer_uu_damaged_warns),
