@@ -448,6 +448,10 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
 			return r;
+		/* text and subject are decoded, hence valid UTF-8 (mail.h); the
+		 * others are views of the input as written */
+		if (f == EMIT_F_TEXT || f == EMIT_F_SUBJECT)
+			return json_put_utf8(b, s.p, s.n);
 		return emit_json_str(b, s);
 	}
 	case EMIT_F_REFERENCES:

@@ -170,10 +170,12 @@ static int json_put_str_from(struct dynbuf *b, const unsigned char *s,
 #define JSON_SLACK 16
 
 /* Bit k set when byte k of v is not taken verbatim.  The compare is signed,
- * so one "below 0x20" also catches 0x80..0xFF. */
-static inline unsigned json_flag16(__m128i v)
+ * so one "below 0x20" also catches 0x80..0xFF; with utf8_known, non-ASCII
+ * is taken verbatim (an unsigned "at most 0x1F" instead). */
+static inline unsigned json_flag16(__m128i v, bool utf8_known)
 {
-	__m128i low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+	__m128i low = utf8_known ? _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v)
+	                         : _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
 	__m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
 	__m128i bs = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
 	return (unsigned)_mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, bs)));
@@ -185,7 +187,7 @@ static inline unsigned json_flag16(__m128i v)
  * one 16-byte store's overhang.  A verbatim block is then a load, a store
  * and a compare: no memcpy call, no json_room() per run.  Escapes and
  * U+FFFD grow the output, so they renew the invariant first. */
-static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n)
+static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n, bool utf8_known)
 {
 	char *o = b->p + b->len;
 	size_t i = 0;
@@ -193,7 +195,7 @@ static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n)
 		if (n - i >= 16) {
 			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
 			_mm_storeu_si128((__m128i *)(void *)o, v);
-			unsigned m = json_flag16(v);
+			unsigned m = json_flag16(v, utf8_known);
 			if (!m) {
 				i += 16;
 				o += 16;
@@ -203,8 +205,11 @@ static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n)
 			i += k;
 			o += k;
 		} else {
-			/* The tail: a 16-byte load would read past the input. */
-			while (i < n && json_class[s[i]] == 0)
+			/* The tail: a 16-byte load would read past the input.
+			 * Known UTF-8 is copied whole here too: the last block
+			 * may have ended inside a character, and validating
+			 * from a continuation byte would "repair" it. */
+			while (i < n && (json_class[s[i]] == 0 || (utf8_known && json_class[s[i]] == 2)))
 				*o++ = (char)s[i++];
 			if (i == n)
 				break;
@@ -243,7 +248,7 @@ static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n)
 }
 #endif
 
-int json_put_str(struct dynbuf *b, const char *p, size_t n)
+static int json_put_str_as(struct dynbuf *b, const char *p, size_t n, bool utf8_known)
 {
 	const unsigned char *s = (const unsigned char *)p;
 	int r;
@@ -253,13 +258,25 @@ int json_put_str(struct dynbuf *b, const char *p, size_t n)
 #ifdef __SSE2__
 	if (n <= SIZE_MAX - 2 - JSON_SLACK && json_room(b, n + 2 + JSON_SLACK) == 0) {
 		b->p[b->len++] = '"';
-		return json_put_str_sse2(b, s, n);
+		return json_put_str_sse2(b, s, n, utf8_known);
 	}
+#else
+	(void)utf8_known;
 #endif
 	if ((r = json_room(b, n + 2)) < 0)
 		return r;
 	b->p[b->len++] = '"';
 	return json_put_str_from(b, s, 0, n);
+}
+
+int json_put_str(struct dynbuf *b, const char *p, size_t n)
+{
+	return json_put_str_as(b, p, n, false);
+}
+
+int json_put_utf8(struct dynbuf *b, const char *p, size_t n)
+{
+	return json_put_str_as(b, p, n, true);
 }
 
 int json_put_cstr(struct dynbuf *b, const char *s)

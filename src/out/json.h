@@ -67,7 +67,16 @@ bool json_utf8_valid(const char *p, size_t n);
  * UTF-8 replaced by U+FFFD.  p may be NULL when n is 0. */
 int json_put_str(struct dynbuf *b, const char *p, size_t n);
 
-/* The same for a NUL-terminated string. */
+/* json_put_str for bytes already known to be valid UTF-8 (the parser's
+ * decoded strings: mail.h's contract, checked by the fuzz targets): the
+ * same output, but non-ASCII is copied without being validated again,
+ * which is most of the cost of a long text in a legacy charset.  Bytes
+ * that are not valid UTF-8 after all are still replaced wherever the
+ * portable path or a block's tail looks at them, but not guaranteed to be:
+ * never pass it bytes that came straight from the input. */
+int json_put_utf8(struct dynbuf *b, const char *p, size_t n);
+
+/* The same as json_put_str for a NUL-terminated string. */
 int json_put_cstr(struct dynbuf *b, const char *s);
 
 /* Appends a member for a byte string that need not be UTF-8 (a file path):

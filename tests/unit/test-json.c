@@ -383,9 +383,58 @@ static void test_json_blocks(void **state)
 	check_ref(in, 64);
 }
 
+/* json_put_utf8 on valid UTF-8 writes exactly what json_put_str writes,
+ * with multibyte characters at every offset across 16-byte blocks and the
+ * tail (a block that ends inside a character must not be "repaired"),
+ * among escapes, and under caps around the output's size. */
+static void test_json_put_utf8_matches_put_str(void **state)
+{
+	(void)state;
+	static const char *chars[] = { "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\n", "\"" };
+	char in[96];
+	for (size_t c = 0; c < sizeof(chars) / sizeof(chars[0]); c++) {
+		size_t cl = strlen(chars[c]);
+		for (size_t pos = 0; pos < 40; pos++) {
+			for (size_t n = pos + cl; n <= pos + cl + 40 && n <= sizeof(in); n++) {
+				for (size_t i = 0; i < n; i++)
+					in[i] = (char)('a' + i % 26);
+				memcpy(in + pos, chars[c], cl);
+				/* a second character further on: two cuts per string */
+				if (n >= pos + cl + 20)
+					memcpy(in + pos + cl + 17, "\xD0\x91", 2);
+				struct dynbuf a, b;
+				dynbuf_init(&a, 0);
+				dynbuf_init(&b, 0);
+				assert_int_equal(json_put_str(&a, in, n), 0);
+				assert_int_equal(json_put_utf8(&b, in, n), 0);
+				assert_int_equal(a.len, b.len);
+				assert_memory_equal(a.p, b.p, a.len);
+				/* under a cap, both succeed or fail alike */
+				const size_t caps[] = { a.len - 1, a.len, a.len + 6, n + 2, n + 18, n * 6 + 2 };
+				for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+					struct dynbuf cs, cu;
+					dynbuf_init(&cs, caps[k]);
+					dynbuf_init(&cu, caps[k]);
+					int rs = json_put_str(&cs, in, n), ru = json_put_utf8(&cu, in, n);
+					assert_int_equal(rs, ru);
+					if (rs == 0) {
+						assert_int_equal(cs.len, cu.len);
+						assert_memory_equal(cs.p, cu.p, cs.len);
+					}
+					dynbuf_release(&cs);
+					dynbuf_release(&cu);
+				}
+				dynbuf_release(&a);
+				dynbuf_release(&b);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_put_utf8_matches_put_str),
 		cmocka_unit_test(test_json_plain_ascii),
 		cmocka_unit_test(test_json_quote_backslash),
 		cmocka_unit_test(test_json_every_control_char),
