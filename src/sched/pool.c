@@ -1,8 +1,10 @@
 /* The worker pool: persistent threads, one job slot, one cursor.
  *
  * A thread per batch would cost 15-40 µs to create and join, where a 1 KiB
- * message parses in about 1 µs; so threads start once, in pool_new(), and
- * sleep on a futex between batches.  A batch below one worker's worth of
+ * message parses in about 1 µs; so threads start once, on the first batch
+ * above the byte gate (a run that never has one, such as the 16 x 1 KiB
+ * page, never starts a thread and runs exactly as --threads=1), and sleep
+ * on a futex between batches.  A batch below one worker's worth of
  * bytes never leaves the calling thread.  Above it, the caller publishes the
  * job, wakes exactly the workers it needs, and works too: everyone claims
  * items from one atomic cursor, so a slow message delays only the worker
@@ -127,6 +129,8 @@ struct pool {
 	size_t items;
 	bool stop;
 	unsigned threads;           /* including the caller */
+	bool launched;              /* pool_launch() has run */
+	unsigned usable;            /* the caller + the threads that started */
 	struct pool_worker *w;      /* [threads]; w[0] unused (the caller) */
 	struct pool_stats stats;    /* caller only */
 };
@@ -273,22 +277,36 @@ struct pool *pool_new(unsigned threads)
 	if (!p)
 		return NULL;
 	p->threads = threads;
+	p->usable = threads;
 	atomic_init(&p->cursor, 0);
 	atomic_init(&p->pending, 0);
 	p->w = xcalloc(threads, sizeof(*p->w));
-	if (!p->w)
-		goto fail;
+	if (!p->w) {
+		xfree(p);
+		return NULL;
+	}
+	return p;
+}
 
+/* Starts threads 1..threads-1, once.  A thread that cannot be created
+ * (EAGAIN: a thread limit) leaves the pool with the ones that did start:
+ * fewer workers, the same results. */
+static void pool_launch(struct pool *p)
+{
+	p->launched = true;
 	pthread_attr_t attr;
-	if (pthread_attr_init(&attr) != 0)
-		goto fail;
+	if (pthread_attr_init(&attr) != 0) {
+		p->usable = 1;
+		return;
+	}
 	/* Workers take no asynchronous signals: SIGINT, SIGPIPE and friends go
 	 * to the threads that handle them.  Set in the attribute, this costs
 	 * no extra syscall (glibc masks signals around clone anyway). */
 	sigset_t all;
 	sigfillset(&all);
 	pthread_attr_setsigmask_np(&attr, &all);
-	for (unsigned k = 1; k < threads; k++) {
+	unsigned k = 1;
+	for (; k < p->threads; k++) {
 		struct pool_worker *w = &p->w[k];
 		atomic_init(&w->word, 0);
 		w->index = k;
@@ -299,12 +317,7 @@ struct pool *pool_new(unsigned threads)
 		p->stats.threads_started++;
 	}
 	pthread_attr_destroy(&attr);
-	if (p->stats.threads_started != threads - 1)
-		goto fail;
-	return p;
-fail:
-	pool_free(p);
-	return NULL;
+	p->usable = k;
 }
 
 void pool_free(struct pool *p)
@@ -340,6 +353,10 @@ unsigned pool_workers_for(const struct pool *p, size_t items, uint64_t bytes)
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx)
 {
 	unsigned n = pool_workers_for(p, items, bytes);
+	if (n > 1 && !p->launched)
+		pool_launch(p);
+	if (n > p->usable)
+		n = p->usable;
 	p->stats.batches++;
 	p->stats.workers_hist[n]++;
 	if (n <= 1) {

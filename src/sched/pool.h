@@ -1,6 +1,8 @@
 /* The worker pool: persistent threads that run one batch's items in parallel.
  *
- * Threads are started once, in pool_new(), and reused for every batch.  A
+ * Threads are started once, on the first batch above the byte gate, and
+ * reused for every later batch (a run whose batches all stay under the gate
+ * starts none).  A
  * batch gets pool_workers_for() workers: one per LIMIT_BYTES_PER_WORKER bytes,
  * at most one per item, at most `threads`; a one-worker batch runs inline on
  * the calling thread with no wake-up at all.  The caller is worker 0 and
@@ -26,7 +28,7 @@ struct pool;
 typedef void (*pool_fn)(void *ctx, size_t item, unsigned worker);
 
 struct pool_stats {
-	uint64_t threads_started;   /* by pool_new(); never grows afterwards */
+	uint64_t threads_started;   /* by the first batch above the gate; never again */
 	uint64_t batches;           /* pool_run() calls, empty ones included */
 	uint64_t inline_batches;    /* batches run by the caller alone */
 	/* batches that used k workers (k = 0: empty batches) */
@@ -36,10 +38,10 @@ struct pool_stats {
 	uint64_t caller_wait_ns;
 };
 
-/* A pool of `threads` workers including the caller: starts threads - 1 named
- * threads ("ingest-w1"...).  NULL when threads is 0 or above
- * LIMIT_MAX_THREADS, or when memory or a thread could not be had (nothing is
- * left behind). */
+/* A pool of `threads` workers including the caller; the threads - 1 named
+ * threads ("ingest-w1"...) start with the first batch that needs them, and
+ * if some cannot be created the pool works with those that could.  NULL
+ * when threads is 0 or above LIMIT_MAX_THREADS, or without memory. */
 struct pool *pool_new(unsigned threads);
 
 /* Stops and joins the threads.  Accepts NULL.  No pool_run() may be running. */

@@ -619,14 +619,18 @@ def case_threads_once(ctx):
             note(f'  N={n:5d}: clone/clone3 {thread_calls(r.counts)}, futex {calls_in(r.counts, "futex")}'
                  f', batches {s["batches"]}, pool threads started {s["pool"]["threads_started"]}'
                  f', workers per batch {s["pool"]["workers_per_batch"]}')
-        c16, c10k = thread_calls(runs[16].counts), thread_calls(runs[10000].counts)
-        fail.check(c16 == c10k, f'{label}: {c16} clones for 16 files ({runs[16].stats["batches"]} '
+        # Pool threads start with the first batch above the byte gate: 16
+        # small files never have one (no pool thread at all), 1,000 and
+        # 10,000 do, and from then on the count must not grow with batches.
+        c16, c1k, c10k = (thread_calls(runs[n].counts) for n in (16, 1000, 10000))
+        t16, t1k, t10k = (runs[n].stats['pool']['threads_started'] for n in (16, 1000, 10000))
+        fail.check(c1k == c10k, f'{label}: {c1k} clones for 1,000 files ({runs[1000].stats["batches"]} '
                                 f'batches) but {c10k} for 10,000 ({runs[10000].stats["batches"]} batches)')
-        fail.check(runs[16].stats['pool']['threads_started'] ==
-                   runs[10000].stats['pool']['threads_started'],
-                   f'{label}: pool threads started differ: 16 files '
-                   f'{runs[16].stats["pool"]["threads_started"]}, 10,000 files '
-                   f'{runs[10000].stats["pool"]["threads_started"]}')
+        fail.check(t1k == t10k, f'{label}: pool threads started differ: 1,000 files {t1k}, '
+                                f'10,000 files {t10k}')
+        fail.check(t16 == 0 and c16 == c10k - t10k,
+                   f'{label}: 16 small files started {t16} pool threads ({c16} clones; 10,000 files: '
+                   f'{c10k} clones, {t10k} of them pool threads)')
         big = runs[10000].stats
         cpus = len(os.sched_getaffinity(0))
         fail.check((not extra and cpus < 2) or
