@@ -130,7 +130,7 @@ static size_t pool_pass(struct pool *pool, unsigned threads, struct job *j, size
 		size_t end;
 		uint64_t bytes = next_batch(j->in, n, i, batch_bytes, &end);
 		/* the parse stage groups up to its pipeline depth (4) of batches */
-		for (int g = 1; g < 4 && end < n && pool_workers_for(pool, end - i, bytes) < threads; g++) {
+		for (int g = 1; g < 4 && end < n && pool_wants_more(pool, end - i, bytes); g++) {
 			size_t e2;
 			bytes += next_batch(j->in, n, end, batch_bytes, &e2);
 			end = e2;

@@ -211,9 +211,9 @@ static uint64_t batch_bytes(const struct batch *b)
 
 /* One pool run per group of batches.  A group starts with the next batch
  * (waiting for it if need be) and takes the batches already queued behind
- * it, without waiting, for as long as the byte gate would give the group
- * fewer workers than --threads: a batch of one 768 KiB message otherwise
- * gets one worker whatever the thread count.  A batch that is not there yet
+ * it, without waiting, for as long as pool_wants_more() says the byte gate
+ * would give the group fewer workers than --threads: a batch of one 768 KiB
+ * message otherwise gets one worker whatever the thread count.  A batch that is not there yet
  * is never waited for, so grouping adds no latency and no syscall.  Records
  * keep their order: items are numbered across the group in batch order, and
  * the batches go to the writer in that order. */
@@ -232,8 +232,7 @@ static void *parse_main(void *arg)
 		run->group[0] = b;
 		run->group_first[0] = 0;
 		run->group_n = 1;
-		while (run->group_n < PIPELINE_DEPTH &&
-		       pool_workers_for(run->pool, items, bytes) < run->threads &&
+		while (run->group_n < PIPELINE_DEPTH && pool_wants_more(run->pool, items, bytes) &&
 		       (b = chan_try_pop(&run->full_batches))) {
 			run->group[run->group_n] = b;
 			run->group_first[run->group_n] = items;

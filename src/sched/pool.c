@@ -350,6 +350,11 @@ unsigned pool_workers_for(const struct pool *p, size_t items, uint64_t bytes)
 	return (unsigned)n;
 }
 
+bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes)
+{
+	return pool_workers_for(p, items, bytes) < p->threads;
+}
+
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx)
 {
 	unsigned n = pool_workers_for(p, items, bytes);
