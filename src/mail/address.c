@@ -166,6 +166,30 @@ static int addr_phrase(struct mail_ctx *ctx, const uint8_t *p, size_t s, size_t 
 		return -ENOMEM;
 	size_t k = 0, i = s;
 	bool first = true;
+	/* The common phrase has no quoted string or comment: its tokens are
+	 * the runs between white space (a stray `)` counts as white space),
+	 * and every token is non-empty, so "not first" is "k > 0". */
+	bool plain = true;
+	for (size_t j = s; j < e; j++)
+		if (addr_class[p[j]] & ADDR_C_OPEN) {
+			plain = false;
+			break;
+		}
+	if (plain) {
+		bool space = false;
+		for (size_t j = s; j < e; j++) {
+			uint8_t c = p[j];
+			if (addr_class[c] & (ADDR_C_SPACE | ADDR_C_JUNK)) {
+				space = true;
+				continue;
+			}
+			if (space && k)
+				d[k++] = ' ';
+			space = false;
+			d[k++] = (char)c;
+		}
+		return addr_decode_name(ctx, d, k, out, warnings);
+	}
 	for (;;) {
 		struct addr_tok t = addr_next(p, e, &i);
 		if (t.type == ADDR_END)
@@ -208,11 +232,29 @@ static int addr_comment_name(struct mail_ctx *ctx, const uint8_t *p, size_t s, s
 	return addr_decode_name(ctx, d, addr_unquote(p, s, e, d), out, warnings);
 }
 
+/* True when p[s..e) holds only atoms and specials: no white space, no
+ * quoted string, literal or comment, no stray `)`.  Such a span tokenizes
+ * into contiguous tokens that cover it exactly, so the token loops below
+ * have a shortcut: most addresses (`user@example.org`) and many names are
+ * written that way, and a table scan is cheaper than a second
+ * tokenization. */
+static inline bool addr_span_plain(const uint8_t *p, size_t s, size_t e)
+{
+	for (size_t j = s; j < e; j++)
+		if (addr_class[p[j]] & (ADDR_C_SPACE | ADDR_C_OPEN | ADDR_C_JUNK))
+			return false;
+	return true;
+}
+
 /* The address made of the non-comment tokens of p[s..e), white space
  * removed: a view when they are contiguous. */
 static int addr_concat(struct arena *a, const uint8_t *p, size_t s, size_t e,
                        struct mail_str *out)
 {
+	if (addr_span_plain(p, s, e)) {
+		*out = (struct mail_str){ (const char *)p + s, e - s };
+		return 0;
+	}
 	size_t i = s, first = SIZE_MAX, last = 0;
 	bool contiguous = true;
 	for (;;) {
@@ -265,6 +307,7 @@ struct addr_entry {
 	bool has_angle;
 	bool angle_open;          /* the `<` had no `>` */
 	size_t angle_s, angle_e;  /* span of the address inside `<...>` */
+	bool angle_plain;         /* that span is atoms and `@` only: a view */
 	size_t name_end;          /* where the phrase before `<` ends */
 	bool has_comment;
 	size_t com_s, com_e;      /* first comment, parentheses included */
@@ -281,13 +324,23 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 		/* RFC 5322 3.4 angle-addr: recovered, but not well formed. */
 		if (en->angle_open)
 			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
-		if ((r = addr_concat(&ctx->arena, p, en->angle_s, en->angle_e, &m->address)) < 0)
+		if (en->angle_plain)
+			m->address = (struct mail_str){ (const char *)p + en->angle_s, en->angle_e - en->angle_s };
+		else if ((r = addr_concat(&ctx->arena, p, en->angle_s, en->angle_e, &m->address)) < 0)
 			return r;
 		if (en->any && (r = addr_phrase(ctx, p, en->start, en->name_end, &m->name, warnings)) < 0)
 			return r;
 	} else {
 		if (!en->any)
 			return 0;
+		/* `user@host` alone (or with a comment around it) is one run
+		 * holding an `@`: the loop below would take it whole, as a
+		 * view, with no warning. */
+		if (en->has_at && addr_span_plain(p, en->start, en->end) &&
+		    !memchr(p + en->start, '>', en->end - en->start)) {
+			m->address = (struct mail_str){ (const char *)p + en->start, en->end - en->start };
+			goto named;
+		}
 		/* No brackets: `addr`, `addr (Name)`, or the obsolete-looking
 		 * `Name addr`.  Words separated by white space start a new run
 		 * until a run holds an `@`: that run is the address, what went
@@ -341,6 +394,7 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 		    (r = addr_phrase(ctx, p, en->start, run_s, &m->name, warnings)) < 0)
 			return r;
 	}
+named:
 	/* A comment names the mailbox when nothing else does (RFC 822's
 	 * `user@host (Full Name)` convention, as Python's email and postal-mime
 	 * read it); otherwise comments are dropped. */
@@ -358,6 +412,21 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 static void addr_angle(const uint8_t *p, size_t n, size_t *i, struct addr_entry *en)
 {
 	size_t j = *i;
+	/* `<user@host>`: atoms and `@` up to the `>`, no route.  The token
+	 * loop below would find the same span, one token at a time. */
+	if (j < n && p[j] != '@') {
+		size_t k = j;
+		while (k < n && (!addr_class[p[k]] || p[k] == '@'))
+			k++;
+		if (k < n && p[k] == '>') {
+			*i = k + 1;
+			en->has_angle = true;
+			en->angle_s = j;
+			en->angle_e = k;
+			en->angle_plain = true;
+			return;
+		}
+	}
 	struct addr_tok t = addr_next(p, n, &j);
 	bool route = t.type == ADDR_SPECIAL && t.ch == '@';
 	size_t s = t.start, e = t.start;

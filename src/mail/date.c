@@ -107,7 +107,9 @@ static bool date_word(struct date_tokens *t, const uint8_t *p, size_t len)
 		return false;
 	}
 	for (size_t k = 0; k < sizeof(date_zones) / sizeof(date_zones[0]); k++) {
-		if (strcmp(w, date_zones[k].name) == 0) {
+		/* The first letter first: every day name and most words
+		 * are compared against all the zones, and few start alike. */
+		if (date_zones[k].name[0] == w[0] && strcmp(w, date_zones[k].name) == 0) {
 			if (!t->have_named_zone) {
 				t->have_named_zone = true;
 				t->named_zone_min = date_zones[k].minutes;

@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <strings.h>
 
 static const char *const warning_names[] = {
 #define MAIL_WARNING_NAME(id, name) name,
@@ -185,16 +184,80 @@ static const struct {
 #undef MAIL_FIELD_NAME
 };
 
+/* ASCII lowercase of the bytes of a word (SWAR: a byte from 'A' to 'Z'
+ * gains 0x20; a byte from 0x80 stays as it is, so it matches no name). */
+static inline uint64_t field_lower8(uint64_t v)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101);
+	uint64_t x = v & ones * 0x7F;
+	uint64_t ge_a = x + ones * (0x80 - 'A');
+	uint64_t gt_z = x + ones * (0x80 - 'Z' - 1);
+	uint64_t upper = ge_a & ~gt_z & ~v & ones * 0x80;
+	return v | upper >> 2;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "field_load() and the padded names assume little endian"
+#endif
+
+/* The n bytes at p (n from 2 to 11) as two little-endian words, zeros
+ * above: overlapping loads rather than byte stores and a word load, which
+ * the store forwarding of most cores cannot serve. */
+static inline void field_load(const char *p, size_t n, uint64_t *lo, uint64_t *hi)
+{
+	*hi = 0;
+	if (n >= 8) {
+		memcpy(lo, p, 8);
+		if (n > 8) {
+			memcpy(hi, p + n - 8, 8);
+			*hi >>= (16 - n) * 8;
+		}
+	} else if (n >= 4) {
+		uint32_t a, z;
+		memcpy(&a, p, 4);
+		memcpy(&z, p + n - 4, 4);
+		*lo = a | (uint64_t)z << ((n - 4) * 8);   /* the overlap agrees */
+	} else {
+		const uint8_t *u = (const uint8_t *)p;
+		*lo = u[0] | (uint64_t)u[1] << 8 | (uint64_t)u[n - 1] << ((n - 1) * 8);
+	}
+}
+
 static int field_of(struct mail_str name)
 {
-	/* Cheap reject on the first letter before any comparison. */
-	uint8_t c = name.n ? (uint8_t)(name.p[0] | 0x20) : 0;
-	if (!strchr("bcdfilmrst", c) || c == 0)
+	/* A message has dozens of fields (Received, DKIM-Signature, X-*)
+	 * and a dozen names to match: dispatch on the length, which leaves
+	 * at most two candidates, and compare those as words. */
+	static const uint8_t by_len[12][2] = {   /* enum mail_field + 1; 0: none */
+		[2] = { F_TO + 1, F_CC + 1 },
+		[3] = { F_BCC + 1 },
+		[4] = { F_DATE + 1, F_FROM + 1 },
+		[6] = { F_SENDER + 1 },
+		[7] = { F_SUBJECT + 1, F_LIST_ID + 1 },
+		[8] = { F_REPLY_TO + 1 },
+		[10] = { F_MESSAGE_ID + 1, F_REFERENCES + 1 },
+		[11] = { F_IN_REPLY_TO + 1 },
+	};
+	/* The names zero-padded, to be loaded as two words. */
+	static const char padded[F__COUNT][16] = {
+#define MAIL_FIELD_PADDED(id, name, once) { name },
+		MAIL_FIELDS(MAIL_FIELD_PADDED)
+#undef MAIL_FIELD_PADDED
+	};
+	if (name.n < 2 || name.n > 11 || !by_len[name.n][0])
 		return -1;
-	for (int f = 0; f < F__COUNT; f++)
-		if (name.n == field_names[f].len &&
-		    strncasecmp(name.p, field_names[f].name, name.n) == 0)
+	uint64_t l0, l1;
+	field_load(name.p, name.n, &l0, &l1);
+	l0 = field_lower8(l0);
+	l1 = field_lower8(l1);
+	for (int k = 0; k < 2 && by_len[name.n][k]; k++) {
+		int f = by_len[name.n][k] - 1;
+		uint64_t f0, f1;
+		memcpy(&f0, padded[f], 8);
+		memcpy(&f1, padded[f] + 8, 8);
+		if (l0 == f0 && l1 == f1)
 			return f;
+	}
 	return -1;
 }
 

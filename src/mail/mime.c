@@ -209,15 +209,32 @@ static size_t base_type(const char *s, size_t n, char *buf, size_t cap)
 	return k;
 }
 
+/* Whether base_type(s, n) into a 128-byte buffer would equal t, without
+ * building it: canonical() asks this of every alias, four times per
+ * sniffed part, and most differ in their first bytes. */
+static bool base_type_is(const char *s, size_t n, const char *t)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < 128; i++) {
+		char c = s[i];
+		if (c == ';' || c == ' ')
+			break;
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c | 0x20);
+		if (t[k] != c)
+			return false;
+		k++;
+		if (c == '/' && i + 2 < n && (s[i + 1] | 0x20) == 'x' && s[i + 2] == '-')
+			i += 2;
+	}
+	return t[k] == '\0';
+}
+
 static const char *canonical(const char *t)
 {
-	for (size_t i = 0; i < sizeof(alias_pairs) / sizeof(alias_pairs[0]); i++) {
-		char b[128];
-		base_type(alias_pairs[i][0], strlen(alias_pairs[i][0]), b, sizeof(b));
-		if (strcmp(b, t) == 0) {
+	for (size_t i = 0; i < sizeof(alias_pairs) / sizeof(alias_pairs[0]); i++)
+		if (base_type_is(alias_pairs[i][0], strlen(alias_pairs[i][0]), t))
 			return alias_pairs[i][1];
-		}
-	}
 	return t;
 }
 

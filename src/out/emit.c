@@ -209,9 +209,25 @@ static void emit_error_parts(const struct emit_ctx *c, const char **reason,
 
 /* ---- JSON ------------------------------------------------------------- */
 
+/* The same keys zero-padded to a fixed size: a copy of a length known
+ * only at run time became `rep movsq`, whose start-up cost is more than a
+ * key's worth of bytes.  Two 16-byte stores and a length are cheaper. */
+#define EMIT_KEY_PAD 32
+static const char emit_json_keys_pad[EMIT_F__COUNT][EMIT_KEY_PAD] = {
+#define EMIT_FIELD_KEY_PAD(id, name) [EMIT_F_##id] = ",\"" name "\":",
+	EMIT_FIELDS(EMIT_FIELD_KEY_PAD)
+#undef EMIT_FIELD_KEY_PAD
+};
+
 static inline int emit_key(struct dynbuf *b, enum emit_field f)
 {
-	return json_put_raw(b, emit_json_keys[f].s, emit_json_keys[f].n);
+	/* Near the buffer's cap, the exact copy: the padding must not make
+	 * a record that fits fail. */
+	if (b->cap - b->len <= EMIT_KEY_PAD)
+		return json_put_raw(b, emit_json_keys[f].s, emit_json_keys[f].n);
+	memcpy(b->p + b->len, emit_json_keys_pad[f], EMIT_KEY_PAD);
+	b->len += emit_json_keys[f].n;
+	return 0;
 }
 
 static inline int emit_json_str(struct dynbuf *b, struct mail_str s)

@@ -181,13 +181,36 @@ static inline unsigned json_flag16(__m128i v, bool utf8_known)
 	return (unsigned)_mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, bs)));
 }
 
+/* The k < 16 bytes at s in the low lanes of a vector, zeros above, with
+ * no load past s[k - 1]: two overlapping loads of 8, 4 or 1 bytes. */
+static inline __m128i json_load_tail(const unsigned char *s, size_t k)
+{
+	uint64_t lo = 0, hi = 0;
+	if (k > 8) {
+		memcpy(&lo, s, 8);
+		memcpy(&hi, s + k - 8, 8);
+		hi >>= (16 - k) * 8;
+	} else if (k >= 4) {
+		uint32_t a, z;
+		memcpy(&a, s, 4);
+		memcpy(&z, s + k - 4, 4);
+		/* The overlap holds the same bytes in both. */
+		lo = a | (uint64_t)z << ((k - 4) * 8);
+	} else if (k) {
+		lo = s[0] | (uint64_t)s[k / 2] << (k / 2 * 8) | (uint64_t)s[k - 1] << ((k - 1) * 8);
+	}
+	return _mm_set_epi64x((long long)hi, (long long)lo);
+}
+
 /* json_put_str after the opening quote, when room for n + 1 + JSON_SLACK
  * more bytes is already there.  Invariant at the top of the loop: from o,
  * the buffer holds the rest of the input verbatim, the closing quote and
  * one 16-byte store's overhang.  A verbatim block is then a load, a store
  * and a compare: no memcpy call, no json_room() per run.  Escapes and
  * U+FFFD grow the output, so they renew the invariant first. */
-static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n, bool utf8_known)
+static inline __attribute__((always_inline)) int
+json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n, bool utf8_known,
+                  bool worst_case_fits)
 {
 	char *o = b->p + b->len;
 	size_t i = 0;
@@ -205,18 +228,29 @@ static int json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n,
 			i += k;
 			o += k;
 		} else {
-			/* The tail: a 16-byte load would read past the input.
-			 * Known UTF-8 is copied whole here too: the last block
-			 * may have ended inside a character, and validating
-			 * from a continuation byte would "repair" it. */
-			while (i < n && (json_class[s[i]] == 0 || (utf8_known && json_class[s[i]] == 2)))
-				*o++ = (char)s[i++];
-			if (i == n)
+			/* The tail: a 16-byte load would read past the input,
+			 * so it is gathered into a register by at most four
+			 * loads instead (most strings, names and addresses,
+			 * are all tail).  The zero padding would flag as
+			 * control characters: the mask drops it.  Known UTF-8
+			 * is copied whole here too: the last block may have
+			 * ended inside a character, and validating from a
+			 * continuation byte would "repair" it. */
+			size_t k = n - i;
+			__m128i v = json_load_tail(s + i, k);
+			_mm_storeu_si128((__m128i *)(void *)o, v);
+			unsigned m = json_flag16(v, utf8_known) & ((1u << k) - 1);
+			if (!m) {
+				o += k;
 				break;
+			}
+			unsigned f = (unsigned)__builtin_ctz(m);
+			i += f;
+			o += f;
 		}
 		/* An escape writes at most 6 bytes for 1. */
 		size_t need = n - i + 6 + 1 + JSON_SLACK;
-		if (b->cap - (size_t)(o - b->p) <= need) {
+		if (!worst_case_fits && b->cap - (size_t)(o - b->p) <= need) {
 			b->len = (size_t)(o - b->p);
 			if (need < n - i || dynbuf_reserve(b, need) < 0)
 				return json_put_str_from(b, s, i, n);
@@ -256,9 +290,17 @@ static int json_put_str_as(struct dynbuf *b, const char *p, size_t n, bool utf8_
 	if (n > SIZE_MAX - 2)
 		return -E2BIG;
 #ifdef __SSE2__
+	/* Six bytes out for one in is the most any input can take (an
+	 * escape; U+FFFD is three for one).  When the buffer already has
+	 * that, as it does for every header-sized string, no escape needs
+	 * to look at the room left: mail bodies escape a line end per line. */
+	if (n <= (SIZE_MAX - 2 - JSON_SLACK) / 6 && b->cap - b->len > 6 * n + 2 + JSON_SLACK) {
+		b->p[b->len++] = '"';
+		return json_put_str_sse2(b, s, n, utf8_known, true);
+	}
 	if (n <= SIZE_MAX - 2 - JSON_SLACK && json_room(b, n + 2 + JSON_SLACK) == 0) {
 		b->p[b->len++] = '"';
-		return json_put_str_sse2(b, s, n, utf8_known);
+		return json_put_str_sse2(b, s, n, utf8_known, false);
 	}
 #else
 	(void)utf8_known;

@@ -367,6 +367,57 @@ static void test_address_100000_entries(void **state)
 	free(in);
 }
 
+/* The shortcuts for spans with no white space, quotes or comments (an
+ * angle-addr, a bare addr-spec, a phrase of plain words) and the forms
+ * next to them that must take the token loop. */
+static void test_address_plain_span_shortcuts(void **state)
+{
+	struct tcase *t = *state;
+	static const char in[] = "Ann <ann@x.org>, b.c@y.org (Bee), <>, <d@z>";
+	PARSE(t, in);
+	assert_int_equal(t->l.n, 3);
+	assert_mbox(&t->l.v[0], "Ann", "ann@x.org");
+	assert_ptr_equal(t->l.v[0].address.p, in + 5);    /* views */
+	assert_mbox(&t->l.v[1], "Bee", "b.c@y.org");
+	assert_ptr_equal(t->l.v[1].address.p, in + 17);
+	assert_mbox(&t->l.v[2], NULL, "d@z");
+	assert_int_equal(t->warnings, 0);
+
+	/* White space, a comment or a route inside the brackets. */
+	PARSE(t, "< e@f >, <g (c)@h>, <@r1,@r2:i@j>, <k @ l>");
+	assert_int_equal(t->l.n, 4);
+	assert_mbox(&t->l.v[0], NULL, "e@f");
+	assert_mbox(&t->l.v[1], NULL, "g@h");
+	assert_mbox(&t->l.v[2], NULL, "i@j");
+	assert_mbox(&t->l.v[3], NULL, "k@l");
+	assert_int_equal(t->warnings, 0);
+
+	/* Unclosed: ends at the separator, with a warning. */
+	PARSE(t, "<m@n, o@p");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[0], NULL, "m@n");
+	assert_mbox(&t->l.v[1], NULL, "o@p");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "<q@r");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "q@r");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+
+	/* A bare address with a stray `>` in it is not the shortcut's. */
+	PARSE(t, "s@t>u");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "s@t>u");
+
+	/* Plain phrases: runs of white space and stray `)` are one space,
+	 * specials keep their spacing. */
+	PARSE(t, "John \t Q.\r\n Public <j@x>, Ann ) Lee <a@x>, a @ b <c@x>, x.y<z@x>");
+	assert_int_equal(t->l.n, 4);
+	assert_mbox(&t->l.v[0], "John Q. Public", "j@x");
+	assert_mbox(&t->l.v[1], "Ann Lee", "a@x");
+	assert_mbox(&t->l.v[2], "a @ b", "c@x");
+	assert_mbox(&t->l.v[3], "x.y", "z@x");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +449,7 @@ int main(void)
 		T(test_address_unterminated_quote_and_comment),
 		T(test_address_colons_linear),
 		T(test_address_100000_entries),
+		T(test_address_plain_span_shortcuts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -329,6 +329,43 @@ static void test_header_line_lengths(void **state)
 	}
 }
 
+/* Field names of every length across the 16-byte blocks of the name scan,
+ * ended by a colon, by white space before it, or by a byte that is not
+ * ftext (a control, DEL, 8-bit): the last makes the line the body. */
+static void test_header_name_lengths(void **state)
+{
+	struct tcase *t = *state;
+	static const char stops[] = { ':', ' ', '\t', 0x01, 0x7F, (char)0x80, (char)0xFF };
+	char buf[128], name[64];
+	for (size_t len = 1; len <= 40; len++) {
+		for (size_t i = 0; i < len; i++)
+			name[i] = "aZ9-!~_.;<@"[i % 11];   /* ftext, its ends too */
+		name[len] = '\0';
+		for (size_t k = 0; k < sizeof(stops); k++) {
+			size_t n = 0;
+			memcpy(buf, "A:b\n", 4);
+			n = 4;
+			memcpy(buf + n, name, len);
+			n += len;
+			buf[n++] = stops[k];
+			if (stops[k] == ' ' || stops[k] == '\t')
+				buf[n++] = ':';
+			memcpy(buf + n, " value of some length\n\nbody", 27);
+			n += 27;
+			parse(t, buf, n);
+			if (stops[k] == ':' || stops[k] == ' ' || stops[k] == '\t') {
+				assert_int_equal(t->h.n, 2);
+				assert_field(t, 1, name, " value of some length");
+				assert_int_equal(t->warnings, 0);
+			} else {
+				assert_int_equal(t->h.n, 1);
+				assert_int_equal(t->h.body_offset, 4);
+				assert_int_equal(t->warnings, W(MALFORMED_HEADER));
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +386,7 @@ int main(void)
 		T(test_header_10mib_line),
 		T(test_header_many_fields),
 		T(test_header_line_lengths),
+		T(test_header_name_lengths),
 		T(test_header_unfold),
 		T(test_header_unfold_view_when_unchanged),
 		T(test_header_unfold_keeps_lone_cr),

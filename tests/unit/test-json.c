@@ -431,10 +431,48 @@ static void test_json_put_utf8_matches_put_str(void **state)
 	}
 }
 
+/* Short strings (the whole string is the tail that json_put_str gathers
+ * with overlapping loads) of every length below 32 with each special byte
+ * at each offset, written after a prefix into a buffer that already holds
+ * six times the input (the path that skips the room checks) and into a
+ * buffer grown as it goes; both must match the reference. */
+static void test_json_short_and_reserved(void **state)
+{
+	(void)state;
+	static const unsigned char specials[] = { '"', '\\', 0x00, 0x01, '\n', 0x1F, 0x7F, 0x80, 0xC3, 0xFF };
+	unsigned char in[32];
+	char want[32 * 6 + 3];
+	for (size_t n = 0; n < 32; n++) {
+		for (size_t pos = 0; pos <= n; pos++) {
+			for (size_t k = 0; k < sizeof(specials); k++) {
+				for (size_t i = 0; i < n; i++)
+					in[i] = (unsigned char)('A' + i);
+				if (pos < n)
+					in[pos] = specials[k];
+				size_t min_max, wn = ref_str(in, n, want, &min_max);
+				for (int reserved = 0; reserved <= 1; reserved++) {
+					struct dynbuf b;
+					dynbuf_init(&b, 0);
+					assert_int_equal(json_put_raw(&b, "x", 1), 0);
+					if (reserved)
+						assert_true(dynbuf_reserve(&b, 6 * n + 64) >= 0);
+					assert_int_equal(json_put_str(&b, (const char *)in, n), 0);
+					assert_int_equal(b.len, wn + 1);
+					assert_memory_equal(b.p + 1, want, wn);
+					dynbuf_release(&b);
+				}
+				if (pos == n)
+					break;
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_put_utf8_matches_put_str),
+		cmocka_unit_test(test_json_short_and_reserved),
 		cmocka_unit_test(test_json_plain_ascii),
 		cmocka_unit_test(test_json_quote_backslash),
 		cmocka_unit_test(test_json_every_control_char),

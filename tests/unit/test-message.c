@@ -283,6 +283,43 @@ static void test_message_warnings_independent_of_headers_option(void **state)
 	assert_str(m.headers[1].value, "caf\xc3\xa9");
 }
 
+/* Field names are matched in any case, and only whole: names one letter
+ * longer or shorter, or of the same length, take no field. */
+static void test_message_field_names(void **state)
+{
+	(void)state;
+	parse("MESSAGE-id: <a@b>\nIN-REPLY-TO: <c@d>\nrEfErEnCeS: <e@f>\nDATE: 1 Jan 2001 00:00:00 +0000\n"
+	      "fROM: f@x\nSENDER: s@x\nREPLY-to: r@x\nTO: t@x\ncC: c@x\nBcc: b@x\n"
+	      "SUBJECT: s\nlist-ID: <l.x>\n\n");
+	assert_str(m.message_id, "a@b");
+	assert_str(m.in_reply_to, "c@d");
+	assert_int_equal(m.n_references, 1);
+	assert_true(m.has_date);
+	assert_str(m.from.v[0].address, "f@x");
+	assert_str(m.sender.v[0].address, "s@x");
+	assert_str(m.reply_to.v[0].address, "r@x");
+	assert_str(m.to.v[0].address, "t@x");
+	assert_str(m.cc.v[0].address, "c@x");
+	assert_str(m.bcc.v[0].address, "b@x");
+	assert_str(m.subject, "s");
+	assert_str(m.list_id, "l.x");
+	assert_int_equal(m.warnings, 0);
+
+	parse("Tos: t@x\nT: t@x\nTp: t@x\nC: c@x\nDates: 1 Jan 2001\nDat: x\nSubjects: s\n"
+	      "Message-Ids: <a@b>\nMessage_ID: <a@b>\nIn-Reply-T: <c@d>\nList-Idx: l\nFrom-: f@x\n"
+	      "Reply_To: r@x\nSubjec: s\nX-Subject: s\nReceived: x\n\n");
+	assert_false(m.to.present);
+	assert_false(m.cc.present);
+	assert_false(m.from.present);
+	assert_false(m.reply_to.present);
+	assert_false(m.has_date);
+	assert_str(m.date_raw, NULL);
+	assert_str(m.subject, NULL);
+	assert_str(m.message_id, NULL);
+	assert_str(m.in_reply_to, NULL);
+	assert_str(m.list_id, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_message_not_mail_pdf),
 		cmocka_unit_test(test_message_warnings_independent_of_headers_option),
 		cmocka_unit_test(test_message_fields),
+		cmocka_unit_test(test_message_field_names),
 		cmocka_unit_test(test_message_headers_option),
 		cmocka_unit_test(test_message_duplicated_header_first_wins),
 		cmocka_unit_test(test_message_bad_date),

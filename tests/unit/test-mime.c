@@ -417,6 +417,15 @@ static void test_mime_types_agree_rules(void **state)
 	assert_false(AGREE("image/jpeg", "image/png"));
 	assert_false(AGREE("application/pdf", "application/zip"));
 	assert_false(AGREE("image/gif", "text/plain"));
+	/* Aliases in any case, with parameters, against their canonical
+	 * type; a prefix or an extension of an alias is not one. */
+	assert_true(AGREE("IMAGE/PJPEG; name=a", "image/jpeg"));
+	assert_true(AGREE("Application/X-Gzip", "application/x-gzip"));
+	assert_true(AGREE("audio/wav", "audio/x-wav"));
+	assert_true(AGREE("application/pkcs7-signature", "application/pkcs7-mime"));
+	assert_false(AGREE("image/jp", "image/jpeg"));
+	assert_false(AGREE("image/jpgx", "image/jpeg"));
+	assert_false(AGREE("audio/mp", "audio/mpeg"));
 #undef AGREE
 }
 

@@ -47,6 +47,11 @@ static void list(struct tcase *t, const char *in, size_t n)
 
 #define LIST(t, lit) list((t), (lit), sizeof(lit) - 1)
 
+static struct mail_str first_n(const char *s, size_t n)
+{
+	return msgid_parse_first((struct mail_str){ s, n });
+}
+
 static struct mail_str first(const char *s)
 {
 	return msgid_parse_first((struct mail_str){ s, strlen(s) });
@@ -169,6 +174,53 @@ static void test_msgid_100000_references(void **state)
 	free(in);
 }
 
+static void put4(char *o, size_t v)
+{
+	for (int d = 3; d >= 0; d--, v /= 10)
+		o[d] = (char)('0' + v % 10);
+}
+
+/* Around the 64 ids one pass keeps, and ids whose length crosses the
+ * 16-byte blocks of the bracket scan, ended by each byte that ends one. */
+static void test_msgid_list_sizes_and_id_lengths(void **state)
+{
+	struct tcase *t = *state;
+	static const size_t counts[] = { 1, 63, 64, 65, 200 };
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t k = counts[c];
+		char *in = malloc(k * 12);
+		for (size_t i = 0; i < k; i++) {
+			memcpy(in + i * 12, "<0000@host> ", 12);
+			put4(in + i * 12 + 1, i);
+		}
+		list(t, in, k * 12);
+		assert_int_equal(t->n, k);
+		for (size_t i = 0; i < k; i++) {
+			char want[] = "0000@host";
+			put4(want, i);
+			assert_str(t->ids[i], want);
+		}
+		free(in);
+	}
+	static const char ends[] = { '>', ' ', '\t', '\r', '\n', '<' };
+	for (size_t len = 1; len <= 40; len++) {
+		for (size_t e = 0; e < sizeof(ends); e++) {
+			char in[64], want[48];
+			in[0] = '<';
+			for (size_t i = 0; i < len; i++)
+				want[i] = in[1 + i] = i == len / 2 ? '@' : (char)('a' + i % 26);
+			want[len] = '\0';
+			in[1 + len] = ends[e];
+			size_t n = len + 2;
+			if (ends[e] != '>')
+				in[n++] = '>';
+			assert_str(first_n(in, n), want);
+			/* and unclosed at the end of the value */
+			assert_str(first_n(in, len + 1), want);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +237,7 @@ int main(void)
 		T(test_msgid_space_before_close),
 		T(test_msgid_hostile_brackets_linear),
 		T(test_msgid_100000_references),
+		T(test_msgid_list_sizes_and_id_lengths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
