@@ -261,45 +261,28 @@ static size_t utf8_seq(const uint8_t *p, size_t n, size_t *bad)
 }
 
 /* i advanced over ASCII a block at a time: to the first byte >= 0x80 or
- * to where less than a block is left. */
-static inline size_t charset_skip_ascii(const uint8_t *p, size_t n, size_t i)
+ * to where less than a block is left.  With copy, the ASCII also goes to
+ * *d as it is passed: stores are whole blocks (up to 15 bytes past what is
+ * counted, in the caller's reserve of three output bytes per input byte),
+ * so a run costs no memcpy call.  copy is a constant at every call, so the
+ * two wrappers below compile to two specialised loops. */
+static inline size_t charset_ascii_run(char **d, const uint8_t *p, size_t n, size_t i, bool copy)
 {
-#if defined(__SSE2__)
-	while (n - i >= 16) {
-		unsigned m = (unsigned)_mm_movemask_epi8(
-			_mm_loadu_si128((const __m128i *)(const void *)(p + i)));
-		if (m)
-			return i + (size_t)__builtin_ctz(m);
-		i += 16;
-	}
-#endif
-	while (n - i >= 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		if (w & UINT64_C(0x8080808080808080))
-			break;
-		i += 8;
-	}
-	return i;
-}
-
-/* The same, copying the ASCII to *d as it goes.  Stores are whole blocks
- * (up to 15 bytes past what is counted, in the caller's reserve of three
- * output bytes per input byte), so a run costs no memcpy call. */
-static inline size_t charset_copy_ascii(char **d, const uint8_t *p, size_t n, size_t i)
-{
-	char *o = *d;
+	char *o = copy ? *d : NULL;
 #if defined(__SSE2__)
 	while (n - i >= 16) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-		_mm_storeu_si128((__m128i *)(void *)o, v);
+		if (copy)
+			_mm_storeu_si128((__m128i *)(void *)o, v);
 		unsigned m = (unsigned)_mm_movemask_epi8(v);
 		if (m) {
 			size_t k = (size_t)__builtin_ctz(m);
-			*d = o + k;
+			if (copy)
+				*d = o + k;
 			return i + k;
 		}
-		o += 16;
+		if (copy)
+			o += 16;
 		i += 16;
 	}
 #endif
@@ -308,12 +291,25 @@ static inline size_t charset_copy_ascii(char **d, const uint8_t *p, size_t n, si
 		memcpy(&w, p + i, 8);
 		if (w & UINT64_C(0x8080808080808080))
 			break;
-		memcpy(o, &w, 8);
-		o += 8;
+		if (copy) {
+			memcpy(o, &w, 8);
+			o += 8;
+		}
 		i += 8;
 	}
-	*d = o;
+	if (copy)
+		*d = o;
 	return i;
+}
+
+static inline size_t charset_skip_ascii(const uint8_t *p, size_t n, size_t i)
+{
+	return charset_ascii_run(NULL, p, n, i, false);
+}
+
+static inline size_t charset_copy_ascii(char **d, const uint8_t *p, size_t n, size_t i)
+{
+	return charset_ascii_run(d, p, n, i, true);
 }
 
 bool utf8_valid(const uint8_t *p, size_t n)

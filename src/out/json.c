@@ -110,6 +110,19 @@ static inline size_t json_escape(char *o, unsigned char c)
 	return 6;
 }
 
+/* The end of the run of well-formed non-ASCII starting at s[i] (CJK,
+ * Cyrillic text: validated in one loop, then copied with one memcpy).
+ * When it returns i, s[i] starts an ill-formed sequence and *k is minus
+ * its maximal subpart, which one U+FFFD replaces. */
+static inline size_t json_utf8_run(const unsigned char *s, size_t i, size_t n, int *k)
+{
+	size_t j = i;
+	*k = 0;
+	while (j < n && s[j] >= 0x80 && (*k = json_utf8_seq(s + j, n - j)) > 0)
+		j += (size_t)*k;
+	return j;
+}
+
 /* The escaping loop from s[i] on, then the closing quote, with a
  * json_room() before every store: the portable path, and the one the SSE2
  * path hands over to when its slack does not fit under the buffer's cap
@@ -137,12 +150,8 @@ static int json_put_str_from(struct dynbuf *b, const unsigned char *s,
 			i++;
 			continue;
 		}
-		/* A run of well-formed non-ASCII (CJK, Cyrillic text) is
-		 * validated in one loop and copied with one memcpy. */
-		size_t j = i;
-		int k = 0;
-		while (j < n && s[j] >= 0x80 && (k = json_utf8_seq(s + j, n - j)) > 0)
-			j += (size_t)k;
+		int k;
+		size_t j = json_utf8_run(s, i, n, &k);
 		if (j > i) {
 			if ((r = json_room(b, j - i)) < 0)
 				return r;
@@ -151,8 +160,6 @@ static int json_put_str_from(struct dynbuf *b, const unsigned char *s,
 			i = j;
 			continue;
 		}
-		/* s[i] starts an ill-formed sequence: k is minus its maximal
-		 * subpart, which one U+FFFD replaces. */
 		if ((r = json_room(b, 3)) < 0)
 			return r;
 		memcpy(b->p + b->len, "\xEF\xBF\xBD", 3);
@@ -262,10 +269,8 @@ json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n, bool utf8_
 			i++;
 			continue;
 		}
-		size_t j = i;
-		int k = 0;
-		while (j < n && s[j] >= 0x80 && (k = json_utf8_seq(s + j, n - j)) > 0)
-			j += (size_t)k;
+		int k;
+		size_t j = json_utf8_run(s, i, n, &k);
 		if (j > i) {
 			memcpy(o, s + i, j - i);
 			o += j - i;

@@ -90,17 +90,24 @@ void chan_close(struct chan *c)
 	futex_notify(&c->seq, &c->waiters, INT_MAX);
 }
 
+/* Unlinks the head, if any; the lock is held. */
+static struct batch *chan_take(struct chan *c)
+{
+	struct batch *b = c->head;
+	if (b) {
+		c->head = b->next;
+		if (!c->head)
+			c->tail = NULL;
+	}
+	return b;
+}
+
 struct batch *chan_pop(struct chan *c)
 {
 	for (;;) {
 		uint32_t seen = atomic_load_explicit(&c->seq, memory_order_seq_cst);
 		spin_lock(&c->lock);
-		struct batch *b = c->head;
-		if (b) {
-			c->head = b->next;
-			if (!c->head)
-				c->tail = NULL;
-		}
+		struct batch *b = chan_take(c);
 		bool closed = c->closed;
 		spin_unlock(&c->lock);
 		if (b || closed)
@@ -112,12 +119,7 @@ struct batch *chan_pop(struct chan *c)
 struct batch *chan_try_pop(struct chan *c)
 {
 	spin_lock(&c->lock);
-	struct batch *b = c->head;
-	if (b) {
-		c->head = b->next;
-		if (!c->head)
-			c->tail = NULL;
-	}
+	struct batch *b = chan_take(c);
 	spin_unlock(&c->lock);
 	return b;
 }
