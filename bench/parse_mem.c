@@ -71,15 +71,16 @@ static int load(const char *path, struct input *in)
 	return in->p && in->path ? 0 : -1;
 }
 
-/* The peers' summary: best_pass_s is the fastest whole pass (wall). */
-static void summary(size_t n, size_t records, size_t bytes, size_t passes, double best,
-                    size_t runs, size_t parallel_runs)
+/* The peers' summary: parse_s is all passes, best_pass_s the fastest whole
+ * pass (wall). */
+static void summary(size_t n, size_t records, size_t bytes, size_t passes, double total,
+                    double best, size_t runs, size_t parallel_runs)
 {
 	printf("%zu\n", records == n ? n : records);
 	fflush(stdout);
 	fprintf(stderr, "{\"messages\": %zu, \"bytes\": %zu, \"parse_s\": %.6f, \"pass_messages\": %zu, "
 	        "\"best_pass_s\": %.6f, \"pool_runs\": %zu, \"parallel_runs\": %zu}\n",
-	        n * passes, bytes * passes, best * (double)passes, n, best, runs, parallel_runs);
+	        n * passes, bytes * passes, total, n, best, runs, parallel_runs);
 }
 
 /* What a pool worker does for one message. */
@@ -89,6 +90,7 @@ struct job {
 	struct mail_ctx *ctx[LIMIT_MAX_THREADS];
 	struct dynbuf out[LIMIT_MAX_THREADS];
 	size_t records[LIMIT_MAX_THREADS];
+	size_t out_bytes[LIMIT_MAX_THREADS];
 	const struct mail_options *mo;
 	const struct emit_options *eo;
 };
@@ -104,8 +106,10 @@ static void parse_one(void *arg, size_t item, unsigned w)
 		rec.mail = &msg;
 	if (emit_record(j->eo, &rec, &j->out[w]) == 0)
 		j->records[w]++;
-	if (j->out[w].len > (1u << 20))
+	if (j->out[w].len > (1u << 20)) {
+		j->out_bytes[w] += j->out[w].len;
 		j->out[w].len = 0;
+	}
 }
 
 /* Messages [i, *end) form the next batch, cut as the ring reader cuts. */
@@ -121,11 +125,10 @@ static uint64_t next_batch(const struct input *in, size_t n, size_t i, uint64_t 
 	return bytes;
 }
 
-/* One pass through the pool; returns the records formatted. */
-static size_t pool_pass(struct pool *pool, unsigned threads, struct job *j, size_t n,
-                        uint64_t batch_bytes, size_t *runs, size_t *parallel_runs)
+/* One pass through the pool, batches cut and grouped as the pipeline does. */
+static void pool_pass(struct pool *pool, struct job *j, size_t n, uint64_t batch_bytes,
+                      size_t *runs, size_t *parallel_runs)
 {
-	memset(j->records, 0, sizeof(j->records));
 	for (size_t i = 0; i < n;) {
 		size_t end;
 		uint64_t bytes = next_batch(j->in, n, i, batch_bytes, &end);
@@ -141,10 +144,6 @@ static size_t pool_pass(struct pool *pool, unsigned threads, struct job *j, size
 		*parallel_runs += used > 1;
 		i = end;
 	}
-	size_t records = 0;
-	for (unsigned w = 0; w < threads; w++)
-		records += j->records[w];
-	return records;
 }
 
 int main(int argc, char **argv)
@@ -198,90 +197,68 @@ int main(int argc, char **argv)
 	free(line);
 	fclose(f);
 
-	struct mail_ctx *ctx = mail_ctx_new();
 	struct mail_options mo = { .max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true };
 	struct emit_options eo;
 	emit_options_init(&eo);
-	struct dynbuf out;
-	dynbuf_init(&out, 0);
-	if (!ctx)
+	unsigned workers = threads ? threads : 1;
+	struct job *j = calloc(1, sizeof(*j));
+	struct pool *pool = threads ? pool_new(threads) : NULL;
+	if (!j || (threads && !pool))
 		return 1;
-
-	if (threads) {
-		struct job *j = calloc(1, sizeof(*j));
-		struct pool *pool = pool_new(threads);
-		if (!j || !pool)
+	j->in = in;
+	j->mo = &mo;
+	j->eo = &eo;
+	for (unsigned w = 0; w < workers; w++) {
+		dynbuf_init(&j->out[w], 0);
+		if (!(j->ctx[w] = mail_ctx_new()))
 			return 1;
-		j->in = in;
-		j->mo = &mo;
-		j->eo = &eo;
-		for (unsigned w = 0; w < threads; w++) {
-			dynbuf_init(&j->out[w], 0);
-			if (!(j->ctx[w] = mail_ctx_new()))
-				return 1;
-		}
-		double best = 0, t_stop = clock_s(CLOCK_MONOTONIC) + seconds;
-		size_t passes = 0, records = 0, runs = 0, parallel_runs = 0;
-		do {
-			double w0 = clock_s(CLOCK_MONOTONIC);
-			runs = parallel_runs = 0;
-			records = pool_pass(pool, threads, j, n, batch_bytes, &runs, &parallel_runs);
-			double wall = clock_s(CLOCK_MONOTONIC) - w0;
-			if (!passes || wall < best)
-				best = wall;
-			passes++;
-		} while (clock_s(CLOCK_MONOTONIC) < t_stop);
-		fprintf(stderr, "messages=%zu records=%zu bytes=%zu passes=%zu threads=%u wall_s=%.6f "
-		        "mb_per_s=%.1f msgs_per_s=%.0f pool_runs=%zu parallel_runs=%zu\n",
-		        n, records, bytes, passes, threads, best, (double)bytes / best / 1e6,
-		        (double)n / best, runs, parallel_runs);
-		summary(n, records, bytes, passes, best, runs, parallel_runs);
-		pool_free(pool);
-		for (unsigned w = 0; w < threads; w++) {
-			mail_ctx_free(j->ctx[w]);
-			dynbuf_release(&j->out[w]);
-		}
-		free(j);
-		mail_ctx_free(ctx);
-		return records == n ? 0 : 1;
 	}
 
-	double best_cpu = 0, best_wall = 0, t_end = clock_s(CLOCK_MONOTONIC) + seconds;
-	size_t passes = 0, records = 0, out_bytes = 0;
+	double t_start = clock_s(CLOCK_MONOTONIC), t_stop = t_start + seconds, best_cpu = 0, best_wall = 0;
+	size_t passes = 0, records = 0, out_bytes = 0, runs = 0, parallel_runs = 0;
 	do {
 		double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
-		records = 0;
-		out_bytes = 0;
-		for (size_t i = 0; i < n; i++) {
-			struct mail_message msg;
-			struct record rec = { .io = { .path = { in[i].path, strlen(in[i].path) },
-			                              .have_stat = true, .size = in[i].n } };
-			if (mail_parse(ctx, &mo, in[i].p, in[i].n, &msg) == 0)
-				rec.mail = &msg;
-			if (emit_record(&eo, &rec, &out) == 0)
-				records++;
-			if (out.len > (1u << 20)) {
-				out_bytes += out.len;
-				out.len = 0;
-			}
+		memset(j->records, 0, sizeof(j->records));
+		memset(j->out_bytes, 0, sizeof(j->out_bytes));
+		runs = parallel_runs = 0;
+		if (pool) {
+			pool_pass(pool, j, n, batch_bytes, &runs, &parallel_runs);
+		} else {
+			j->first = 0;
+			for (size_t i = 0; i < n; i++)
+				parse_one(j, i, 0);
 		}
-		out_bytes += out.len;
-		out.len = 0;
 		double cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0, wall = clock_s(CLOCK_MONOTONIC) - w0;
+		records = out_bytes = 0;
+		for (unsigned w = 0; w < workers; w++) {
+			records += j->records[w];
+			out_bytes += j->out_bytes[w] + j->out[w].len;
+			j->out[w].len = 0;
+		}
 		if (!passes || cpu < best_cpu)
 			best_cpu = cpu;
 		if (!passes || wall < best_wall)
 			best_wall = wall;
 		passes++;
-	} while (clock_s(CLOCK_MONOTONIC) < t_end);
+	} while (clock_s(CLOCK_MONOTONIC) < t_stop);
 
-	fprintf(stderr, "messages=%zu records=%zu bytes=%zu passes=%zu cpu_s=%.6f wall_s=%.6f "
-	        "mb_per_cpu_s=%.1f msgs_per_cpu_s=%.0f mb_per_s=%.1f out_bytes=%zu\n",
-	        n, records, bytes, passes, best_cpu, best_wall, (double)bytes / best_cpu / 1e6,
-	        (double)n / best_cpu, (double)bytes / best_wall / 1e6, out_bytes);
-	summary(n, records, bytes, passes, best_wall, 0, 0);
-	dynbuf_release(&out);
-	mail_ctx_free(ctx);
+	if (pool)
+		fprintf(stderr, "messages=%zu records=%zu bytes=%zu passes=%zu threads=%u wall_s=%.6f "
+		        "mb_per_s=%.1f msgs_per_s=%.0f pool_runs=%zu parallel_runs=%zu out_bytes=%zu\n",
+		        n, records, bytes, passes, threads, best_wall, (double)bytes / best_wall / 1e6,
+		        (double)n / best_wall, runs, parallel_runs, out_bytes);
+	else   /* one thread: its CPU time is the parser's cost per core */
+		fprintf(stderr, "messages=%zu records=%zu bytes=%zu passes=%zu cpu_s=%.6f wall_s=%.6f "
+		        "mb_per_cpu_s=%.1f msgs_per_cpu_s=%.0f mb_per_s=%.1f out_bytes=%zu\n",
+		        n, records, bytes, passes, best_cpu, best_wall, (double)bytes / best_cpu / 1e6,
+		        (double)n / best_cpu, (double)bytes / best_wall / 1e6, out_bytes);
+	summary(n, records, bytes, passes, clock_s(CLOCK_MONOTONIC) - t_start, best_wall, runs, parallel_runs);
+	pool_free(pool);
+	for (unsigned w = 0; w < workers; w++) {
+		mail_ctx_free(j->ctx[w]);
+		dynbuf_release(&j->out[w]);
+	}
+	free(j);
 	for (size_t i = 0; i < n; i++) {
 		free(in[i].p);
 		free(in[i].path);
