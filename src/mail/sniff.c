@@ -99,7 +99,9 @@ static bool is_pkcs7(const uint8_t *p, size_t n)
 	static const uint8_t oid[] = { 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07 };
 	if (n < 2 || p[0] != 0x30)
 		return false;
-	size_t len_bytes = p[1] < 0x80 ? 0 : p[1] == 0x80 ? 0 : (size_t)(p[1] & 0x7f);
+	/* short form, or the long form's count of length bytes (0x80, BER's
+	 * indefinite length, has none) */
+	size_t len_bytes = p[1] & 0x80 ? (size_t)(p[1] & 0x7f) : 0;
 	size_t at = 2 + len_bytes;
 	return len_bytes <= 4 && n >= at + sizeof(oid) + 1 && memcmp(p + at, oid, sizeof(oid)) == 0 &&
 	       p[at + sizeof(oid)] >= 1 && p[at + sizeof(oid)] <= 6;
