@@ -99,16 +99,6 @@ def contract(res, what, n_expected=None):
     return recs, problems
 
 
-def stats_json(res):
-    for line in res.err_text.splitlines():
-        if line.startswith('{'):
-            try:
-                return json.loads(line)
-            except ValueError:
-                pass
-    return {}
-
-
 # ---------------------------------------------------------------- cases
 
 def case_deep(top, runner):
@@ -334,7 +324,7 @@ def case_sparse(top, runner):
         dt = time.monotonic() - t0
         recs, problems = contract(res, f'sparse/{b}', 2)
         fails += problems
-        st = stats_json(res)
+        st = rl.stats_json(res)
         huge = [r for r in recs if rl.record_path(r) == b'huge.eml']
         if not huge or (huge[0].get('error') or {}).get('reason') != 'too-large':
             fails.append(f'sparse/{b}: no too-large record: {huge}')
@@ -434,7 +424,7 @@ def peak_rss_run(runner, args, timeout):
         return dt, rss, res
     t0 = time.monotonic()
     res = runner.run(['--stats=json', *args], timeout=timeout)
-    return time.monotonic() - t0, stats_json(res).get('peak_rss_kib', 0), res
+    return time.monotonic() - t0, rl.stats_json(res).get('peak_rss_kib', 0), res
 
 
 def make_flat(root, n, start=0):

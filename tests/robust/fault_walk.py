@@ -65,7 +65,6 @@ Case 'ring' — the ring's own failures, on --backend=uring:
 import argparse
 import concurrent.futures
 import errno as errno_mod
-import json
 import os
 import shutil
 import subprocess
@@ -244,16 +243,6 @@ def run_jobs(w, jobs, nworkers):
         return list(ex.map(one, jobs))
 
 
-def stats_of(res):
-    for line in res.err_text.splitlines():
-        if line.startswith('{'):
-            try:
-                return json.loads(line)
-            except ValueError:
-                pass
-    return None
-
-
 def case_walk(w, a):
     jobs = []
     for backend in BACKENDS:
@@ -295,7 +284,7 @@ def case_ring(w, a):
     same call in every run and each refusal is tested exactly, not sampled
     near a number that other threads' calls shift."""
     fails = []
-    base = stats_of(w.run('uring'))
+    base = rl.stats_json(w.run('uring'))
     enters = (base or {}).get('syscalls', {}).get('io_uring_enter', 0)
     if not enters:
         return ['ring: the fault-free uring run reports no io_uring_enter in --stats=json']
@@ -311,7 +300,7 @@ def case_ring(w, a):
     for (b, fault, _), problems, res in run_jobs(w, jobs, a.jobs):
         fails += problems
         e = fault.split(':')[1]
-        st = stats_of(res)
+        st = rl.stats_json(res)
         what = f'{b} INGEST_FAULT={fault}'
         if e in ('EAGAIN', 'EBUSY', 'EINTR'):
             if res.rc != 0:

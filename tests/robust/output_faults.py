@@ -128,6 +128,20 @@ def failed_write_problems(res, what, errtext):
     return fails
 
 
+def run_into(argv, mode, out, preexec_fn=None):
+    """Runs argv writing its records to the file out, through --output or
+    through a stdout redirected there (mode '--output' or 'stdout')."""
+    if mode == '--output':
+        p = subprocess.run(argv + [f'--output={out}'], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, env=rl.base_env(), preexec_fn=preexec_fn,
+                           timeout=60)
+    else:
+        with open(out, 'wb') as f:
+            p = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, env=rl.base_env(),
+                               preexec_fn=preexec_fn, timeout=60)
+    return rl.Result(argv, p.returncode, b'', p.stderr)
+
+
 def full_output(ingest, big, b, extra=()):
     res = rl.run([ingest, '-q', f'--backend={b}', *extra, big], env=rl.base_env(), timeout=60)
     if res.rc != 0 or rl.crash_problem(res):
@@ -153,13 +167,7 @@ def case_enospc(ingest, top):
                     out = os.path.join(mnt, 'out.jsonl')
                     argv = [ingest, '-q', f'--backend={b}', *extra, big]
                     what = f'{b} {mode} on a full tmpfs'
-                    if mode == '--output':
-                        res = rl.run(argv + [f'--output={out}'], env=rl.base_env(), timeout=60)
-                    else:
-                        with open(out, 'wb') as f:
-                            p = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE,
-                                               env=rl.base_env(), timeout=60)
-                        res = rl.Result(argv, p.returncode, b'', p.stderr)
+                    res = run_into(argv, mode, out)
                     fails += failed_write_problems(res, what, 'No space left on device')
                     problems, n = whole_prefix(out, full, what)
                     fails += problems
@@ -186,18 +194,7 @@ def case_short_write(ingest, top):
             out = os.path.join(top, f'fsize-{b}-{mode.strip("-")}.jsonl')
             argv = [ingest, '-q', f'--backend={b}', *extra, big]
             what = f'{b} {mode} under RLIMIT_FSIZE={limit}'
-            if mode == '--output':
-                argv.append(f'--output={out}')
-                f = subprocess.DEVNULL
-            else:
-                f = open(out, 'wb')
-            try:
-                p = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, env=rl.base_env(),
-                                   preexec_fn=fsize, timeout=60)
-            finally:
-                if f is not subprocess.DEVNULL:
-                    f.close()
-            res = rl.Result(argv, p.returncode, b'', p.stderr)
+            res = run_into(argv, mode, out, preexec_fn=fsize)
             fails += failed_write_problems(res, what, 'File too large')
             problems, n = whole_prefix(out, full, what)
             fails += problems

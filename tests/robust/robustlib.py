@@ -101,6 +101,17 @@ def record_key(rec):
     return (record_root(rec), record_path(rec), rec.get('offset'))
 
 
+def stats_json(res):
+    """The --stats=json object of a run's stderr, or {} when there is none."""
+    for line in res.err_text.splitlines():
+        if line.startswith('{'):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return {}
+
+
 def parse_output(out):
     """Splits stdout into records.  Returns (records, problems): problems
     name a partial last line, a line that is not a JSON object, or an error
