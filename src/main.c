@@ -63,28 +63,28 @@ static int usage_error(const char *what, const char *arg)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_BACKEND = 256, OPT_BATCH, OPT_INFLIGHT, OPT_MAXSIZE, OPT_STATS, OPT_FILES,
-	       OPT_THREADS, OPT_FORMAT, OPT_FIELDS, OPT_NOTEXT, OPT_MAXTEXT, OPT_HEADERS,
-	       OPT_IOONLY, OPT_ESINDEX, OPT_SHARD, OPT_PROGRESS, OPT_NOPROGRESS, OPT_QUIET, OPT_STATE };
+	/* OPT_SET: the library option of the same name (ingest_options_set),
+	 * with "1" for a flag; only the options that differ get their own case. */
+	enum { OPT_SET = 256, OPT_IOONLY, OPT_PROGRESS, OPT_NOPROGRESS };
 	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, OPT_BACKEND },
-		{ "batch-bytes", required_argument, NULL, OPT_BATCH },
-		{ "max-inflight", required_argument, NULL, OPT_INFLIGHT },
-		{ "max-size", required_argument, NULL, OPT_MAXSIZE },
-		{ "stats", optional_argument, NULL, OPT_STATS },
-		{ "files-from", required_argument, NULL, OPT_FILES },
+		{ "backend", required_argument, NULL, OPT_SET },
+		{ "batch-bytes", required_argument, NULL, OPT_SET },
+		{ "max-inflight", required_argument, NULL, OPT_SET },
+		{ "max-size", required_argument, NULL, OPT_SET },
+		{ "stats", optional_argument, NULL, OPT_SET },
+		{ "files-from", required_argument, NULL, OPT_SET },
 		{ "null", no_argument, NULL, '0' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "fields", required_argument, NULL, OPT_FIELDS },
-		{ "no-text", no_argument, NULL, OPT_NOTEXT },
-		{ "max-text", required_argument, NULL, OPT_MAXTEXT },
-		{ "headers", no_argument, NULL, OPT_HEADERS },
+		{ "threads", required_argument, NULL, OPT_SET },
+		{ "format", required_argument, NULL, OPT_SET },
+		{ "fields", required_argument, NULL, OPT_SET },
+		{ "no-text", no_argument, NULL, OPT_SET },
+		{ "max-text", required_argument, NULL, OPT_SET },
+		{ "headers", no_argument, NULL, OPT_SET },
 		{ "io-only", no_argument, NULL, OPT_IOONLY },
-		{ "es-index", required_argument, NULL, OPT_ESINDEX },
-		{ "shard", required_argument, NULL, OPT_SHARD },
-		{ "state", required_argument, NULL, OPT_STATE },
+		{ "es-index", required_argument, NULL, OPT_SET },
+		{ "shard", required_argument, NULL, OPT_SET },
+		{ "state", required_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -101,31 +101,18 @@ int main(int argc, char **argv)
 	bool have_list = false, quiet = false;
 	int progress = -1;   /* -1: when stderr is a terminal */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":0o:qhV", longopts, NULL)) != -1) {
+	int li = 0;
+	while ((c = getopt_long(argc, argv, ":0o:qhV", longopts, &li)) != -1) {
 		const char *name = NULL, *value = optarg;
 		switch (c) {
-		case OPT_BACKEND: name = "backend"; break;
-		case OPT_BATCH: name = "batch-bytes"; break;
-		case OPT_INFLIGHT: name = "max-inflight"; break;
-		case OPT_MAXSIZE: name = "max-size"; break;
-		case OPT_STATS:
-			name = "stats";
-			value = optarg ? optarg : "1";
-			stats = optarg && !strcmp(optarg, "json") ? 2 : 1;
+		case OPT_SET:
+			name = longopts[li].name;
+			if (longopts[li].has_arg == no_argument)
+				value = "1";
 			break;
-		case OPT_FILES: name = "files-from"; have_list = true; break;
 		case '0': name = "null"; value = "1"; break;
 		case 'o': name = "output"; break;
-		case OPT_THREADS: name = "threads"; break;
-		case OPT_FORMAT: name = "format"; break;
-		case OPT_FIELDS: name = "fields"; break;
-		case OPT_NOTEXT: name = "no-text"; value = "1"; break;
-		case OPT_MAXTEXT: name = "max-text"; break;
-		case OPT_HEADERS: name = "headers"; value = "1"; break;
 		case OPT_IOONLY: name = "parse"; value = "0"; break;
-		case OPT_ESINDEX: name = "es-index"; break;
-		case OPT_SHARD: name = "shard"; break;
-		case OPT_STATE: name = "state"; break;
 		case OPT_PROGRESS: progress = 1; continue;
 		case OPT_NOPROGRESS: progress = 0; continue;
 		case 'q': quiet = true; continue;
@@ -144,12 +131,14 @@ int main(int argc, char **argv)
 			status = usage_error("unknown option '", argv[optind - 1]);
 			goto out;
 		}
-		int r = ingest_options_set(o, name, value);
-		if (r < 0) {
+		if (!strcmp(name, "files-from"))
+			have_list = true;
+		if (!strcmp(name, "stats"))
+			stats = value && !strcmp(value, "json") ? 2 : 1;
+		/* Only options with a value can be refused: flags pass "0"/"1". */
+		if (ingest_options_set(o, name, value) < 0) {
 			char what[256];
 			snprintf(what, sizeof(what), "--%s=%s", name, value ? value : "");
-			if (c == OPT_IOONLY || c == OPT_NOTEXT || c == OPT_HEADERS || c == '0')
-				snprintf(what, sizeof(what), "--%s", name);
 			status = usage_error("invalid value in '", what);
 			goto out;
 		}

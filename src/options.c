@@ -1,5 +1,5 @@
-/* Option validation: see options.h.  Each option is one row of a table, so
- * the command line, the library and --help cannot drift apart. */
+/* Option validation: see options.h.  The command line passes its long
+ * options here by the same names, so a name is checked in one place. */
 #include "config.h"
 #include "options.h"
 #include "core/xalloc.h"

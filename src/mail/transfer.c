@@ -38,8 +38,9 @@ static const uint8_t b64_table[256] = {
 	/* 0xc0 */ B64_ROW_BAD, B64_ROW_BAD, B64_ROW_BAD, B64_ROW_BAD,
 };
 
-/* Hex digit values; 0xff for anything else.  Lower case is accepted: RFC
- * 2045 6.7 says a robust decoder may, and real encoders emit it. */
+/* Hex digit values; 0 for anything else, so callers test is_hex() first.
+ * Lower case is accepted: RFC 2045 6.7 says a robust decoder may, and real
+ * encoders emit it. */
 static const uint8_t hex_table[256] = {
 	['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6,
 	['7'] = 7, ['8'] = 8, ['9'] = 9,
