@@ -214,11 +214,10 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	dynbuf_printf(b, "ingest: %llu records in %.3f s (%.0f files/s, %.1f MB/s)\n",
 	              (unsigned long long)files, secs, (double)files / secs,
 	              (double)r->bytes_in / 1e6 / secs);
-	dynbuf_printf(b, "  backend      %s%s%s\n", report_backend(r),
-	              r->rs.fallback[0] ? " (fallback: " : "",
-	              r->rs.fallback[0] ? r->rs.fallback : "");
 	if (r->rs.fallback[0])
-		dynbuf_puts(b, ")\n");
+		dynbuf_printf(b, "  backend      %s (fallback: %s)\n", report_backend(r), r->rs.fallback);
+	else
+		dynbuf_printf(b, "  backend      %s\n", report_backend(r));
 	dynbuf_puts(b, "  records     ");
 	for (unsigned k = 0; k < REPORT_KINDS - 1; k++)
 		if (r->kinds[k])
