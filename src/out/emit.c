@@ -21,6 +21,7 @@
  * files, unlike strerror_l), no printf. */
 #include "out/emit.h"
 #include "out/json.h"
+#include "io/maildir.h"
 
 #include <errno.h>
 #include <string.h>
@@ -582,7 +583,20 @@ void emit_record_hash_id(const struct record *r, char id[17])
 	uint64_t h = UINT64_C(0xcbf29ce484222325);
 	h = emit_fnv1a(h, r->io.root.p, r->io.root.n);
 	h = emit_fnv1a(h, "/", 1);
-	h = emit_fnv1a(h, r->io.path.p, r->io.path.n);
+	const char *path = r->io.path.p;
+	size_t n = r->io.path.n;
+	const char *slash = n ? memrchr(path, '/', n) : NULL;
+	if (r->io.subdir.n && slash && slash - path >= 3) {
+		/* A Maildir message keeps its document through flag changes and
+		 * the move from new/ to cur/ (both renames): the id is the folder
+		 * and the unique name, without cur|new and the flags. */
+		const char *base = slash + 1;
+		size_t base_n = n - (size_t)(base - path);
+		h = emit_fnv1a(h, path, (size_t)(slash - path) - 3);
+		h = emit_fnv1a(h, base, maildir_base_len(base, base_n));
+	} else {
+		h = emit_fnv1a(h, path, n);
+	}
 	if (r->io.in_mbox) {
 		char tmp[21];
 		char *e = tmp + sizeof(tmp), *q = e;

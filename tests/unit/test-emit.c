@@ -346,7 +346,7 @@ static void test_emit_es_bulk(void **state)
 
 	o.es_index = "mail-2024";
 	m.message_id = MAIL_STR_NULL;   /* FNV-1a("mail/cur/1:2,S") */
-	check_emit(&o, &r, "{\"index\":{\"_index\":\"mail-2024\",\"_id\":\"d541ce60779aec5a\"}}\n"
+	check_emit(&o, &r, "{\"index\":{\"_index\":\"mail-2024\",\"_id\":\"baa04d73f290aee6\"}}\n"
 	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\"}\n");
 
 	/* An mbox message: the offset makes the id; no message at all. */
@@ -367,7 +367,7 @@ static void test_emit_es_bulk(void **state)
 	memset(longid, 'x', sizeof(longid));
 	m.message_id = (struct mail_str){ longid, sizeof(longid) };
 	assert_int_equal(emit_fields_parse(&o, "path", NULL, NULL), 0);
-	check_emit(&o, &r, "{\"index\":{\"_id\":\"d541ce60779aec5a\"}}\n{\"path\":\"cur/1:2,S\"}\n");
+	check_emit(&o, &r, "{\"index\":{\"_id\":\"baa04d73f290aee6\"}}\n{\"path\":\"cur/1:2,S\"}\n");
 }
 
 /* ---- TSV ------------------------------------------------------------------ */
@@ -570,6 +570,35 @@ static void test_emit_rollback_on_failure(void **state)
 	dynbuf_release(&b);
 }
 
+/* es-bulk's fallback _id must survive Maildir renames (flag changes, new/ to
+ * cur/), or an update after a rename would miss the indexed document. */
+static void test_emit_hash_id_stable_across_maildir_renames(void **state)
+{
+	(void)state;
+	struct record r = io_record();
+	char a[17], b[17], c[17], d[17];
+	r.io.path = S("new/1.M2.host");
+	r.io.subdir = S("new");
+	emit_record_hash_id(&r, a);
+	r.io.path = S("cur/1.M2.host:2,RS");
+	r.io.subdir = S("cur");
+	emit_record_hash_id(&r, b);
+	assert_string_equal(a, b);
+	r.io.path = S(".Sent/cur/1.M2.host:2,RS");
+	emit_record_hash_id(&r, c);
+	assert_string_not_equal(b, c);
+	r.io.path = S("cur/1.M3.host:2,RS");
+	emit_record_hash_id(&r, d);
+	assert_string_not_equal(b, d);
+	/* outside a Maildir the whole path names the document */
+	r.io.subdir = MAIL_STR_NULL;
+	r.io.path = S("a/cur/1.M2.host");
+	emit_record_hash_id(&r, c);
+	r.io.path = S("b/cur/1.M2.host");
+	emit_record_hash_id(&r, d);
+	assert_string_not_equal(c, d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +618,7 @@ int main(void)
 		cmocka_unit_test(test_emit_fields_parse),
 		cmocka_unit_test(test_emit_fields_deselect_path),
 		cmocka_unit_test(test_emit_rollback_on_failure),
+		cmocka_unit_test(test_emit_hash_id_stable_across_maildir_renames),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
