@@ -17,7 +17,7 @@ static const char usage_text[] =
 "one per input, with as few system calls as the kernel allows.\n"
 "\n"
 "Input\n"
-"  PATH                   a Maildir, a directory tree of messages, or a file\n"
+"  PATH                   a Maildir, a tree of messages, a message, an mbox\n"
 "  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
 "  -0, --null             paths in --files-from are NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
@@ -26,6 +26,7 @@ static const char usage_text[] =
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout)\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
+"  --es-index=NAME        the _index of es-bulk actions\n"
 "  --fields=A,B,...       only these fields (every format; tsv column order)\n"
 "  --no-text              leave out the message text\n"
 "  --max-text=SIZE        cut the text at SIZE bytes (1M)\n"
@@ -47,7 +48,10 @@ static const char usage_text[] =
 "Examples\n"
 "  ingest ~/Maildir > mail.jsonl\n"
 "  ingest --stats --fields=path,from,subject,date ~/Maildir | head\n"
-"  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n";
+"  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n"
+"  ingest --state=~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
+"  ingest --format=es-bulk --es-index=mail ~/Maildir > bulk.ndjson   # for _bulk\n"
+"  ingest --shard=2/4 -o part2.jsonl /srv/archive    # one of 4 machines\n";
 
 static void on_sigint(int sig)
 {
