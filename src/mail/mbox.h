@@ -1,15 +1,24 @@
 /* mbox archives (RFC 4155 and the mboxo/mboxrd/mboxcl variants): finding
  * the messages in a run of bytes, and undoing ">From " quoting.
  *
- * A message starts after a "From " separator line at the start of a line.
- * Lines beginning "From " inside bodies are usually quoted (">From "), but
- * mboxo writers and hand-made archives leave some unquoted, so a separator
- * must also look like one: "From " sender, then a date with a month name
- * and an hh:mm time (what mutt and Python's mailbox check, more or less).
- * Content-Length (mboxcl) is honoured only when the byte it points at is a
- * separator or the end of the data: a wrong length is common and must not
- * swallow or split messages.  CRLF and LF line ends both work.  Pure
- * functions, linear in the input. */
+ * A separator is a From_ line that follows an empty line (or starts the
+ * data), as in qmail's mbox(5) ("a message ends with a blank line") and
+ * the "\n\nFrom " rule that Netscape and Python's docs call the only
+ * portable one.  The From_ line itself must look like one: "From ", an
+ * envelope sender, then a ctime date with weekday, month, day, time and
+ * year (mutt's is_from(), Python's old UnixMailbox pattern), or an RFC 5322
+ * date.  Quoting (">From ") is then only needed for what a body can
+ * really be confused with; unquoted "From " body lines are common in
+ * mboxo and hand-made archives and must not split a message.
+ *
+ * Content-Length (mboxcl) is honoured only when the byte it points at
+ * starts a From_ line (after the optional empty line) or is the end of the
+ * data, as mutt checks: a wrong length is common and must not swallow or
+ * split messages.  CRLF and LF line ends both work.
+ *
+ * The same bytes give the same messages whether they come whole or in
+ * chunks: whenever the answer depends on bytes past n, mbox_next() asks
+ * for more instead of guessing.  Pure functions, linear in the input. */
 #ifndef INGEST_MAIL_MBOX_H
 #define INGEST_MAIL_MBOX_H
 
@@ -17,31 +26,66 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* True when the n bytes at p (a line start) are a separator line. */
+/* A From_ line longer than this (its line end excluded) is not one. */
+#define MBOX_LINE_MAX 1000
+
+/* True when the line at p (a line start; at most n bytes, up to the first
+ * '\n') is a From_ line.  Says nothing about the empty line that must come
+ * before a separator: this is the check for the first line of a file. */
 bool mbox_is_separator(const uint8_t *p, size_t n);
 
 struct mbox_span {
 	size_t from;      /* offset of the separator line */
 	size_t start;     /* first byte of the message (after the separator) */
-	size_t end;       /* one past its last byte (the separator's newline and
-	                   * the blank line before the next separator excluded) */
+	size_t end;       /* one past its last byte: the empty line before the
+	                   * next separator (or the end) excluded, or the end of
+	                   * the body a Content-Length that lands gives */
 };
 
 /* Finds the message whose separator is at `pos` (p[pos] starts a separator
- * line).  Returns 1 and fills *m, with *next the position of the next
- * separator (or n); returns 0 when the message may continue past n and
- * `at_eof` is false (the caller reads more and calls again). */
+ * line, and p[pos..n) is all that is looked at).  Returns 1 and fills *m,
+ * with *next the position of the next separator (or n); returns 0 when the
+ * answer depends on bytes past n and `at_eof` is false (the caller reads
+ * more and calls again with the same pos).  A Content-Length is believed
+ * only when the bytes that check it (from pos through its body, the empty
+ * line and the From_ line it lands on: MBOX_LINE_MAX and a little past the
+ * body) fit in `max_len`: with max_len bytes past pos at hand, this never
+ * waits on a Content-Length, so a wrong one never makes a streaming caller
+ * (which passes --max-size) read further than for any one message.  Whole
+ * reads pass UINT64_MAX, as mbox_next() does. */
+int mbox_next_max(const uint8_t *p, size_t n, size_t pos, bool at_eof, uint64_t max_len,
+                  struct mbox_span *m, size_t *next);
+
+/* mbox_next_max() with no limit on Content-Length. */
 int mbox_next(const uint8_t *p, size_t n, size_t pos, bool at_eof,
               struct mbox_span *m, size_t *next);
 
-/* The next separator at a line start after `from` (from itself excluded),
- * or n. */
+/* The next separator (a From_ line after an empty line) at a line start
+ * after `from` (from itself excluded), or n.  Offset 0 counts as a line
+ * start; bytes before `from` are read only to see the empty line before a
+ * candidate, and never before p.  The last line may be cut short by n:
+ * mbox_next() checks that; other callers see mbox_scan_keep(). */
 size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from);
+
+/* After mbox_find_separator(p, n, from) returned n with more bytes to
+ * come: the first byte the search over the extended data still needs (the
+ * unfinished last line, if it could still become a separator, and the
+ * empty line before it).  Bytes before it can be dropped; the search
+ * resumes over the kept bytes with from = 0, which is never a candidate
+ * itself.  Keeps at most MBOX_LINE_MAX + 3 bytes. */
+size_t mbox_scan_keep(const uint8_t *p, size_t n, size_t from);
 
 /* Undoes mboxrd quoting in place (">From " → "From ", ">>From " →
  * ">From ", at line starts) and returns the new length.  mboxo archives
  * only quote one level, which this also undoes; their literal ">From "
  * lines (which mboxo cannot represent) lose one '>'. */
 size_t mbox_unquote(uint8_t *p, size_t n);
+
+/* A Maildir file or a .eml/.msg file is one message by definition, even
+ * when it starts with an mbox From_ line (mutt and others save them so):
+ * splitting it at a "From " line inside its body would cut a git patch
+ * ("From <sha> Mon Sep 17 00:00:00 2001") out of the message.  name: the
+ * file's name or path (only its ending is looked at). */
+bool mbox_never_split(bool in_maildir, const char *name, size_t n);
 
 #endif
