@@ -140,7 +140,13 @@ int main(int argc, char **argv)
 		if (!strcmp(name, "stats"))
 			stats = value && !strcmp(value, "json") ? 2 : 1;
 		/* Only options with a value can be refused: flags pass "0"/"1". */
-		if (ingest_options_set(o, name, value) < 0) {
+		int set = ingest_options_set(o, name, value);
+		if (set == -ENOMEM) {
+			fputs("ingest: out of memory\n", stderr);
+			status = 1;
+			goto out;
+		}
+		if (set < 0) {
 			char what[256];
 			snprintf(what, sizeof(what), "--%s=%s", name, value ? value : "");
 			status = usage_error("invalid value in '", what);
@@ -194,7 +200,12 @@ int main(int argc, char **argv)
 	}
 	if (r < 0) {
 		const char *why = ingest_report_error(rep);
-		fprintf(stderr, "ingest: %s\n", why ? why : strerror(-r));
+		if (why)
+			fprintf(stderr, "ingest: %s\n", why);
+		else if (r == -ENOMEM)
+			fputs("ingest: out of memory\n", stderr);
+		else
+			fprintf(stderr, "ingest: %s\n", strerror(-r));
 		status = 1;
 	} else if (ingest_report_interrupted(rep)) {
 		status = 130;

@@ -51,10 +51,10 @@ static int options_flag(const char *v, bool *out)
 
 static int options_string(const char *v, char **slot)
 {
-	char *copy = v ? strdup(v) : NULL;
+	char *copy = v ? xstrdup(v) : NULL;
 	if (v && !copy)
 		return -ENOMEM;
-	free(*slot);
+	xfree(*slot);
 	*slot = copy;
 	return 0;
 }
@@ -85,22 +85,22 @@ void ingest_options_free(struct ingest_options *o)
 	if (!o)
 		return;
 	for (size_t i = 0; i < o->n_paths; i++)
-		free(o->paths[i]);
-	free(o->paths);
-	free(o->files_from);
-	free(o->output);
-	free(o->state);
-	free(o->es_index);
+		xfree(o->paths[i]);
+	xfree(o->paths);
+	xfree(o->files_from);
+	xfree(o->output);
+	xfree(o->state);
+	xfree(o->es_index);
 	xfree(o);
 }
 
 int ingest_options_add_path(struct ingest_options *o, const char *path)
 {
-	char **v = realloc(o->paths, (o->n_paths + 1) * sizeof(*v));
+	char **v = xrealloc(o->paths, (o->n_paths + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	o->paths = v;
-	if (!(v[o->n_paths] = strdup(path)))
+	if (!(v[o->n_paths] = xstrdup(path)))
 		return -ENOMEM;
 	o->n_paths++;
 	return 0;

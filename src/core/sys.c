@@ -3,7 +3,10 @@
  * syscall(2) is used instead of the glibc wrappers so that what strace names
  * is what we count: glibc 2.36 implements fstat() with newfstatat(2) and
  * open() with openat(2), for instance.  Each wrapper converts errno to a
- * negative return at the call, once. */
+ * negative return at the call, once.  `site`, every wrapper's first
+ * parameter, is the caller's "FILE:LINE" from sys.h's macros: fault
+ * injection counts and names calls by it (core/fault.h); NULL, and unused,
+ * in a build without fault injection. */
 #include "core/sys.h"
 #include "core/fault.h"
 #include "core/stats.h"
@@ -32,16 +35,17 @@ void sys_count(enum sys_call c)
 	stats_count_sys(c);
 }
 
-int sys_fault(enum sys_call c)
+int sys_fault_(const char *site, enum sys_call c)
 {
-	return fault_check(FAULT_SYS, sys_call_name(c));
+	return fault_check_at(FAULT_SYS, sys_call_name(c), site);
 }
 
 /* Counts, lets fault injection fail the call before it is made (a failed
- * call costs no syscall, so it is not counted), then makes it. */
+ * call costs no syscall, so it is not counted), then makes it.  `site` is
+ * the wrapper's first parameter. */
 #define SYS_DO(name, ...)                                       \
 	do {                                                        \
-		int fault_ = sys_fault(SC_##name);                      \
+		int fault_ = sys_fault_(site, SC_##name);               \
 		if (fault_)                                             \
 			return fault_;                                      \
 		stats_count_sys(SC_##name);                            \
@@ -49,90 +53,90 @@ int sys_fault(enum sys_call c)
 		return r_ < 0 ? -errno : r_;                            \
 	} while (0)
 
-int sys_openat(int dirfd, const char *path, int flags, mode_t mode)
+int sys_openat_(const char *site, int dirfd, const char *path, int flags, mode_t mode)
 {
 	SYS_DO(openat, SYS_openat, dirfd, path, flags, mode);
 }
 
-int sys_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *out)
+int sys_statx_(const char *site, int dirfd, const char *path, int flags, unsigned mask, struct statx *out)
 {
 	SYS_DO(statx, SYS_statx, dirfd, path, flags, mask, out);
 }
 
-int sys_fstat(int fd, struct stat *st)
+int sys_fstat_(const char *site, int fd, struct stat *st)
 {
 	SYS_DO(fstat, SYS_fstat, fd, st);
 }
 
-ssize_t sys_read(int fd, void *buf, size_t n)
+ssize_t sys_read_(const char *site, int fd, void *buf, size_t n)
 {
 	SYS_DO(read, SYS_read, fd, buf, n);
 }
 
-ssize_t sys_pread(int fd, void *buf, size_t n, uint64_t off)
+ssize_t sys_pread_(const char *site, int fd, void *buf, size_t n, uint64_t off)
 {
 	SYS_DO(pread64, SYS_pread64, fd, buf, n, off);
 }
 
-int sys_close(int fd)
+int sys_close_(const char *site, int fd)
 {
 	SYS_DO(close, SYS_close, fd);
 }
 
-ssize_t sys_getdents64(int fd, void *buf, size_t n)
+ssize_t sys_getdents64_(const char *site, int fd, void *buf, size_t n)
 {
 	SYS_DO(getdents64, SYS_getdents64, fd, buf, n);
 }
 
-ssize_t sys_write(int fd, const void *buf, size_t n)
+ssize_t sys_write_(const char *site, int fd, const void *buf, size_t n)
 {
 	SYS_DO(write, SYS_write, fd, buf, n);
 }
 
-ssize_t sys_writev(int fd, const struct iovec *iov, int iovcnt)
+ssize_t sys_writev_(const char *site, int fd, const struct iovec *iov, int iovcnt)
 {
 	SYS_DO(writev, SYS_writev, fd, iov, iovcnt);
 }
 
-int sys_ftruncate(int fd, uint64_t len)
+int sys_ftruncate_(const char *site, int fd, uint64_t len)
 {
 	SYS_DO(ftruncate, SYS_ftruncate, fd, len);
 }
 
-int64_t sys_lseek(int fd, int64_t off, int whence)
+int64_t sys_lseek_(const char *site, int fd, int64_t off, int whence)
 {
 	SYS_DO(lseek, SYS_lseek, fd, off, whence);
 }
 
-int sys_fsync(int fd)
+int sys_fsync_(const char *site, int fd)
 {
 	SYS_DO(fsync, SYS_fsync, fd);
 }
 
-int sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath)
+int sys_renameat_(const char *site, int olddir, const char *oldpath, int newdir, const char *newpath)
 {
 	SYS_DO(renameat, SYS_renameat, olddir, oldpath, newdir, newpath);
 }
 
-int sys_unlinkat(int dirfd, const char *path, int flags)
+int sys_unlinkat_(const char *site, int dirfd, const char *path, int flags)
 {
 	SYS_DO(unlinkat, SYS_unlinkat, dirfd, path, flags);
 }
 
-int sys_faccessat(int dirfd, const char *path, int mode)
+int sys_faccessat_(const char *site, int dirfd, const char *path, int mode)
 {
 	SYS_DO(faccessat, SYS_faccessat, dirfd, path, mode);
 }
 
-int sys_sched_getaffinity(size_t size, void *mask)
+int sys_sched_getaffinity_(const char *site, size_t size, void *mask)
 {
 	SYS_DO(sched_getaffinity, SYS_sched_getaffinity, 0, size, mask);
 }
 
-int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft)
+int sys_prlimit_nofile_(const char *site, uint64_t *soft, uint64_t *hard, uint64_t new_soft)
 {
 	struct rlimit old, want;
-	int fault = sys_fault(SC_prlimit64);
+	int fault = sys_fault_(site, SC_prlimit64);
 	if (fault)
 		return fault;
 	stats_count_sys(SC_prlimit64);
@@ -151,9 +155,18 @@ int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft)
 	return 0;
 }
 
-int sys_set_thread_name(const char *name)
+int sys_set_thread_name_(const char *site, const char *name)
 {
 	SYS_DO(prctl, SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
+}
+
+int sys_thread_create_(const char *site, pthread_t *t, const pthread_attr_t *attr,
+                       void *(*fn)(void *), void *arg)
+{
+	int fault = fault_check_at(FAULT_LIB, "pthread_create", site);
+	if (fault)
+		return fault;
+	return -pthread_create(t, attr, fn, arg);
 }
 
 /* Futexes are not fault-injected: a failed wait is indistinguishable from a

@@ -15,6 +15,9 @@
 #ifndef INGEST_SYS_H
 #define INGEST_SYS_H
 
+#include "core/fault.h"
+
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -57,28 +60,61 @@ const char *sys_call_name(enum sys_call c);
 
 struct statx;
 
-int sys_openat(int dirfd, const char *path, int flags, mode_t mode);
-int sys_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *out);
-int sys_fstat(int fd, struct stat *st);
-ssize_t sys_read(int fd, void *buf, size_t n);
-ssize_t sys_pread(int fd, void *buf, size_t n, uint64_t off);
-int sys_close(int fd);
-ssize_t sys_getdents64(int fd, void *buf, size_t n);
-ssize_t sys_write(int fd, const void *buf, size_t n);
-ssize_t sys_writev(int fd, const struct iovec *iov, int iovcnt);
-int sys_ftruncate(int fd, uint64_t len);
+/* Each wrapper is a macro that passes the caller's FAULT_SITE ("FILE:LINE",
+ * NULL without fault injection) to the function of the same name with a
+ * trailing underscore: a fault names the line that saw it (core/fault.h).
+ * Call the macro. */
+int sys_openat_(const char *site, int dirfd, const char *path, int flags, mode_t mode);
+int sys_statx_(const char *site, int dirfd, const char *path, int flags, unsigned mask,
+               struct statx *out);
+int sys_fstat_(const char *site, int fd, struct stat *st);
+ssize_t sys_read_(const char *site, int fd, void *buf, size_t n);
+ssize_t sys_pread_(const char *site, int fd, void *buf, size_t n, uint64_t off);
+int sys_close_(const char *site, int fd);
+ssize_t sys_getdents64_(const char *site, int fd, void *buf, size_t n);
+ssize_t sys_write_(const char *site, int fd, const void *buf, size_t n);
+ssize_t sys_writev_(const char *site, int fd, const struct iovec *iov, int iovcnt);
+int sys_ftruncate_(const char *site, int fd, uint64_t len);
+int64_t sys_lseek_(const char *site, int fd, int64_t off, int whence);
+int sys_fsync_(const char *site, int fd);
+int sys_renameat_(const char *site, int olddir, const char *oldpath, int newdir,
+                  const char *newpath);
+int sys_unlinkat_(const char *site, int dirfd, const char *path, int flags);
+int sys_faccessat_(const char *site, int dirfd, const char *path, int mode);
+int sys_sched_getaffinity_(const char *site, size_t size, void *mask);
+int sys_prlimit_nofile_(const char *site, uint64_t *soft, uint64_t *hard, uint64_t new_soft);
+int sys_set_thread_name_(const char *site, const char *name);
+int sys_thread_create_(const char *site, pthread_t *t, const pthread_attr_t *attr,
+                       void *(*fn)(void *), void *arg);
+int sys_fault_(const char *site, enum sys_call c);
+
+#define sys_openat(...) sys_openat_(FAULT_SITE, __VA_ARGS__)
+#define sys_statx(...) sys_statx_(FAULT_SITE, __VA_ARGS__)
+#define sys_fstat(...) sys_fstat_(FAULT_SITE, __VA_ARGS__)
+#define sys_read(...) sys_read_(FAULT_SITE, __VA_ARGS__)
+#define sys_pread(...) sys_pread_(FAULT_SITE, __VA_ARGS__)
+#define sys_close(...) sys_close_(FAULT_SITE, __VA_ARGS__)
+#define sys_getdents64(...) sys_getdents64_(FAULT_SITE, __VA_ARGS__)
+#define sys_write(...) sys_write_(FAULT_SITE, __VA_ARGS__)
+#define sys_writev(...) sys_writev_(FAULT_SITE, __VA_ARGS__)
+#define sys_ftruncate(...) sys_ftruncate_(FAULT_SITE, __VA_ARGS__)
 /* Only on the failure path of the output (src/ingest.c, output_cut). */
-int64_t sys_lseek(int fd, int64_t off, int whence);
-int sys_fsync(int fd);
-int sys_renameat(int olddir, const char *oldpath, int newdir, const char *newpath);
-int sys_unlinkat(int dirfd, const char *path, int flags);
-int sys_faccessat(int dirfd, const char *path, int mode);
-int sys_sched_getaffinity(size_t size, void *mask);
-int sys_prlimit_nofile(uint64_t *soft, uint64_t *hard, uint64_t new_soft);
+#define sys_lseek(...) sys_lseek_(FAULT_SITE, __VA_ARGS__)
+#define sys_fsync(...) sys_fsync_(FAULT_SITE, __VA_ARGS__)
+#define sys_renameat(...) sys_renameat_(FAULT_SITE, __VA_ARGS__)
+#define sys_unlinkat(...) sys_unlinkat_(FAULT_SITE, __VA_ARGS__)
+#define sys_faccessat(...) sys_faccessat_(FAULT_SITE, __VA_ARGS__)
+#define sys_sched_getaffinity(...) sys_sched_getaffinity_(FAULT_SITE, __VA_ARGS__)
+#define sys_prlimit_nofile(...) sys_prlimit_nofile_(FAULT_SITE, __VA_ARGS__)
 /* Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
  * glibc's pthread_setname_np on another thread opens /proc/self/task/N/comm
  * instead: uncounted syscalls, so threads name themselves. */
-int sys_set_thread_name(const char *name);
+#define sys_set_thread_name(...) sys_set_thread_name_(FAULT_SITE, __VA_ARGS__)
+/* pthread_create, 0 or -errno.  Not counted: glibc's clone3 and the stack's
+ * mmap happen before the thread can count anything (README's window), but
+ * fault-injectable by the name "pthread_create". */
+#define sys_thread_create(...) sys_thread_create_(FAULT_SITE, __VA_ARGS__)
+
 /* futex on a 32-bit word, private to the process. */
 int sys_futex_wait(uint32_t *word, uint32_t expected);
 int sys_futex_wake(uint32_t *word, int n);
@@ -87,8 +123,9 @@ int sys_futex_wake(uint32_t *word, int n);
  * (liburing's io_uring_enter/io_uring_setup/io_uring_register). */
 void sys_count(enum sys_call c);
 
-/* Fault injection: returns -errno when this call should fail, 0 otherwise.
- * Always 0 unless built with -Dfault_injection=true and INGEST_FAULT set. */
-int sys_fault(enum sys_call c);
+/* Fault injection for such a call: returns -errno when it should fail, 0
+ * otherwise.  Always 0 unless built with -Dfault_injection=true and
+ * INGEST_FAULT set. */
+#define sys_fault(c) sys_fault_(FAULT_SITE, (c))
 
 #endif

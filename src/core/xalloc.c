@@ -5,32 +5,42 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
-void *xmalloc(size_t n)
+void *xmalloc_(const char *site, size_t n)
 {
-	if (fault_check(FAULT_ALLOC, NULL)) {
+	if (fault_check_at(FAULT_ALLOC, "malloc", site)) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return malloc(n ? n : 1);
 }
 
-void *xcalloc(size_t n, size_t size)
+void *xcalloc_(const char *site, size_t n, size_t size)
 {
-	if (fault_check(FAULT_ALLOC, NULL)) {
+	if (fault_check_at(FAULT_ALLOC, "calloc", site)) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return calloc(n ? n : 1, size ? size : 1);
 }
 
-void *xrealloc(void *p, size_t n)
+void *xrealloc_(const char *site, void *p, size_t n)
 {
-	if (fault_check(FAULT_ALLOC, NULL)) {
+	if (fault_check_at(FAULT_ALLOC, "realloc", site)) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return realloc(p, n ? n : 1);
+}
+
+char *xstrdup_(const char *site, const char *s)
+{
+	if (fault_check_at(FAULT_ALLOC, "strdup", site)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return strdup(s);
 }
 
 void xfree(void *p)

@@ -1,14 +1,26 @@
 /* Every heap allocation of ingest goes through these, so that issue-7 fault
  * injection can fail any one of them (see core/fault.h) and so that a
- * failure is always a NULL the caller handles, never an abort. */
+ * failure is always a NULL the caller handles, never an abort.  Each is a
+ * macro passing the caller's FAULT_SITE to the function of the same name
+ * with a trailing underscore, so that a fault names the line that saw it;
+ * call the macro.  Memory from any of them (xstrdup included) is freed with
+ * xfree. */
 #ifndef INGEST_XALLOC_H
 #define INGEST_XALLOC_H
 
+#include "core/fault.h"
+
 #include <stddef.h>
 
-void *xmalloc(size_t n);
-void *xcalloc(size_t n, size_t size);
-void *xrealloc(void *p, size_t n);
+void *xmalloc_(const char *site, size_t n);
+void *xcalloc_(const char *site, size_t n, size_t size);
+void *xrealloc_(const char *site, void *p, size_t n);
+char *xstrdup_(const char *site, const char *s);
 void xfree(void *p);
+
+#define xmalloc(n) xmalloc_(FAULT_SITE, (n))
+#define xcalloc(n, size) xcalloc_(FAULT_SITE, (n), (size))
+#define xrealloc(p, n) xrealloc_(FAULT_SITE, (p), (n))
+#define xstrdup(s) xstrdup_(FAULT_SITE, (s))
 
 #endif

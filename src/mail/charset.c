@@ -16,6 +16,7 @@
  * charsets cannot grow it.  No other global state: the tables are const. */
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
+#include "core/fault.h"
 #include "core/xalloc.h"
 
 #include <errno.h>
@@ -560,7 +561,7 @@ static iconv_t charset_open(struct charset_cache *c, const char *label,
 			*slot = &c->slot[i];
 			return c->slot[i].cd;
 		}
-	iconv_t cd = iconv_open("UTF-8", iconv_name);
+	iconv_t cd = fault_lib("iconv_open") < 0 ? (iconv_t)-1 : iconv_open("UTF-8", iconv_name);
 	if (c->n < CHARSET_CACHE_SLOTS) {
 		struct charset_slot *s = &c->slot[c->n++];
 		strcpy(s->label, label);
@@ -661,7 +662,7 @@ static bool charset_jis_ready(struct charset_cache *c)
 	if (c->jis_state)
 		return c->jis_state > 0;
 	c->jis_state = -1;
-	iconv_t cd = iconv_open("UTF-8", "ISO-2022-JP");
+	iconv_t cd = fault_lib("iconv_open") < 0 ? (iconv_t)-1 : iconv_open("UTF-8", "ISO-2022-JP");
 	if (cd == (iconv_t)-1)
 		return false;
 	uint16_t *t = xmalloc(94 * 94 * sizeof(*t));

@@ -10,6 +10,7 @@
  * keeps libmagic from decompressing (a gzip is application/gzip to us);
  * MAGIC_ERROR turns unreadable-data situations into errors, not guesses. */
 #include "mail/sniff.h"
+#include "core/fault.h"
 #include "core/xalloc.h"
 #include "core/limits.h"
 
@@ -47,10 +48,10 @@ void sniff_cookie_free(struct sniff_cookie *s)
 static bool sniff_load(struct sniff_cookie *s)
 {
 	s->state = SNIFF_FAILED;
-	s->magic = magic_open(SNIFF_MAGIC_FLAGS);
+	s->magic = fault_lib("magic_open") < 0 ? NULL : magic_open(SNIFF_MAGIC_FLAGS);
 	if (!s->magic)
 		return false;
-	if (magic_load(s->magic, NULL) != 0) {
+	if (fault_lib("magic_load") < 0 || magic_load(s->magic, NULL) != 0) {
 		magic_close(s->magic);
 		s->magic = NULL;
 		return false;

@@ -311,7 +311,7 @@ static void pool_launch(struct pool *p)
 		atomic_init(&w->word, 0);
 		w->index = k;
 		w->pool = p;
-		if (pthread_create(&w->thread, &attr, pool_main, w) != 0)
+		if (sys_thread_create(&w->thread, &attr, pool_main, w) < 0)
 			break;
 		w->started = true;
 		p->stats.threads_started++;

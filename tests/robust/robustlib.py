@@ -82,11 +82,29 @@ def run(argv, env=None, timeout=20, stdin=subprocess.DEVNULL, cwd=None):
         return Result(argv, p.returncode, out, err, hung=True, elapsed=time.monotonic() - t0)
 
 
+def change_kind(rec):
+    """'deleted' or 'renamed' for --state's change records, else None."""
+    for k in ('deleted', 'renamed'):
+        if k in rec or k + '_b64' in rec:
+            return k
+    return None
+
+
+def _bytes_member(obj, name):
+    if name + '_b64' in obj:
+        return base64.b64decode(obj[name + '_b64'])
+    return obj[name].encode('utf-8', 'surrogateescape')
+
+
 def record_path(rec):
-    """The exact bytes of a record's path (path_b64 when it is not UTF-8)."""
-    if 'path_b64' in rec:
-        return base64.b64decode(rec['path_b64'])
-    return rec['path'].encode('utf-8', 'surrogateescape')
+    """The exact bytes of a record's path (path_b64 when it is not UTF-8);
+    for --state's change records, the path deleted or renamed to."""
+    kind = change_kind(rec)
+    if kind == 'deleted':
+        return _bytes_member(rec, 'deleted')
+    if kind == 'renamed':
+        return _bytes_member(rec['renamed'], 'to')
+    return _bytes_member(rec, 'path')
 
 
 def record_root(rec):
@@ -97,8 +115,12 @@ def record_root(rec):
 
 def record_key(rec):
     """What identifies an input: root, path and, for a message of an mbox,
-    its offset."""
-    return (record_root(rec), record_path(rec), rec.get('offset'))
+    its offset; for a change record (--state), its kind in place of the
+    offset (and the old name of a rename)."""
+    kind = change_kind(rec)
+    if kind == 'renamed':
+        kind = 'renamed from ' + _bytes_member(rec['renamed'], 'from').decode('utf-8', 'replace')
+    return (record_root(rec), record_path(rec), kind or rec.get('offset'))
 
 
 def stats_json(res):
@@ -126,7 +148,8 @@ def parse_output(out):
         except ValueError as e:
             problems.append(f'line {n} is not JSON ({e}): {line[:160]!r}')
             continue
-        if not isinstance(rec, dict) or ('path' not in rec and 'path_b64' not in rec):
+        if not isinstance(rec, dict) or ('path' not in rec and 'path_b64' not in rec and
+                                         not change_kind(rec)):
             problems.append(f'line {n} has no path: {line[:160]!r}')
             continue
         err = rec.get('error')
@@ -205,6 +228,40 @@ def has_fault_injection(ingest, corpus):
     with -Dfault_injection=true."""
     r = run([ingest, '-q', '--io-only', corpus], env=base_env({'INGEST_FAULT_COUNT': '1'}))
     for line in r.err_text.splitlines():
+        if line.startswith('ingest-fault: calls='):
+            return int(line.split('=', 1)[1])
+    return None
+
+
+def fault_fired(res):
+    """The faults a run reports as fired (src/core/fault.c): a list of
+    (n, errno name, call name, site) from 'ingest-fault: fired N E at NAME
+    SITE' lines."""
+    out = []
+    for line in res.err_text.splitlines():
+        if line.startswith('ingest-fault: fired '):
+            w = line.split()
+            if len(w) >= 7 and w[4] == 'at':
+                out.append((int(w[2]), w[3], w[5], w[6]))
+    return out
+
+
+def fault_counts(res):
+    """INGEST_FAULT_COUNT=1's per-site counts: {(kind, name, site): calls}.
+    A site printed twice (one literal per translation unit) is summed."""
+    counts = {}
+    for line in res.err_text.splitlines():
+        if line.startswith('ingest-fault: count '):
+            w = line.split()
+            if len(w) == 6:
+                key = (w[2], w[3], w[4])
+                counts[key] = counts.get(key, 0) + int(w[5])
+    return counts
+
+
+def fault_calls(res):
+    """INGEST_FAULT_COUNT=1's total, or None when the run printed none."""
+    for line in res.err_text.splitlines():
         if line.startswith('ingest-fault: calls='):
             return int(line.split('=', 1)[1])
     return None
