@@ -10,6 +10,7 @@
  * fill an entry's Message-ID while the reader keeps adding entries. */
 #include "io/state.h"
 #include "io/maildir.h"
+#include "io/walk.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -49,6 +50,7 @@ struct state {
 	uint32_t *by_path, *by_name;   /* indexes + 1 into old; 0 = empty */
 	size_t mask;
 	struct state_chunk *head, *tail;
+	struct walk *walk;         /* what it could not list is not gone */
 };
 
 static uint64_t state_hash(uint64_t h, const char *p, size_t n)
@@ -358,6 +360,26 @@ void state_set_message_id(struct state_entry *e, struct mail_str id)
 	atomic_store(&e->msgid, c);
 }
 
+/* An old entry kept as it was: into the new state, Message-ID included. */
+static int state_keep(struct state *s, const struct state_entry *old)
+{
+	struct record_io io = {
+		.root = { old->root, old->root_n }, .path = { old->path, old->path_n },
+		.dev = old->dev, .ino = old->ino, .size = old->size,
+		.mtime_sec = old->mtime_sec, .mtime_nsec = old->mtime_nsec,
+	};
+	struct state_entry *e = state_add(s, &io);
+	if (!e)
+		return -ENOMEM;
+	state_copy_id(e, old);
+	return 0;
+}
+
+void state_set_walk(struct state *s, struct walk *w)
+{
+	s->walk = w;
+}
+
 int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, struct mail_str path,
                                              struct mail_str msgid), void *ctx)
 {
@@ -365,9 +387,16 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, st
 		struct state_entry *e = &s->old[i];
 		if (e->seen)
 			continue;
+		struct mail_str root = { e->root, e->root_n }, path = { e->path, e->path_n };
+		/* Not met, but in a directory the walk could not list: not gone,
+		 * and kept, or the next run would take it for new. */
+		int r = s->walk && walk_unlisted(s->walk, root, path) ? state_keep(s, e) : 1;
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;
 		char *id = atomic_load(&e->msgid);
-		int r = fn(ctx, (struct mail_str){ e->root, e->root_n }, (struct mail_str){ e->path, e->path_n },
-		           (struct mail_str){ id, id ? e->msgid_n : 0 });
+		r = fn(ctx, root, path, (struct mail_str){ id, id ? e->msgid_n : 0 });
 		if (r < 0)
 			return r;
 	}

@@ -6,10 +6,12 @@
  * unchanged (not read, no record), changed (read again), or a Maildir
  * rename of a known message (a flag change or new/ → cur/: a "renamed"
  * record, not read).  After the walk, state_deleted() lists what was not
- * seen.  state_save() writes the new state to FILE.tmp, fsyncs it and
- * renames it over FILE, so a crash leaves the old state or the new one,
- * never a torn one; it is called only after a complete run (an interrupted
- * or failed run keeps the old state, and the next run does the rest).
+ * seen, except in a directory the walk could not list (wholly or partly):
+ * that is kept as it was, since it may well still be there.  state_save()
+ * writes the new state to FILE.tmp, fsyncs it and renames it over FILE, so
+ * a crash leaves the old state or the new one, never a torn one; it is
+ * called only after a complete run (an interrupted or failed run keeps the
+ * old state, and the next run does the rest).
  *
  * Threads: the reader thread checks and adds; a worker fills the
  * Message-ID of the entry of the message it parsed (entries never move, and
@@ -23,6 +25,7 @@
 
 struct state;
 struct state_entry;
+struct walk;
 
 enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
 
@@ -38,7 +41,13 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
                 struct mail_str *old_path, struct mail_str *old_msgid, struct state_entry **entry);
 /* Records the Message-ID parsed for an entry (any thread, once per entry). */
 void state_set_message_id(struct state_entry *e, struct mail_str id);
-/* Calls fn for every entry of the previous state not seen by this run. */
+/* The run's walk: an entry not seen in a directory it could not list,
+ * wholly or partly, is not gone (walk_unlisted).  w must outlive
+ * state_deleted(); without it every entry not seen is gone. */
+void state_set_walk(struct state *s, struct walk *w);
+/* Calls fn for every entry of the previous state that this run did not
+ * see, except those in a directory the walk could not list: they stay in
+ * the new state as they were.  0, -ENOMEM, or what fn returned. */
 int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, struct mail_str path,
                                              struct mail_str msgid), void *ctx);
 int state_save(struct state *s, const char *path);

@@ -48,6 +48,13 @@ struct walk_source {
 	struct walk_dir *list;     /* explicit paths of a --files-from list */
 };
 
+/* A directory whose listing failed, wholly or partly. */
+struct walk_unlisted {
+	struct mail_str root;      /* the PATH argument */
+	struct mail_str dir;       /* below root; "" for the root itself */
+	char *mem;                 /* holds both */
+};
+
 struct walk {
 	struct walk_source *sources;
 	size_t n_sources, next_source;
@@ -58,6 +65,9 @@ struct walk {
 	struct walk_dir *explicit_dir;   /* shared pseudo-dir for file arguments */
 	struct walk_stats stats;
 	unsigned shard_k, shard_n;      /* 0/0: no sharding */
+	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
+	size_t n_unlisted;
+	bool unlisted_sorted;
 };
 
 struct linux_dirent64 {
@@ -146,6 +156,9 @@ void walk_free(struct walk *w)
 		walk_dir_unref(w->sources[i].list);
 	}
 	walk_dir_unref(w->explicit_dir);
+	for (size_t i = 0; i < w->n_unlisted; i++)
+		xfree(w->unlisted[i].mem);
+	xfree(w->unlisted);
 	xfree(w->sources);
 	xfree(w->stack);
 	xfree(w->buf);
@@ -298,6 +311,27 @@ static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
 	return bsearch(&k, md->new_bases, md->n_new_bases, sizeof(char *), walk_base_cmp) != NULL;
 }
 
+/* The unique part of a Maildir message name: before its info, ":2,"
+ * (flags, maildir_base_len) or the experimental ":1,". */
+static size_t walk_unique_len(const char *name)
+{
+	size_t n = maildir_base_len(name, strlen(name));
+	const char *one = memmem(name, n, ":1,", 3);
+	return one ? (size_t)(one - name) : n;
+}
+
+/* True when e is a name of a message already among kept[0..k) (sorted by
+ * inode): the same inode under the same unique name, met mid-rename. */
+static bool walk_relisted(const struct walk_entry *kept, size_t k, const struct walk_entry *e)
+{
+	size_t ul = walk_unique_len(e->name);
+	for (size_t j = k; j-- > 0 && kept[j].ino == e->ino;)
+		if (kept[j].d_type != DT_DIR && walk_unique_len(kept[j].name) == ul &&
+		    !memcmp(kept[j].name, e->name, ul))
+			return true;
+	return false;
+}
+
 /* Reads every entry of d and sorts them: files and subdirectories apart. */
 static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *parent, int *err)
 {
@@ -369,12 +403,14 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	d->is_maildir = has_cur && has_new;
 	if (n)
 		qsort(all, n, sizeof(*all), walk_entry_cmp);
-	/* A file renamed while its directory was being listed can be listed
-	 * under both names (getdents64 allows it): one inode, one input. */
-	if (n) {
-		size_t k = 1;
-		for (size_t i = 1; i < n; i++)
-			if (all[i].ino != all[k - 1].ino || all[i].d_type == DT_DIR)
+	/* A Maildir message whose flags change while its directory is being
+	 * listed can be listed under both names (getdents64 allows it): same
+	 * inode, same unique name, one input.  Anything else sharing an inode
+	 * is a hard link, and every name of it is an input. */
+	if (n && d->in_maildir) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (all[i].d_type == DT_DIR || !walk_relisted(all, k, &all[i]))
 				all[k++] = all[i];
 		n = k;
 	}
@@ -469,6 +505,26 @@ static int walk_name_folder(struct walk_dir *d, const struct walk_dir *parent, c
 	return d->folder ? 0 : -ENOMEM;
 }
 
+/* Notes a directory the walk could not list (its error entry is made by
+ * the caller): root and dir in one allocation.  0 or -ENOMEM. */
+static int walk_note_unlisted(struct walk *w, const char *root, const char *dir, size_t dn)
+{
+	struct walk_unlisted *v = xrealloc(w->unlisted, (w->n_unlisted + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	w->unlisted = v;
+	size_t rn = strlen(root);
+	char *p = xmalloc(rn + dn + 2);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, root, rn + 1);
+	memcpy(p + rn + 1, dir, dn);
+	p[rn + 1 + dn] = '\0';
+	v[w->n_unlisted++] = (struct walk_unlisted){ { p, rn }, { p + rn + 1, dn }, p };
+	w->unlisted_sorted = false;
+	return 0;
+}
+
 /* Opens and lists a directory; on failure fills *fail as an error entry. */
 static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry *sub,
                       const char *root)
@@ -497,8 +553,11 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		fd = sys_openat(AT_FDCWD, root, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	}
 	if (fd < 0) {
+		/* ENOTDIR for a PATH argument: a file, not a failed listing */
+		int r = parent || fd != -ENOTDIR
+		      ? walk_note_unlisted(w, parent ? parent->root : root, rel ? rel : "", rellen) : 0;
 		xfree(rel);
-		return fd;
+		return r < 0 ? r : fd;
 	}
 	struct walk_dir *d = walk_dir_new(fd, parent ? parent->root : root, rel ? rel : "", rellen);
 	xfree(rel);
@@ -527,6 +586,8 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		walk_dir_unref(d);
 		return r;
 	}
+	if (err && walk_note_unlisted(w, d->root, d->relpath, d->relpath_len) < 0)
+		return -ENOMEM;
 	/* getdents64 failing half-way: what was listed is walked, and the
 	 * directory also gets an error record.  For a PATH argument the caller
 	 * makes that record from a negative return (the directory is pushed
@@ -730,6 +791,38 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 			io->flags = (struct mail_str){ base + strlen(base), 0 };
 	}
 	return r;
+}
+
+static int walk_str_cmp(struct mail_str a, struct mail_str b)
+{
+	int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
+	return c ? c : (a.n > b.n) - (a.n < b.n);
+}
+
+static int walk_unlisted_cmp(const void *a, const void *b)
+{
+	const struct walk_unlisted *x = a, *y = b;
+	int c = walk_str_cmp(x->root, y->root);
+	return c ? c : walk_str_cmp(x->dir, y->dir);
+}
+
+bool walk_unlisted(struct walk *w, struct mail_str root, struct mail_str path)
+{
+	if (!w->n_unlisted)
+		return false;
+	if (!w->unlisted_sorted) {
+		qsort(w->unlisted, w->n_unlisted, sizeof(*w->unlisted), walk_unlisted_cmp);
+		w->unlisted_sorted = true;
+	}
+	/* every directory above path, the root ("") first */
+	for (size_t n = 0; n < path.n; n++) {
+		if (n && path.p[n] != '/')
+			continue;
+		struct walk_unlisted key = { root, { path.p, n } };
+		if (bsearch(&key, w->unlisted, w->n_unlisted, sizeof(key), walk_unlisted_cmp))
+			return true;
+	}
+	return false;
 }
 
 void walk_stats_get(const struct walk *w, struct walk_stats *out)

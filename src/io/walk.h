@@ -79,12 +79,20 @@ int walk_entry_dirfd(const struct walk_entry *e);
  * arena, so they outlive the entry.  0 or -ENOMEM. */
 int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct record_io *io);
 
+/* True when path (below root, as walk_entry_describe gives them) lies in a
+ * directory the walk could not list, wholly or partly: one that failed to
+ * open, or whose getdents64 failed (each has its error entry).  A file the
+ * walk did not meet there may still be there (--state keeps it).  Ask once
+ * the walk has ended. */
+bool walk_unlisted(struct walk *w, struct mail_str root, struct mail_str path);
+
 /* Inputs queued from lists so far (paths' contents are not known ahead). */
 uint64_t walk_total(const struct walk *w);
 
 struct walk_stats {
 	uint64_t dirs, entries, getdents_calls;
-	uint64_t relisted;   /* names dropped: one file listed twice (renamed mid-listing) */
+	uint64_t relisted;   /* names dropped: a Maildir message listed twice (its flags
+	                      * changed mid-listing: same inode, same unique name) */
 };
 void walk_stats_get(const struct walk *w, struct walk_stats *out);
 

@@ -336,19 +336,32 @@ def case_shard_union(tmp):
 
 def case_state(tmp):
     """--state: a re-run reads no bodies; changes come out as new, changed,
-    renamed and deleted records; the state file is replaced atomically."""
+    renamed and deleted records; the state file is replaced atomically.
+    The whole scenario runs on each backend: the verdicts are taken at stat
+    time, which each backend reaches its own way."""
+    for backend in ("uring", "sync"):
+        sub = os.path.join(tmp, backend)
+        os.mkdir(sub)
+        state_scenario(sub, "--backend=" + backend)
+
+
+def state_scenario(tmp, backend):
     d = os.path.join(tmp, "md")
     st = os.path.join(tmp, "state")
     mkcorpus(d, "--seed", "14", "--layout", "maildir", "--count", "300")
-    first = records(run(["--state=" + st, d], check_rc=0).stdout)
+
+    def bad(msg):
+        fail(f"{backend}: {msg}")
+
+    first = records(run([backend, "--state=" + st, d], check_rc=0).stdout)
     if len(first) != count_files(d):
-        fail("first run with --state")
-    p = run(["--state=" + st, "--stats=json", d], check_rc=0)
+        bad("first run with --state")
+    p = run([backend, "--state=" + st, "--stats=json", d], check_rc=0)
     if p.stdout:
-        fail(f"unchanged re-run emitted {len(p.stdout.splitlines())} records")
+        bad(f"unchanged re-run emitted {len(p.stdout.splitlines())} records")
     s = json.loads(p.stderr.decode().strip().splitlines()[-1])
     if s["ring_ops"]["read"] or s["syscalls"]["read"] > 2 + 2:
-        fail(f"unchanged re-run read bodies: {s['ring_ops']} {s['syscalls']['read']}")
+        bad(f"unchanged re-run read bodies: {s['ring_ops']} {s['syscalls']['read']}")
     cur = sorted(os.listdir(os.path.join(d, "cur")))
     new = sorted(os.listdir(os.path.join(d, "new")))
     flagged = cur[0]
@@ -364,25 +377,108 @@ def case_state(tmp):
         f.write(b"\nmore\n")
     with open(os.path.join(d, "new", "1.added.host"), "wb") as f:
         f.write(b"From: a@b.example\nSubject: added\n\nhi\n")
-    recs = records(run(["--state=" + st, d], check_rc=0).stdout)
+    recs = records(run([backend, "--state=" + st, d], check_rc=0).stdout)
     renamed = {(r["renamed"]["from"], r["renamed"]["to"]) for r in recs if "renamed" in r}
     deleted = {r["deleted"] for r in recs if "deleted" in r}
     messages = {r["path"] for r in recs if "path" in r}
     want_renamed = {("cur/" + flagged, "cur/" + base + ":2," + new_flags),
                     ("new/" + moved, "cur/" + moved + ":2,S")}
     if renamed != want_renamed:
-        fail(f"renamed: {renamed} != {want_renamed}")
+        bad(f"renamed: {renamed} != {want_renamed}")
     if deleted != {"cur/" + gone}:
-        fail(f"deleted: {deleted}")
+        bad(f"deleted: {deleted}")
     if messages != {"cur/" + grown, "new/1.added.host"}:
-        fail(f"new/changed: {messages}")
+        bad(f"new/changed: {messages}")
     if os.path.exists(st + ".tmp"):
-        fail("state temp file left behind")
-    if run(["--state=" + st, d], check_rc=0).stdout:
-        fail("third run not empty")
-    es = run(["--state=" + os.path.join(tmp, "s2"), "--format=es-bulk", d], check_rc=0)
+        bad("state temp file left behind")
+    if run([backend, "--state=" + st, d], check_rc=0).stdout:
+        bad("third run not empty")
+    es = run([backend, "--state=" + os.path.join(tmp, "s2"), "--format=es-bulk", d], check_rc=0)
     if not es.stdout:
-        fail("es-bulk with state")
+        bad("es-bulk with state")
+
+
+def unlisted_scenario(tmp, backend, pre, env_fault, break_tree, mend_tree):
+    """A run whose listing fails (wholly or partly) keeps the state of what
+    it could not list: no deleted record for it, and the next run, listing
+    again, finds it unchanged (nothing emitted).  Returns the records of the
+    failing run."""
+    d = os.path.join(tmp, "md")
+    st = os.path.join(tmp, "state")
+    mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", "120", "--folders", "2")
+    for top, dirs, files in os.walk(tmp):
+        for x in dirs + files:
+            os.chmod(os.path.join(top, x), 0o777 if x in dirs else 0o666)
+    os.chmod(tmp, 0o777)
+
+    def ingest(args, env=None):
+        p = subprocess.run(pre + [ARGS.ingest, backend, "--state=" + st] + args + [d],
+                           capture_output=True, env=env, timeout=300)
+        if p.returncode != 0:
+            fail(f"{backend} {args}: exit {p.returncode}: {p.stderr.decode(errors='replace')}")
+        return records(p.stdout)
+
+    if len(ingest([])) != count_files(d):
+        fail(f"{backend}: first run")
+    break_tree(d)
+    env = dict(os.environ, **env_fault) if env_fault else None
+    recs = ingest([], env)
+    deleted = [r["deleted"] for r in recs if "deleted" in r]
+    if deleted:
+        fail(f"{backend}: {len(deleted)} false deletions for an unlisted directory, e.g. {deleted[:3]}")
+    if not any(r.get("error") for r in recs):
+        fail(f"{backend}: the failed listing left no error record: {recs[:3]}")
+    mend_tree(d)
+    again = ingest([])
+    if again:
+        fail(f"{backend}: the state lost what was not listed: {len(again)} records re-emitted, "
+             f"e.g. {again[:2]}")
+    return recs
+
+
+def case_state_unlisted_fault(tmp):
+    """--state with a directory listing that fails (getdents64 returns EIO,
+    by fault injection): no false deletions, the state keeps the entries."""
+    probe = subprocess.run([ARGS.ingest, "--io-only", sample()], capture_output=True,
+                           env=dict(os.environ, INGEST_FAULT_COUNT="1"), timeout=60)
+    if b"ingest-fault: calls=" not in probe.stderr:
+        print("SKIP: ingest was built without -Dfault_injection=true (INGEST_FAULT has no effect)")
+        sys.exit(77)
+    # 1: the root's first listing call (nothing listed); 3: a later
+    # directory's (which one depends on the walk order, not the point)
+    for backend in ("--backend=uring", "--backend=sync"):
+        for n in (1, 3):
+            sub = os.path.join(tmp, f"{backend[10:]}-{n}")
+            os.mkdir(sub)
+            recs = unlisted_scenario(sub, backend, [], {"INGEST_FAULT": f"{n}:EIO:sys:getdents64"},
+                                     lambda d: None, lambda d: None)
+            if not any(r.get("error", {}).get("errno") == "EIO" for r in recs):
+                fail(f"{backend} fault {n}: no EIO record: {[r for r in recs if r.get('error')]}")
+
+
+def case_state_unlisted_perm(tmp):
+    """--state with a Maildir folder that cannot be listed (mode 000, run by
+    a user who is not root): no false deletions, the state keeps the folder's
+    entries, and once readable again nothing is re-emitted."""
+    pre = []
+    if os.geteuid() == 0:
+        pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+        if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
+                                                         capture_output=True).returncode:
+            print("SKIP: running as root and cannot drop to nobody with setpriv "
+                  "(root lists a mode-000 directory anyway)")
+            sys.exit(77)
+    os.chmod(tmp, 0o755)
+    for backend in ("--backend=uring", "--backend=sync"):
+        # a whole Maildir++ folder, then only the cur/ of the top Maildir
+        for what in (".Sent", "cur"):
+            sub = os.path.join(tmp, f"{backend[10:]}-{what}")
+            os.mkdir(sub)
+            recs = unlisted_scenario(sub, backend, pre, None,
+                                     lambda d: os.chmod(os.path.join(d, what), 0),
+                                     lambda d: os.chmod(os.path.join(d, what), 0o777))
+            if not any(r.get("error", {}).get("errno") == "EACCES" for r in recs):
+                fail(f"{backend} {what}: no EACCES record: {[r for r in recs if r.get('error')]}")
 
 
 def case_state_unchanged_100k(tmp):

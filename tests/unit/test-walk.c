@@ -485,6 +485,76 @@ static void test_walk_sorted_by_inode(void **state)
 	rmtree(base);
 }
 
+static void link_file(const char *base, const char *from, const char *to)
+{
+	char *a = xasprintf("%s/%s", base, from), *b = xasprintf("%s/%s", base, to);
+	assert_int_equal(link(a, b), 0);
+	free(a);
+	free(b);
+}
+
+/* How many lines of text start with prefix. */
+static size_t lines_starting(const char *text, const char *prefix)
+{
+	size_t n = 0, pl = strlen(prefix);
+	for (const char *l = text; *l; l = strchr(l, '\n') + 1)
+		n += !strncmp(l, prefix, pl);
+	return n;
+}
+
+/* One inode listed under two names is one input only when getdents64 met a
+ * Maildir message mid-rename: same inode and same unique name (before ":2,"
+ * or ":1,") in a cur/ or new/.  Hard links are inputs of their own. */
+static void test_walk_hard_links_and_relisted(void **state)
+{
+	(void)state;
+	char *base = make_base();
+	mkdirs(base, (const char *const[]){ "plain", "md", "md/cur", "md/new", "md/tmp", NULL });
+	put_files(base, (const char *const[]){
+		"plain/m1", "plain/x:2,S", "md/cur/1.M1.h:2,S", "md/cur/2.M2.h:2,S",
+		"md/new/5.M5.h:1,a", NULL });
+	link_file(base, "plain/m1", "plain/m2");
+	link_file(base, "plain/x:2,S", "plain/x:2,RS");      /* not a Maildir: two inputs */
+	link_file(base, "md/cur/1.M1.h:2,S", "md/cur/1.M1.h:2,RS");   /* a flag change */
+	link_file(base, "md/cur/2.M2.h:2,S", "md/cur/3.M3.h:2,S");    /* a hard link */
+	link_file(base, "md/new/5.M5.h:1,a", "md/new/5.M5.h:1,b");
+
+	char *p = xasprintf("%s/plain", base);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, p), 0);
+	char *got = walk_render(w, p);
+	struct walk_stats st;
+	walk_stats_get(w, &st);
+	walk_free(w);
+	assert_int_equal(lines_starting(got, "m1 reg\n"), 1);
+	assert_int_equal(lines_starting(got, "m2 reg\n"), 1);
+	assert_int_equal(lines_starting(got, "x:2,S reg\n"), 1);
+	assert_int_equal(lines_starting(got, "x:2,RS reg\n"), 1);
+	assert_int_equal(lines_starting(got, ""), 4);
+	assert_int_equal(st.relisted, 0);
+	free(got);
+	free(p);
+
+	p = xasprintf("%s/md", base);
+	w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, p), 0);
+	got = walk_render(w, p);
+	walk_stats_get(w, &st);
+	walk_free(w);
+	/* which of the two names is kept is the sort's choice */
+	assert_int_equal(lines_starting(got, "cur/1.M1.h:2,"), 1);
+	assert_int_equal(lines_starting(got, "cur/2.M2.h:2,S reg"), 1);
+	assert_int_equal(lines_starting(got, "cur/3.M3.h:2,S reg"), 1);
+	assert_int_equal(lines_starting(got, "new/5.M5.h:1,"), 1);
+	assert_int_equal(lines_starting(got, ""), 4);
+	assert_int_equal(st.relisted, 2);
+	free(got);
+	free(p);
+	rmtree(base);
+}
+
 static void test_walk_symlinks_not_followed(void **state)
 {
 	(void)state;
@@ -897,6 +967,67 @@ static void test_walk_unreadable_directory(void **state)
 		skip();
 }
 
+/* Walks the tree, then says which paths walk_unlisted() puts in a directory
+ * that could not be listed: one line per path, "path yes|no". */
+static char *unlisted_child(void *arg)
+{
+	const char *base = arg;
+	static const char *const paths[] = {
+		"locked/hidden.eml", "locked/deeper/x", "lockedx/y", "open/b.eml", "a.eml", NULL,
+	};
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, base), 0);
+	char *locked = xasprintf("%s/locked", base);
+	assert_int_equal(walk_add_path(w, locked), 0);
+	free(walk_render(w, base));
+	struct sb s = { 0 };
+	for (const char *const *p = paths; *p; p++)
+		sb_printf(&s, "%s %s\n", *p,
+		          walk_unlisted(w, (struct mail_str){ base, strlen(base) },
+		                        (struct mail_str){ *p, strlen(*p) }) ? "yes" : "no");
+	/* the unreadable directory given as a PATH: all of it */
+	sb_printf(&s, "(locked) hidden.eml %s\n",
+	          walk_unlisted(w, (struct mail_str){ locked, strlen(locked) },
+	                        (struct mail_str){ "hidden.eml", 10 }) ? "yes" : "no");
+	walk_free(w);
+	free(locked);
+	return sb_take(&s);
+}
+
+/* What --state keeps: the paths under a directory the walk could not list. */
+static void test_walk_unlisted(void **state)
+{
+	(void)state;
+	char *base = make_base();
+	mkdirs(base, (const char *const[]){ "locked", "lockedx", "open", NULL });
+	put_files(base, (const char *const[]){ "a.eml", "locked/hidden.eml", "open/b.eml", NULL });
+	char *locked = xasprintf("%s/locked", base);
+	assert_int_equal(chmod(locked, 0), 0);
+	const char *why = NULL;
+	char *got = run_unprivileged(unlisted_child, base, &why);
+	if (got) {
+		assert_text(got, "locked/hidden.eml yes\nlocked/deeper/x yes\nlockedx/y no\n"
+		                 "open/b.eml no\na.eml no\n(locked) hidden.eml yes\n");
+		free(got);
+	}
+	/* a clean walk leaves nothing unlisted */
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(chmod(locked, 0755), 0);
+	assert_int_equal(walk_add_path(w, base), 0);
+	free(walk_render(w, base));
+	assert_false(walk_unlisted(w, (struct mail_str){ base, strlen(base) },
+	                           (struct mail_str){ "locked/hidden.eml", 17 }));
+	walk_free(w);
+	free(locked);
+	rmtree(base);
+	if (!got) {
+		print_message("SKIP unlisted directory: %s\n", why);
+		skip();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -905,6 +1036,7 @@ int main(void)
 		cmocka_unit_test(test_walk_plain_tree),
 		cmocka_unit_test(test_walk_maildir_in_tree),
 		cmocka_unit_test(test_walk_sorted_by_inode),
+		cmocka_unit_test(test_walk_hard_links_and_relisted),
 		cmocka_unit_test(test_walk_symlinks_not_followed),
 		cmocka_unit_test(test_walk_fifo_and_socket_listed),
 		cmocka_unit_test(test_walk_path_is_file),
@@ -917,6 +1049,7 @@ int main(void)
 		cmocka_unit_test(test_walk_list_and_paths),
 		cmocka_unit_test(test_walk_deep_beyond_path_max),
 		cmocka_unit_test(test_walk_unreadable_directory),
+		cmocka_unit_test(test_walk_unlisted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
