@@ -143,17 +143,11 @@ static void run_record(struct run *run, unsigned w, struct record rec, const uin
 	}
 }
 
-/* A Maildir file or a .eml/.msg file is one message by definition, even
- * when it starts with an mbox From_ line (mutt and others save them so):
- * splitting it at a "From " line inside its body would cut a git patch
- * ("From <sha> Mon Sep 17 00:00:00 2001") out of the message. */
 static bool run_one_message_file(const struct record_io *io)
 {
-	if (io->maildir)
-		return true;
 	const char *p = io->path.n ? io->path.p : io->root.p;
 	size_t n = io->path.n ? io->path.n : io->root.n;
-	return (n >= 4 && (!strncasecmp(p + n - 4, ".eml", 4) || !strncasecmp(p + n - 4, ".msg", 4)));
+	return mbox_never_split(io->maildir, p, n);
 }
 
 /* Turns one input into its records in the worker's output buffer: one,
@@ -384,12 +378,15 @@ static void *write_main(void *arg)
 		}
 		if (run->o->progress)
 			progress_draw(run, false);
-		budget_release(&run->budget, b->budget);
-		b->budget = 0;
 		/* the reader resets it: its arenas were allocated on the reader's
 		 * thread, and freeing them there keeps glibc's arena lock (an
-		 * uncounted futex) out of the way */
+		 * uncounted futex) out of the way.  Pushed before the budget is
+		 * released, so that a reader woken by the release finds it and
+		 * frees its memory before reading more. */
+		uint64_t held = b->budget;
+		b->budget = 0;
 		chan_push(&run->free_batches, b);
+		budget_release(&run->budget, held);
 	}
 	if (run->o->progress)
 		progress_draw(run, true);
@@ -480,13 +477,13 @@ static int run_start(struct run *run)
 		if (r < 0 && r != -EPIPE)
 			return r;
 	}
-	int r = pthread_create(&run->write_thread, NULL, write_main, run);
-	if (r)
-		return -r;
+	int r = sys_thread_create(&run->write_thread, NULL, write_main, run);
+	if (r < 0)
+		return r;
 	run->write_started = true;
-	r = pthread_create(&run->parse_thread, NULL, parse_main, run);
-	if (r)
-		return -r;
+	r = sys_thread_create(&run->parse_thread, NULL, parse_main, run);
+	if (r < 0)
+		return r;
 	run->parse_started = true;
 	return 0;
 }
@@ -536,13 +533,18 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	}
 	if (r == 0) {
 		r = reader_new(&ro, &run->reader, &rst);
-		if (r < 0) {
+		if (r < 0 && ro.backend == READER_URING && rst.fallback[0]) {
 			/* "io_uring is unavailable (io_uring_setup): Operation not
 			 * permitted": the step from the fallback text, the errno once */
 			char what[224];
 			snprintf(what, sizeof(what), "io_uring is unavailable (%.*s)",
 			         (int)strcspn(rst.fallback, ":"), rst.fallback);
 			run_fail(run, r, what, NULL);
+		} else if (r < 0) {
+			/* not io_uring's fault: the sync reader (chosen, or fallen
+			 * back to) or the uring reader's own memory */
+			run_fail(run, r, ro.backend == READER_URING ? "cannot set up the io_uring reader"
+			                                            : "cannot set up the reader", NULL);
 		}
 	}
 	if (r == 0)

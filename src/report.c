@@ -25,7 +25,9 @@
 #define REPORT_SAMPLES 10
 
 struct ingest_report {
-	char *error;
+	/* Why the run failed, "" if it did not: a buffer of its own, not an
+	 * allocation, so that running out of memory can still be told. */
+	char error[640];
 	bool output_closed, interrupted;
 	uint64_t t0, t1;                     /* monotonic ns */
 	uint64_t records, kinds[REPORT_KINDS];
@@ -51,7 +53,7 @@ static uint64_t report_now(void)
 
 struct ingest_report *report_new(void)
 {
-	return calloc(1, sizeof(struct ingest_report));
+	return xcalloc(1, sizeof(struct ingest_report));
 }
 
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
@@ -61,11 +63,7 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
-	size_t n = strlen(head) + 64;
-	free(r->error);
-	r->error = malloc(n);
-	if (r->error)
-		snprintf(r->error, n, "%s: %s", head, strerror(-err));
+	snprintf(r->error, sizeof(r->error), "%s: %s", head, strerror(-err));
 }
 
 void report_start(struct ingest_report *r)
@@ -91,7 +89,7 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		const char *why = io->err ? strerror(io->err) : io->message ? io->message
 		                : record_reason_name(io->reason);
 		size_t n = io->root.n + io->path.n + strlen(why) + 32;
-		char *line = malloc(n);
+		char *line = xmalloc(n);
 		if (!line)
 			continue;
 		snprintf(line, n, "cannot read '%.*s%s%.*s': %s", (int)io->root.n, io->root.p,
@@ -148,7 +146,7 @@ void report_set_flags(struct ingest_report *r, bool output_closed, bool interrup
 
 const char *ingest_report_error(const struct ingest_report *r)
 {
-	return r ? r->error : NULL;
+	return r && r->error[0] ? r->error : NULL;
 }
 
 int ingest_report_output_closed(const struct ingest_report *r)
@@ -191,9 +189,8 @@ void ingest_report_free(struct ingest_report *r)
 	if (!r)
 		return;
 	for (unsigned i = 0; i < r->n_samples; i++)
-		free(r->samples[i]);
-	free(r->error);
-	free(r);
+		xfree(r->samples[i]);
+	xfree(r);
 }
 
 static const char *report_backend(const struct ingest_report *r)
@@ -256,6 +253,10 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	dynbuf_printf(b, "; io_uring_enter=%llu", (unsigned long long)r->rs.enters);
 	if (r->rs.enter_retries)
 		dynbuf_printf(b, " (%llu refused and retried)", (unsigned long long)r->rs.enter_retries);
+	if (r->rs.cqe_retries)
+		dynbuf_printf(b, ", %llu completions retried", (unsigned long long)r->rs.cqe_retries);
+	if (r->rs.cq_overflows)
+		dynbuf_printf(b, ", CQ overflowed at %llu enters", (unsigned long long)r->rs.cq_overflows);
 	dynbuf_putc(b, '\n');
 }
 
@@ -318,8 +319,10 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
 	for (int i = 0; i < STATS_OP__COUNT; i++)
 		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
-	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu}\n",
-	              (unsigned long long)r->rs.enters, (unsigned long long)r->rs.enter_retries);
+	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu,"
+	              "\"io_uring_cq_overflow\":%llu,\"io_uring_cqe_retries\":%llu}\n",
+	              (unsigned long long)r->rs.enters, (unsigned long long)r->rs.enter_retries,
+	              (unsigned long long)r->rs.cq_overflows, (unsigned long long)r->rs.cqe_retries);
 }
 
 int ingest_report_format(const struct ingest_report *r, int json, char **out, size_t *len)

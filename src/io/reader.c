@@ -1,6 +1,20 @@
 /* What both reader backends share: the per-item rules (what is read, what
  * becomes an error record, what a short or a full read means) and the
- * backend choice.  The backends differ only in how syscalls are issued. */
+ * backend choice.  The backends differ only in how syscalls are issued.
+ *
+ * The byte budget: every buffer a batch's data arena hands out is charged
+ * to the budget before it is allocated (one gap left: see reader_read_rest)
+ * and the writer gives it back, so `used` and its peak are what is held.
+ * The reader must never wait for budget that only its own unsent batch
+ * holds.  Where the batch in hand may go (between files, between chunks of
+ * a streamed file), it is sent on first, and the bytes of the file it held
+ * without an item are read again rather than copied along.  Where it may
+ * not (completing a batch: the rest of a file that grew, a Maildir message
+ * re-read under its new name), budget_acquire_held waits for the others'
+ * bytes only.  Hence the bound: --max-inflight, or one grant larger than
+ * that when nothing else is in flight (a file, or the buffer of an mbox
+ * message, with its own first chunk), or a batch in completion plus its
+ * re-reads when that alone is more. */
 #include "io/reader.h"
 #include "io/reader_backend.h"
 #include "io/walk.h"
@@ -33,11 +47,29 @@ int reader_new(const struct reader_options *o, struct reader **out, struct reade
 	return r;
 }
 
+/* The budget comes back when a batch is written, its memory only when the
+ * reader resets it (the arenas were allocated on this thread, and are freed
+ * here).  Batches back in the free channel are reset now rather than on
+ * their next turn, so that an arena grown for one large file does not
+ * outlive its bytes by a whole round of the pipeline.  Called before large
+ * allocations: after taking a batch, and after waiting for budget. */
+static void reader_trim(const struct reader_io *io)
+{
+	struct batch *back[8];
+	size_t n = 0;
+	while (n < sizeof(back) / sizeof(back[0]) && (back[n] = chan_try_pop(io->free_batches)))
+		batch_reset(back[n++], io->keep_bytes);
+	for (size_t i = 0; i < n; i++)
+		chan_push(io->free_batches, back[i]);
+}
+
 struct batch *reader_batch_get(const struct reader_io *io)
 {
 	struct batch *b = chan_pop(io->free_batches);
-	if (b)
-		batch_reset(b, io->keep_bytes);
+	if (!b)
+		return NULL;
+	batch_reset(b, io->keep_bytes);
+	reader_trim(io);
 	return b;
 }
 
@@ -142,9 +174,15 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 }
 
 /* The file grew between its size query and its read: read on to EOF,
- * doubling the buffer, up to --max-size.  Rare, so plain reads. */
-static int reader_read_rest(struct reader_common *rc, struct batch *b, struct batch_item *it,
-                            int fd)
+ * doubling the buffer, up to --max-size.  Rare, so plain reads.
+ *
+ * The batch cannot be sent before this item is complete, so each larger
+ * buffer is charged with budget_acquire_held: it waits for the others'
+ * bytes only, never for this batch's own.  budget is NULL where the caller
+ * has none to give (the backends' first reads, for now): those buffers are
+ * then not counted. */
+static int reader_read_rest(struct reader_common *rc, struct budget *budget, struct batch *b,
+                            struct batch_item *it, int fd)
 {
 	uint64_t have = it->cap;
 	uint64_t cap = have * 2;
@@ -152,6 +190,11 @@ static int reader_read_rest(struct reader_common *rc, struct batch *b, struct ba
 	for (;;) {
 		if (cap > rc->o.max_size + 1)
 			cap = rc->o.max_size + 1;
+		if (budget) {
+			if (!budget_acquire_held(budget, cap, b->budget))
+				return -ECANCELED;
+			b->budget += cap;
+		}
 		uint8_t *nb = arena_alloc(&b->data, cap);
 		if (!nb)
 			return -ENOMEM;
@@ -185,8 +228,8 @@ eof:
 	return 0;
 }
 
-int reader_item_read_done(struct reader_common *rc, struct batch *b, struct batch_item *it,
-                          int64_t got, int fd)
+int reader_item_read_done(struct reader_common *rc, struct budget *budget, struct batch *b,
+                          struct batch_item *it, int64_t got, int fd)
 {
 	if (got < 0) {
 		reader_item_fail(it, (int)got);
@@ -215,7 +258,7 @@ int reader_item_read_done(struct reader_common *rc, struct batch *b, struct batc
 		}
 		fd = own;
 	}
-	int r = reader_read_rest(rc, b, it, fd);
+	int r = reader_read_rest(rc, budget, b, it, fd);
 	if (own >= 0)
 		sys_close(own);
 	if (r == -ENOMEM)
@@ -250,15 +293,21 @@ static int reader_add_deleted(void *arg, struct mail_str root, struct mail_str p
 	}
 	if (!c->b && !(c->b = reader_batch_get(c->io)))
 		return -ECANCELED;
+	/* copied before the item is taken: a half-built item would be emitted */
+	const char *rp = arena_memdup(&c->b->meta, root.p, root.n);
+	const char *pp = arena_memdup(&c->b->meta, path.p, path.n);
+	const char *mp = msgid.p ? arena_memdup(&c->b->meta, msgid.p, msgid.n) : NULL;
+	if (!rp || !pp || (msgid.p && !mp))
+		return -ENOMEM;
 	struct batch_item *it = &c->b->items[c->b->n++];
 	memset(it, 0, sizeof(*it));
 	it->io.kind = RECORD_DELETED;
-	it->io.root = (struct mail_str){ arena_memdup(&c->b->meta, root.p, root.n), root.n };
-	it->io.path = (struct mail_str){ arena_memdup(&c->b->meta, path.p, path.n), path.n };
-	if (msgid.p)
-		it->io.old_msgid = (struct mail_str){ arena_memdup(&c->b->meta, msgid.p, msgid.n), msgid.n };
+	it->io.root = (struct mail_str){ rp, root.n };
+	it->io.path = (struct mail_str){ pp, path.n };
+	if (mp)
+		it->io.old_msgid = (struct mail_str){ mp, msgid.n };
 	c->r->c.st.deleted++;
-	return it->io.root.p && it->io.path.p ? 0 : -ENOMEM;
+	return 0;
 }
 
 int reader_run(struct reader *r, const struct reader_io *io)
@@ -268,6 +317,8 @@ int reader_run(struct reader *r, const struct reader_io *io)
 	 * the walk ran to its end. */
 	if (ret == 0 && r->c.o.state && !atomic_load(io->stop)) {
 		struct reader_deleted_ctx c = { r, io, NULL };
+		/* entries under a directory that could not be listed are kept */
+		state_set_walk(r->c.o.state, io->walk);
 		ret = state_deleted(r->c.o.state, reader_add_deleted, &c);
 		if (c.b) {
 			r->c.st.batches++;
@@ -293,32 +344,29 @@ uint64_t reader_stream_threshold(const struct reader_options *o)
 	return t < o->max_size ? t : o->max_size;
 }
 
-/* Moves on to a fresh batch, taking the n bytes at *p along (they live in
- * the old batch's arena, so they are copied before it is sent on; p may be
- * NULL when n is 0).  The
- * copy is budgeted when the budget allows; past it, the overshoot is at
- * most one chunk. */
-static int stream_swap(struct reader *r, const struct reader_io *io, struct batch **bp,
-                       const uint8_t **p, size_t n)
+/* Sends the batch in hand on and takes a fresh one.  Nothing is carried
+ * over: bytes of the file that the old batch holds and no item refers to
+ * are read again into the new one, so that every buffer of a batch was
+ * charged to the budget before it was allocated. */
+static int stream_send(struct reader *r, const struct reader_io *io, struct batch **bp)
 {
 	struct batch *nb = reader_batch_get(io);
 	if (!nb)
 		return -ECANCELED;
-	if (n) {
-		uint8_t *c = arena_alloc(&nb->data, n);
-		if (!c) {
-			chan_push(io->free_batches, nb);
-			return -ENOMEM;
-		}
-		memcpy(c, *p, n);
-		if (budget_try_acquire(io->budget, n))
-			nb->budget += n;
-		*p = c;
-	}
 	r->c.st.batches++;
 	chan_push(io->full_batches, *bp);
 	*bp = nb;
 	return 0;
+}
+
+/* The batch that held *pend was sent on: those bytes are read again (and
+ * counted again) into the next buffer. */
+static void stream_forget(struct reader *r, const uint8_t **pend, size_t pend_len)
+{
+	if (*pend) {
+		r->c.st.bytes -= pend_len;
+		*pend = NULL;
+	}
 }
 
 /* A new item for the streamed file, with its stat fields. */
@@ -337,43 +385,64 @@ static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
 	return it;
 }
 
-/* Room for one more item; swaps batches (carrying *p, n) when full. */
-static int stream_room(struct reader *r, const struct reader_io *io, struct batch **bp,
-                       const uint8_t **p, size_t n)
+/* Room for one more item: a full batch is sent on first. */
+static int stream_room(struct reader *r, const struct reader_io *io, struct batch **bp)
 {
 	if ((*bp)->n < LIMIT_BATCH_FILES)
 		return 0;
-	return stream_swap(r, io, bp, p, n);
+	return stream_send(r, io, bp);
 }
 
 /* Not an mbox after all: the file is one message, read whole when it fits
- * --max-size (the first chunk is already in `head`). */
+ * --max-size (the first chunk is already in `head`).
+ *
+ * The whole buffer is charged before it is allocated.  When it does not
+ * fit and the batch in hand holds other files, that batch is sent on
+ * before waiting, or we would wait on ourselves; the head goes with it and
+ * is read again.  When the batch holds nothing but the head, the wait is
+ * for the others' bytes only: a file larger than the budget is then read
+ * alone with its own first chunk, rather than sending an empty batch round
+ * the pipeline, whose arena would outlive the bytes it held. */
 static int stream_whole(struct reader *r, const struct reader_io *io, struct batch **bp,
                         struct walk_entry *e, const struct batch_item *st, int fd,
                         const uint8_t *head, size_t len, bool eof)
 {
 	int err = 0;
-	if (stream_room(r, io, bp, &head, len) < 0)
-		return 0;
-	struct batch_item *it = stream_item(*bp, e, st, &err);
-	if (!it)
-		return err;
+	struct batch_item *it;
 	if (st->io.size > r->c.o.max_size) {
+		if (stream_room(r, io, bp) < 0)
+			return 0;
+		if (!(it = stream_item(*bp, e, st, &err)))
+			return err;
 		it->io.reason = RECORD_TOO_LARGE;
 		it->io.message = "larger than --max-size: not read";
 		return 0;
 	}
 	uint64_t cap = (st->io.size > len ? st->io.size : len) + 1;
+	/* the head was counted when it was read: read_done counts the whole */
+	r->c.st.bytes -= len;
+	if ((*bp)->n == LIMIT_BATCH_FILES || !budget_try_acquire(io->budget, cap)) {
+		if ((*bp)->n) {
+			if (stream_send(r, io, bp) < 0)
+				return 0;
+			head = NULL;
+			len = 0;
+			eof = false;
+		}
+		if (!budget_acquire_held(io->budget, cap, (*bp)->budget))
+			return 0;
+		reader_trim(io);
+	}
+	(*bp)->budget += cap;
+	if (!(it = stream_item(*bp, e, st, &err)))
+		return err;
 	uint8_t *whole = arena_alloc(&(*bp)->data, cap);
 	if (!whole)
 		return -ENOMEM;
-	if (budget_try_acquire(io->budget, cap))
-		(*bp)->budget += cap;
-	memcpy(whole, head, len);
+	if (len)
+		memcpy(whole, head, len);
 	it->data = whole;
 	it->cap = cap;
-	/* the head was counted when it was read: read_done counts the whole */
-	r->c.st.bytes -= len;
 	int64_t total = (int64_t)len;
 	while (!eof && (uint64_t)total < cap) {
 		ssize_t got = r->pread(r, fd, whole + total, cap - (uint64_t)total, (uint64_t)total);
@@ -385,7 +454,7 @@ static int stream_whole(struct reader *r, const struct reader_io *io, struct bat
 			break;
 		total += got;
 	}
-	return reader_item_read_done(&r->c, *bp, it, total, fd);
+	return reader_item_read_done(&r->c, io->budget, *bp, it, total, fd);
 }
 
 int reader_stream(struct reader *r, const struct reader_io *io, struct batch **bp,
@@ -396,21 +465,27 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	int fd = sys_openat(walk_entry_dirfd(e), e->name,
 	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (e->follow ? 0 : O_NOFOLLOW), 0);
 	if (fd < 0) {
-		struct batch_item *it = stream_room(r, io, bp, NULL, 0) == 0 ? stream_item(*bp, e, st, &err) : NULL;
+		struct batch_item *it = stream_room(r, io, bp) == 0 ? stream_item(*bp, e, st, &err) : NULL;
 		if (it)
 			reader_item_fail(it, fd);
 		return err;
 	}
-	/* pend: bytes read but not yet cut into messages, in the batch in hand */
+	/* pend: the file's bytes [pend_off, pend_off + pend_len), read but not
+	 * yet cut into messages.  They are in the batch in hand, or pend is
+	 * NULL when that batch was sent on without them: they are then read
+	 * again, which costs what copying them would and holds them once. */
 	const uint8_t *pend = NULL;
 	size_t pend_len = 0;
-	uint64_t pend_off = 0, off = 0;
+	uint64_t pend_off = 0;
 	bool eof = false, first = true, skipping = false;
 	while (!eof || pend_len) {
+		/* Ctrl-C: the messages already cut are written, no more are read */
+		if (atomic_load_explicit(io->stop, memory_order_relaxed))
+			break;
 		const uint8_t *buf;
 		size_t len;
 		uint64_t base = pend_off;
-		if (!eof) {
+		if (!eof || !pend) {
 			/* A message longer than a chunk doubles the read, so that
 			 * carrying it over costs linear copying, not quadratic. */
 			size_t want = pend_len > chunk ? pend_len : chunk;
@@ -422,13 +497,18 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			if (!budget_try_acquire(io->budget, need)) {
 				/* the batch in hand is part of what is in flight (even
 				 * with no item yet, its buffers hold budget): send it on
-				 * before waiting, or we would wait on ourselves */
-				if ((err = stream_swap(r, io, bp, &pend, pend_len)) < 0)
-					break;
+				 * before waiting, or we would wait on ourselves; pend
+				 * goes with it and is read again */
+				if ((*bp)->n || (*bp)->budget) {
+					if ((err = stream_send(r, io, bp)) < 0)
+						break;
+					stream_forget(r, &pend, pend_len);
+				}
 				if (!budget_acquire(io->budget, need)) {
 					err = -ECANCELED;
 					break;
 				}
+				reader_trim(io);
 			}
 			(*bp)->budget += need;
 			uint8_t *nbuf = arena_alloc(&(*bp)->data, need);
@@ -436,27 +516,29 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				err = -ENOMEM;
 				break;
 			}
-			if (pend_len)
-				memcpy(nbuf, pend, pend_len);
+			size_t kept = pend ? pend_len : 0;
+			if (kept)
+				memcpy(nbuf, pend, kept);
+			size_t ask = pend_len - kept + want;
 			ssize_t got;
 			do
-				got = r->pread(r, fd, nbuf + pend_len, want, off);
+				got = r->pread(r, fd, nbuf + kept, ask, pend_off + kept);
 			while (got == -EINTR);
 			if (got < 0) {
-				struct batch_item *it = stream_room(r, io, bp, NULL, 0) == 0
+				struct batch_item *it = stream_room(r, io, bp) == 0
 				                      ? stream_item(*bp, e, st, &err) : NULL;
 				if (it)
 					reader_item_fail(it, (int)got);
 				break;
 			}
-			off += (uint64_t)got;
 			r->c.st.bytes += (uint64_t)got;
-			eof = (size_t)got < want;
+			eof = (size_t)got < ask;
 			buf = nbuf;
-			len = pend_len + (size_t)got;
+			len = kept + (size_t)got;
 			if (first) {
 				first = false;
-				if (!mbox_is_separator(buf, len)) {
+				if (!mbox_is_separator(buf, len) ||
+				    mbox_never_split(walk_entry_in_maildir(e), e->name, strlen(e->name))) {
 					err = stream_whole(r, io, bp, e, st, fd, buf, len, eof);
 					break;
 				}
@@ -473,16 +555,18 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				/* past an oversized message: on to the next separator */
 				size_t at = mbox_find_separator(buf, len, pos);
 				if (at == len && !eof) {
-					pos = len;
+					/* a From_ line cut by the chunk's end is kept */
+					pos = mbox_scan_keep(buf, len, pos);
 					break;
 				}
 				pos = at;
 				skipping = false;
 				continue;
 			}
-			if (!mbox_next(buf, len, pos, eof, &m, &next)) {
+			if (!mbox_next_max(buf, len, pos, eof, r->c.o.max_size, &m, &next)) {
 				if (len - pos > r->c.o.max_size) {
-					if ((err = stream_room(r, io, bp, &buf, len)) < 0)
+					/* buf is not looked at again: the batch may go */
+					if ((err = stream_room(r, io, bp)) < 0)
 						goto out;
 					struct batch_item *it = stream_item(*bp, e, st, &err);
 					if (!it)
@@ -496,19 +580,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				}
 				break;
 			}
-			if ((*bp)->n == LIMIT_BATCH_FILES) {
-				/* full: the rest of buf moves to the next batch */
-				const uint8_t *rest = buf + pos;
-				if ((err = stream_swap(r, io, bp, &rest, len - pos)) < 0)
-					goto out;
-				m.start -= pos;
-				m.end -= pos;
-				next -= pos;
-				base += pos;
-				len -= pos;
-				buf = rest;
-				pos = 0;
-			}
+			/* full: this message and the rest are read again into
+			 * the next batch */
+			if ((*bp)->n == LIMIT_BATCH_FILES)
+				break;
 			struct batch_item *it = stream_item(*bp, e, st, &err);
 			if (!it)
 				goto out;
@@ -519,16 +594,19 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			it->len = m.end - m.start;
 			pos = next;
 		}
-		pend = buf + pos;
 		pend_len = len - pos;
 		pend_off = base + pos;
-		if (eof && pend_len && pos == 0)
+		pend = pend_len ? buf + pos : NULL;
+		bool full = (*bp)->n == LIMIT_BATCH_FILES;
+		if (eof && pend_len && pos == 0 && !full)
 			break;   /* no progress is possible: cannot happen, but never spin */
 		/* A batch holds about one chunk: memory stays bounded by the
 		 * budget however large the archive. */
-		if ((*bp)->n && (*bp)->budget >= chunk && (!eof || pend_len) &&
-		    (err = stream_swap(r, io, bp, &pend, pend_len)) < 0)
-			break;
+		if (full || ((*bp)->n && (*bp)->budget >= chunk && (!eof || pend_len))) {
+			if ((err = stream_send(r, io, bp)) < 0)
+				break;
+			stream_forget(r, &pend, pend_len);
+		}
 	}
 out:
 	sys_close(fd);
@@ -577,20 +655,26 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 	rc->st.renamed++;
 	int ret = 0;
 	if (cap) {
+		/* This batch cannot be sent before all its items are read:
+		 * wait only for the budget that others hold. */
+		if (!budget_acquire_held(budget, cap, b->budget)) {
+			sys_close(fd);
+			reader_item_fail(it, -ECANCELED);
+			return 0;
+		}
+		b->budget += cap;
 		uint8_t *buf = arena_alloc(&b->data, cap);
 		if (!buf) {
 			sys_close(fd);
 			return -ENOMEM;
 		}
-		if (budget_try_acquire(budget, cap))
-			b->budget += cap;
 		it->data = buf;
 		it->cap = cap;
 		ssize_t got;
 		do
 			got = sys_read(fd, buf, cap);
 		while (got == -EINTR);
-		ret = reader_item_read_done(rc, b, it, got, fd);
+		ret = reader_item_read_done(rc, budget, b, it, got, fd);
 	}
 	sys_close(fd);
 	return ret;

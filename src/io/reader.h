@@ -51,6 +51,8 @@ struct reader_stats {
 	uint64_t unchanged, changed, moved, deleted;   /* --state verdicts */
 	uint64_t enters;                 /* io_uring_enter calls */
 	uint64_t enter_retries;          /* enters refused (EINTR, EAGAIN, EBUSY) and retried */
+	uint64_t cq_overflows;           /* enters after which the CQ had a backlog (IORING_SQ_CQ_OVERFLOW) */
+	uint64_t cqe_retries;            /* ring ops submitted again after -EAGAIN/-EINTR completions */
 };
 
 /* Where the reader gets empty batches and sends full ones. */
@@ -96,9 +98,10 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 void reader_item_fail(struct batch_item *it, int neg_errno);
 /* The first read returned `got` of the `cap` = size + 1 bytes asked:
  * short means EOF; a full read means the file grew, and the rest is read
- * through fd (which must be positioned at `got`, or -1 to reopen). */
-int reader_item_read_done(struct reader_common *rc, struct batch *b, struct batch_item *it,
-                          int64_t got, int fd);
+ * through fd (which must be positioned at `got`, or -1 to reopen), its
+ * bytes charged to budget (waiting only for bytes other batches hold). */
+int reader_item_read_done(struct reader_common *rc, struct budget *budget, struct batch *b,
+                          struct batch_item *it, int64_t got, int fd);
 
 /* A Maildir message that vanished (ENOENT) is looked for under a new name
  * (flags changed, new/ → cur/) and read from there; the record then names

@@ -3,6 +3,10 @@
  * Used where io_uring is unavailable (old kernels, seccomp profiles that
  * refuse it, kernel.io_uring_disabled) or when asked for.
  *
+ * A name the walk could not type (d_type unknown: PATH and --files-from
+ * names) is statted before it is opened, so that FIFOs, sockets and devices
+ * never are: statx, openat, read, close, four calls still.
+ *
  * The byte budget is taken file by file; when it is exhausted while a batch
  * is half full, that batch is sent on first, since waiting while holding it
  * would wait on ourselves. */
@@ -14,8 +18,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/stat.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 static void sync_free(struct reader *r)
 {
@@ -28,38 +34,94 @@ struct sync_open {
 	struct batch_item probe;  /* the stat fields and any error */
 };
 
-static void sync_probe(struct reader *r, struct walk_entry *e, struct sync_open *so)
+/* The probe carries the entry's root and path (in `names`, reset file by
+ * file): --state judges a file by its path at stat time, before the file
+ * has a batch slot.  0, or -ENOMEM. */
+static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *names,
+                      struct sync_open *so)
 {
 	memset(so, 0, sizeof(*so));
 	so->fd = -1;
-	/* O_NONBLOCK: a file swapped for a FIFO after the walk must not block
-	 * the open; reads of regular files ignore the flag. */
-	int fd = sys_openat(walk_entry_dirfd(e), e->name,
-	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (e->follow ? 0 : O_NOFOLLOW), 0);
-	if (fd < 0) {
-		reader_item_fail(&so->probe, fd);
-		return;
+	arena_reset(names);
+	if (walk_entry_describe(e, names, &so->probe.io) < 0)
+		return -ENOMEM;
+	/* O_NONBLOCK: a file swapped for a FIFO after its type was known must
+	 * not block the open; reads of regular files ignore the flag. */
+	int dirfd = walk_entry_dirfd(e);
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (e->follow ? 0 : O_NOFOLLOW);
+	uint64_t cap;
+	int fd;
+	if (e->d_type == DT_UNKNOWN) {
+		/* A name the walk could not type (a PATH or --files-from name):
+		 * FIFOs, sockets and devices are never opened, so the size query
+		 * comes first, and its answer serves the read.  Still four calls:
+		 * statx, openat, read, close. */
+		struct statx stx = { 0 };
+		int res = sys_statx(dirfd, e->name,
+		                    (e->follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC,
+		                    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO, &stx);
+		cap = reader_item_stat(&r->c, &so->probe, res, stx.stx_mode, stx.stx_size,
+		                       stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec,
+		                       makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino);
+		if (!cap)
+			return 0;
+		fd = sys_openat(dirfd, e->name, flags, 0);
+		if (fd < 0) {
+			reader_item_fail(&so->probe, fd);
+			return 0;
+		}
+	} else {
+		fd = sys_openat(dirfd, e->name, flags, 0);
+		if (fd < 0) {
+			reader_item_fail(&so->probe, fd);
+			return 0;
+		}
+		struct stat st;
+		int res = sys_fstat(fd, &st);
+		cap = reader_item_stat(&r->c, &so->probe, res, st.st_mode, (uint64_t)st.st_size,
+		                       st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+		                       st.st_dev, st.st_ino);
+		if (!cap) {
+			sys_close(fd);
+			return 0;
+		}
 	}
-	struct stat st;
-	int res = sys_fstat(fd, &st);
-	uint64_t cap = reader_item_stat(&r->c, &so->probe, res, st.st_mode, (uint64_t)st.st_size,
-	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
-	                                st.st_dev, st.st_ino);
-	if (!cap) {
-		sys_close(fd);
-		return;
-	}
-	/* test seam: between the fstat and the read (NULL in production) */
+	/* test seam: between the size query and the read (NULL in production) */
 	if (r->c.o.after_stat)
 		r->c.o.after_stat(r->c.o.after_stat_arg, e->name);
 	so->fd = fd;
+	return 0;
+}
+
+/* What the probe decided moves to the item that now has a batch slot (the
+ * item's own strings come from reader_item_init). */
+static void sync_take_probe(struct batch_item *it, const struct sync_open *so, uint64_t cap)
+{
+	const struct record_io *p = &so->probe.io;
+	it->io.have_stat = p->have_stat;
+	it->io.size = p->size;
+	it->io.mtime_sec = p->mtime_sec;
+	it->io.mtime_nsec = p->mtime_nsec;
+	it->io.dev = p->dev;
+	it->io.ino = p->ino;
+	it->io.reason = p->reason;
+	it->io.err = p->err;
+	it->io.message = p->message;
+	/* --state's verdict: unchanged (no record) or renamed */
+	it->io.kind = p->kind;
+	it->io.old_path = p->old_path;     /* both owned by the state */
+	it->io.old_msgid = p->old_msgid;
+	it->no_output = so->probe.no_output;
+	it->state = so->probe.state;
+	it->cap = cap;
 }
 
 static int sync_run(struct reader *r, const struct reader_io *io)
 {
 	struct batch *b = NULL;
-	uint64_t bytes = 0;
 	int ret = 0;
+	struct arena names;
+	arena_init(&names, 0);
 	for (;;) {
 		struct walk_entry *e;
 		int w = atomic_load_explicit(io->stop, memory_order_relaxed) ? 0 : walk_next(io->walk, &e);
@@ -70,8 +132,10 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		struct sync_open so;
 		bool readable = e->reason == RECORD_NONE &&
 		                (e->d_type == DT_REG || e->d_type == DT_UNKNOWN);
-		if (readable)
-			sync_probe(r, e, &so);
+		if (readable && (ret = sync_probe(r, e, &names, &so)) < 0) {
+			walk_entry_done(io->walk, e);
+			break;
+		}
 		uint64_t cap = readable ? so.probe.cap : 0;
 		/* Take the budget before the batch slot: when it is exhausted, the
 		 * half-full batch in hand is sent first, since waiting while holding
@@ -90,7 +154,6 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		}
 		if (!b) {
 			b = reader_batch_get(io);
-			bytes = 0;
 			if (!b) {
 				if (cap) {
 					sys_close(so.fd);
@@ -118,19 +181,8 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		r->c.st.files++;
 		b->budget += cap;
 		ret = reader_item_init(b, it, e);
-		if (ret == 0 && readable) {
-			struct record_io *p = &so.probe.io;
-			it->io.have_stat = p->have_stat;
-			it->io.size = p->size;
-			it->io.mtime_sec = p->mtime_sec;
-			it->io.mtime_nsec = p->mtime_nsec;
-			it->io.dev = p->dev;
-			it->io.ino = p->ino;
-			it->io.reason = p->reason;
-			it->io.err = p->err;
-			it->io.message = p->message;
-			it->cap = cap;
-		}
+		if (ret == 0 && readable)
+			sync_take_probe(it, &so, cap);
 		if (ret == 0 && cap) {
 			uint8_t *buf = arena_alloc(&b->data, cap);
 			if (!buf) {
@@ -141,7 +193,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 				do
 					got = sys_read(so.fd, buf, cap);
 				while (got == -EINTR);
-				ret = reader_item_read_done(&r->c, b, it, got, so.fd);
+				ret = reader_item_read_done(&r->c, io->budget, b, it, got, so.fd);
 			}
 		}
 		if (cap)
@@ -151,8 +203,8 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		walk_entry_done(io->walk, e);
 		if (ret < 0)
 			break;
-		bytes += cap;
-		if (b->n == LIMIT_BATCH_FILES || bytes >= r->c.o.batch_bytes) {
+		/* the batch's charge counts re-read and grown bytes too */
+		if (b->n == LIMIT_BATCH_FILES || b->budget >= r->c.o.batch_bytes) {
 			r->c.st.batches++;
 			chan_push(io->full_batches, b);
 			b = NULL;
@@ -163,6 +215,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		r->c.st.batches++;
 		chan_push(io->full_batches, b);
 	}
+	arena_release(&names);
 	return ret;
 }
 

@@ -26,10 +26,61 @@
  *
  * Counting: liburing makes the syscalls, so they are counted here at each
  * call that is known to make exactly one (submit_and_wait with wait_nr >= 1
- * always enters; CQEs are reaped with io_uring_for_each_cqe, which never
- * does). */
+ * always enters, and so does a submit with SQEs queued; CQEs are reaped with
+ * io_uring_for_each_cqe, which never does).
+ *
+ * Completions with errors (issue 7).  Every SQE yields exactly one CQE,
+ * whatever its result, and the reader counts CQEs, not successes, so an
+ * error never leaves it waiting:
+ *   statx, openat, read  -ERRNO: the file becomes an error record naming
+ *                        ERRNO (an open's error is the one reported; the
+ *                        read's -EBADF after it is not news); the run goes on.
+ *   -EAGAIN or -EINTR    transient: the operation is submitted once more (a
+ *                        statx alone; an open or read as a whole new chain,
+ *                        into the same slot, once every CQE of the batch is
+ *                        in); a second transient result is an error record.
+ *                        Counted in cqe_retries.
+ *   -ECANCELED           not retried (a cancellation is deliberate): an error
+ *                        record.  A cancelled close leaves its slot installed;
+ *                        that costs nothing, because an open into an occupied
+ *                        explicit slot replaces (and releases) the file there,
+ *                        and the ring's teardown releases the whole table.
+ *   close                its result is ignored: the data is in hand, and a
+ *                        read-only close cannot lose any.
+ *   read short           fewer than `size` bytes: the file shrank between its
+ *                        statx and its read (RECORD_SHRANK, reader.c).
+ * CQ overflow: in flight there are at most WIN_SIZE stats and 3 x
+ * LIMIT_BATCH_FILES chain links, the SQ size, and the CQ is twice that, so
+ * the CQ cannot overflow with the production ring.  Were it to (a smaller
+ * ring, see INGEST_FAULT_CQ_ENTRIES below), the kernel (IORING_FEAT_NODROP,
+ * 5.5+) keeps the extra CQEs in a backlog and flags IORING_SQ_CQ_OVERFLOW;
+ * the next enter moves them into the CQ as it is reaped, so nothing is lost
+ * as long as the reader waits for no more CQEs than the CQ holds (want is
+ * capped at its size) and treats -EBUSY from an enter as "reap, then enter
+ * again".  CQEs the kernel dropped for want of memory (*cq.koverflow, or
+ * -EBADR from an enter) cannot be accounted for: that is a fatal ring error.
+ *
+ * Test hooks, compiled only with -Dfault_injection=true (core/fault.h):
+ *   INGEST_FAULT=N:ERRNO:sys:cqe_OP   OP = statx, openat, read or close: the
+ *        Nth completion of OP carries -ERRNO in place of its result (the
+ *        operation itself ran; only what the reader is told changes; "read"
+ *        counts the chunk reads of streamed files too);
+ *   INGEST_FAULT=N:ERRNO:sys:cqe_read_short   the Nth chain read that
+ *        returned data completes with half of it (ERRNO is required by the
+ *        syntax and ignored): a file that shrank;
+ *   INGEST_FAULT_CQ_ENTRIES=N   a ring of N SQ and N CQ entries (at least 4;
+ *        IORING_SETUP_CQSIZE, rounded up to a power of two by the kernel),
+ *        small enough for the CQ to overflow for real;
+ *   INGEST_FAULT_COUNT=1        at the end, one line on stderr:
+ *        "ingest-fault: ring cq_entries=C cq_overflow=O cqes_dropped=D
+ *        cqe_retries=R", O counting the enters after which the CQ had a
+ *        backlog.
+ * The completion hooks consult fault_check() only when INGEST_FAULT names a
+ * cqe_ target, so other fault walks keep their numbering. */
+#include "config.h"
 #include "io/reader_backend.h"
 #include "io/walk.h"
+#include "core/fault.h"
 #include "core/stats.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -39,8 +90,10 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 enum uring_kind { U_STAT = 1, U_OPEN, U_READ, U_CLOSE, U_CHUNK };
 
@@ -50,12 +103,17 @@ struct uring_slot {
 	int res;
 	bool needs_stat;      /* false: an error or non-regular entry */
 	bool done;            /* its statx completed */
+	bool retried;         /* its statx was submitted again (-EAGAIN, -EINTR) */
 };
+
+/* A batch item's chain after a transient completion (-EAGAIN, -EINTR). */
+enum uring_again { AGAIN_NONE, AGAIN_PENDING, AGAIN_DONE };
 
 struct uring_reader {
 	struct reader r;
 	struct io_uring ring;
 	bool ring_up;
+	unsigned cq_entries;  /* a wait asks for no more CQEs than this */
 	/* the stat window: a FIFO of entries not yet in a batch */
 	struct uring_slot *win;
 	size_t win_head, win_count;
@@ -63,9 +121,13 @@ struct uring_reader {
 	bool walk_done;
 	/* the batch whose chains are in flight */
 	size_t chains_pending;
+	uint8_t again[LIMIT_BATCH_FILES];   /* enum uring_again, per batch item */
+	uint8_t *buf[LIMIT_BATCH_FILES];    /* per batch item: its read buffer */
 	/* a streamed file's chunk read */
 	bool chunk_pending;
 	int chunk_res;
+	/* issue 7: what the ring did besides reading (see the header) */
+	bool cqe_faults;         /* test: INGEST_FAULT names a cqe_ target */
 };
 
 #define WIN_SIZE LIMIT_BATCH_FILES
@@ -75,10 +137,74 @@ static inline uint64_t uring_tag(enum uring_kind k, size_t i)
 	return ((uint64_t)k << 32) | (uint64_t)i;
 }
 
+/* The test hooks of the header, and what the ring reports about itself. */
+#if INGEST_FAULT_INJECTION
+static const char *const uring_cqe_names[] = {
+	[U_STAT] = "cqe_statx", [U_OPEN] = "cqe_openat", [U_READ] = "cqe_read",
+	[U_CLOSE] = "cqe_close", [U_CHUNK] = "cqe_read",
+};
+
+static int uring_cqe_fault(struct uring_reader *u, enum uring_kind kind, int res)
+{
+	if (!u->cqe_faults)
+		return res;
+	/* no site: each name is its own entry in INGEST_FAULT_COUNT's table */
+	int f = fault_check_at(FAULT_SYS, uring_cqe_names[kind], NULL);
+	if (f)
+		return f;
+	if (kind == U_READ && res > 0 && fault_check_at(FAULT_SYS, "cqe_read_short", NULL))
+		return res / 2;
+	return res;
+}
+
+static unsigned uring_test_cq_entries(void)
+{
+	const char *v = getenv("INGEST_FAULT_CQ_ENTRIES");
+	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+	if (!n)
+		return 0;
+	return n < 4 ? 4 : n > LIMIT_RING_ENTRIES ? LIMIT_RING_ENTRIES : (unsigned)n;
+}
+
+static void uring_test_report(const struct uring_reader *u)
+{
+	const char *count = getenv("INGEST_FAULT_COUNT");
+	if (!count || *count != '1')
+		return;
+	/* test machinery, like core/fault.c's own lines (one write(2), not
+	 * counted): library code prints nothing otherwise */
+	char line[160];
+	int n = snprintf(line, sizeof(line), "ingest-fault: ring cq_entries=%u cq_overflow=%llu "
+	                 "cqes_dropped=%u cqe_retries=%llu\n", u->cq_entries,
+	                 (unsigned long long)u->r.c.st.cq_overflows, *u->ring.cq.koverflow,
+	                 (unsigned long long)u->r.c.st.cqe_retries);
+	if (n > 0 && (size_t)n < sizeof(line) && write(STDERR_FILENO, line, (size_t)n) < 0)
+		return;
+}
+#else
+static inline int uring_cqe_fault(struct uring_reader *u, enum uring_kind kind, int res)
+{
+	(void)u;
+	(void)kind;
+	return res;
+}
+
+static inline unsigned uring_test_cq_entries(void)
+{
+	return 0;
+}
+
+static inline void uring_test_report(const struct uring_reader *u)
+{
+	(void)u;
+}
+#endif
+
 static void uring_free(struct reader *r)
 {
 	struct uring_reader *u = (struct uring_reader *)r;
 	if (u->ring_up) {
+		uring_test_report(u);
 		io_uring_queue_exit(&u->ring);
 		sys_count(SC_close);
 	}
@@ -96,16 +222,22 @@ static int uring_setup(struct uring_reader *u, char *why, size_t whylen)
 		IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN,
 		0,
 	};
+	/* test: a CQ small enough to overflow (the kernel wants SQ <= CQ) */
+	unsigned test_cq = uring_test_cq_entries();
 	int r = -EINVAL;
 	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
 		memset(&p, 0, sizeof(p));
 		p.flags = flag_sets[i];
+		if (test_cq) {
+			p.flags |= IORING_SETUP_CQSIZE;
+			p.cq_entries = test_cq;
+		}
 		int fault = sys_fault(SC_io_uring_setup);
 		if (fault) {
 			r = fault;
 		} else {
 			sys_count(SC_io_uring_setup);
-			r = io_uring_queue_init_params(LIMIT_RING_ENTRIES, &u->ring, &p);
+			r = io_uring_queue_init_params(test_cq ? test_cq : LIMIT_RING_ENTRIES, &u->ring, &p);
 		}
 		if (r != -EINVAL)
 			break;
@@ -115,6 +247,7 @@ static int uring_setup(struct uring_reader *u, char *why, size_t whylen)
 		return r;
 	}
 	u->ring_up = true;
+	u->cq_entries = u->ring.cq.ring_entries;
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&u->ring);
 	sys_count(SC_io_uring_register);
 	if (!probe) {
@@ -146,9 +279,19 @@ static int uring_setup(struct uring_reader *u, char *why, size_t whylen)
 
 /* Submits what is queued and waits until `want` CQEs are ready: one enter
  * (the kernel counts every CQE toward want, so a caller waiting for chains
- * may be woken early by statx completions and loop). */
+ * may be woken early by statx completions and loop).  want 0: submit only,
+ * and only with SQEs queued (liburing enters only then).  0 or -errno;
+ * after 0 the caller reaps. */
 static int uring_enter(struct uring_reader *u, unsigned want)
 {
+	/* CQEs the kernel could not even keep in its backlog are lost: the
+	 * counts the reader waits on would never be reached */
+	if (*u->ring.cq.koverflow)
+		return -EBADR;
+	/* a wait for more CQEs than the CQ holds may never end (the rest sit
+	 * in the kernel's backlog until we reap) */
+	if (want > u->cq_entries)
+		want = u->cq_entries;
 	for (;;) {
 		int fault = sys_fault(SC_io_uring_enter);
 		int r;
@@ -157,7 +300,9 @@ static int uring_enter(struct uring_reader *u, unsigned want)
 		} else {
 			sys_count(SC_io_uring_enter);
 			u->r.c.st.enters++;
-			r = io_uring_submit_and_wait(&u->ring, want ? want : 1);
+			r = want ? io_uring_submit_and_wait(&u->ring, want) : io_uring_submit(&u->ring);
+			if (io_uring_cq_has_overflow(&u->ring))
+				u->r.c.st.cq_overflows++;
 		}
 		if (r >= 0)
 			return 0;
@@ -180,16 +325,110 @@ static struct uring_slot *win_at(struct uring_reader *u, size_t i)
 	return &u->win[(u->win_head + i) % WIN_SIZE];
 }
 
-/* Tops the stat window up from the walk, queueing a statx per entry. */
-static int uring_fill_window(struct uring_reader *u, const struct reader_io *io)
+static bool uring_transient(int res)
+{
+	return res == -EAGAIN || res == -EINTR;
+}
+
+/* A statx that completed with -EAGAIN or -EINTR, submitted once more (its
+ * window slot, name and buffer are still there).  False when the SQ is full
+ * (only a test ring can be): the error then stands. */
+static bool uring_stat_again(struct uring_reader *u, size_t idx)
+{
+	struct uring_slot *s = &u->win[idx];
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	if (!sqe)
+		return false;
+	struct walk_entry *e = s->e;
+	io_uring_prep_statx(sqe, walk_entry_dirfd(e), e->name,
+	                    (e->follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC,
+	                    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
+	                    &s->stx);
+	io_uring_sqe_set_data64(sqe, uring_tag(U_STAT, idx));
+	s->retried = true;
+	u->r.c.st.cqe_retries++;
+	stats_count_ring(STATS_OP_statx, 1);
+	return true;
+}
+
+/* Takes every CQE there is.  b is the batch whose chains are in flight
+ * (NULL when none are, or when it is gone after a fatal error). */
+static void uring_reap(struct uring_reader *u, struct batch *b)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+	io_uring_for_each_cqe(&u->ring, head, cqe) {
+		seen++;
+		uint64_t tag = io_uring_cqe_get_data64(cqe);
+		enum uring_kind kind = (enum uring_kind)(tag >> 32);
+		size_t i = (size_t)(tag & 0xffffffffu);
+		int res = uring_cqe_fault(u, kind, cqe->res);
+		if (kind == U_CHUNK) {
+			u->chunk_res = res;
+			u->chunk_pending = false;
+			continue;
+		}
+		if (kind == U_STAT) {
+			if (uring_transient(res) && !u->win[i].retried && uring_stat_again(u, i))
+				continue;   /* still in flight */
+			u->win[i].res = res;
+			u->win[i].done = true;
+			u->stats_in_flight--;
+			continue;
+		}
+		u->chains_pending--;
+		if (!b)
+			continue;   /* draining after a fatal error: the batch is gone */
+		struct batch_item *it = &b->items[i];
+		if (kind == U_CLOSE)
+			continue;   /* nothing to learn: see the header */
+		if (uring_transient(res) && u->again[i] == AGAIN_NONE) {
+			/* the chain runs again once the batch's CQEs are in */
+			u->again[i] = AGAIN_PENDING;
+			continue;
+		}
+		if (kind == U_OPEN) {
+			if (res < 0)
+				reader_item_fail(it, res);
+		} else {
+			/* an open failure is reported already; the read's -EBADF
+			 * that follows it is not news */
+			it->read_res = res;
+		}
+	}
+	io_uring_cq_advance(&u->ring, seen);
+}
+
+/* Makes room in the SQ for n SQEs.  The production ring always has room
+ * (4 SQEs per batch slot); a test ring (INGEST_FAULT_CQ_ENTRIES) fills up:
+ * what is queued is submitted without waiting and without reaping, so that
+ * completions pile up past the CQ as they would under a burst; they are
+ * reaped when the kernel refuses the submission (-EBUSY: its backlog cannot
+ * be flushed into a full CQ) and after the batch.  b: as for uring_reap. */
+static int uring_sq_room(struct uring_reader *u, unsigned n, struct batch *b)
+{
+	while (io_uring_sq_space_left(&u->ring) < n) {
+		int r = uring_enter(u, 0);
+		if (r < 0)
+			return r;
+		if (io_uring_sq_space_left(&u->ring) < n)
+			uring_reap(u, b);   /* refused: make the kernel room */
+	}
+	return 0;
+}
+
+/* Tops the stat window up from the walk, queueing a statx per entry.  b:
+ * the batch whose chains are queued (NULL: none), as for uring_reap. */
+static int uring_fill_window(struct uring_reader *u, const struct reader_io *io, struct batch *b)
 {
 	struct walk *walk = io->walk;
 	/* Ctrl-C: what is already statted is still read and written. */
 	if (atomic_load_explicit(io->stop, memory_order_relaxed))
 		u->walk_done = true;
 	while (!u->walk_done && u->win_count < WIN_SIZE) {
-		if (io_uring_sq_space_left(&u->ring) < 1)
-			break;
+		int r = uring_sq_room(u, 1, b);
+		if (r < 0)
+			return r;
 		struct walk_entry *e;
 		int w = walk_next(walk, &e);
 		if (w < 0)
@@ -204,6 +443,7 @@ static int uring_fill_window(struct uring_reader *u, const struct reader_io *io)
 		s->e = e;
 		s->res = 0;
 		s->done = true;
+		s->retried = false;
 		s->needs_stat = e->reason == RECORD_NONE &&
 		                (e->d_type == DT_REG || e->d_type == DT_UNKNOWN);
 		if (!s->needs_stat)
@@ -221,41 +461,54 @@ static int uring_fill_window(struct uring_reader *u, const struct reader_io *io)
 	return 0;
 }
 
-static void uring_reap(struct uring_reader *u, struct batch *b)
+/* Queues the chain OPENAT → READ → CLOSE of batch item i, into direct slot
+ * i and buffer u->buf[i] of it->cap bytes.  Its three SQEs are reserved
+ * together: a chain cannot span submits. */
+static int uring_chain(struct uring_reader *u, struct batch *b, size_t i)
 {
-	struct io_uring_cqe *cqe;
-	unsigned head, seen = 0;
-	io_uring_for_each_cqe(&u->ring, head, cqe) {
-		seen++;
-		uint64_t tag = io_uring_cqe_get_data64(cqe);
-		enum uring_kind kind = (enum uring_kind)(tag >> 32);
-		size_t i = (size_t)(tag & 0xffffffffu);
-		if (kind == U_CHUNK) {
-			u->chunk_res = cqe->res;
-			u->chunk_pending = false;
+	int r = uring_sq_room(u, 3, b);
+	if (r < 0)
+		return r;
+	struct batch_item *it = &b->items[i];
+	struct walk_entry *e = it->entry;
+	struct io_uring_sqe *o = io_uring_get_sqe(&u->ring);
+	struct io_uring_sqe *rd = io_uring_get_sqe(&u->ring);
+	struct io_uring_sqe *c = io_uring_get_sqe(&u->ring);
+	io_uring_prep_openat_direct(o, walk_entry_dirfd(e), e->name,
+	                            O_RDONLY | O_NOCTTY | (e->follow ? 0 : O_NOFOLLOW), 0,
+	                            (unsigned)i);
+	io_uring_sqe_set_flags(o, IOSQE_IO_HARDLINK);
+	io_uring_sqe_set_data64(o, uring_tag(U_OPEN, i));
+	io_uring_prep_read(rd, (int)i, u->buf[i], (unsigned)it->cap, 0);
+	io_uring_sqe_set_flags(rd, IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK);
+	io_uring_sqe_set_data64(rd, uring_tag(U_READ, i));
+	io_uring_prep_close_direct(c, (unsigned)i);
+	io_uring_sqe_set_data64(c, uring_tag(U_CLOSE, i));
+	u->chains_pending += 3;
+	it->read_res = -ECANCELED;
+	stats_count_ring(STATS_OP_openat, 1);
+	stats_count_ring(STATS_OP_read, 1);
+	stats_count_ring(STATS_OP_close, 1);
+	return 0;
+}
+
+/* Once every CQE of the batch is in (so every slot's close has completed),
+ * the chains that met -EAGAIN or -EINTR run once more.  0 or -errno. */
+static int uring_chains_again(struct uring_reader *u, struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (u->again[i] != AGAIN_PENDING)
 			continue;
-		}
-		if (kind == U_STAT) {
-			u->win[i].res = cqe->res;
-			u->win[i].done = true;
-			u->stats_in_flight--;
-			continue;
-		}
-		u->chains_pending--;
-		if (!b)
-			continue;   /* draining after a fatal error: the batch is gone */
+		u->again[i] = AGAIN_DONE;
 		struct batch_item *it = &b->items[i];
-		if (kind == U_OPEN) {
-			if (cqe->res < 0)
-				reader_item_fail(it, cqe->res);
-		} else if (kind == U_READ) {
-			/* an open failure is reported already; the read's -EBADF
-			 * (or -ECANCELED) that follows it is not news */
-			it->read_res = cqe->res;
-		}
-		/* close: nothing to learn; a failed open makes it -EBADF */
+		if (it->io.reason != RECORD_NONE || !it->data)
+			continue;   /* the open failed for good: reported */
+		u->r.c.st.cqe_retries++;
+		int r = uring_chain(u, b, i);
+		if (r < 0)
+			return r;
 	}
-	io_uring_cq_advance(&u->ring, seen);
+	return 0;
 }
 
 static bool uring_slot_streams(struct uring_reader *u, struct uring_slot *s)
@@ -290,13 +543,22 @@ static void uring_batch_abort(const struct reader_io *io, struct batch *b, int e
 	}
 }
 
+/* A fatal error with chains of the batch in flight, or queued and not yet
+ * submitted: they read into its arena, so they must land before the batch
+ * goes on (the enter submits what is queued). */
+static void uring_drain_chains(struct uring_reader *u)
+{
+	while (u->chains_pending && uring_enter(u, (unsigned)u->chains_pending) == 0)
+		uring_reap(u, NULL);
+}
+
 static int uring_run(struct reader *r, const struct reader_io *io)
 {
 	struct uring_reader *u = (struct uring_reader *)r;
-	int ret = uring_fill_window(u, io);
+	int ret = uring_fill_window(u, io, NULL);
 	while (ret == 0 && (u->win_count || !u->walk_done)) {
 		if (!u->win_count) {
-			ret = uring_fill_window(u, io);
+			ret = uring_fill_window(u, io, NULL);
 			continue;
 		}
 		/* The head of the window must be statted to cut a batch; wait for
@@ -334,6 +596,7 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			break;
 		}
 		b->budget = bytes;
+		memset(u->again, AGAIN_NONE, sizeof(u->again));
 		for (size_t i = 0; i < n; i++) {
 			struct uring_slot *s = win_at(u, i);
 			struct batch_item *it = &b->items[b->n++];
@@ -352,45 +615,23 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			 * (NULL in production) */
 			if (r->c.o.after_stat)
 				r->c.o.after_stat(r->c.o.after_stat_arg, s->e->name);
-			uint8_t *buf = arena_alloc(&b->data, cap);
-			it->data = buf;
-			if (!buf) {
+			it->data = u->buf[i] = arena_alloc(&b->data, cap);
+			if (!it->data) {
 				ret = -ENOMEM;
 				break;
 			}
-			/* Three SQEs, reserved together: a chain cannot span submits,
-			 * and the ring always has room (4 SQEs per batch slot). */
-			struct io_uring_sqe *o = io_uring_get_sqe(&u->ring);
-			struct io_uring_sqe *rd = io_uring_get_sqe(&u->ring);
-			struct io_uring_sqe *c = io_uring_get_sqe(&u->ring);
-			struct walk_entry *e = s->e;
-			io_uring_prep_openat_direct(o, walk_entry_dirfd(e), e->name,
-			                            O_RDONLY | O_NOCTTY | (e->follow ? 0 : O_NOFOLLOW), 0,
-			                            (unsigned)i);
-			io_uring_sqe_set_flags(o, IOSQE_IO_HARDLINK);
-			io_uring_sqe_set_data64(o, uring_tag(U_OPEN, i));
-			io_uring_prep_read(rd, (int)i, buf, (unsigned)cap, 0);
-			io_uring_sqe_set_flags(rd, IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK);
-			io_uring_sqe_set_data64(rd, uring_tag(U_READ, i));
-			io_uring_prep_close_direct(c, (unsigned)i);
-			io_uring_sqe_set_data64(c, uring_tag(U_CLOSE, i));
-			u->chains_pending += 3;
-			it->read_res = -ECANCELED;
-			stats_count_ring(STATS_OP_openat, 1);
-			stats_count_ring(STATS_OP_read, 1);
-			stats_count_ring(STATS_OP_close, 1);
+			if ((ret = uring_chain(u, b, i)) < 0)
+				break;
 		}
 		/* The window's slots now belong to the batch (b->n of them: fewer
 		 * than n when an item failed; the rest stay in the window). */
 		u->win_head = (u->win_head + b->n) % WIN_SIZE;
 		u->win_count -= b->n;
-		if (ret < 0) {
-			uring_batch_abort(io, b, ret);
-			chan_push(io->full_batches, b);
-			break;
-		}
 		/* The stats of the next batch ride in the same enter. */
-		if ((ret = uring_fill_window(u, io)) < 0) {
+		if (ret == 0)
+			ret = uring_fill_window(u, io, b);
+		if (ret < 0) {
+			uring_drain_chains(u);
 			uring_batch_abort(io, b, ret);
 			chan_push(io->full_batches, b);
 			break;
@@ -399,6 +640,8 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			if ((ret = uring_enter(u, (unsigned)u->chains_pending)) < 0)
 				break;
 			uring_reap(u, b);
+			if (!u->chains_pending && (ret = uring_chains_again(u, b)) < 0)
+				break;
 		}
 		struct batch_item *streamed = NULL;
 		for (size_t i = 0; i < b->n && ret == 0; i++) {
@@ -408,14 +651,16 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 				continue;
 			}
 			if (it->cap && it->io.reason == RECORD_NONE)
-				ret = reader_item_read_done(&r->c, b, it, it->read_res, -1);
+				ret = reader_item_read_done(&r->c, io->budget, b, it, it->read_res, -1);
 			if (ret == 0)
 				ret = reader_item_retry_renamed(&r->c, io->budget, b, it);
 			walk_entry_done(io->walk, it->entry);
 			it->entry = NULL;
 		}
-		if (ret < 0)
+		if (ret < 0) {
+			uring_drain_chains(u);
 			uring_batch_abort(io, b, ret);
+		}
 		struct batch_item st;
 		if (streamed)
 			st = *streamed;
@@ -458,19 +703,24 @@ static ssize_t uring_pread(struct reader *r, int fd, void *buf, size_t n, uint64
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	if (!sqe)
 		return sys_pread(fd, buf, n, off);
-	io_uring_prep_read(sqe, fd, buf, (unsigned)n, off);
-	io_uring_sqe_set_data64(sqe, uring_tag(U_CHUNK, 0));
-	stats_count_ring(STATS_OP_read, 1);
-	u->chunk_pending = true;
-	while (u->chunk_pending) {
-		int ret = uring_enter(u, 1);
-		if (ret < 0) {
-			u->chunk_pending = false;
-			return ret;
+	for (bool again = false;; again = true) {
+		io_uring_prep_read(sqe, fd, buf, (unsigned)n, off);
+		io_uring_sqe_set_data64(sqe, uring_tag(U_CHUNK, 0));
+		stats_count_ring(STATS_OP_read, 1);
+		u->chunk_pending = true;
+		while (u->chunk_pending) {
+			int ret = uring_enter(u, 1);
+			if (ret < 0) {
+				u->chunk_pending = false;
+				return ret;
+			}
+			uring_reap(u, NULL);
 		}
-		uring_reap(u, NULL);
+		/* transient: once more, as for the chains */
+		if (again || !uring_transient(u->chunk_res) || !(sqe = io_uring_get_sqe(&u->ring)))
+			return u->chunk_res;
+		u->r.c.st.cqe_retries++;
 	}
-	return u->chunk_res;
 }
 
 int reader_uring_new(const struct reader_options *o, struct reader **out, char *why, size_t whylen)
@@ -486,6 +736,10 @@ int reader_uring_new(const struct reader_options *o, struct reader **out, char *
 	u->r.free = uring_free;
 	u->r.pread = uring_pread;
 	u->win = xcalloc(WIN_SIZE, sizeof(*u->win));
+#if INGEST_FAULT_INJECTION
+	const char *spec = getenv("INGEST_FAULT");
+	u->cqe_faults = spec && strstr(spec, ":cqe_");
+#endif
 	int r = u->win ? uring_setup(u, why, whylen) : -ENOMEM;
 	if (r < 0) {
 		uring_free(&u->r);

@@ -135,11 +135,17 @@ void budget_init(struct budget *b, uint64_t limit)
 	atomic_init(&b->waited_ns, 0);
 }
 
-bool budget_try_acquire(struct budget *b, uint64_t bytes)
+/* The admission rule; the lock is held.  What the caller holds itself is
+ * in `used` too, so "nothing else in flight" is used <= held. */
+static bool budget_fits(const struct budget *b, uint64_t bytes, uint64_t held)
+{
+	return b->used <= held || (bytes <= b->limit && b->used <= b->limit - bytes);
+}
+
+static bool budget_try_acquire_held(struct budget *b, uint64_t bytes, uint64_t held)
 {
 	spin_lock(&b->lock);
-	bool ok = !b->cancelled &&
-	          (b->used == 0 || (bytes <= b->limit && b->used <= b->limit - bytes));
+	bool ok = !b->cancelled && budget_fits(b, bytes, held);
 	if (ok) {
 		b->used += bytes;
 		if (b->used > b->peak)
@@ -149,13 +155,18 @@ bool budget_try_acquire(struct budget *b, uint64_t bytes)
 	return ok;
 }
 
-bool budget_acquire(struct budget *b, uint64_t bytes)
+bool budget_try_acquire(struct budget *b, uint64_t bytes)
+{
+	return budget_try_acquire_held(b, bytes, 0);
+}
+
+bool budget_acquire_held(struct budget *b, uint64_t bytes, uint64_t held)
 {
 	for (;;) {
 		/* read the word before checking: a release in between bumps it,
 		 * and the sleep then returns at once */
 		uint32_t seen = atomic_load_explicit(&b->seq, memory_order_seq_cst);
-		if (budget_try_acquire(b, bytes))
+		if (budget_try_acquire_held(b, bytes, held))
 			return true;
 		spin_lock(&b->lock);
 		bool cancelled = b->cancelled;
@@ -164,6 +175,11 @@ bool budget_acquire(struct budget *b, uint64_t bytes)
 			return false;
 		futex_sleep(&b->seq, &b->waiters, seen, &b->waited_ns);
 	}
+}
+
+bool budget_acquire(struct budget *b, uint64_t bytes)
+{
+	return budget_acquire_held(b, bytes, 0);
 }
 
 void budget_release(struct budget *b, uint64_t bytes)

@@ -43,6 +43,21 @@ Cases:
   million     (suite 'slow') one directory of 100,000 and then 1,000,000
               empty files: time and peak RSS of each run, growth linear
               (per-entry cost at 1M at most twice that at 100k).
+  inflight    the --max-inflight budget against files above the stream
+              threshold (both backends): six 6 MiB files that are not mbox
+              (read whole) under --max-inflight=2M, and an mbox whose
+              messages cross chunk boundaries, some longer than a chunk.
+              One record per file or message; peak_inflight_bytes is true
+              (a whole file's buffer shows in it) and within the documented
+              bound: the limit, or one buffer larger than the limit held
+              alone (a whole file with its first chunk; the buffer of an
+              mbox message, at most twice its length); peak RSS of a read
+              (--io-only, not under a sanitizer) at most 2.5 files above an
+              empty run's (one in flight, one arena the writer has given
+              back and the reader not yet freed, slack).  No deadlock (60 s
+              timeout) with --max-inflight below --batch-bytes, nor at
+              1M/256K and 512K/64K, where a partial message carried into a
+              fresh batch used to hold the budget its next read waited for.
 """
 import argparse
 import errno as errno_mod
@@ -465,9 +480,103 @@ def case_million(top, runner):
     return fails
 
 
+INFLIGHT_FILE = 6 << 20
+INFLIGHT_CHUNK = 256 << 10        # --batch-bytes=256K: the stream chunk
+INFLIGHT_MBOX_SIZES = (3000, 90_000, 400_000, 700_000, 20_000, 300_000, 1000, 650_000)
+
+
+def make_inflight_tree(top):
+    """Six files above the stream threshold (4 MiB) that are not mbox, and
+    one mbox of about 8 MiB; returns (whole dir, mbox path, message spans)."""
+    whole = os.path.join(top, 'whole')
+    os.mkdir(whole)
+    line = b'x' * 76 + b'\n'
+    for i in range(6):
+        hdr = (f'From: a@example.org\nTo: b@example.org\nSubject: big {i}\n'
+               f'Message-ID: <big{i}@example.org>\n\n').encode()
+        body = line * (INFLIGHT_FILE // len(line) + 1)
+        with open(os.path.join(whole, f'big{i}'), 'wb') as f:
+            f.write((hdr + body)[:INFLIGHT_FILE])
+    mbox = os.path.join(top, 'archive.mbox')
+    spans = []
+    with open(mbox, 'wb') as f:
+        i = 0
+        while f.tell() < 8 << 20:
+            start = f.tell()
+            f.write(b'From sender@example.org Mon Jan  1 00:00:00 2024\n')
+            f.write(f'From: a@example.org\nSubject: m{i}\nMessage-ID: <m{i}@example.org>\n\n'
+                    .encode())
+            size = INFLIGHT_MBOX_SIZES[i % len(INFLIGHT_MBOX_SIZES)]
+            f.write(b'y' * 70 + b'\n')
+            f.write((b'y' * 70 + b'\n') * (size // 71))
+            f.write(b'\n')
+            spans.append(f.tell() - start)
+            i += 1
+    return whole, mbox, spans
+
+
+def case_inflight(top, runner):
+    whole, mbox, spans = make_inflight_tree(top)
+    sanitized = bool(os.environ.get('INGEST_SANITIZED'))
+    fails = []
+    for b in ('uring', 'sync'):
+        base = runner.run(['-q', '--io-only', '--stats=json', f'--backend={b}', '/dev/null'])
+        base_rss = rl.stats_json(base).get('peak_rss_kib', 0)
+        for limit_arg, limit in (('2M', 2 << 20), ('128K', 128 << 10)):
+            for extra in (('--io-only',), ()):
+                what = f'inflight/{b} whole --max-inflight={limit_arg}{" io-only" if extra else ""}'
+                res = runner.run(['-q', '--stats=json', f'--backend={b}', '--batch-bytes=256K',
+                                  f'--max-inflight={limit_arg}', *extra, whole], timeout=60)
+                recs, problems = contract(res, what, 6)
+                fails += problems
+                bad = [r for r in recs if 'error' in r or r.get('size') != INFLIGHT_FILE]
+                if bad:
+                    fails.append(f'{what}: not read whole: {json.dumps(bad[0])[:300]}')
+                st = rl.stats_json(res)
+                peak = st.get('peak_inflight_bytes', 0)
+                # a whole file alone, with the first chunk that showed it is not an mbox
+                bound = max(limit, INFLIGHT_FILE + 1 + INFLIGHT_CHUNK + 1)
+                if not INFLIGHT_FILE < peak <= bound:
+                    fails.append(f'{what}: peak_inflight_bytes {peak}, expected above '
+                                 f'{INFLIGHT_FILE} (a whole file is in flight) and at most {bound}')
+                rss = st.get('peak_rss_kib', 0)
+                rss_bound = base_rss + 5 * INFLIGHT_FILE // 2 // 1024
+                if extra and not sanitized and rss > rss_bound:
+                    fails.append(f'{what}: peak RSS {rss} KiB, over {rss_bound} KiB (an empty '
+                                 f'run\'s {base_rss} KiB and 2.5 files of {INFLIGHT_FILE >> 10} KiB)')
+                rl.note(f'{what}: peak in flight {peak}, peak RSS {rss} KiB')
+        longest = max(spans)
+        # 1M/256K and 512K/64K deadlocked before: a carried partial message
+        # held budget that the wait for the next chunk needed
+        for args, limit, chunk in ((['--batch-bytes=256K', '--max-inflight=1M'], 1 << 20,
+                                    INFLIGHT_CHUNK),
+                                   (['--batch-bytes=64K', '--max-inflight=512K'], 512 << 10,
+                                    64 << 10),
+                                   (['--batch-bytes=256K', '--max-inflight=128K'], 128 << 10,
+                                    INFLIGHT_CHUNK),
+                                   (['--max-inflight=1M'], 1 << 20, 1 << 20)):
+            what = f'inflight/{b} mbox {" ".join(args)}'
+            res = runner.run(['-q', '--io-only', '--stats=json', f'--backend={b}', *args, mbox],
+                             timeout=60)
+            recs, problems = contract(res, what, len(spans))
+            fails += problems
+            offsets = [r.get('offset') for r in recs]
+            if offsets != sorted(offsets) or any('error' in r for r in recs):
+                fails.append(f'{what}: records out of order or in error')
+            peak = rl.stats_json(res).get('peak_inflight_bytes', 0)
+            # the buffer of one message read alone: what was left of it, doubled
+            bound = max(limit, 2 * max(longest, chunk) + 1)
+            if peak > bound:
+                fails.append(f'{what}: peak_inflight_bytes {peak}, over {bound}')
+            rl.note(f'{what}: {len(recs)} of {len(spans)} messages in {res.elapsed:.2f} s, '
+                    f'peak in flight {peak}')
+    return fails
+
+
 CASES = {'deep': case_deep, 'symlinks': case_symlinks, 'names': case_names,
          'mutate': case_mutate, 'empty': case_empty, 'sparse': case_sparse,
-         'perms': case_perms, 'procsys': case_procsys, 'million': case_million}
+         'perms': case_perms, 'procsys': case_procsys, 'million': case_million,
+         'inflight': case_inflight}
 
 
 def main():

@@ -1,7 +1,8 @@
 /* Unit tests for the in-flight byte budget (sched/budget.c, declared in
  * sched/chan.h): accounting, the peak, the oversized request granted when
- * nothing is in flight, a blocked acquire released by another thread, and
- * cancellation waking a blocked acquirer.
+ * nothing is in flight, a blocked acquire released by another thread,
+ * cancellation waking a blocked acquirer, and budget_acquire_held, which
+ * waits for the others' bytes only (never for the caller's own).
  *
  * A blocked acquirer is observed through the budget's `waiters` count (it is
  * raised just before the futex wait), so the tests do not depend on sleeps
@@ -39,13 +40,15 @@ static void wait_for_waiters(struct budget *b, unsigned n)
 struct acquirer {
 	struct budget *b;
 	uint64_t bytes;
+	uint64_t held;         /* > 0: budget_acquire_held with this much held */
 	atomic_int state;      /* 0 running, 1 returned true, 2 returned false */
 };
 
 static void *acquire_thread(void *arg)
 {
 	struct acquirer *a = arg;
-	bool ok = budget_acquire(a->b, a->bytes);
+	bool ok = a->held ? budget_acquire_held(a->b, a->bytes, a->held)
+	                  : budget_acquire(a->b, a->bytes);
 	atomic_store(&a->state, ok ? 1 : 2);
 	return NULL;
 }
@@ -202,6 +205,101 @@ static void test_budget_cancel_wakes_every_acquirer(void **state)
 	assert_int_equal(atomic_load(&a[1].state), 2);
 }
 
+/* A caller whose own bytes are all that is in flight is granted at once,
+ * past the limit (plain budget_acquire would wait for itself forever), and
+ * every byte shows in used and peak; later acquisitions then wait. */
+static void test_budget_held_granted_over_own_bytes(void **state)
+{
+	(void)state;
+	struct budget b;
+	budget_init(&b, 100);
+	assert_true(budget_acquire(&b, 80));          /* the caller's batch */
+	assert_false(budget_try_acquire(&b, 50));     /* budget_acquire would block */
+	assert_true(budget_acquire_held(&b, 50, 80));
+	assert_int_equal(b.used, 130);
+	assert_int_equal(b.peak, 130);                /* the overshoot is counted */
+	assert_false(budget_try_acquire(&b, 1));      /* over the limit: others wait */
+	/* a second re-read of the same batch: still nothing but its own */
+	assert_true(budget_acquire_held(&b, 20, 130));
+	assert_int_equal(b.used, 150);
+	assert_int_equal(b.peak, 150);
+	/* what fits is granted as usual, whatever is held */
+	budget_release(&b, 150);
+	assert_true(budget_acquire(&b, 10));
+	assert_true(budget_acquire_held(&b, 60, 10));
+	assert_int_equal(b.used, 70);
+	/* held 0 is budget_acquire: an oversize request needs an idle budget */
+	budget_release(&b, 70);
+	assert_true(budget_acquire_held(&b, 500, 0));
+	assert_int_equal(b.used, 500);
+	budget_release(&b, 500);
+	assert_int_equal(b.used, 0);
+	assert_int_equal(b.waited_ns, 0);             /* nothing ever blocked */
+}
+
+/* While others hold bytes and the request does not fit, it waits; it is
+ * granted when the request fits, or when only its own bytes are left. */
+static void test_budget_held_waits_for_others_only(void **state)
+{
+	(void)state;
+	struct budget b;
+	budget_init(&b, 100);
+	assert_true(budget_acquire(&b, 30));          /* the caller's own */
+	assert_true(budget_acquire(&b, 60));          /* another batch in flight */
+	struct acquirer a = { .b = &b, .bytes = 90, .held = 30 };
+	atomic_init(&a.state, 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
+	wait_for_waiters(&b, 1);
+	budget_release(&b, 20);                       /* others still hold 40 */
+	sleep_ms(20);
+	assert_int_equal(atomic_load(&a.state), 0);
+	budget_release(&b, 40);                       /* only the caller's 30 left */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&a.state), 1);
+	assert_int_equal(b.used, 120);
+	assert_int_equal(b.peak, 120);
+	assert_true(b.waited_ns > 0);
+	budget_release(&b, 120);
+
+	/* granted by fitting, before the others are gone */
+	assert_true(budget_acquire(&b, 10));          /* own */
+	assert_true(budget_acquire(&b, 80));          /* others */
+	struct acquirer f = { .b = &b, .bytes = 30, .held = 10 };
+	atomic_init(&f.state, 0);
+	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &f), 0);
+	wait_for_waiters(&b, 1);
+	budget_release(&b, 30);                       /* used 60: 30 fits */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&f.state), 1);
+	assert_int_equal(b.used, 90);
+	budget_release(&b, 90);
+	assert_int_equal(b.used, 0);
+}
+
+static void test_budget_held_cancel_wakes(void **state)
+{
+	(void)state;
+	struct budget b;
+	budget_init(&b, 100);
+	assert_true(budget_acquire(&b, 10));          /* own */
+	assert_true(budget_acquire(&b, 90));          /* others */
+	struct acquirer a = { .b = &b, .bytes = 50, .held = 10 };
+	atomic_init(&a.state, 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
+	wait_for_waiters(&b, 1);
+	budget_cancel(&b);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&a.state), 2);
+	assert_int_equal(b.used, 100);                /* nothing was granted */
+	/* cancelled: refused even when only the caller's bytes are left */
+	budget_release(&b, 90);
+	assert_false(budget_acquire_held(&b, 50, 10));
+	assert_int_equal(b.used, 10);
+	budget_release(&b, 10);
+}
+
 int main(void)
 {
 	alarm(60);     /* a deadlock fails the run instead of hanging it */
@@ -212,6 +310,9 @@ int main(void)
 		cmocka_unit_test(test_budget_blocked_oversized_granted_when_drained),
 		cmocka_unit_test(test_budget_cancel_wakes_acquirer),
 		cmocka_unit_test(test_budget_cancel_wakes_every_acquirer),
+		cmocka_unit_test(test_budget_held_granted_over_own_bytes),
+		cmocka_unit_test(test_budget_held_waits_for_others_only),
+		cmocka_unit_test(test_budget_held_cancel_wakes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

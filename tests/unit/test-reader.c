@@ -19,7 +19,8 @@
  * runs right after a file's size is known and before its read is submitted:
  *   sync:  openat, fstat, [seam], read, close — the file is already open, so
  *          a vanish is staged by unlinking the *next* file from the seam of
- *          the one before it (its openat then fails);
+ *          the one before it (its openat then fails); a name the walk could
+ *          not type goes statx, openat, [seam], read, close;
  *   uring: statx done, [seam], then open/read/close chains — unlinking the
  *          file in its own seam makes the chain's open fail.
  *
@@ -575,8 +576,8 @@ static void test_reader_fifo_never_opened(void **state)
 	}
 	run_free(&run);
 	/* Given explicitly (followed, type unknown to the walk): the size
-	 * query says FIFO.  The sync backend's open is O_NONBLOCK, so it cannot
-	 * block; the ring never opens it. */
+	 * query comes first and says FIFO, so neither backend opens it.  The
+	 * one open is the walk's O_DIRECTORY try of the argument (ENOTDIR). */
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	struct walk *w = walk_of(p);
 	const char *why;
@@ -584,9 +585,43 @@ static void test_reader_fifo_never_opened(void **state)
 	walk_free(w);
 	assert_int_equal(run.n_items, 1);
 	assert_error(&run.items[0], RECORD_NOT_REGULAR, 0);
-	if (be == READER_URING)
-		assert_int_equal(run.counts.ring[STATS_OP_openat], 0);
+	assert_int_equal(run.counts.sys[SC_openat], 1);
+	assert_int_equal(run.counts.ring[STATS_OP_openat], 0);
 	run_free(&run);
+	/* Named in a --files-from list: the FIFO, a device and a regular
+	 * file.  Only the regular file is opened, and it still costs four
+	 * calls on the sync backend: the statx's size serves the read (no
+	 * fstat). */
+	char *list = xasprintf("%s\n/dev/null\n%s/m\n", p, base);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	write_all(fds[1], (const uint8_t *)list, strlen(list));
+	close(fds[1]);
+	w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_list(w, fds[0], false), 0);
+	close(fds[0]);
+	assert_true(read_all(be, w, NULL, &run, &why));
+	walk_free(w);
+	assert_int_equal(run.n_items, 3);
+	assert_error(&run.items[0], RECORD_NOT_REGULAR, 0);
+	assert_string_equal(run.items[0].io.message, "FIFO: never opened");
+	assert_error(&run.items[1], RECORD_NOT_REGULAR, 0);
+	assert_string_equal(run.items[1].io.message, "device: never opened");
+	assert_bytes(&run.items[2], 10, 3);
+	if (be == READER_SYNC) {
+		assert_int_equal(run.counts.sys[SC_statx], 3);
+		assert_int_equal(run.counts.sys[SC_openat], 1);
+		assert_int_equal(run.counts.sys[SC_fstat], 0);
+		assert_int_equal(run.counts.sys[SC_read], 1);
+		assert_int_equal(run.counts.sys[SC_close], 1);
+	} else {
+		assert_int_equal(run.counts.sys[SC_openat], 0);
+		assert_int_equal(run.counts.ring[STATS_OP_statx], 3);
+		assert_int_equal(run.counts.ring[STATS_OP_openat], 1);
+	}
+	run_free(&run);
+	free(list);
 	alarm(0);
 	free(p);
 	rmtree(base);
