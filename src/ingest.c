@@ -116,6 +116,8 @@ static void run_record(struct run *run, unsigned w, struct record rec, const uin
                        struct state_entry *state_entry)
 {
 	(*count)++;
+	if (state_entry && rec.io.reason == RECORD_IO)
+		state_mark_unread(state_entry);
 	struct mail_message msg;
 	if (run->o->parse && rec.io.reason == RECORD_NONE && data) {
 		int r = mail_parse(run->mctx[w], &run->o->mail, data, len, &msg);

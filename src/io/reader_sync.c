@@ -11,6 +11,7 @@
  * is half full, that batch is sent on first, since waiting while holding it
  * would wait on ourselves. */
 #include "io/reader_backend.h"
+#include "io/state.h"
 #include "io/walk.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -74,6 +75,9 @@ static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *name
 		fd = sys_openat(dirfd, e->name, flags, 0);
 		if (fd < 0) {
 			reader_item_fail(&so->probe, fd);
+			/* still there, only unreadable: not a deletion */
+			if (fd != -ENOENT && r->c.o.state && state_not_read(r->c.o.state, &so->probe.io) < 0)
+				return -ENOMEM;
 			return 0;
 		}
 		struct stat st;

@@ -35,6 +35,8 @@ struct state_entry {
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
 	bool seen;                 /* old entries: met by this run */
+	bool unread;               /* new entries: statted, but the read failed */
+	const struct state_entry *was;  /* new entries: the same path's old entry */
 };
 
 struct state_chunk {
@@ -341,10 +343,18 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		return -ENOMEM;
 	if (old && (*v == STATE_UNCHANGED || *v == STATE_RENAMED))
 		state_copy_id(e, old);
+	if (*v == STATE_UNCHANGED || *v == STATE_CHANGED)
+		e->was = old;
 	char *id = atomic_load(&e->msgid);
 	*old_msgid = (struct mail_str){ id, id ? e->msgid_n : 0 };
 	*entry = e;
 	return 0;
+}
+
+void state_mark_unread(struct state_entry *e)
+{
+	if (e)
+		e->unread = true;
 }
 
 void state_set_message_id(struct state_entry *e, struct mail_str id)
@@ -373,6 +383,17 @@ static int state_keep(struct state *s, const struct state_entry *old)
 		return -ENOMEM;
 	state_copy_id(e, old);
 	return 0;
+}
+
+int state_not_read(struct state *s, const struct record_io *io)
+{
+	struct state_entry *old = state_find(s, s->by_path,
+	                                     state_path_key(io->root.p, io->root.n, io->path.p, io->path.n),
+	                                     state_match_path, io);
+	if (!old || old->seen)
+		return 0;
+	old->seen = true;
+	return state_keep(s, old);
 }
 
 void state_set_walk(struct state *s, struct walk *w)
@@ -437,6 +458,10 @@ int state_save(struct state *s, const char *path)
 	for (struct state_chunk *c = s->head; c && r == 0; c = c->next) {
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
+			/* a file this run could not read is saved as the last
+			 * state knew it, or not at all: the next run reads it */
+			if (e->unread && !(e = e->was))
+				continue;
 			char *id = atomic_load(&e->msgid);
 			size_t in = id ? e->msgid_n : 0;
 			r = dynbuf_printf(&b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",

@@ -39,6 +39,15 @@ void state_free(struct state *s);
  * the new entry (for state_set_message_id). -ENOMEM on failure. */
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
                 struct mail_str *old_path, struct mail_str *old_msgid, struct state_entry **entry);
+/* The entry's file was statted but could not be read (an error record):
+ * the new state keeps what the previous one knew of it, or leaves it out,
+ * so that the next run reads it rather than taking it for unchanged (any
+ * thread, once per entry). */
+void state_mark_unread(struct state_entry *e);
+/* A file the reader could not open before knowing its stat (the sync
+ * backend, EACCES and the like): not gone, so its previous entry, if any,
+ * is kept as it was (reader thread).  0 or -ENOMEM. */
+int state_not_read(struct state *s, const struct record_io *io);
 /* Records the Message-ID parsed for an entry (any thread, once per entry). */
 void state_set_message_id(struct state_entry *e, struct mail_str id);
 /* The run's walk: an entry not seen in a directory it could not list,

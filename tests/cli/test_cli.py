@@ -481,6 +481,64 @@ def case_state_unlisted_perm(tmp):
                 fail(f"{backend} {what}: no EACCES record: {[r for r in recs if r.get('error')]}")
 
 
+def case_state_unreadable(tmp):
+    """--state and a message that cannot be read (mode 000, run by a user
+    who is not root): an error record, no false deletion, and once readable
+    it is read and emitted (not taken for unchanged), on both backends; a
+    message that was never read successfully is not in the saved state."""
+    pre = []
+    if os.geteuid() == 0:
+        pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+        if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
+                                                         capture_output=True).returncode:
+            print("SKIP: running as root and cannot drop to nobody with setpriv "
+                  "(root reads a mode-000 file anyway)")
+            sys.exit(77)
+    os.chmod(tmp, 0o755)
+
+    def as_user(args):
+        p = subprocess.run(pre + [ARGS.ingest] + args, capture_output=True, timeout=120)
+        if p.returncode:
+            fail(f"{args}: exit {p.returncode}: {p.stderr[-500:]!r}")
+        return records(p.stdout)
+
+    for backend in ("--backend=uring", "--backend=sync"):
+        d = os.path.join(tmp, backend[10:])
+        for sub in ("cur", "new", "tmp"):
+            os.makedirs(os.path.join(d, sub))
+        names = [f"17000000{i:02d}.M{i}.h:2,S" for i in range(5)]
+        for n in names:
+            with open(os.path.join(d, "cur", n), "wb") as f:
+                f.write(b"From: a@b.example\nSubject: " + n.encode() + b"\n\nbody\n")
+        os.chmod(tmp, 0o777)
+        os.chmod(d, 0o777)
+        st = os.path.join(d + ".state")
+        locked = os.path.join(d, "cur", names[2])
+        # the first run knows the file (read fine), the second cannot read it
+        as_user([backend, "--state=" + st, d])
+        os.chmod(locked, 0)
+        recs = as_user([backend, "--state=" + st, d])
+        if recs and not all(r.get("error", {}).get("errno") == "EACCES" for r in recs):
+            fail(f"{backend}: unchanged re-run with one unreadable file: {recs}")
+        os.chmod(locked, 0o644)
+        recs = as_user([backend, "--state=" + st, d])
+        if recs:
+            fail(f"{backend}: a file unreadable for one run, unchanged since: re-emitted {recs}")
+        # a new file that cannot be read: error record, then read once readable
+        new = os.path.join(d, "cur", "1800000000.M9.h:2,S")
+        with open(new, "wb") as f:
+            f.write(b"From: c@d.example\nSubject: late\n\nbody\n")
+        os.chmod(new, 0)
+        recs = as_user([backend, "--state=" + st, d])
+        if len(recs) != 1 or recs[0].get("error", {}).get("errno") != "EACCES":
+            fail(f"{backend}: a new unreadable file: {recs}")
+        os.chmod(new, 0o644)
+        recs = as_user([backend, "--state=" + st, d])
+        if [r.get("subject") for r in recs] != ["late"]:
+            fail(f"{backend}: the file that became readable was not read: {recs}")
+        print(f"{backend}: unreadable files kept in the state and read once readable")
+
+
 def case_state_unchanged_100k(tmp):
     """An unchanged 100,000-message Maildir re-run with --state reads no
     message bodies: no read on the ring, and strace sees no read, pread64
