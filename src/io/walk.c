@@ -621,13 +621,26 @@ static uint64_t walk_fnv(uint64_t h, const char *p, size_t n)
 uint64_t walk_entry_hash(const struct walk_entry *e)
 {
 	const struct walk_dir *d = e->dir;
-	uint64_t h = walk_fnv(0xcbf29ce484222325ull, d->root, strlen(d->root));
+	/* "md" and "md/" are one root */
+	size_t rn = strlen(d->root);
+	while (rn > 1 && d->root[rn - 1] == '/')
+		rn--;
+	uint64_t h = walk_fnv(0xcbf29ce484222325ull, d->root, rn);
 	h = walk_fnv(h, "/", 1);
-	if (d->relpath_len) {
-		h = walk_fnv(h, d->relpath, d->relpath_len);
+	/* A Maildir message keeps its shard through flag changes and the move
+	 * from new/ to cur/ (renames), or each shard's --state would see a
+	 * deletion and a new message: its key is the folder and the unique
+	 * name, without cur|new and the flags. */
+	size_t dir_n = d->relpath_len, name_n = strlen(e->name);
+	if (d->in_maildir) {
+		dir_n = dir_n >= 4 ? dir_n - 4 : 0;   /* "X/cur" → "X", "cur" → "" */
+		name_n = walk_unique_len(e->name);
+	}
+	if (dir_n) {
+		h = walk_fnv(h, d->relpath, dir_n);
 		h = walk_fnv(h, "/", 1);
 	}
-	h = walk_fnv(h, e->name, strlen(e->name));
+	h = walk_fnv(h, e->name, name_n);
 	/* FNV's low bits are weak for short keys: finish with a mixer
 	 * (the murmur3 fmix64 constants) before taking a modulus. */
 	h ^= h >> 33;

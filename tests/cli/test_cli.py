@@ -332,6 +332,35 @@ def case_shard_union(tmp):
             fail(f"GNU parallel recipe: rc {p.returncode}, {len(p.stdout.splitlines())} records")
     else:
         print("note: GNU parallel not installed; the recipe was not run")
+    # A message keeps its shard through a flag change and new/ -> cur/ (a
+    # rename: else each shard's --state would see a delete and an add), and
+    # "md/" shards as "md" does.
+    def shard_of(root):
+        where = {}
+        for k in range(1, 5):
+            for r in records(run([f"--shard={k}/4", "--io-only", root], check_rc=0).stdout):
+                base = r["path"].rsplit("/", 1)[-1].split(":2,")[0]
+                where[(r.get("folder", ""), base)] = k
+        return where
+    before = shard_of(d)
+    if shard_of(d + "/") != before:
+        fail("'md/' is sharded differently from 'md'")
+    moved = 0
+    for sub in ("cur", "new"):
+        for dirpath, _dirs, files in os.walk(d):
+            if os.path.basename(dirpath) != sub:
+                continue
+            for name in files:
+                base = name.split(":2,")[0]
+                flags = name.split(":2,")[1] if ":2," in name else ""
+                new = base + ":2," + "".join(sorted(set(flags + "RS")))
+                os.rename(os.path.join(dirpath, name), os.path.join(os.path.dirname(dirpath), "cur", new))
+                moved += 1
+    after = shard_of(d)
+    if after != before:
+        diff = [k for k in before if after.get(k) != before[k]]
+        fail(f"{len(diff)} of {len(before)} messages changed shard when their flags changed: {diff[:3]}")
+    print(f"{moved} messages renamed (flags, new/ to cur/): every one kept its shard")
 
 
 def case_state(tmp):
