@@ -631,10 +631,8 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 	int res = sys_fstat(fd, &st);
 	it->io.reason = RECORD_NONE;
 	it->io.err = 0;
-	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,
-	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
-	                                st.st_dev, st.st_ino);
-	/* The record names the message where it is now. */
+	/* The record names the message where it is now (and so does --state,
+	 * which reader_item_stat consults below). */
 	const char *sub = name + 3;                 /* "cur/x" after "../" */
 	const char *base = sub + 4;
 	size_t old_tail = 4 + strlen(e->name);      /* "cur/" + old name */
@@ -651,6 +649,23 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 			it->io.flags = (struct mail_str){ p + keep + 4 + off, n };
 		else
 			it->io.flags = (struct mail_str){ p + keep + 4 + bl, 0 };
+	}
+	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,
+	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+	                                st.st_dev, st.st_ino);
+	if (it->stream) {
+		/* past the stream threshold, but a Maildir message is never an
+		 * mbox: read whole here when it fits --max-size (streaming is
+		 * for the walk's own order, which this batch has left) */
+		it->stream = false;
+		it->no_output = false;
+		cap = 0;
+		if (it->io.size > rc->o.max_size) {
+			it->io.reason = RECORD_TOO_LARGE;
+			it->io.message = "larger than --max-size: not read";
+		} else {
+			cap = it->io.size + 1;
+		}
 	}
 	rc->st.renamed++;
 	int ret = 0;

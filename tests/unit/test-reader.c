@@ -777,7 +777,7 @@ static void test_reader_unreadable(void **state)
 
 /* --- races, staged through the test seam --- */
 
-enum seam_action { SEAM_NONE, SEAM_UNLINK, SEAM_APPEND, SEAM_TRUNCATE };
+enum seam_action { SEAM_NONE, SEAM_UNLINK, SEAM_APPEND, SEAM_TRUNCATE, SEAM_RENAME };
 
 struct seam {
 	const char *base;
@@ -785,6 +785,7 @@ struct seam {
 	const char *victim;        /* the file acted on */
 	enum seam_action what;
 	size_t arg;                /* bytes appended, or the new size */
+	const char *to;            /* SEAM_RENAME: the victim's new name */
 	unsigned seed;             /* of the appended bytes */
 	unsigned fired, calls;
 };
@@ -806,6 +807,10 @@ static void seam_hook(void *arg, const char *name)
 		close(fd);
 	} else if (s->what == SEAM_TRUNCATE) {
 		assert_int_equal(truncate(p, (off_t)s->arg), 0);
+	} else if (s->what == SEAM_RENAME) {
+		char *q = xasprintf("%s/%s", s->base, s->to);
+		assert_int_equal(rename(p, q), 0);
+		free(q);
 	}
 	free(p);
 }
@@ -848,6 +853,43 @@ static void test_reader_vanished(void **state)
 	if (be == READER_URING)
 		assert_true(run.items[1].io.have_stat);   /* statx saw it, open did not */
 	run_free(&run);
+	rmtree(base);
+}
+
+/* A Maildir message whose flags change between the walk and its open (a
+ * rename) is found by its unique name and read under its new name. */
+static void test_reader_renamed_during_read(void **state)
+{
+	enum reader_backend be = *(const enum reader_backend *)*state;
+	char *base = make_base();
+	char *cur = xasprintf("%s/cur", base);
+	for (const char *sub = "cur\0new\0tmp\0"; *sub; sub += strlen(sub) + 1) {
+		char *d = xasprintf("%s/%s", base, sub);
+		assert_int_equal(mkdir(d, 0755), 0);
+		free(d);
+	}
+	put(cur, "a.M1.h:2,S", 300, 1);
+	put(cur, "b.M2.h:2,S", 300, 2);
+	const char *first = "a.M1.h:2,S", *second = "b.M2.h:2,S";
+	if (ino_of(cur, second) < ino_of(cur, first)) {
+		first = "b.M2.h:2,S";
+		second = "a.M1.h:2,S";
+	}
+	char *renamed = xasprintf("%.*sRS", (int)strlen(second) - 1, second);   /* :2,S -> :2,RS */
+	struct seam s = {
+		.base = cur, .trigger = be == READER_SYNC ? first : second,
+		.victim = second, .what = SEAM_RENAME, .to = renamed,
+	};
+	struct run_opts ro = { .after_stat = seam_hook, .after_stat_arg = &s };
+	struct run run;
+	read_dir(state, base, &ro, &run);
+	assert_int_equal(s.fired, 1);
+	assert_int_equal(run.n_items, 2);
+	assert_string_equal(item_name(&run.items[1]), renamed);
+	assert_bytes(&run.items[1], 300, second[0] == 'a' ? 1 : 2);
+	run_free(&run);
+	free(renamed);
+	free(cur);
 	rmtree(base);
 }
 
@@ -1117,6 +1159,7 @@ int main(void)
 		BOTH(test_reader_missing_path),
 		BOTH(test_reader_unreadable),
 		BOTH(test_reader_vanished),
+		BOTH(test_reader_renamed_during_read),
 		{ "test_reader_unlinked_after_open (sync)", test_reader_unlinked_after_open,
 		  NULL, NULL, &backend_sync },
 		BOTH(test_reader_grew),
