@@ -618,6 +618,60 @@ def case_progress(tmp):
     p = run(["--io-only", "--progress", sample()], check_rc=0)
     if b"files" not in p.stderr or b"\r" not in p.stderr:
         fail(f"--progress drew nothing: {p.stderr!r}")
+    # On a terminal: drawn by default, at most ten times a second, with an
+    # ETA when the total is known (--files-from); -q and --no-progress
+    # silence it.
+    import pty
+    import threading
+    import time
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", "3000")
+    lst = os.path.join(tmp, "list")
+    with open(lst, "w") as f:
+        for dirpath, _dirs, files in os.walk(d):
+            if os.path.basename(dirpath) in ("cur", "new"):
+                f.writelines(os.path.join(dirpath, n) + "\n" for n in sorted(files))
+
+    def on_tty(extra):
+        master, slave = pty.openpty()
+        got = []
+        reader = threading.Thread(target=lambda: got.append(drain(master)))
+        reader.start()
+        t0 = time.monotonic()
+        p = subprocess.run([ARGS.ingest, "--threads=1", "--batch-bytes=16K", "-o", os.devnull,
+                            "--files-from=" + lst] + extra, stderr=slave, timeout=120)
+        took = time.monotonic() - t0
+        os.close(slave)
+        reader.join()
+        os.close(master)
+        if p.returncode:
+            fail(f"{extra}: exit {p.returncode}")
+        return got[0], took
+
+    def drain(fd):
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return out
+            if not chunk:
+                return out
+            out += chunk
+
+    text, took = on_tty([])
+    draws = text.count(b"\r\x1b[K") - 1   # the last one clears the line
+    if draws < 1 or b"files/s" not in text:
+        fail(f"no progress line on a terminal: {text[:200]!r}")
+    if draws > 10 * took + 2:
+        fail(f"{draws} redraws in {took:.2f} s: more than ten a second")
+    if took > 0.3 and b"ETA" not in text:
+        fail(f"no ETA although --files-from gave the total: {text[-300:]!r}")
+    for quiet in (["-q"], ["--no-progress"]):
+        t, _ = on_tty(quiet)
+        if b"\r" in t:
+            fail(f"{quiet[0]} on a terminal still drew: {t[:200]!r}")
+    print(f"terminal: {draws} redraws in {took:.2f} s; -q and --no-progress silent")
 
 
 def case_interrupt(tmp):
