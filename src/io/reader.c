@@ -110,6 +110,11 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 {
 	if (res < 0) {
 		reader_item_fail(it, res);
+		/* there, but its stat failed (EIO, EACCES): not a deletion */
+		if (res != -ENOENT && rc->o.state && state_not_read(rc->o.state, &it->io) < 0) {
+			it->io.reason = RECORD_INTERNAL;
+			it->io.message = "out of memory in --state";
+		}
 		return 0;
 	}
 	it->io.have_stat = true;

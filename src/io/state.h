@@ -44,9 +44,10 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
  * so that the next run reads it rather than taking it for unchanged (any
  * thread, once per entry). */
 void state_mark_unread(struct state_entry *e);
-/* A file the reader could not open before knowing its stat (the sync
- * backend, EACCES and the like): not gone, so its previous entry, if any,
- * is kept as it was (reader thread).  0 or -ENOMEM. */
+/* A file the reader could not stat, or could not open before knowing its
+ * stat (the sync backend), for a reason other than ENOENT: not gone, so
+ * its previous entry, if any, is kept as it was (reader thread).  0 or
+ * -ENOMEM. */
 int state_not_read(struct state *s, const struct record_io *io);
 /* Records the Message-ID parsed for an entry (any thread, once per entry). */
 void state_set_message_id(struct state_entry *e, struct mail_str id);
