@@ -485,18 +485,25 @@ def case_state_unlisted_fault(tmp):
                 fail(f"{backend} fault {n}: no EIO record: {[r for r in recs if r.get('error')]}")
 
 
+def unprivileged_prefix(why_root_is_no_test):
+    """The command prefix that runs ingest as a user permissions apply to:
+    nothing when not root, setpriv to nobody when root (skips the case when
+    that is impossible)."""
+    if os.geteuid() != 0:
+        return []
+    pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+    if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
+                                                     capture_output=True).returncode:
+        print(f"SKIP: running as root and cannot drop to nobody with setpriv ({why_root_is_no_test})")
+        sys.exit(77)
+    return pre
+
+
 def case_state_unlisted_perm(tmp):
     """--state with a Maildir folder that cannot be listed (mode 000, run by
     a user who is not root): no false deletions, the state keeps the folder's
     entries, and once readable again nothing is re-emitted."""
-    pre = []
-    if os.geteuid() == 0:
-        pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-        if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
-                                                         capture_output=True).returncode:
-            print("SKIP: running as root and cannot drop to nobody with setpriv "
-                  "(root lists a mode-000 directory anyway)")
-            sys.exit(77)
+    pre = unprivileged_prefix("root lists a mode-000 directory anyway")
     os.chmod(tmp, 0o755)
     for backend in ("--backend=uring", "--backend=sync"):
         # a whole Maildir++ folder, then only the cur/ of the top Maildir
@@ -515,14 +522,7 @@ def case_state_unreadable(tmp):
     who is not root): an error record, no false deletion, and once readable
     it is read and emitted (not taken for unchanged), on both backends; a
     message that was never read successfully is not in the saved state."""
-    pre = []
-    if os.geteuid() == 0:
-        pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-        if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
-                                                         capture_output=True).returncode:
-            print("SKIP: running as root and cannot drop to nobody with setpriv "
-                  "(root reads a mode-000 file anyway)")
-            sys.exit(77)
+    pre = unprivileged_prefix("root reads a mode-000 file anyway")
     os.chmod(tmp, 0o755)
 
     def as_user(args):

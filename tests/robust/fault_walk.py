@@ -846,12 +846,7 @@ def main():
             rl.note(f'kept {top}')
         else:
             rl.rmtree(top)
-    for f in fails[:60]:
-        rl.note(f'FAIL: {f}')
-    if len(fails) > 60:
-        rl.note(f'... and {len(fails) - 60} more')
-    rl.note('PASS' if not fails else f'{len(fails)} failures')
-    return 1 if fails else 0
+    return rl.report_fails(fails, 60)
 
 
 if __name__ == '__main__':

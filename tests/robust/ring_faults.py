@@ -349,12 +349,7 @@ def main():
             rl.note(f'kept {top}')
         else:
             rl.rmtree(top)
-    for f in fails[:40]:
-        rl.note(f'FAIL: {f}')
-    if len(fails) > 40:
-        rl.note(f'... and {len(fails) - 40} more')
-    rl.note('PASS' if not fails else f'{len(fails)} failures')
-    return 1 if fails else 0
+    return rl.report_fails(fails, 40)
 
 
 if __name__ == '__main__':

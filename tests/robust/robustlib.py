@@ -265,3 +265,14 @@ def fault_calls(res):
         if line.startswith('ingest-fault: calls='):
             return int(line.split('=', 1)[1])
     return None
+
+
+def report_fails(fails, limit):
+    """Prints the first `limit` failures, PASS or their count; the exit
+    status of a test script."""
+    for f in fails[:limit]:
+        note(f'FAIL: {f}')
+    if len(fails) > limit:
+        note(f'... and {len(fails) - limit} more')
+    note('PASS' if not fails else f'{len(fails)} failures')
+    return 1 if fails else 0
