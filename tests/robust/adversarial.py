@@ -228,7 +228,7 @@ def case_names(top, runner):
 
 def mutator(root, names, touched_path, stop_at):
     """A child process: mutates files at random until stop_at; writes the
-    names it touched."""
+    names it touched, each with what it did (grow, shrink, unlink, todir)."""
     rnd = random.Random(1)
     touched = set()
     order = list(names)
@@ -240,7 +240,7 @@ def mutator(root, names, touched_path, stop_at):
         i += 1
         p = os.path.join(root, n)
         op = i % 4
-        touched.add(n)
+        touched.add(f'{n} {("grow", "shrink", "unlink", "todir")[op]}')
         try:
             if op == 0:
                 with open(p, 'ab') as f:
@@ -262,6 +262,7 @@ def mutator(root, names, touched_path, stop_at):
 def case_mutate(top, runner):
     fails = []
     n_files = 2000
+    seen_change = 0
     for rnd_i in range(3):
         for b in ('uring', 'sync'):
             root = os.path.join(top, f'mut-{b}-{rnd_i}')
@@ -281,7 +282,8 @@ def case_mutate(top, runner):
             res = runner.run(['-q', f'--backend={b}', '--batch-bytes=64K', root])
             os.waitpid(pid, 0)
             with open(touched_path) as f:
-                touched = set(f.read().split('\n')) - {''}
+                ops = dict(ln.split(' ') for ln in f.read().split('\n') if ln)
+            touched = set(ops)
             what = f'mutate/{b}#{rnd_i}'
             recs, problems = contract(res, what)
             fails += problems
@@ -293,6 +295,17 @@ def case_mutate(top, runner):
             lost = [n for n in names if n not in touched and n not in have]
             if lost:
                 fails.append(f'{what}: {len(lost)} untouched files have no record: {lost[:3]}')
+            # a file that grew or shrank was there all along: it has its record
+            lost = [n for n in names if ops.get(n) in ('grow', 'shrink') and n not in have]
+            if lost:
+                fails.append(f'{what}: {len(lost)} files that grew or shrank have no record: {lost[:3]}')
+            dup = len(paths) - len(have)
+            if dup:
+                fails.append(f'{what}: {dup} duplicate records')
+            orig = {n: len(MAIL) + i % 3000 for i, n in enumerate(names)}
+            seen_change += sum(1 for r in recs
+                               if r.get('notes') or (r.get('error') or {}).get('errno') in ('ENOENT', 'EISDIR')
+                               or ('size' in r and r['size'] != orig.get(rl.record_path(r).decode())))
             kinds = {}
             for r in recs:
                 e = r.get('error')
@@ -302,6 +315,11 @@ def case_mutate(top, runner):
             rl.note(f'{what}: {len(recs)} records, {len(touched)} files mutated, '
                     f'{notes} grew/shrank notes, {kinds}')
             rl.rmtree(root)
+    # the runs must have met the mutations, or nothing was tested
+    if not seen_change:
+        fails.append('mutate: no record shows a mutation (grown, shrunk, vanished, a directory): '
+                     'the mutator never overlapped a run')
+    rl.note(f'mutate: {seen_change} records show a mutation')
     return fails
 
 
@@ -350,6 +368,26 @@ def case_sparse(top, runner):
             fails.append(f'sparse/{b}: peak RSS {rss} KiB')
         rl.note(f'sparse/{b}: 8 GiB sparse file: {dt:.2f} s, peak RSS {rss} KiB, '
                 f'{st.get("bytes")} bytes read')
+    # One that is read: 96 MiB of holes under --max-size=128M (a Maildir
+    # message over the stream threshold is read whole, within the budget).
+    md = os.path.join(top, 'sparse-md')
+    for sub in ('cur', 'new', 'tmp'):
+        os.makedirs(os.path.join(md, sub))
+    with open(os.path.join(md, 'cur', '1.M1.h:2,S'), 'wb') as f:
+        f.write(MAIL)
+        f.truncate(96 << 20)
+    for b in ('uring', 'sync'):
+        res = runner.run(['-q', '--stats=json', '--no-text', f'--backend={b}', '--max-size=128M',
+                          '--max-inflight=16M', md])
+        recs, problems = contract(res, f'sparse-read/{b}', 1)
+        fails += problems
+        st = rl.stats_json(res)
+        if recs and (recs[0].get('size') != 96 << 20 or recs[0].get('error')):
+            fails.append(f'sparse-read/{b}: {json.dumps(recs[0])[:300]}')
+        if st.get('bytes') != 96 << 20:
+            fails.append(f'sparse-read/{b}: {st.get("bytes")} bytes read, want {96 << 20}')
+        rl.note(f'sparse-read/{b}: 96 MiB sparse message read whole: peak RSS '
+                f'{st.get("peak_rss_kib")} KiB, peak in flight {st.get("peak_inflight_bytes")}')
     return fails
 
 
