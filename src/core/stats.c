@@ -36,7 +36,7 @@ void stats_count_ring(enum stats_ring_op op, unsigned n)
 {
 	struct stats_thread *t = stats_self();
 	if (t)
-		t->ring[op] += n;
+		stats_add(&t->ring[op], n);
 }
 
 void stats_merge(struct stats_thread *out)
@@ -45,9 +45,9 @@ void stats_merge(struct stats_thread *out)
 	pthread_mutex_lock(&stats_lock);
 	for (struct stats_thread *t = stats_list; t; t = t->next) {
 		for (int i = 0; i < SC__COUNT; i++)
-			out->sys[i] += t->sys[i];
+			out->sys[i] += __atomic_load_n(&t->sys[i], __ATOMIC_RELAXED);
 		for (int i = 0; i < STATS_OP__COUNT; i++)
-			out->ring[i] += t->ring[i];
+			out->ring[i] += __atomic_load_n(&t->ring[i], __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&stats_lock);
 }
@@ -56,8 +56,10 @@ void stats_reset_all(void)
 {
 	pthread_mutex_lock(&stats_lock);
 	for (struct stats_thread *t = stats_list; t; t = t->next) {
-		memset(t->sys, 0, sizeof(t->sys));
-		memset(t->ring, 0, sizeof(t->ring));
+		for (int i = 0; i < SC__COUNT; i++)
+			__atomic_store_n(&t->sys[i], 0, __ATOMIC_RELAXED);
+		for (int i = 0; i < STATS_OP__COUNT; i++)
+			__atomic_store_n(&t->ring[i], 0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&stats_lock);
 }

@@ -29,11 +29,19 @@ struct stats_thread {
 /* The calling thread's counters, created and registered on first use;
  * NULL only if that allocation failed (counting is then skipped). */
 struct stats_thread *stats_self(void);
+/* Only the owning thread writes its counters, but stats_merge() may read
+ * them while it runs (a parked pool thread counting its futex): relaxed
+ * atomic loads and stores, which compile to the plain load, add and store
+ * of an increment on x86, make that read well-defined. */
+static inline void stats_add(uint64_t *counter, uint64_t n)
+{
+	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
 static inline void stats_count_sys(enum sys_call c)
 {
 	struct stats_thread *t = stats_self();
 	if (t)
-		t->sys[c]++;
+		stats_add(&t->sys[c], 1);
 }
 void stats_count_ring(enum stats_ring_op op, unsigned n);
 
