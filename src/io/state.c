@@ -385,11 +385,24 @@ static int state_keep(struct state *s, const struct state_entry *old)
 	return 0;
 }
 
+/* Without a stat there is no inode to tell a rename from a new copy: the
+ * unique name alone says which old entry a file may be. */
+static bool state_match_unseen(const struct state_entry *e, const void *arg)
+{
+	const struct record_io *io = arg;
+	return !e->seen && e->root_n == io->root.n && !memcmp(e->root, io->root.p, e->root_n);
+}
+
 int state_not_read(struct state *s, const struct record_io *io)
 {
 	struct state_entry *old = state_find(s, s->by_path,
 	                                     state_path_key(io->root.p, io->root.n, io->path.p, io->path.n),
 	                                     state_match_path, io);
+	uint64_t k;
+	/* renamed since (a flag change) and unreadable now: still the message
+	 * the old entry knew, kept under its old name until a run can stat it */
+	if (!old && state_name_key(io->root.p, io->root.n, io->path.p, io->path.n, &k))
+		old = state_find(s, s->by_name, k, state_match_unseen, io);
 	if (!old || old->seen)
 		return 0;
 	old->seen = true;
