@@ -386,11 +386,13 @@ static int state_keep(struct state *s, const struct state_entry *old)
 }
 
 /* Without a stat there is no inode to tell a rename from a new copy: the
- * unique name alone says which old entry a file may be. */
+ * unique name alone (its key: root, Maildir, unique part) says which old
+ * entry a file may be.  The probe sequence holds other keys too. */
 static bool state_match_unseen(const struct state_entry *e, const void *arg)
 {
-	const struct record_io *io = arg;
-	return !e->seen && e->root_n == io->root.n && !memcmp(e->root, io->root.p, e->root_n);
+	const uint64_t *key = arg;
+	uint64_t k;
+	return !e->seen && state_name_key(e->root, e->root_n, e->path, e->path_n, &k) && k == *key;
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
@@ -402,7 +404,7 @@ int state_not_read(struct state *s, const struct record_io *io)
 	/* renamed since (a flag change) and unreadable now: still the message
 	 * the old entry knew, kept under its old name until a run can stat it */
 	if (!old && state_name_key(io->root.p, io->root.n, io->path.p, io->path.n, &k))
-		old = state_find(s, s->by_name, k, state_match_unseen, io);
+		old = state_find(s, s->by_name, k, state_match_unseen, &k);
 	if (!old || old->seen)
 		return 0;
 	old->seen = true;
