@@ -64,6 +64,7 @@ import errno as errno_mod
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -520,6 +521,15 @@ def case_million(top, runner):
 
 INFLIGHT_FILE = 6 << 20
 INFLIGHT_CHUNK = 256 << 10        # --batch-bytes=256K: the stream chunk
+
+
+def default_batch_bytes(runner):
+    """--batch-bytes' default as ingest --help states it ("bytes per batch (2M)")."""
+    res = runner.run(['--help'])
+    m = re.search(rb'--batch-bytes=SIZE +bytes per batch \((\d+)([KMG])\)', res.out)
+    if not m:
+        raise SystemExit(f'ingest --help does not state the --batch-bytes default: {res.out[:300]!r}')
+    return int(m.group(1)) << {b'K': 10, b'M': 20, b'G': 30}[m.group(2)]
 INFLIGHT_MBOX_SIZES = (3000, 90_000, 400_000, 700_000, 20_000, 300_000, 1000, 650_000)
 
 
@@ -592,7 +602,7 @@ def case_inflight(top, runner):
                                     64 << 10),
                                    (['--batch-bytes=256K', '--max-inflight=128K'], 128 << 10,
                                     INFLIGHT_CHUNK),
-                                   (['--max-inflight=1M'], 1 << 20, 1 << 20)):
+                                   (['--max-inflight=1M'], 1 << 20, default_batch_bytes(runner))):
             what = f'inflight/{b} mbox {" ".join(args)}'
             res = runner.run(['-q', '--io-only', '--stats=json', f'--backend={b}', *args, mbox],
                              timeout=60)
