@@ -13,6 +13,7 @@
  * removes exactly one '>' from each ">+From " line. */
 #include "fuzz.h"
 #include "mail/mbox.h"
+#include "tests/mbox_chunks.h"
 
 #define MAX_SPANS 4096
 
@@ -54,50 +55,30 @@ static void split_whole(const uint8_t *p, size_t n, uint64_t max_len, struct spa
 	}
 }
 
-/* reader.c's loop: cuts[0..k) are the chunk ends, the last one n. */
+static bool add_chunk_span(void *ctx, const uint8_t *buf, size_t len, size_t base, size_t pos,
+                           const struct mbox_span *span, size_t next)
+{
+	(void)buf;
+	struct spans *out = ctx;
+	struct mbox_span m = *span;
+	check_span(&m, pos, next, len);
+	m.from += base;
+	m.start += base;
+	m.end += base;
+	out->s[out->n] = m;
+	out->next[out->n++] = base + next;
+	return out->n < MAX_SPANS;
+}
+
+/* reader.c's loop (tests/mbox_chunks.h): cuts[0..k) are the chunk ends,
+ * the last one n. */
 static void split_chunks(const uint8_t *in, const size_t *cuts, size_t k, uint64_t max_len,
                          struct spans *out)
 {
-	uint8_t *pend = NULL;
-	size_t pend_len = 0, base = 0, off = 0;
 	out->n = 0;
-	for (size_t c = 0; c < k && out->n < MAX_SPANS; c++) {
-		size_t got = cuts[c] - off;
-		bool eof = c + 1 == k;
-		size_t len = pend_len + got;
-		uint8_t *buf = malloc(len ? len : 1);
-		FUZZ_CHECK(buf);
-		if (pend_len)
-			memcpy(buf, pend, pend_len);
-		if (got)
-			memcpy(buf + pend_len, in + off, got);
-		off += got;
-		free(pend);
-		size_t pos = 0;
-		while (pos < len && out->n < MAX_SPANS) {
-			struct mbox_span m;
-			size_t next;
-			if (!mbox_next_max(buf, len, pos, eof, max_len, &m, &next)) {
-				FUZZ_CHECK(!eof);
-				break;
-			}
-			check_span(&m, pos, next, len);
-			m.from += base;
-			m.start += base;
-			m.end += base;
-			out->s[out->n] = m;
-			out->next[out->n++] = base + next;
-			pos = next;
-		}
-		pend_len = len - pos;
-		pend = malloc(pend_len ? pend_len : 1);
-		FUZZ_CHECK(pend);
-		if (pend_len)
-			memcpy(pend, buf + pos, pend_len);
-		base += pos;
-		free(buf);
-	}
-	free(pend);
+	size_t pending;
+	enum mbox_chunks_end end = mbox_split_chunks(in, cuts, k, max_len, add_chunk_span, out, &pending);
+	FUZZ_CHECK(end == MBOX_CHUNKS_DONE || end == MBOX_CHUNKS_STOPPED);
 }
 
 static void check_same(void)

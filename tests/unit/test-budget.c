@@ -53,6 +53,27 @@ static void *acquire_thread(void *arg)
 	return NULL;
 }
 
+/* Starts a thread asking for `bytes` (with `held` of its own, if any) and
+ * returns once it sleeps on the budget: `n_waiting` threads then do. */
+static void start_blocked(struct acquirer *a, pthread_t *t, struct budget *b,
+                          uint64_t bytes, uint64_t held, unsigned n_waiting)
+{
+	a->b = b;
+	a->bytes = bytes;
+	a->held = held;
+	atomic_init(&a->state, 0);
+	assert_int_equal(pthread_create(t, NULL, acquire_thread, a), 0);
+	wait_for_waiters(b, n_waiting);
+	assert_int_equal(atomic_load(&a->state), 0);
+}
+
+/* Joins the thread and returns how its acquire ended: 1 granted, 2 refused. */
+static int join_acquirer(struct acquirer *a, pthread_t t)
+{
+	assert_int_equal(pthread_join(t, NULL), 0);
+	return atomic_load(&a->state);
+}
+
 static void test_budget_accounting(void **state)
 {
 	(void)state;
@@ -111,19 +132,15 @@ static void test_budget_blocking_acquire_released(void **state)
 	struct budget b;
 	budget_init(&b, 100);
 	assert_true(budget_acquire(&b, 80));
-	struct acquirer a = { .b = &b, .bytes = 50 };
-	atomic_init(&a.state, 0);
+	struct acquirer a;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
-	wait_for_waiters(&b, 1);
-	assert_int_equal(atomic_load(&a.state), 0);
+	start_blocked(&a, &t, &b, 50, 0, 1);
 	/* Releasing too little keeps it blocked (it re-checks and sleeps). */
 	budget_release(&b, 20);                       /* used 60: 50 does not fit */
 	sleep_ms(20);
 	assert_int_equal(atomic_load(&a.state), 0);
 	budget_release(&b, 30);                       /* used 30: fits */
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&a.state), 1);
+	assert_int_equal(join_acquirer(&a, t), 1);
 	assert_int_equal(b.used, 80);
 	assert_int_equal(b.peak, 80);
 	assert_true(b.waited_ns > 0);
@@ -137,14 +154,11 @@ static void test_budget_blocked_oversized_granted_when_drained(void **state)
 	struct budget b;
 	budget_init(&b, 100);
 	assert_true(budget_acquire(&b, 10));
-	struct acquirer a = { .b = &b, .bytes = 300 };
-	atomic_init(&a.state, 0);
+	struct acquirer a;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
-	wait_for_waiters(&b, 1);
+	start_blocked(&a, &t, &b, 300, 0, 1);
 	budget_release(&b, 10);                       /* now nothing in flight */
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&a.state), 1);
+	assert_int_equal(join_acquirer(&a, t), 1);
 	assert_int_equal(b.used, 300);
 	budget_release(&b, 300);
 }
@@ -155,14 +169,11 @@ static void test_budget_cancel_wakes_acquirer(void **state)
 	struct budget b;
 	budget_init(&b, 100);
 	assert_true(budget_acquire(&b, 100));
-	struct acquirer a = { .b = &b, .bytes = 1 };
-	atomic_init(&a.state, 0);
+	struct acquirer a;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
-	wait_for_waiters(&b, 1);
+	start_blocked(&a, &t, &b, 1, 0, 1);
 	budget_cancel(&b);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&a.state), 2);
+	assert_int_equal(join_acquirer(&a, t), 2);
 	assert_int_equal(b.used, 100);                /* nothing was granted */
 	/* After a cancel every acquire fails at once, even ones that fit. */
 	budget_release(&b, 100);
@@ -178,13 +189,10 @@ static void test_budget_cancel_wakes_every_acquirer(void **state)
 	struct budget b;
 	budget_init(&b, 100);
 	assert_true(budget_acquire(&b, 100));
-	struct acquirer a[2] = { { .b = &b, .bytes = 1 }, { .b = &b, .bytes = 2 } };
+	struct acquirer a[2];
 	pthread_t t[2];
-	for (int i = 0; i < 2; i++) {
-		atomic_init(&a[i].state, 0);
-		assert_int_equal(pthread_create(&t[i], NULL, acquire_thread, &a[i]), 0);
-	}
-	wait_for_waiters(&b, 2);
+	start_blocked(&a[0], &t[0], &b, 1, 0, 1);
+	start_blocked(&a[1], &t[1], &b, 2, 0, 2);
 	budget_cancel(&b);
 	int done = 0;
 	for (int ms = 0; ms < 5000 && done < 2; ms++) {
@@ -246,17 +254,14 @@ static void test_budget_held_waits_for_others_only(void **state)
 	budget_init(&b, 100);
 	assert_true(budget_acquire(&b, 30));          /* the caller's own */
 	assert_true(budget_acquire(&b, 60));          /* another batch in flight */
-	struct acquirer a = { .b = &b, .bytes = 90, .held = 30 };
-	atomic_init(&a.state, 0);
+	struct acquirer a;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
-	wait_for_waiters(&b, 1);
+	start_blocked(&a, &t, &b, 90, 30, 1);
 	budget_release(&b, 20);                       /* others still hold 40 */
 	sleep_ms(20);
 	assert_int_equal(atomic_load(&a.state), 0);
 	budget_release(&b, 40);                       /* only the caller's 30 left */
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&a.state), 1);
+	assert_int_equal(join_acquirer(&a, t), 1);
 	assert_int_equal(b.used, 120);
 	assert_int_equal(b.peak, 120);
 	assert_true(b.waited_ns > 0);
@@ -265,13 +270,10 @@ static void test_budget_held_waits_for_others_only(void **state)
 	/* granted by fitting, before the others are gone */
 	assert_true(budget_acquire(&b, 10));          /* own */
 	assert_true(budget_acquire(&b, 80));          /* others */
-	struct acquirer f = { .b = &b, .bytes = 30, .held = 10 };
-	atomic_init(&f.state, 0);
-	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &f), 0);
-	wait_for_waiters(&b, 1);
+	struct acquirer f;
+	start_blocked(&f, &t, &b, 30, 10, 1);
 	budget_release(&b, 30);                       /* used 60: 30 fits */
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&f.state), 1);
+	assert_int_equal(join_acquirer(&f, t), 1);
 	assert_int_equal(b.used, 90);
 	budget_release(&b, 90);
 	assert_int_equal(b.used, 0);
@@ -284,14 +286,11 @@ static void test_budget_held_cancel_wakes(void **state)
 	budget_init(&b, 100);
 	assert_true(budget_acquire(&b, 10));          /* own */
 	assert_true(budget_acquire(&b, 90));          /* others */
-	struct acquirer a = { .b = &b, .bytes = 50, .held = 10 };
-	atomic_init(&a.state, 0);
+	struct acquirer a;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, acquire_thread, &a), 0);
-	wait_for_waiters(&b, 1);
+	start_blocked(&a, &t, &b, 50, 10, 1);
 	budget_cancel(&b);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&a.state), 2);
+	assert_int_equal(join_acquirer(&a, t), 2);
 	assert_int_equal(b.used, 100);                /* nothing was granted */
 	/* cancelled: refused even when only the caller's bytes are left */
 	budget_release(&b, 90);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "mail/mbox.h"
+#include "tests/mbox_chunks.h"
 
 #define MAX_MSGS 64
 
@@ -66,47 +67,27 @@ static void split_whole(const char *in, size_t n, uint64_t max_len, struct split
 	free(p);
 }
 
-/* The archive streamed, as reader.c does: each chunk is appended to the
- * bytes not yet cut into messages, in a fresh buffer that starts at the
- * pending message's separator; mbox_next() runs until it asks for more.
- * cuts[0..k) are the chunk ends (increasing, the last one n). */
+static bool split_add_chunk(void *ctx, const uint8_t *buf, size_t len, size_t base, size_t pos,
+                            const struct mbox_span *m, size_t next)
+{
+	(void)len;
+	assert_true(next > pos);
+	split_add(ctx, buf, base, m, next);
+	return true;
+}
+
+/* The archive streamed, as reader.c does (tests/mbox_chunks.h): cuts[0..k)
+ * are the chunk ends (increasing, the last one n); nothing may be left
+ * undecided at EOF, nor uncut. */
 static void split_chunks(const char *in, const size_t *cuts, size_t k, uint64_t max_len,
                          struct split *s)
 {
-	uint8_t *pend = NULL;
-	size_t pend_len = 0, base = 0, off = 0;
 	s->n = 0;
-	for (size_t c = 0; c < k; c++) {
-		size_t got = cuts[c] - off;
-		bool eof = c + 1 == k;
-		size_t len = pend_len + got;
-		uint8_t *buf = malloc(len ? len : 1);
-		assert_non_null(buf);
-		if (pend_len)
-			memcpy(buf, pend, pend_len);
-		memcpy(buf + pend_len, in + off, got);
-		off += got;
-		free(pend);
-		size_t pos = 0, next;
-		struct mbox_span m;
-		while (pos < len) {
-			if (!mbox_next_max(buf, len, pos, eof, max_len, &m, &next)) {
-				assert_false(eof);
-				break;
-			}
-			assert_true(next > pos);
-			split_add(s, buf, base, &m, next);
-			pos = next;
-		}
-		pend_len = len - pos;
-		pend = malloc(pend_len ? pend_len : 1);
-		assert_non_null(pend);
-		memcpy(pend, buf + pos, pend_len);
-		base += pos;
-		free(buf);
-	}
-	assert_int_equal(pend_len, 0);
-	free(pend);
+	size_t pending;
+	assert_int_equal(mbox_split_chunks((const uint8_t *)in, cuts, k, max_len, split_add_chunk, s,
+	                                   &pending),
+	                 MBOX_CHUNKS_DONE);
+	assert_int_equal(pending, 0);
 }
 
 static void assert_same(const struct split *a, const struct split *b, const char *how, size_t at)

@@ -502,6 +502,20 @@ static size_t lines_starting(const char *text, const char *prefix)
 	return n;
 }
 
+/* Walks base/sub alone: its rendering (names relative to it) and stats. */
+static char *walk_sub_render(const char *base, const char *sub, struct walk_stats *st)
+{
+	char *p = xasprintf("%s/%s", base, sub);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, p), 0);
+	char *got = walk_render(w, p);
+	walk_stats_get(w, st);
+	walk_free(w);
+	free(p);
+	return got;
+}
+
 /* One inode listed under two names is one input only when getdents64 met a
  * Maildir message mid-rename: same inode and same unique name (before ":2,"
  * or ":1,") in a cur/ or new/.  Hard links are inputs of their own. */
@@ -519,14 +533,8 @@ static void test_walk_hard_links_and_relisted(void **state)
 	link_file(base, "md/cur/2.M2.h:2,S", "md/cur/3.M3.h:2,S");    /* a hard link */
 	link_file(base, "md/new/5.M5.h:1,a", "md/new/5.M5.h:1,b");
 
-	char *p = xasprintf("%s/plain", base);
-	struct walk *w = walk_new();
-	assert_non_null(w);
-	assert_int_equal(walk_add_path(w, p), 0);
-	char *got = walk_render(w, p);
 	struct walk_stats st;
-	walk_stats_get(w, &st);
-	walk_free(w);
+	char *got = walk_sub_render(base, "plain", &st);
 	assert_int_equal(lines_starting(got, "m1 reg\n"), 1);
 	assert_int_equal(lines_starting(got, "m2 reg\n"), 1);
 	assert_int_equal(lines_starting(got, "x:2,S reg\n"), 1);
@@ -534,15 +542,8 @@ static void test_walk_hard_links_and_relisted(void **state)
 	assert_int_equal(lines_starting(got, ""), 4);
 	assert_int_equal(st.relisted, 0);
 	free(got);
-	free(p);
 
-	p = xasprintf("%s/md", base);
-	w = walk_new();
-	assert_non_null(w);
-	assert_int_equal(walk_add_path(w, p), 0);
-	got = walk_render(w, p);
-	walk_stats_get(w, &st);
-	walk_free(w);
+	got = walk_sub_render(base, "md", &st);
 	/* which of the two names is kept is the sort's choice */
 	assert_int_equal(lines_starting(got, "cur/1.M1.h:2,"), 1);
 	assert_int_equal(lines_starting(got, "cur/2.M2.h:2,S reg"), 1);
@@ -551,7 +552,6 @@ static void test_walk_hard_links_and_relisted(void **state)
 	assert_int_equal(lines_starting(got, ""), 4);
 	assert_int_equal(st.relisted, 2);
 	free(got);
-	free(p);
 	rmtree(base);
 }
 
