@@ -821,14 +821,11 @@ def main():
     ap.add_argument('--dry-run', action='store_true', help='the fault-free runs and the plan only')
     ap.add_argument('--strict', action='store_true', help='the KNOWN bugs fail the walk too')
     a = ap.parse_args()
-    top = rl.tmpdir('ingest-fault-')
-    try:
+
+    def body(top):
         probe_dir = os.path.join(top, 'probe')
         os.makedirs(probe_dir)
-        if rl.has_fault_injection(os.path.abspath(a.ingest), probe_dir) is None:
-            rl.note('SKIP: ingest was built without -Dfault_injection=true '
-                    '(INGEST_FAULT_COUNT=1 printed nothing)')
-            return rl.SKIP
+        rl.need_fault_injection(os.path.abspath(a.ingest), probe_dir)
         w = Walk(os.path.abspath(a.ingest), top, a)
         if not w.pre and os.geteuid() == 0:
             rl.note('note: setpriv cannot drop CAP_DAC_OVERRIDE here: the mode-000 file is read')
@@ -837,16 +834,8 @@ def main():
             if a.case == 'walk' or config == 'main':
                 w.baseline(config, b)
         rl.note(f'fault-free runs: {time.monotonic() - t0:.0f} s')
-        fails = case_walk(w, a) if a.case == 'walk' else case_ring(w, a)
-    except rl.Skip as e:
-        rl.note(f'SKIP: {e}')
-        return rl.SKIP
-    finally:
-        if a.keep:
-            rl.note(f'kept {top}')
-        else:
-            rl.rmtree(top)
-    return rl.report_fails(fails, 60)
+        return case_walk(w, a) if a.case == 'walk' else case_ring(w, a)
+    return rl.run_in_tmpdir('ingest-fault-', body, keep=a.keep, limit=60)
 
 
 if __name__ == '__main__':

@@ -325,13 +325,10 @@ def main():
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--keep', action='store_true')
     a = ap.parse_args()
-    top = rl.tmpdir('ingest-ring-')
-    try:
+
+    def body(top):
         w = Ring(os.path.abspath(a.ingest), top)
-        if rl.has_fault_injection(w.ingest, w.eml) is None:
-            rl.note('SKIP: ingest was built without -Dfault_injection=true '
-                    '(INGEST_FAULT_COUNT=1 printed nothing)')
-            return rl.SKIP
+        rl.need_fault_injection(w.ingest, w.eml)
         for extra in BATCHINGS:
             recs, st = w.baseline('eml', extra)
             if len(recs) != FILES:
@@ -340,16 +337,8 @@ def main():
                     f'{st.get("batches")} batches, ring ops {st.get("ring_ops")}')
         recs, st = w.baseline('mbox')
         rl.note(f'fault-free mbox: {len(recs)} messages, {st["ring_ops"]["read"]} chunk reads')
-        fails = case_cqe(w, a.jobs) if a.case == 'cqe' else case_overflow(w, a.jobs)
-    except rl.Skip as e:
-        rl.note(f'SKIP: {e}')
-        return rl.SKIP
-    finally:
-        if a.keep:
-            rl.note(f'kept {top}')
-        else:
-            rl.rmtree(top)
-    return rl.report_fails(fails, 40)
+        return case_cqe(w, a.jobs) if a.case == 'cqe' else case_overflow(w, a.jobs)
+    return rl.run_in_tmpdir('ingest-ring-', body, keep=a.keep, limit=40)
 
 
 if __name__ == '__main__':

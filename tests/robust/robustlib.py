@@ -267,6 +267,31 @@ def fault_calls(res):
     return None
 
 
+def need_fault_injection(ingest, corpus):
+    """Skips the test when ingest was built without fault injection."""
+    if has_fault_injection(ingest, corpus) is None:
+        raise Skip('ingest was built without -Dfault_injection=true '
+                   '(INGEST_FAULT_COUNT=1 printed nothing)')
+
+
+def run_in_tmpdir(prefix, body, keep=False, limit=60):
+    """A test script's main: body(top) in a fresh temporary directory,
+    removed after unless keep; returns the exit status: SKIP when body
+    raised Skip, else report_fails() of the failures it returned."""
+    top = tmpdir(prefix)
+    try:
+        fails = body(top)
+    except Skip as e:
+        note(f'SKIP: {e}')
+        return SKIP
+    finally:
+        if keep:
+            note(f'kept {top}')
+        else:
+            rmtree(top)
+    return report_fails(fails, limit)
+
+
 def report_fails(fails, limit):
     """Prints the first `limit` failures, PASS or their count; the exit
     status of a test script."""
