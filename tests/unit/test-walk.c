@@ -502,6 +502,18 @@ static size_t lines_starting(const char *text, const char *prefix)
 	return n;
 }
 
+/* The rendering has exactly one line starting with each prefix, and no
+ * other line. */
+static void assert_lines_once(const char *got, const char *const *prefixes)
+{
+	size_t n = 0;
+	for (; prefixes[n]; n++)
+		if (lines_starting(got, prefixes[n]) != 1)
+			fail_msg("%zu lines start with \"%s\" in:\n%s", lines_starting(got, prefixes[n]),
+			         prefixes[n], got);
+	assert_int_equal(lines_starting(got, ""), n);
+}
+
 /* Walks base/sub alone: its rendering (names relative to it) and stats. */
 static char *walk_sub_render(const char *base, const char *sub, struct walk_stats *st)
 {
@@ -535,21 +547,15 @@ static void test_walk_hard_links_and_relisted(void **state)
 
 	struct walk_stats st;
 	char *got = walk_sub_render(base, "plain", &st);
-	assert_int_equal(lines_starting(got, "m1 reg\n"), 1);
-	assert_int_equal(lines_starting(got, "m2 reg\n"), 1);
-	assert_int_equal(lines_starting(got, "x:2,S reg\n"), 1);
-	assert_int_equal(lines_starting(got, "x:2,RS reg\n"), 1);
-	assert_int_equal(lines_starting(got, ""), 4);
+	assert_lines_once(got, (const char *const[]){ "m1 reg\n", "m2 reg\n", "x:2,S reg\n",
+	                                             "x:2,RS reg\n", NULL });
 	assert_int_equal(st.relisted, 0);
 	free(got);
 
 	got = walk_sub_render(base, "md", &st);
 	/* which of the two names is kept is the sort's choice */
-	assert_int_equal(lines_starting(got, "cur/1.M1.h:2,"), 1);
-	assert_int_equal(lines_starting(got, "cur/2.M2.h:2,S reg"), 1);
-	assert_int_equal(lines_starting(got, "cur/3.M3.h:2,S reg"), 1);
-	assert_int_equal(lines_starting(got, "new/5.M5.h:1,"), 1);
-	assert_int_equal(lines_starting(got, ""), 4);
+	assert_lines_once(got, (const char *const[]){ "cur/1.M1.h:2,", "cur/2.M2.h:2,S reg",
+	                                             "cur/3.M3.h:2,S reg", "new/5.M5.h:1,", NULL });
 	assert_int_equal(st.relisted, 2);
 	free(got);
 	rmtree(base);
