@@ -324,6 +324,10 @@ static size_t walk_unique_len(const char *name)
  * inode): the same inode under the same unique name, met mid-rename. */
 static bool walk_relisted(const struct walk_entry *kept, size_t k, const struct walk_entry *e)
 {
+	/* sorted by inode, so almost every entry leaves here, before any name
+	 * is scanned */
+	if (!k || kept[k - 1].ino != e->ino)
+		return false;
 	size_t ul = walk_unique_len(e->name);
 	for (size_t j = k; j-- > 0 && kept[j].ino == e->ino;)
 		if (kept[j].d_type != DT_DIR && walk_unique_len(kept[j].name) == ul &&
