@@ -35,17 +35,20 @@ struct sync_open {
 	struct batch_item probe;  /* the stat fields and any error */
 };
 
-/* The probe carries the entry's root and path (in `names`, reset file by
- * file): --state judges a file by its path at stat time, before the file
- * has a batch slot.  0, or -ENOMEM. */
+/* With --state the probe carries the entry's root and path (in `names`,
+ * reset file by file): --state judges a file by its path at stat time,
+ * before the file has a batch slot; nothing else reads them (the item's
+ * own strings come from reader_item_init).  0, or -ENOMEM. */
 static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *names,
                       struct sync_open *so)
 {
 	memset(so, 0, sizeof(*so));
 	so->fd = -1;
-	arena_reset(names);
-	if (walk_entry_describe(e, names, &so->probe.io) < 0)
-		return -ENOMEM;
+	if (r->c.o.state) {
+		arena_reset(names);
+		if (walk_entry_describe(e, names, &so->probe.io) < 0)
+			return -ENOMEM;
+	}
 	/* O_NONBLOCK: a file swapped for a FIFO after its type was known must
 	 * not block the open; reads of regular files ignore the flag. */
 	int dirfd = walk_entry_dirfd(e);
