@@ -330,10 +330,9 @@ static bool uring_transient(int res)
 	return res == -EAGAIN || res == -EINTR;
 }
 
-/* A statx that completed with -EAGAIN or -EINTR, submitted once more (its
- * window slot, name and buffer are still there).  False when the SQ is full
- * (only a test ring can be): the error then stands. */
-static bool uring_stat_again(struct uring_reader *u, size_t idx)
+/* Queues the statx of window slot idx into its own buffer.  False when the
+ * SQ is full. */
+static bool uring_queue_stat(struct uring_reader *u, size_t idx)
 {
 	struct uring_slot *s = &u->win[idx];
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
@@ -345,9 +344,19 @@ static bool uring_stat_again(struct uring_reader *u, size_t idx)
 	                    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
 	                    &s->stx);
 	io_uring_sqe_set_data64(sqe, uring_tag(U_STAT, idx));
-	s->retried = true;
-	u->r.c.st.cqe_retries++;
 	stats_count_ring(STATS_OP_statx, 1);
+	return true;
+}
+
+/* A statx that completed with -EAGAIN or -EINTR, submitted once more (its
+ * window slot, name and buffer are still there).  False when the SQ is full
+ * (only a test ring can be): the error then stands. */
+static bool uring_stat_again(struct uring_reader *u, size_t idx)
+{
+	if (!uring_queue_stat(u, idx))
+		return false;
+	u->win[idx].retried = true;
+	u->r.c.st.cqe_retries++;
 	return true;
 }
 
@@ -449,14 +458,8 @@ static int uring_fill_window(struct uring_reader *u, const struct reader_io *io,
 		if (!s->needs_stat)
 			continue;
 		s->done = false;
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-		io_uring_prep_statx(sqe, walk_entry_dirfd(e), e->name,
-		                    (e->follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC,
-		                    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
-		                    &s->stx);
-		io_uring_sqe_set_data64(sqe, uring_tag(U_STAT, idx));
+		(void)uring_queue_stat(u, idx);   /* room reserved above: cannot fail */
 		u->stats_in_flight++;
-		stats_count_ring(STATS_OP_statx, 1);
 	}
 	return 0;
 }
