@@ -104,6 +104,20 @@ void reader_item_fail(struct batch_item *it, int neg_errno)
 	it->len = 0;
 }
 
+/* A file of it->io.size bytes read whole: its buffer capacity (size + 1, so
+ * that a short read proves EOF), or 0 and a too-large record past
+ * --max-size. */
+static uint64_t reader_item_whole(struct reader_common *rc, struct batch_item *it)
+{
+	if (it->io.size > rc->o.max_size) {
+		it->io.reason = RECORD_TOO_LARGE;
+		it->io.message = "larger than --max-size: not read";
+		return 0;
+	}
+	it->cap = it->io.size + 1;
+	return it->cap;
+}
+
 uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int res,
                           uint32_t mode, uint64_t size, int64_t mtime_sec,
                           uint32_t mtime_nsec, uint64_t dev, uint64_t ino)
@@ -169,13 +183,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		it->no_output = true;
 		return 0;
 	}
-	if (size > rc->o.max_size) {
-		it->io.reason = RECORD_TOO_LARGE;
-		it->io.message = "larger than --max-size: not read";
-		return 0;
-	}
-	it->cap = size + 1;
-	return it->cap;
+	return reader_item_whole(rc, it);
 }
 
 /* The file grew between its size query and its read: read on to EOF,
@@ -664,13 +672,7 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 		 * for the walk's own order, which this batch has left) */
 		it->stream = false;
 		it->no_output = false;
-		cap = 0;
-		if (it->io.size > rc->o.max_size) {
-			it->io.reason = RECORD_TOO_LARGE;
-			it->io.message = "larger than --max-size: not read";
-		} else {
-			cap = it->io.size + 1;
-		}
+		cap = reader_item_whole(rc, it);
 	}
 	rc->st.renamed++;
 	int ret = 0;
