@@ -30,7 +30,7 @@
 #include "io/state.h"
 #include "mail/mail.h"
 #include "mail/mbox.h"
-#include "out/emit.h"
+#include "emit/emit.h"
 #include "sched/batch.h"
 #include "sched/chan.h"
 #include "sched/parallelism.h"
