@@ -20,6 +20,7 @@
  * is issued before anything else of the run; the end marker follows the last
  * write, before threads are joined and descriptors closed.  strace and the
  * counters must agree on every syscall name of core/sys.h between them. */
+#include "core/clock.h"
 #include "ingest.h"
 #include "options.h"
 #include "core/stats.h"
@@ -93,12 +94,6 @@ struct run {
 	uint64_t total;               /* inputs, when known before the end (lists) */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The first fatal error wins; every stage then stops at its next step. */
 static void run_fail(struct run *run, int err, const char *what, const char *arg)
@@ -218,9 +213,9 @@ static void *parse_main(void *arg)
 	struct run *run = arg;
 	sys_set_thread_name("ingest-parse");
 	for (;;) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = clock_now_ns();
 		struct batch *b = chan_pop(&run->full_batches);
-		run->parse_wait_ns += now_ns() - t0;
+		run->parse_wait_ns += clock_now_ns() - t0;
 		if (!b)
 			break;
 		size_t items = b->n;
@@ -335,7 +330,7 @@ static int write_batch(struct run *run, struct batch *b)
  * when stderr is a terminal, a check it makes before the run). */
 static void progress_draw(struct run *run, bool final)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	if (!final && now - run->progress_last < 100000000u)
 		return;
 	run->progress_last = now;
@@ -361,9 +356,9 @@ static void *write_main(void *arg)
 	bool writing = true;
 	sys_set_thread_name("ingest-out");
 	for (;;) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = clock_now_ns();
 		struct batch *b = chan_pop(&run->done_batches);
-		run->write_wait_ns += now_ns() - t0;
+		run->write_wait_ns += clock_now_ns() - t0;
 		if (!b)
 			break;
 		report_count_batch(run->rep, b);

@@ -8,6 +8,7 @@
  * check the condition under the lock, and sleep on the word only if the
  * condition is still false; every change bumps the word before waking, so a
  * wake between the check and the sleep makes the sleep return at once. */
+#include "core/clock.h"
 #include "sched/chan.h"
 #include "sched/batch.h"
 #include "core/sys.h"
@@ -33,22 +34,16 @@ static inline void spin_unlock(atomic_flag *l)
 	atomic_flag_clear_explicit(l, memory_order_release);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);   /* vDSO: no syscall */
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void futex_sleep(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen,
                         _Atomic uint64_t *waited)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_now_ns();
 	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
 		sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
 	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(waited, now_ns() - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(waited, clock_now_ns() - t0, memory_order_relaxed);
 }
 
 static void futex_notify(_Atomic uint32_t *seq, atomic_uint *waiters, int n)
