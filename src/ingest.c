@@ -27,6 +27,7 @@
 #include "io/state.h"
 #include "emit/emit.h"
 #include "sched/batch.h"
+#include "sched/budget.h"
 #include "sched/chan.h"
 #include "sched/parallelism.h"
 #include "pipeline/parse_stage.h"

@@ -11,6 +11,7 @@
 #include "io/walk.h"
 #include "record.h"
 #include "sched/batch.h"
+#include "sched/budget.h"
 #include "sched/chan.h"
 #include "sched/pool.h"
 

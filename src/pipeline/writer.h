@@ -13,6 +13,7 @@
 #define INGEST_PIPELINE_WRITER_H
 
 #include "ingest.h"
+#include "sched/budget.h"
 #include "sched/chan.h"
 
 #include <pthread.h>

@@ -1,123 +1,12 @@
-/* The channel and the byte budget: see chan.h.
+/* The byte budget: see budget.h.
  *
- *   reader ──push──▶ [parse chan] ──pop── caller/pool ──push──▶ [write chan] ──pop── writer
- *      │                                                                             │
- *      └──── budget_acquire(bytes) ◀──────────── budget_release(bytes) ──────────────┘
+ *   reader ── budget_acquire(bytes) ... budget_release(bytes) ── writer
  *
- * The waiting protocol is the classic futex one: read the sequence word,
- * check the condition under the lock, and sleep on the word only if the
- * condition is still false; every change bumps the word before waking, so a
- * wake between the check and the sleep makes the sleep return at once. */
-#include "core/clock.h"
-#include "sched/chan.h"
-#include "sched/batch.h"
-#include "core/sys.h"
+ * Waiting follows the protocol of sched/futex_wait.h. */
+#include "sched/budget.h"
+#include "sched/futex_wait.h"
 
 #include <limits.h>
-#include <time.h>
-
-static inline void spin_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
-static inline void spin_lock(atomic_flag *l)
-{
-	while (atomic_flag_test_and_set_explicit(l, memory_order_acquire))
-		spin_pause();
-}
-
-static inline void spin_unlock(atomic_flag *l)
-{
-	atomic_flag_clear_explicit(l, memory_order_release);
-}
-
-
-static void futex_sleep(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen,
-                        _Atomic uint64_t *waited)
-{
-	uint64_t t0 = clock_now_ns();
-	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
-		sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
-	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(waited, clock_now_ns() - t0, memory_order_relaxed);
-}
-
-static void futex_notify(_Atomic uint32_t *seq, atomic_uint *waiters, int n)
-{
-	atomic_fetch_add_explicit(seq, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(waiters, memory_order_seq_cst))
-		sys_futex_wake((uint32_t *)(uintptr_t)seq, n);
-}
-
-void chan_init(struct chan *c)
-{
-	atomic_flag_clear(&c->lock);
-	c->head = c->tail = NULL;
-	c->closed = false;
-	atomic_init(&c->seq, 0);
-	atomic_init(&c->waiters, 0);
-	atomic_init(&c->waited_ns, 0);
-}
-
-void chan_push(struct chan *c, struct batch *b)
-{
-	b->next = NULL;
-	spin_lock(&c->lock);
-	if (c->tail)
-		c->tail->next = b;
-	else
-		c->head = b;
-	c->tail = b;
-	spin_unlock(&c->lock);
-	futex_notify(&c->seq, &c->waiters, 1);
-}
-
-void chan_close(struct chan *c)
-{
-	spin_lock(&c->lock);
-	c->closed = true;
-	spin_unlock(&c->lock);
-	/* every blocked pop must see the close, not just one */
-	futex_notify(&c->seq, &c->waiters, INT_MAX);
-}
-
-/* Unlinks the head, if any; the lock is held. */
-static struct batch *chan_take(struct chan *c)
-{
-	struct batch *b = c->head;
-	if (b) {
-		c->head = b->next;
-		if (!c->head)
-			c->tail = NULL;
-	}
-	return b;
-}
-
-struct batch *chan_pop(struct chan *c)
-{
-	for (;;) {
-		uint32_t seen = atomic_load_explicit(&c->seq, memory_order_seq_cst);
-		spin_lock(&c->lock);
-		struct batch *b = chan_take(c);
-		bool closed = c->closed;
-		spin_unlock(&c->lock);
-		if (b || closed)
-			return b;
-		futex_sleep(&c->seq, &c->waiters, seen, &c->waited_ns);
-	}
-}
-
-struct batch *chan_try_pop(struct chan *c)
-{
-	spin_lock(&c->lock);
-	struct batch *b = chan_take(c);
-	spin_unlock(&c->lock);
-	return b;
-}
 
 void budget_init(struct budget *b, uint64_t limit)
 {
