@@ -19,6 +19,7 @@
  * that dynbuf: no globals written, no syscalls (strerrorname_np and
  * strerrordesc_np return static strings and never touch errno or locale
  * files, unlike strerror_l), no printf. */
+#include "core/hash.h"
 #include "emit/emit.h"
 #include "emit/json.h"
 #include "io/maildir.h"
@@ -567,22 +568,12 @@ static int emit_json_object(const struct emit_options *o, const struct emit_ctx 
 
 /* ---- es-bulk ---------------------------------------------------------- */
 
-static uint64_t emit_fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
 void emit_record_hash_id(const struct record *r, char id[17])
 {
 	static const char hex[] = "0123456789abcdef";
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-	h = emit_fnv1a(h, r->io.root.p, r->io.root.n);
-	h = emit_fnv1a(h, "/", 1);
+	uint64_t h = HASH_FNV1A_INIT;
+	h = hash_fnv1a(h, r->io.root.p, r->io.root.n);
+	h = hash_fnv1a(h, "/", 1);
 	const char *path = r->io.path.p;
 	size_t n = r->io.path.n;
 	const char *slash = n ? memrchr(path, '/', n) : NULL;
@@ -592,10 +583,10 @@ void emit_record_hash_id(const struct record *r, char id[17])
 		 * and the unique name, without cur|new and the flags. */
 		const char *base = slash + 1;
 		size_t base_n = n - (size_t)(base - path);
-		h = emit_fnv1a(h, path, (size_t)(slash - path) - 3);
-		h = emit_fnv1a(h, base, maildir_base_len(base, base_n));
+		h = hash_fnv1a(h, path, (size_t)(slash - path) - 3);
+		h = hash_fnv1a(h, base, maildir_base_len(base, base_n));
 	} else {
-		h = emit_fnv1a(h, path, n);
+		h = hash_fnv1a(h, path, n);
 	}
 	if (r->io.in_mbox) {
 		char tmp[21];
@@ -606,7 +597,7 @@ void emit_record_hash_id(const struct record *r, char id[17])
 			v /= 10;
 		} while (v);
 		*--q = '#';
-		h = emit_fnv1a(h, q, (size_t)(e - q));
+		h = hash_fnv1a(h, q, (size_t)(e - q));
 	}
 	for (int i = 15; i >= 0; i--) {
 		id[i] = hex[h & 15];
