@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		/* Likewise a file-size limit (ulimit -f): EFBIG, which the writer
 		 * reports and cuts back to the last whole record, instead of a
-		 * kill that leaves half a record behind (issue 7). */
+		 * kill that leaves half a record behind. */
 		signal(SIGXFSZ, SIG_IGN);
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));

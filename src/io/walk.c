@@ -586,7 +586,7 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		r = walk_push_dir(w, d);
 	if (r < 0) {
 		/* the files listed hold refs too (walk_list_dir): none was
-		 * handed out, so they go with the directory (issue 7: no leak) */
+		 * handed out, so they go with the directory (no leak) */
 		d->refs -= (unsigned)d->n_files;
 		walk_dir_unref(d);
 		return r;
@@ -597,7 +597,7 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 	 * directory also gets an error record.  For a PATH argument the caller
 	 * makes that record from a negative return (the directory is pushed
 	 * already, so what was listed is still walked after it); without this
-	 * a root whose listing failed vanished from the output (issue 7). */
+	 * a root whose listing failed vanished from the output. */
 	if (err && !parent)
 		return -err;
 	if (err) {

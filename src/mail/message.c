@@ -4,7 +4,7 @@
  * or an mbox From_ line at the first byte, after a UTF-8 BOM); when it does
  * not, the input is not mail and, only if its first bytes look binary,
  * libmagic names its type (text is never sniffed: it costs about 1 ms,
- * ARCHITECTURE.md).  Then the header block (header_parse), the fields of the
+ * docs/ARCHITECTURE.md).  Then the header block (header_parse), the fields of the
  * record in one pass over it, and the MIME walk (mime_parse).
  *
  * Fields that RFC 5322 3.6 allows once (Date, From, Sender, Reply-To, To,

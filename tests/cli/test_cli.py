@@ -296,7 +296,7 @@ def case_mbox_memory(tmp):
     unit = os.path.join(tmp, "unit")
     mkcorpus(unit, "--seed", "12", "--layout", "mbox", "--count", "300")
     chunk = open(os.path.join(unit, "archive.mbox"), "rb").read()
-    target = 3 << 30   # several GiB (issue 6), written on the fly
+    target = 3 << 30   # several GiB, written on the fly
     with open(os.path.join(d, "big.mbox"), "wb") as f:
         n = 0
         while n < target:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ring faults (issue 7): completions with errors and a CQ overflow, on
+"""Ring faults: completions with errors and a CQ overflow, on
 --backend=uring.
 
     python3 ring_faults.py --ingest PATH --case cqe|overflow [--jobs 2]

@@ -1,7 +1,7 @@
-"""Shared helpers of the 'robust' suite (issue 7): corpora, running ingest
+"""Shared helpers of the 'robust' suite: corpora, running ingest
 under the sanitizers, and the output contract every run must keep.
 
-The contract (issue 2, "records and output"; issue 7): exit 0 means every
+The contract: exit 0 means every
 input became exactly one record (a message or an error naming the file and
 the reason); exit 1 means the run failed, with one line "ingest: ..." on
 stderr; nothing else.  Whatever the exit, stdout holds whole JSON lines only:

@@ -48,7 +48,7 @@ DEFAULT_LOGS = os.path.normpath(os.path.join(HERE, '..', '..', 'strace-logs'))
 # The names of src/core/sys.h that the I/O contract is about.
 CONTRACT_NAMES = ['openat', 'statx', 'newfstatat', 'fstat', 'read', 'pread64',
                   'lseek', 'ioctl', 'close']
-# Whole-process bound of the ring backend at N = 10,000 (issue 2).
+# Whole-process bound of the ring backend at N = 10,000.
 URING_TOTAL_PER_FILE = 0.05
 # futex per batch, at most (src/sched/budget.c, pool.c): each of the three
 # channels (reader -> parser -> writer -> free batches back to the reader)

@@ -1,4 +1,4 @@
-/* Adversarial inputs must cost time linear in their size (issue 3).
+/* Adversarial inputs must cost time linear in their size.
  *
  * Each case builds a hostile message at size S and 2S, parses each seven
  * times (interleaved) and keeps the minimum CPU time (CLOCK_PROCESS_CPUTIME_ID: other
