@@ -21,7 +21,7 @@
 #include "core/dynbuf.h"
 #include "mail/mail.h"
 #include "emit/emit.h"
-#include "record.h"
+#include "core/record.h"
 #include "core/limits.h"
 #include "sched/pool.h"
 

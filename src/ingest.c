@@ -32,7 +32,7 @@
 #include "sched/parallelism.h"
 #include "pipeline/parse_stage.h"
 #include "pipeline/writer.h"
-#include "report.h"
+#include "pipeline/report.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 #define INGEST_EMIT_EMIT_H
 
 #include "core/dynbuf.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,7 +19,7 @@
 #ifndef INGEST_WALK_H
 #define INGEST_WALK_H
 
-#include "record.h"
+#include "core/record.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -9,7 +9,7 @@
 #include "core/sys.h"
 #include "emit/emit.h"
 #include "sched/batch.h"
-#include "report.h"
+#include "pipeline/report.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -34,7 +34,7 @@
 #include "sched/batch.h"
 #include "sched/budget.h"
 #include "sched/chan.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <dirent.h>
 #include <errno.h>

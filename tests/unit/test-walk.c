@@ -15,7 +15,7 @@
  * its text back through a pipe. */
 #include "io/walk.h"
 #include "core/arena.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <dirent.h>
 #include <errno.h>

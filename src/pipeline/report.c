@@ -2,14 +2,14 @@
  * the counted window, so what --stats prints is what strace saw between the
  * markers (README, "Syscall accounting"). */
 #include "core/clock.h"
-#include "report.h"
+#include "pipeline/report.h"
 #include "core/dynbuf.h"
 #include "core/stats.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "io/reader.h"
 #include "io/walk.h"
-#include "record.h"
+#include "core/record.h"
 #include "sched/batch.h"
 #include "sched/budget.h"
 #include "sched/chan.h"

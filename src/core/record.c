@@ -1,6 +1,6 @@
 /* Names of record reasons: see record.h.  The table is generated from the
  * RECORD_REASONS X-macro so that an added reason cannot lack a name. */
-#include "record.h"
+#include "core/record.h"
 
 static const char *const record_reason_names[] = {
 #define RECORD_REASON_NAME(id, name) [RECORD_##id] = name,
