@@ -4,7 +4,7 @@
 #ifndef INGEST_RECORD_H
 #define INGEST_RECORD_H
 
-#include "mail/mail.h"
+#include "core/str.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -68,6 +68,8 @@ struct record_io {
 	struct mail_str old_path;  /* RECORD_RENAMED: the path it had */
 	struct mail_str old_msgid; /* RECORD_DELETED/RENAMED: its Message-ID, if known */
 };
+
+struct mail_message;
 
 struct record {
 	struct record_io io;

@@ -21,6 +21,7 @@
  * files, unlike strerror_l), no printf. */
 #include "core/hash.h"
 #include "emit/emit.h"
+#include "mail/mail.h"
 #include "emit/json.h"
 #include "io/maildir.h"
 

@@ -20,6 +20,7 @@
 #define INGEST_WALK_H
 
 #include "core/record.h"
+#include "core/arena.h"
 
 #include <stdbool.h>
 #include <stdint.h>
