@@ -37,10 +37,6 @@ struct walk_entry {
 	int err;                  /* positive errno with RECORD_IO */
 };
 
-struct walk_options {
-	bool maildir_only_flags;  /* reserved */
-};
-
 struct walk *walk_new(void);
 void walk_free(struct walk *w);
 
