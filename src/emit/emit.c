@@ -172,18 +172,6 @@ static void emit_ctx_init(struct emit_ctx *c, const struct record *r,
 	c->b = b;
 }
 
-static const char *emit_reason_text(enum record_reason r)
-{
-	switch (r) {
-	case RECORD_IO:          return "input/output error";
-	case RECORD_NOT_REGULAR: return "not a regular file";
-	case RECORD_SYMLINK:     return "symbolic link, not followed";
-	case RECORD_TOO_LARGE:   return "larger than --max-size";
-	case RECORD_NOT_MAIL:    return "not a mail message";
-	default:                 return "internal error";
-	}
-}
-
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 static const char *emit_errno_name(int e) { return strerrorname_np(e); }
 static const char *emit_errno_desc(int e) { return strerrordesc_np(e); }
@@ -207,7 +195,7 @@ static void emit_error_parts(const struct emit_ctx *c, const char **reason,
 	if (!*msg && *err)
 		*msg = emit_errno_desc(*err);
 	if (!*msg)
-		*msg = emit_reason_text(c->reason);
+		*msg = record_reason_text(c->reason);
 }
 
 /* ---- JSON ------------------------------------------------------------- */

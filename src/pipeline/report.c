@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <time.h>
 
-#define REPORT_KINDS 8
 #define REPORT_SAMPLES 10
 
 struct ingest_report {
@@ -32,7 +31,7 @@ struct ingest_report {
 	char error[640];
 	bool output_closed, interrupted;
 	uint64_t t0, t1;                     /* monotonic ns */
-	uint64_t records, kinds[REPORT_KINDS];
+	uint64_t records, kinds[RECORD__COUNT];
 	uint64_t bytes_in;
 	struct reader_stats rs;
 	struct walk_stats ws;
@@ -74,7 +73,7 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		if (b->items[i].no_output)
 			continue;
 		unsigned k = (unsigned)io->reason;
-		r->kinds[k < REPORT_KINDS ? k : 0]++;
+		r->kinds[k < RECORD__COUNT ? k : RECORD_INTERNAL]++;
 		r->bytes_in += b->items[i].len;
 		if (io->reason == RECORD_NONE)
 			continue;
@@ -194,9 +193,11 @@ static const char *report_backend(const struct ingest_report *r)
 	return r->rs.backend == READER_URING ? "uring" : "sync";
 }
 
-static const char *const report_kind_names[] = {
-	"ok", "io-error", "not-regular", "symlink", "too-large", "not-mail", "internal", "?",
-};
+/* A record kind as --stats names it: "ok" for a message, else its reason. */
+static const char *report_kind_name(unsigned k)
+{
+	return k == RECORD_NONE ? "ok" : record_reason_name((enum record_reason)k);
+}
 
 static void report_human(const struct ingest_report *r, struct dynbuf *b)
 {
@@ -212,9 +213,9 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	else
 		dynbuf_printf(b, "  backend      %s\n", report_backend(r));
 	dynbuf_puts(b, "  records     ");
-	for (unsigned k = 0; k < REPORT_KINDS - 1; k++)
+	for (unsigned k = 0; k < RECORD__COUNT; k++)
 		if (r->kinds[k])
-			dynbuf_printf(b, " %s=%llu", report_kind_names[k], (unsigned long long)r->kinds[k]);
+			dynbuf_printf(b, " %s=%llu", report_kind_name(k), (unsigned long long)r->kinds[k]);
 	dynbuf_printf(b, "\n  bytes read   %llu (grew %llu, shrank %llu, renamed while read %llu)\n",
 	              (unsigned long long)r->bytes_in, (unsigned long long)r->rs.grew,
 	              (unsigned long long)r->rs.shrank, (unsigned long long)r->rs.renamed);
@@ -276,8 +277,8 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	}
 	dynbuf_puts(b, ",\"records\":{");
 	bool first = true;
-	for (unsigned k = 0; k < REPORT_KINDS - 1; k++) {
-		dynbuf_printf(b, "%s\"%s\":%llu", first ? "" : ",", report_kind_names[k],
+	for (unsigned k = 0; k < RECORD__COUNT; k++) {
+		dynbuf_printf(b, "%s\"%s\":%llu", first ? "" : ",", report_kind_name(k),
 		              (unsigned long long)r->kinds[k]);
 		first = false;
 	}
