@@ -12,7 +12,7 @@
 
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
-#include "mail_fixture.h"
+#include "helpers.h"
 
 struct tcase {
 	struct mail_ctx ctx;
@@ -23,7 +23,7 @@ struct tcase {
 static int setup(void **state)
 {
 	struct tcase *t = calloc(1, sizeof(*t));
-	mail_fixture_init(&t->ctx);
+	t_mail_ctx_init(&t->ctx);
 	dynbuf_init(&t->out, 0);
 	*state = t;
 	return t->ctx.charsets ? 0 : -1;
@@ -32,7 +32,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tcase *t = *state;
-	mail_fixture_release(&t->ctx);
+	t_mail_ctx_release(&t->ctx);
 	dynbuf_release(&t->out);
 	free(t);
 	return 0;

@@ -12,7 +12,7 @@
 
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
-#include "mail_fixture.h"
+#include "helpers.h"
 #include "mail/param.h"
 
 #define W(x) (UINT64_C(1) << MAIL_W_##x)
@@ -26,7 +26,7 @@ struct tcase {
 static int setup(void **state)
 {
 	struct tcase *t = calloc(1, sizeof(*t));
-	mail_fixture_init(&t->ctx);
+	t_mail_ctx_init(&t->ctx);
 	*state = t;
 	return 0;
 }
@@ -34,7 +34,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tcase *t = *state;
-	mail_fixture_release(&t->ctx);
+	t_mail_ctx_release(&t->ctx);
 	free(t);
 	return 0;
 }
