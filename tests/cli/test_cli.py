@@ -5,6 +5,7 @@ count.  Every JSON line is checked with Python's json module, a parser
 independent of ours.
 
 Usage: test_cli.py --ingest PATH --mkcorpus PATH --case NAME
+       test_cli.py --list   (the cases, their timeouts, serial or not)
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import argparse
 import json
@@ -700,10 +701,20 @@ def case_interrupt(tmp):
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+# meson registers one test per case from `--list`: a case_ function is a
+# test, with these timeouts (seconds; 120 otherwise); SERIAL cases change
+# something machine-wide and must not run beside other tests.
+SLOW = {"mbox_memory": 600, "threads_identical": 300, "interrupt": 120,
+        "state_unchanged_100k": 600}
+SERIAL = {"uring_refused"}   # flips kernel.io_uring_disabled
 
 
 def main():
     global ARGS
+    if sys.argv[1:] == ["--list"]:
+        for name in CASES:
+            print(name, SLOW.get(name, 120), "serial" if name in SERIAL else "parallel")
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--ingest", required=True)
     ap.add_argument("--mkcorpus", required=True)
