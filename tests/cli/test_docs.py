@@ -25,7 +25,7 @@ def main():
     if len(options) < 20:
         fail(f"found only {len(options)} options in main.c's table: the parse is stale")
     helptext = subprocess.run([a.ingest, "--help"], capture_output=True, text=True, check=True).stdout
-    man = open(a.source + "/src/ingest.1", encoding="utf-8").read().replace("\\-", "-")
+    man = open(a.source + "/docs/ingest.1", encoding="utf-8").read().replace("\\-", "-")
     man = re.sub(r"\\f[BIRP]", "", man)
     readme = open(a.source + "/README.md", encoding="utf-8").read()
     missing = []
