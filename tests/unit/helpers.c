@@ -120,3 +120,33 @@ void t_mail_ctx_release(struct mail_ctx *ctx)
 	dynbuf_release(&ctx->scratch);
 	arena_release(&ctx->arena);
 }
+
+int t_ctx_case_setup(void **state, size_t size)
+{
+	struct mail_ctx *ctx = calloc(1, size);
+	if (!ctx)
+		return -1;
+	t_mail_ctx_init(ctx);
+	*state = ctx;
+	return ctx->charsets ? 0 : -1;
+}
+
+int t_ctx_case_teardown(void **state)
+{
+	struct mail_ctx *ctx = *state;
+	t_mail_ctx_release(ctx);
+	free(ctx);
+	return 0;
+}
+
+void t_assert_str(struct mail_str s, const char *want)
+{
+	if (!want) {
+		assert_null(s.p);
+		return;
+	}
+	assert_non_null(s.p);
+	char *got = strndup(s.p, s.n);
+	assert_string_equal(got, want);
+	free(got);
+}

@@ -36,4 +36,21 @@ uint64_t t_ino_of(const char *base, const char *rel);
 void t_mail_ctx_init(struct mail_ctx *ctx);
 void t_mail_ctx_release(struct mail_ctx *ctx);
 
+/* cmocka setup and teardown for a test-case struct of `size` bytes whose
+ * first member is a struct mail_ctx: zeroed, the context initialised. */
+int t_ctx_case_setup(void **state, size_t size);
+int t_ctx_case_teardown(void **state);
+#define T_CTX_CASE(type)                                                        \
+	static int setup(void **state) { return t_ctx_case_setup(state, sizeof(type)); } \
+	static int teardown(void **state) { return t_ctx_case_teardown(state); }
+
+/* cmocka setup and teardown for tests that parse whole messages through
+ * one full context (libmagic included), kept in `ctx`. */
+#define T_CTX_GLOBAL(ctx)                                                       \
+	static int setup(void **state) { (void)state; ctx = mail_ctx_new(); return ctx ? 0 : -1; } \
+	static int teardown(void **state) { (void)state; mail_ctx_free(ctx); return 0; }
+
+/* Asserts that the view holds exactly the text want (NULL: absent). */
+void t_assert_str(struct mail_str s, const char *want);
+
 #endif

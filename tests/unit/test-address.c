@@ -22,21 +22,7 @@ struct tcase {
 	uint64_t warnings;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	t_mail_ctx_init(&t->ctx);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	t_mail_ctx_release(&t->ctx);
-	free(t);
-	return 0;
-}
+T_CTX_CASE(struct tcase)
 
 static void parse_n(struct tcase *t, const char *in, size_t n)
 {
@@ -48,23 +34,11 @@ static void parse_n(struct tcase *t, const char *in, size_t n)
 
 #define PARSE(t, lit) parse_n((t), (lit), sizeof(lit) - 1)
 
-static void assert_str(struct mail_str s, const char *want)
-{
-	if (!want) {
-		assert_null(s.p);
-		return;
-	}
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
-
 static void assert_mbox(const struct mail_addr *a, const char *name, const char *addr)
 {
 	assert_false(a->is_group);
-	assert_str(a->name, name);
-	assert_str(a->address, addr);
+	t_assert_str(a->name, name);
+	t_assert_str(a->address, addr);
 }
 
 static void test_address_bare(void **state)
@@ -130,7 +104,7 @@ static void test_address_group(void **state)
 	PARSE(t, "Friends: a@b, C <c@d>;, e@f");
 	assert_int_equal(t->l.n, 2);
 	assert_true(t->l.v[0].is_group);
-	assert_str(t->l.v[0].name, "Friends");
+	t_assert_str(t->l.v[0].name, "Friends");
 	assert_int_equal(t->l.v[0].n_members, 2);
 	assert_mbox(&t->l.v[0].members[0], NULL, "a@b");
 	assert_mbox(&t->l.v[0].members[1], "C", "c@d");
@@ -144,7 +118,7 @@ static void test_address_undisclosed_recipients(void **state)
 	PARSE(t, "undisclosed-recipients:;");
 	assert_int_equal(t->l.n, 1);
 	assert_true(t->l.v[0].is_group);
-	assert_str(t->l.v[0].name, "undisclosed-recipients");
+	t_assert_str(t->l.v[0].name, "undisclosed-recipients");
 	assert_int_equal(t->l.v[0].n_members, 0);
 	assert_int_equal(t->warnings, 0);
 }
@@ -155,7 +129,7 @@ static void test_address_unlisted_recipients_with_comment(void **state)
 	PARSE(t, "unlisted-recipients:; (no To-header on input)");
 	assert_int_equal(t->l.n, 1);
 	assert_true(t->l.v[0].is_group);
-	assert_str(t->l.v[0].name, "unlisted-recipients");
+	t_assert_str(t->l.v[0].name, "unlisted-recipients");
 	assert_int_equal(t->l.v[0].n_members, 0);
 	assert_int_equal(t->warnings, 0);
 }
@@ -165,9 +139,9 @@ static void test_address_group_without_semicolon(void **state)
 	struct tcase *t = *state;
 	PARSE(t, "A: a@b, B: c@d");
 	assert_int_equal(t->l.n, 2);
-	assert_str(t->l.v[0].name, "A");
+	t_assert_str(t->l.v[0].name, "A");
 	assert_int_equal(t->l.v[0].n_members, 1);
-	assert_str(t->l.v[1].name, "B");
+	t_assert_str(t->l.v[1].name, "B");
 	assert_mbox(&t->l.v[1].members[0], NULL, "c@d");
 }
 

@@ -20,21 +20,7 @@ struct tcase {
 	struct mail_str out;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	t_mail_ctx_init(&t->ctx);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	t_mail_ctx_release(&t->ctx);
-	free(t);
-	return 0;
-}
+T_CTX_CASE(struct tcase)
 
 static const char *dec_n(struct tcase *t, const char *in, size_t n)
 {

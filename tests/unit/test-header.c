@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "helpers.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,19 +46,11 @@ static void parse(struct tcase *t, const char *p, size_t n)
 
 #define PARSE(t, lit) parse((t), (lit), sizeof(lit) - 1)
 
-static void assert_str(struct mail_str s, const char *want)
-{
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
-
 static void assert_field(const struct tcase *t, size_t i, const char *name, const char *value)
 {
 	assert_true(i < t->h.n);
-	assert_str(t->h.v[i].name, name);
-	assert_str(t->h.v[i].value, value);
+	t_assert_str(t->h.v[i].name, name);
+	t_assert_str(t->h.v[i].value, value);
 }
 
 static void test_header_crlf_fields_and_body(void **state)
@@ -139,7 +133,7 @@ static void test_header_repeated_fields_kept_in_order(void **state)
 	assert_int_equal(header_count(&t->h, "cc"), 0);
 	const struct header_field *f = header_get(&t->h, "RECEIVED");
 	assert_non_null(f);
-	assert_str(f->value, " one");
+	t_assert_str(f->value, " one");
 	assert_field(t, 2, "received", " two");
 	assert_field(t, 3, "RECEIVED", " three");
 	assert_null(header_get(&t->h, "Cc"));
@@ -267,7 +261,7 @@ static void test_header_unfold(void **state)
 	struct mail_str out;
 	static const char v[] = " one\r\n two\n\tthree \r\n";
 	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
-	assert_str(out, "one two\tthree");
+	t_assert_str(out, "one two\tthree");
 }
 
 static void test_header_unfold_view_when_unchanged(void **state)
@@ -289,7 +283,7 @@ static void test_header_unfold_keeps_lone_cr(void **state)
 	struct mail_str out;
 	static const char v[] = "a\rb\r\n c";
 	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
-	assert_str(out, "a\rb c");
+	t_assert_str(out, "a\rb c");
 }
 
 /* Line ends at every offset of the inline blocks and past them (where the
