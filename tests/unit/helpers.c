@@ -3,6 +3,8 @@
 #include "mail/charset.h"
 
 #include <dirent.h>
+#include <grp.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -136,6 +138,36 @@ int t_ctx_case_teardown(void **state)
 	struct mail_ctx *ctx = *state;
 	t_mail_ctx_release(ctx);
 	free(ctx);
+	return 0;
+}
+
+int t_arena_case_setup(void **state, size_t size)
+{
+	struct arena *a = calloc(1, size);
+	if (!a)
+		return -1;
+	arena_init(a, 0);
+	*state = a;
+	return 0;
+}
+
+int t_arena_case_teardown(void **state)
+{
+	struct arena *a = *state;
+	arena_release(a);
+	free(a);
+	return 0;
+}
+
+int t_become_unprivileged(void)
+{
+	if (geteuid() != 0)
+		return 0;
+	struct passwd *pw = getpwnam("nobody");
+	uid_t uid = pw ? pw->pw_uid : 65534;
+	gid_t gid = pw ? pw->pw_gid : 65534;
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		return -1;
 	return 0;
 }
 

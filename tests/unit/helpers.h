@@ -50,6 +50,18 @@ int t_ctx_case_teardown(void **state);
 	static int setup(void **state) { (void)state; ctx = mail_ctx_new(); return ctx ? 0 : -1; } \
 	static int teardown(void **state) { (void)state; mail_ctx_free(ctx); return 0; }
 
+/* cmocka setup and teardown for a test-case struct of `size` bytes whose
+ * first member is a struct arena. */
+int t_arena_case_setup(void **state, size_t size);
+int t_arena_case_teardown(void **state);
+#define T_ARENA_CASE(type)                                                      \
+	static int setup(void **state) { return t_arena_case_setup(state, sizeof(type)); } \
+	static int teardown(void **state) { return t_arena_case_teardown(state); }
+
+/* In a forked child: drops root to nobody (a no-op when not root).
+ * Returns 0, or -1 when privileges cannot be dropped here. */
+int t_become_unprivileged(void);
+
 /* Asserts that the view holds exactly the text want (NULL: absent). */
 void t_assert_str(struct mail_str s, const char *want);
 

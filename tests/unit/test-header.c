@@ -22,21 +22,7 @@ struct tcase {
 	uint64_t warnings;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	arena_init(&t->arena, 0);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	arena_release(&t->arena);
-	free(t);
-	return 0;
-}
+T_ARENA_CASE(struct tcase)
 
 static void parse(struct tcase *t, const char *p, size_t n)
 {

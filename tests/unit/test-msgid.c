@@ -18,21 +18,7 @@ struct tcase {
 	size_t n;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	arena_init(&t->arena, 0);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	arena_release(&t->arena);
-	free(t);
-	return 0;
-}
+T_ARENA_CASE(struct tcase)
 
 static void list(struct tcase *t, const char *in, size_t n)
 {

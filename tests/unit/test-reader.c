@@ -672,13 +672,8 @@ static void test_reader_unreadable(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
-		if (geteuid() == 0) {
-			struct passwd *pw = getpwnam("nobody");
-			uid_t uid = pw ? pw->pw_uid : 65534;
-			gid_t gid = pw ? pw->pw_gid : 65534;
-			if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
-				_exit(77);
-		}
+		if (t_become_unprivileged() < 0)
+			_exit(77);
 		child_read(be, base, fds[1]);
 		_exit(0);
 	}

@@ -820,13 +820,8 @@ static char *run_unprivileged(char *(*fn)(void *), void *arg, const char **why)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
-		if (geteuid() == 0) {
-			struct passwd *pw = getpwnam("nobody");
-			uid_t uid = pw ? pw->pw_uid : 65534;
-			gid_t gid = pw ? pw->pw_gid : 65534;
-			if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
-				_exit(77);
-		}
+		if (t_become_unprivileged() < 0)
+			_exit(77);
 		char *text = fn(arg);
 		size_t n = strlen(text), off = 0;
 		while (off < n) {
