@@ -29,10 +29,24 @@
 /* A From_ line longer than this (its line end excluded) is not one. */
 #define MBOX_LINE_MAX 1000
 
+/* Lines a separator's header check looks at past the From_ line. */
+#define MBOX_PEEK_LINES 3
+
+/* The most mbox_scan_keep() keeps: a From_ line and the lines after it
+ * that decide it, with their line ends, and the empty line before it. */
+#define MBOX_KEEP_MAX ((MBOX_PEEK_LINES + 1) * (MBOX_LINE_MAX + 2) + 3)
+
 /* True when the line at p (a line start; at most n bytes, up to the first
- * '\n') is a From_ line.  Says nothing about the empty line that must come
- * before a separator: this is the check for the first line of a file. */
+ * '\n') starts an mbox: "From ", at most MBOX_LINE_MAX bytes, no control
+ * bytes but HTAB; dated or not ("From - " as Netscape writes, "From
+ * 1844...@xxx").  This is the check for the first line of a file (which
+ * later lines separate is mbox_next()'s business), and for the line a
+ * Content-Length lands on. */
 bool mbox_is_separator(const uint8_t *p, size_t n);
+
+/* True when the line at p is a dated From_ line: "From ", an envelope
+ * sender, a date (see the top).  Says nothing about the line before. */
+bool mbox_is_from_line(const uint8_t *p, size_t n);
 
 struct mbox_span {
 	size_t from;      /* offset of the separator line */
@@ -72,7 +86,7 @@ size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from);
  * unfinished last line, if it could still become a separator, and the
  * empty line before it).  Bytes before it can be dropped; the search
  * resumes over the kept bytes with from = 0, which is never a candidate
- * itself.  Keeps at most MBOX_LINE_MAX + 3 bytes. */
+ * itself.  Keeps at most MBOX_KEEP_MAX bytes. */
 size_t mbox_scan_keep(const uint8_t *p, size_t n, size_t from);
 
 /* Undoes mboxrd quoting in place (">From " → "From ", ">>From " →
