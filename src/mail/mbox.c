@@ -33,14 +33,26 @@
  *      A body paragraph after an empty line that merely starts "From " is
  *      not a separator ("From the logs...", "From here on...").
  *
+ *   3. or, for writers that leave no date or no empty line (Netscape,
+ *      Mozilla, id-only lines as in MimeKit's and GMime's test archives):
+ *      "From -" (dated or not) after any line, or "From " and at most one
+ *      word after an empty line, when the next MBOX_PEEK_LINES lines are
+ *      header fields (folded lines allowed after the first) up to one of
+ *      the fields a stored message starts with (mbox_fields).  Prose
+ *      after "From " has more than one word, and a body line after it is
+ *      not a field; three lines bound the look-ahead.
+ *
  * What this does not recover: an archive whose writer left no empty line
- * before a From_ line (two files concatenated without one) keeps the two
- * messages as one; an unquoted body line after an empty line that is a
- * complete From_ line still splits (mboxo cannot tell; Content-Length
- * can, and is honoured when it lands on a From_ line).
+ * before a dated From_ line that is not Mozilla's (two files concatenated
+ * without one) keeps the two messages as one; an unquoted body line after
+ * an empty line that is a complete From_ line still splits (mboxo cannot
+ * tell; Content-Length can, and is honoured when it lands on a From_
+ * line), as does a lone "From word" body line followed by lines such as
+ * "Date: ...".
  *
  * Chunked input: every decision that depends on a line (the From_ line
- * check, the line a Content-Length lands on) waits for the whole line, and
+ * check, the lines after it that rule 3 reads, the line a Content-Length
+ * lands on) waits for those lines, and
  * a Content-Length that reaches past n waits for its bytes, so cutting the
  * input anywhere gives the same messages as reading it whole. */
 #include "mail/mbox.h"

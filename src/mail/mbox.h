@@ -1,18 +1,24 @@
 /* mbox archives (RFC 4155 and the mboxo/mboxrd/mboxcl variants): finding
  * the messages in a run of bytes, and undoing ">From " quoting.
  *
- * A separator is a From_ line that follows an empty line (or starts the
- * data), as in qmail's mbox(5) ("a message ends with a blank line") and
- * the "\n\nFrom " rule that Netscape and Python's docs call the only
- * portable one.  The From_ line itself must look like one: "From ", an
- * envelope sender, then a ctime date with weekday, month, day, time and
- * year (mutt's is_from(), Python's old UnixMailbox pattern), or an RFC 5322
- * date.  Quoting (">From ") is then only needed for what a body can
- * really be confused with; unquoted "From " body lines are common in
- * mboxo and hand-made archives and must not split a message.
+ * A file whose first line starts "From " is an mbox, dated or not
+ * (Netscape's bare "From - ").  A later separator is a dated From_ line
+ * that follows an empty line, as in qmail's mbox(5) ("a message ends with
+ * a blank line") and the "\n\nFrom " rule that Netscape and Python's docs
+ * call the only portable one: "From ", an envelope sender, then a ctime
+ * date with weekday, month, day, time and year (mutt's is_from(), Python's
+ * old UnixMailbox pattern), or an RFC 5322 date.  Writers that leave
+ * undated or unseparated From_ lines are recovered where a header block
+ * follows: Mozilla's "From -" after any line, and an undated one-word
+ * From_ line after an empty line, when a known header field comes within
+ * MBOX_PEEK_LINES header lines.  Quoting (">From ") is then only needed
+ * for what a body can really be confused with; unquoted "From " body
+ * lines are common in mboxo and hand-made archives and must not split a
+ * message.
  *
  * Content-Length (mboxcl) is honoured only when the byte it points at
- * starts a From_ line (after the optional empty line) or is the end of the
+ * starts a "From " line, dated or not (after the optional empty line), or
+ * is the end of the
  * data, as mutt checks: a wrong length is common and must not swallow or
  * split messages.  CRLF and LF line ends both work.
  *
