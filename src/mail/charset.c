@@ -56,7 +56,9 @@ struct charset_cache {
 };
 
 enum charset_kind {
-	CHARSET_UTF8,      /* US-ASCII or UTF-8: validate, replace invalid bytes */
+	CHARSET_UTF8,      /* UTF-8: validate, replace invalid bytes */
+	CHARSET_ASCII,     /* US-ASCII or no charset: UTF-8 where valid, other
+	                    * bytes windows-1252 (README, Leniency) */
 	CHARSET_CP1252,    /* built-in table */
 	CHARSET_UNKNOWN,   /* a placeholder label: windows-1252 plus a warning */
 	CHARSET_ICONV,     /* name to hand to iconv_open */
@@ -76,12 +78,12 @@ static const struct charset_alias charset_aliases[] = {
 	{ "utf8", CHARSET_UTF8, NULL },
 	{ "unicode-1-1-utf-8", CHARSET_UTF8, NULL },
 	{ "x-unicode20utf8", CHARSET_UTF8, NULL },
-	{ "us-ascii", CHARSET_UTF8, NULL },
-	{ "ascii", CHARSET_UTF8, NULL },
-	{ "us", CHARSET_UTF8, NULL },
-	{ "ansi_x3.4-1968", CHARSET_UTF8, NULL },
-	{ "iso646-us", CHARSET_UTF8, NULL },
-	{ "646", CHARSET_UTF8, NULL },
+	{ "us-ascii", CHARSET_ASCII, NULL },
+	{ "ascii", CHARSET_ASCII, NULL },
+	{ "us", CHARSET_ASCII, NULL },
+	{ "ansi_x3.4-1968", CHARSET_ASCII, NULL },
+	{ "iso646-us", CHARSET_ASCII, NULL },
+	{ "646", CHARSET_ASCII, NULL },
 	{ "windows-1252", CHARSET_CP1252, NULL },
 	{ "cp1252", CHARSET_CP1252, NULL },
 	{ "x-cp1252", CHARSET_CP1252, NULL },
@@ -345,8 +347,13 @@ bool utf8_valid(const uint8_t *p, size_t n)
 	return true;
 }
 
-static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
-                            size_t *replaced)
+static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out);
+
+/* Appends p[0..n) with each invalid UTF-8 sequence replaced: by U+FFFD
+ * (counted in *replaced), or, when cp1252, by its bytes read as
+ * windows-1252 (nothing is replaced: that table maps every byte). */
+static int charset_sanitize_as(const uint8_t *p, size_t n, struct dynbuf *out,
+                               size_t *replaced, bool cp1252)
 {
 	size_t i = 0, run = 0, bad;
 	int r;
@@ -357,14 +364,24 @@ static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
 			continue;
 		}
 		/* Flush the valid run before i, then the replacement. */
-		if ((r = dynbuf_append(out, p + run, i - run)) < 0 ||
-		    (r = dynbuf_append(out, CHARSET_FFFD, 3)) < 0)
+		if ((r = dynbuf_append(out, p + run, i - run)) < 0)
 			return r;
-		(*replaced)++;
+		if (cp1252)
+			r = charset_decode_cp1252(p + i, bad, out);
+		else if ((r = dynbuf_append(out, CHARSET_FFFD, 3)) >= 0)
+			(*replaced)++;
+		if (r < 0)
+			return r;
 		i += bad;
 		run = i;
 	}
 	return dynbuf_append(out, p + run, n - run);
+}
+
+static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
+                            size_t *replaced)
+{
+	return charset_sanitize_as(p, n, out, replaced, false);
 }
 
 /* On allocation failure the output stops early (the count stays right for
@@ -761,7 +778,7 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 		replaced = &r_dummy;
 
 	char norm[CHARSET_LABEL_MAX + 1];
-	enum charset_kind kind = CHARSET_UTF8;
+	enum charset_kind kind = CHARSET_ASCII;
 	const char *iconv_name = NULL;
 	if (label.p) {
 		if (!charset_normalise(label, norm)) {
@@ -831,11 +848,13 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 	if (kind == CHARSET_CP1252)
 		return charset_decode_cp1252(p, n, out);
 
-	/* UTF-8 (and US-ASCII, which real mail uses to mean "whatever"). */
+	/* UTF-8, and US-ASCII, which real mail uses to mean "whatever": as
+	 * UTF-8 where that is valid, the rest as windows-1252 (what 8-bit
+	 * mail without a charset was written in), with nothing replaced. */
 	if (utf8_valid(p, n))
 		return dynbuf_append(out, p, n);
 	size_t k = 0;
-	int r = charset_sanitize(p, n, out, &k);
+	int r = charset_sanitize_as(p, n, out, &k, kind == CHARSET_ASCII);
 	if (r < 0)
 		return r;
 	if (k) {

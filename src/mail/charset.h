@@ -23,7 +23,8 @@ void charset_cache_free(struct charset_cache *c);
 size_t charset_cache_count(const struct charset_cache *c);
 
 /* Appends the UTF-8 form of p[0..n) to out.  label MAIL_STR_NULL means
- * US-ASCII with UTF-8 accepted (the RFC default as real mail uses it).
+ * US-ASCII as real mail uses it: UTF-8 where valid, the other bytes
+ * windows-1252 (nothing replaced).
  * *replaced is incremented per invalid byte sequence.  0 or -errno. */
 int charset_decode(struct mail_ctx *ctx, struct mail_str label,
                    const uint8_t *p, size_t n, struct dynbuf *out,

@@ -77,10 +77,10 @@ static void test_charset_utf8_maximal_subpart(void **state)
 {
 	struct tcase *t = *state;
 	/* E2 82 is a truncated three-byte sequence: one U+FFFD, then 'A'. */
-	assert_string_equal(DEC(t, NULL, "\xe2\x82" "A"), "\xef\xbf\xbd" "A");
+	assert_string_equal(DEC(t, "utf-8", "\xe2\x82" "A"), "\xef\xbf\xbd" "A");
 	assert_int_equal(t->replaced, 1);
 	/* An overlong form is two invalid bytes. */
-	assert_string_equal(DEC(t, NULL, "\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
+	assert_string_equal(DEC(t, "utf-8", "\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
 	assert_int_equal(t->replaced, 2);
 }
 
@@ -89,6 +89,27 @@ static void test_charset_us_ascii_means_utf8(void **state)
 	struct tcase *t = *state;
 	assert_string_equal(DEC(t, "us-ascii", "\xc3\xa9"), "\xc3\xa9");
 	assert_int_equal(t->warnings, 0);
+}
+
+/* 8-bit text without a charset (or us-ascii) that is not UTF-8 was
+ * written in windows-1252: its bytes are read so, and none is replaced;
+ * the valid UTF-8 around them stays UTF-8. */
+static void test_charset_no_charset_8bit_is_cp1252(void **state)
+{
+	struct tcase *t = *state;
+#define CLEAN() do { assert_int_equal(t->replaced, 0); assert_int_equal(t->warnings, 0); } while (0)
+	assert_string_equal(DEC(t, NULL, "caf\xe9"), "caf\xc3\xa9");
+	CLEAN();
+	assert_string_equal(DEC(t, "us-ascii", "\x80 5"), "\xe2\x82\xac 5");
+	CLEAN();
+	assert_string_equal(DEC(t, NULL, "\xe2\x82" "A"), "\xc3\xa2\xe2\x80\x9a" "A");
+	CLEAN();
+	assert_string_equal(DEC(t, "ascii", "\xc3\xa9 \xe9"), "\xc3\xa9 \xc3\xa9");
+	CLEAN();
+#undef CLEAN
+	/* a declared UTF-8 is still UTF-8 */
+	assert_string_equal(DEC(t, "utf-8", "caf\xe9"), "caf\xef\xbf\xbd");
+	assert_int_equal(t->replaced, 1);
 }
 
 static void test_charset_utf8_valid(void **state)
@@ -440,6 +461,7 @@ int main(void)
 		T(test_charset_utf8_invalid_replaced_and_counted),
 		T(test_charset_utf8_maximal_subpart),
 		T(test_charset_us_ascii_means_utf8),
+		T(test_charset_no_charset_8bit_is_cp1252),
 		T(test_charset_utf8_valid),
 		T(test_charset_utf8_sanitize),
 		T(test_charset_latin1_is_windows1252),
