@@ -60,7 +60,7 @@ enum charset_kind {
 	CHARSET_ASCII,     /* US-ASCII or no charset: UTF-8 where valid, other
 	                    * bytes windows-1252 (README, Leniency) */
 	CHARSET_CP1252,    /* built-in table */
-	CHARSET_UNKNOWN,   /* a placeholder label: windows-1252 plus a warning */
+	CHARSET_UNKNOWN,   /* a label we cannot read: windows-1252 plus a warning */
 	CHARSET_ICONV,     /* name to hand to iconv_open */
 };
 
@@ -99,12 +99,17 @@ static const struct charset_alias charset_aliases[] = {
 	{ "ibm819", CHARSET_CP1252, NULL },
 	{ "iso-ir-100", CHARSET_CP1252, NULL },
 	{ "csisolatin1", CHARSET_CP1252, NULL },
-	{ "x-unknown", CHARSET_UNKNOWN, NULL },
-	{ "unknown-8bit", CHARSET_UNKNOWN, NULL },
-	{ "unknown", CHARSET_UNKNOWN, NULL },
-	{ "x-user-defined", CHARSET_UNKNOWN, NULL },
-	{ "default", CHARSET_UNKNOWN, NULL },
-	{ "charset", CHARSET_UNKNOWN, NULL },
+	{ "us_ascii", CHARSET_ASCII, NULL },
+	/* Placeholders that say "no charset" (RFC 1428's unknown-8bit,
+	 * templates never filled in): read as a missing charset is. */
+	{ "x-unknown", CHARSET_ASCII, NULL },
+	{ "unknown-8bit", CHARSET_ASCII, NULL },
+	{ "x-unknown-8bit", CHARSET_ASCII, NULL },
+	{ "unknown", CHARSET_ASCII, NULL },
+	{ "x-user-defined", CHARSET_ASCII, NULL },
+	{ "default", CHARSET_ASCII, NULL },
+	{ "default_charset", CHARSET_ASCII, NULL },
+	{ "charset", CHARSET_ASCII, NULL },
 	{ "ks_c_5601-1987", CHARSET_ICONV, "CP949" },
 	{ "ks_c_5601-1989", CHARSET_ICONV, "CP949" },
 	{ "ks_c_5601", CHARSET_ICONV, "CP949" },
@@ -138,6 +143,7 @@ static const struct charset_alias charset_aliases[] = {
 	{ "unicode-1-1-utf-7", CHARSET_ICONV, "UTF-7" },
 	{ "utf7", CHARSET_ICONV, "UTF-7" },
 	{ "x-utf-7", CHARSET_ICONV, "UTF-7" },
+	{ "x-unicode-2-0-utf-7", CHARSET_ICONV, "UTF-7" },   /* Outlook */
 	{ "x-mac-roman", CHARSET_ICONV, "MACINTOSH" },
 	{ "macintosh", CHARSET_ICONV, "MACINTOSH" },
 	{ "mac", CHARSET_ICONV, "MACINTOSH" },
