@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <iconv.h>
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 #if defined(__SSE2__)
@@ -868,4 +869,59 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 		mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 	}
 	return 0;
+}
+
+/* The value of the first "charset=" in s (quoted or a token), or
+ * MAIL_STR_NULL. */
+static struct mail_str charset_param_in(struct mail_str s)
+{
+	for (size_t i = 0; s.p && i + 8 < s.n; i++) {
+		if (strncasecmp(s.p + i, "charset=", 8) || (i && isalnum((unsigned char)s.p[i - 1])))
+			continue;
+		size_t b = i + 8, e;
+		if (s.p[b] == '"')
+			b++;
+		for (e = b; e < s.n && (isalnum((unsigned char)s.p[e]) || strchr("-_.:+()", s.p[e])); e++)
+			;
+		return e > b ? (struct mail_str){ s.p + b, e - b } : MAIL_STR_NULL;
+	}
+	return MAIL_STR_NULL;
+}
+
+/* Looked up only when a header needs it: the top-level Content-Type's
+ * charset, or, for a multipart, the first one its body declares within
+ * CHARSET_HINT_BODY bytes (the first text part's, as a rule). */
+#define CHARSET_HINT_BODY 4096
+static struct mail_str charset_hint(struct mail_ctx *ctx)
+{
+	if (!ctx->hint_done) {
+		ctx->hint_done = true;
+		struct mail_str t = ctx->hint_type, b = ctx->hint_body;
+		ctx->header_charset = charset_param_in(t);
+		if (!ctx->header_charset.p && t.n >= 9 && !strncasecmp(t.p + strspn(t.p, " \t"), "multipart", 9)) {
+			b.n = b.n < CHARSET_HINT_BODY ? b.n : CHARSET_HINT_BODY;
+			ctx->header_charset = charset_param_in(b);
+		}
+	}
+	return ctx->header_charset;
+}
+
+int charset_decode_header(struct mail_ctx *ctx, const uint8_t *p, size_t n, struct dynbuf *out,
+                          uint64_t *warnings)
+{
+	if (utf8_valid(p, n))
+		return dynbuf_append(out, p, n);
+	mail_warn(warnings, MAIL_W_UNENCODED_8BIT_HEADER);
+	struct mail_str hint = ctx ? charset_hint(ctx) : MAIL_STR_NULL;
+	if (hint.p) {
+		/* Big5, GB2312 and KOI8-R mail wrote its headers in the body's
+		 * charset; one that does not read them cleanly did not. */
+		size_t base = out->len;
+		uint64_t w = 0, replaced = 0;
+		int r = charset_decode(ctx, hint, p, n, out, &w, &replaced);
+		if (r < 0 || (!replaced && !(w & (UINT64_C(1) << MAIL_W_UNKNOWN_CHARSET))))
+			return r;
+		out->len = base;
+	}
+	return charset_decode(ctx, (struct mail_str){ "windows-1252", 12 }, p, n, out, warnings, NULL);
 }

@@ -53,6 +53,7 @@ struct mail_ctx *mail_ctx_new(void)
 	if (!ctx)
 		return NULL;
 	arena_init(&ctx->arena, LIMIT_SCRATCH_BYTES);
+	ctx->hint_done = true;   /* no message, no hint */
 	dynbuf_init(&ctx->scratch, LIMIT_SCRATCH_BYTES);
 	ctx->charsets = charset_cache_new();
 	ctx->sniff = sniff_cookie_new();
@@ -411,9 +412,17 @@ int mail_parse(struct mail_ctx *ctx, const struct mail_options *o,
 	int r = header_parse(&ctx->arena, p, n, &hb, &m->warnings);
 	if (r < 0)
 		return r;
-	if ((r = fields(ctx, &hb, m)) < 0)
-		return r;
-	if (o->want_headers && (r = all_headers(ctx, &hb, m)) < 0)
-		return r;
-	return mime_parse(ctx, o, p, n, &hb, m);
+	/* Raw 8-bit header text is read in the body's charset when it can
+	 * be (charset_decode_header); the hint points into p, so it ends with
+	 * this call. */
+	const struct header_field *ct = header_get(&hb, "content-type");
+	ctx->hint_type = ct ? ct->value : MAIL_STR_NULL;
+	ctx->hint_body = (struct mail_str){ (const char *)p + hb.body_offset, n - hb.body_offset };
+	ctx->header_charset = MAIL_STR_NULL;
+	ctx->hint_done = false;
+	if ((r = fields(ctx, &hb, m)) >= 0 && (!o->want_headers || (r = all_headers(ctx, &hb, m)) >= 0))
+		r = mime_parse(ctx, o, p, n, &hb, m);
+	ctx->hint_type = ctx->hint_body = ctx->header_charset = MAIL_STR_NULL;
+	ctx->hint_done = true;
+	return r;
 }
