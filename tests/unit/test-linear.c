@@ -280,6 +280,24 @@ static void test_linear_uuencode_lures(void **state)
 	assert_true(m.n_attachments > 0);
 }
 
+/* Broken header lines, each making header_parse look past it for a field
+ * (header.c), some dropped, with their continuations. */
+static void build_broken_header_lines(struct msg *b, size_t size)
+{
+	puts_(b, "From: a@b\n");
+	repeat(b, "broken line\n c\n c\n c\n c\nX-A: 1\nbroken\nX-B: 2\n", size / 48);
+	puts_(b, "\nbody\n");
+}
+
+static void test_linear_broken_header_lines(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("broken header lines", build_broken_header_lines, 512 * KiB, &m);
+	assert_true(m.warnings & (UINT64_C(1) << MAIL_W_MALFORMED_HEADER));
+	assert_true(m.n_headers > 2);
+}
+
 /* mbox: From lines that each make the separator rule look at the lines
  * after them (mbox.c) and never split, between real separators. */
 static void build_mbox_lures(struct msg *b, size_t size)
@@ -366,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_linear_near_miss_boundaries),
 		cmocka_unit_test(test_linear_html),
 		cmocka_unit_test(test_linear_uuencode_lures),
+		cmocka_unit_test(test_linear_broken_header_lines),
 		cmocka_unit_test(test_linear_mbox_lures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
