@@ -36,9 +36,23 @@ static void test_html_named_entities(void **state)
 	check("&Omega;&alpha;&rarr;&hearts;", "\xce\xa9\xce\xb1\xe2\x86\x92\xe2\x99\xa5");
 	check("&amp without semicolon", "& without semicolon");
 	check("&unknown; & alone", "&unknown; & alone");
-	assert_int_equal(html_entity_lookup("yuml", 4), 255);
-	assert_int_equal(html_entity_lookup("Yuml", 4), 376);
-	assert_int_equal(html_entity_lookup("nope", 4), -1);
+	assert_int_equal(html_entity_lookup("yuml", 4, NULL), 255);
+	assert_int_equal(html_entity_lookup("Yuml", 4, NULL), 376);
+	assert_int_equal(html_entity_lookup("nope", 4, NULL), -1);
+}
+
+/* HTML5's named references, beyond HTML 4's: including the two that
+ * make two code points. */
+static void test_html_html5_entities(void **state)
+{
+	(void)state;
+	check("&check; &rightarrow; &NotEqualTilde; &half; &Tab;x", "\xe2\x9c\x93 \xe2\x86\x92 \xe2\x89\x82\xcc\xb8 \xc2\xbd x");
+	check("&lbrace;&rbrace; &ast; &commat;", "{} * @");
+	int32_t cp2;
+	assert_int_equal(html_entity_lookup("NotEqualTilde", 13, &cp2), 0x2242);
+	assert_int_equal(cp2, 0x338);
+	assert_int_equal(html_entity_lookup("check", 5, &cp2), 0x2713);
+	assert_int_equal(cp2, 0);
 }
 
 static void test_html_numeric_entities(void **state)
@@ -137,6 +151,7 @@ int main(void)
 		cmocka_unit_test(test_html_cap_never_splits_c2_char),
 		cmocka_unit_test(test_html_tags_removed),
 		cmocka_unit_test(test_html_named_entities),
+		cmocka_unit_test(test_html_html5_entities),
 		cmocka_unit_test(test_html_numeric_entities),
 		cmocka_unit_test(test_html_nbsp_is_space),
 		cmocka_unit_test(test_html_script_style_head_dropped),
