@@ -13,6 +13,7 @@
 #include "mail/html.h"
 
 #include <string.h>
+#include <strings.h>
 
 struct html_entity {
 	const char *name;
@@ -65,6 +66,8 @@ struct html {
 	bool in_head;
 	unsigned pre;
 	bool full;
+	bool in_link;             /* inside <a href>: its text starts at link_out */
+	size_t link_out, href_s, href_e;
 };
 
 /* Byte classes of text content. */
@@ -305,6 +308,136 @@ static void skip_raw(struct html *h, const char *name, size_t k)
 	h->i = n;
 }
 
+/* The value of attribute `want` (lower case) among the attributes at
+ * p[s..e) (after the tag name, up to its `>`), as browsers split them. */
+static bool attr_get(const uint8_t *p, size_t s, size_t e, const char *want, size_t *vs, size_t *ve)
+{
+	size_t i = s, wn = strlen(want);
+	while (i < e) {
+		while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n' || p[i] == '/'))
+			i++;
+		size_t ns = i;
+		while (i < e && p[i] != '=' && p[i] != ' ' && p[i] != '\t' && p[i] != '\r' &&
+		       p[i] != '\n' && p[i] != '/')
+			i++;
+		size_t ne = i;
+		while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+			i++;
+		size_t a = i, b = i;
+		if (i < e && p[i] == '=') {
+			i++;
+			while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+				i++;
+			if (i < e && (p[i] == '"' || p[i] == '\'')) {
+				const uint8_t *q = memchr(p + i + 1, p[i], e - i - 1);
+				a = i + 1;
+				b = q ? (size_t)(q - p) : e;
+				i = q ? b + 1 : e;
+			} else {
+				a = i;
+				while (i < e && p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n')
+					i++;
+				b = i;
+			}
+		}
+		if (ne - ns == wn) {
+			size_t k = 0;
+			while (k < wn && (p[ns + k] | 0x20) == want[k])
+				k++;
+			if (k == wn) {
+				*vs = a;
+				*ve = b;
+				return true;
+			}
+		}
+		if (ne == ns && i == a)
+			i++;      /* a stray byte: never stall */
+	}
+	return false;
+}
+
+/* Writes p[s..e) (an attribute value) as text: references decoded, white
+ * space collapsed. */
+static bool put_value(struct html *h, size_t s, size_t e)
+{
+	const uint8_t *p = h->p;
+	size_t n = h->n, i = h->i;
+	h->n = e;
+	h->i = s;
+	bool ok = true;
+	while (ok && h->i < e) {
+		ok = text(h);
+		if (ok && h->i < e) {       /* a `<` inside the value is text */
+			ok = put(h, (const uint8_t *)"<", 1);
+			h->i++;
+		}
+	}
+	h->p = p;
+	h->n = n;
+	h->i = i;
+	return ok;
+}
+
+/* "scheme://" and a trailing "/" left out, for comparing a target with
+ * the text that shows it. */
+static void strip_url(const char **s, size_t *k)
+{
+	static const char *const schemes[] = { "mailto:", "http://", "https://", NULL };
+	for (const char *const *sc = schemes; *sc; sc++) {
+		size_t l = strlen(*sc);
+		if (*k >= l && !strncasecmp(*s, *sc, l)) {
+			*s += l;
+			*k -= l;
+			break;
+		}
+	}
+	if (*k && (*s)[*k - 1] == '/')
+		(*k)--;
+}
+
+/* At the end of a link: its target in parentheses after its text, unless
+ * the text shows it already (`http://x.org` for http://x.org/, `a@b` for
+ * mailto:a@b), there is no text (an image without alt: a tracking link,
+ * most often), or it leads nowhere a reader can go (`#top`, javascript:).
+ * The target is written, then compared with the text, and taken back when
+ * it is not wanted. */
+static bool link_end(struct html *h)
+{
+	h->in_link = false;
+	const char *u = (const char *)h->p + h->href_s;
+	size_t un = h->href_e - h->href_s;
+	while (un && (*u == ' ' || *u == '\t' || *u == '\r' || *u == '\n'))
+		u++, un--;
+	if (h->in_head || !un || *u == '#' || (un >= 11 && !strncasecmp(u, "javascript:", 11)))
+		return true;
+	size_t before = h->len;
+	enum sep sep = h->sep;
+	want_sep(h, SEP_SPACE);
+	if (!put(h, (const uint8_t *)"(", 1))
+		return false;
+	size_t url_at = h->len;
+	if (!put_value(h, (size_t)(u - (const char *)h->p), h->href_e))
+		return false;
+	size_t url_end = h->len;
+	if (!put(h, (const uint8_t *)")", 1))
+		return false;
+	const char *t = h->out + h->link_out, *v = h->out + url_at;
+	size_t tn = before - h->link_out, vn = url_end - url_at;
+	while (tn && (*t == ' ' || *t == '\n'))
+		t++, tn--;
+	while (tn && (t[tn - 1] == ' ' || t[tn - 1] == '\n'))
+		tn--;
+	strip_url(&t, &tn);
+	strip_url(&v, &vn);
+	if (tn == 0 || (tn == vn && !strncasecmp(t, v, tn))) {
+		h->len = before;
+		h->sep = sep;
+	} else {
+		want_sep(h, SEP_SPACE);
+	}
+	return true;
+}
+
 /* At `<`.  Returns false when the output is full. */
 static bool tag(struct html *h)
 {
@@ -362,6 +495,7 @@ static bool tag(struct html *h)
 	}
 	if (k > sizeof(name))
 		k = 0;          /* too long to be one we know */
+	size_t name_end_at = i;
 	/* Attributes, to `>`.  A quote opens a value only after `=`, as in
 	 * browsers; an unclosed quote or tag runs to the end of the input. */
 	bool after_eq = false, self_close = false;
@@ -380,9 +514,33 @@ static bool tag(struct html *h)
 		self_close = c == '/';
 		i++;
 	}
+	size_t attrs = name_end_at, attrs_end = i;
 	h->i = i < n ? i + 1 : n;
 	if (k == 0)
 		return true;
+
+	if (name_is(name, k, "a")) {
+		if (h->in_link && !link_end(h))
+			return false;
+		size_t vs, ve;
+		if (!end && attr_get(p, attrs, attrs_end, "href", &vs, &ve)) {
+			h->in_link = true;
+			h->link_out = h->len;
+			h->href_s = vs;
+			h->href_e = ve;
+		}
+		return true;
+	}
+	if (name_is(name, k, "img") && !end) {
+		size_t vs, ve;
+		if (attr_get(p, attrs, attrs_end, "alt", &vs, &ve) && ve > vs) {
+			want_sep(h, SEP_SPACE);
+			if (!put_value(h, vs, ve))
+				return false;
+			want_sep(h, SEP_SPACE);
+		}
+		return true;
+	}
 
 	if (!end && (name_is(name, k, "script") || name_is(name, k, "style") ||
 	             name_is(name, k, "title") || name_is(name, k, "textarea") ||
@@ -434,6 +592,8 @@ size_t html_to_text(const uint8_t *in, size_t n, char *out, size_t cap, bool *fu
 		if (h.i < n && !tag(&h))
 			break;
 	}
+	if (h.in_link && !h.full)
+		link_end(&h);     /* an unclosed <a> ends with the input */
 	if (full)
 		*full = h.full;
 	return h.len;

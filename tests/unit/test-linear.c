@@ -264,6 +264,20 @@ static void test_linear_html(void **state)
 	assert_true(m.text_truncated || m.text.n > 0);
 }
 
+static void build_html_links(struct msg *b, size_t size)
+{
+	puts_(b, "Content-Type: text/html\n\n");
+	repeat(b, "<a href='http://x.org/?a=1&amp;b=2'>text</a><img alt='a &amp; b'><a href=#>", size / 64);
+}
+
+static void test_linear_html_links(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("HTML links and alt text", build_html_links, 256 * KiB, &m);
+	assert_true(m.text.n > 0);
+}
+
 static void build_uu_lures(struct msg *b, size_t size)
 {
 	/* `begin` lines that are not blocks, each followed by one data-like
@@ -384,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_linear_near_miss_boundaries),
 		cmocka_unit_test(test_linear_html),
 		cmocka_unit_test(test_linear_uuencode_lures),
+		cmocka_unit_test(test_linear_html_links),
 		cmocka_unit_test(test_linear_broken_header_lines),
 		cmocka_unit_test(test_linear_mbox_lures),
 	};
