@@ -79,7 +79,8 @@ struct mail_header {
 	X(MALFORMED_HEADER, "malformed-header")               \
 	X(BAD_PARAMETER, "bad-parameter")                     \
 	X(UNKNOWN_TRANSFER_ENCODING, "unknown-transfer-encoding") \
-	X(TEXT_TRUNCATED, "text-truncated")
+	X(TEXT_TRUNCATED, "text-truncated")                   \
+	X(ENCODED_MESSAGE, "encoded-message")
 
 enum mail_warning {
 #define MAIL_WARNING_ENUM(id, name) MAIL_W_##id,

@@ -255,6 +255,62 @@ static void test_address_null_path(void **state)
 	assert_int_equal(t->warnings, 0);
 }
 
+/* A date after the address, as some scripts write the From field: the
+ * colons of its time start no group. */
+static void test_address_date_after_address(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "user@example.de Thu Sep 19 17:31:10 2013");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "user@example.de");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "user@example.de Thu Sep 19 17:31:10 2013, other@example.org");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[1], NULL, "other@example.org");
+	/* a group is still a group, a route still no address */
+	PARSE(t, "team: a@b, c@d;");
+	assert_int_equal(t->l.n, 1);
+	assert_true(t->l.v[0].is_group);
+	assert_int_equal(t->l.v[0].n_members, 2);
+}
+
+/* The kernel's Cc: stable convention: the address is the addr-spec, the
+ * note after it is dropped with a warning. */
+static void test_address_junk_after_addr_spec(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "<stable@vger.kernel.org # 3.11>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "stable@vger.kernel.org");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "stable@vger.kernel.org # 3.4+, <stable@vger.kernel.org> [3.13], x@y");
+	assert_int_equal(t->l.n, 3);
+	assert_mbox(&t->l.v[0], NULL, "stable@vger.kernel.org");
+	assert_mbox(&t->l.v[1], NULL, "stable@vger.kernel.org");
+	assert_mbox(&t->l.v[2], NULL, "x@y");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	/* white space around the dots and the @ is still one address */
+	PARSE(t, "Name <john . doe @ example . org>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "Name", "john.doe@example.org");
+}
+
+/* Words in brackets with no @ are no address: none is made up. */
+static void test_address_words_in_brackets(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "<no To-header on input>");
+	assert_int_equal(t->l.n, 0);
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "Someone <no address given>, b@c");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "b@c");
+	/* one word is a local mailbox, as without brackets */
+	PARSE(t, "<root>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "root");
+}
+
 static void test_address_domain_literal(void **state)
 {
 	struct tcase *t = *state;
@@ -416,6 +472,9 @@ int main(void)
 		T(test_address_local_only),
 		T(test_address_repairs_warn),
 		T(test_address_null_path),
+		T(test_address_date_after_address),
+		T(test_address_junk_after_addr_spec),
+		T(test_address_words_in_brackets),
 		T(test_address_domain_literal),
 		T(test_address_unencoded_8bit_name),
 		T(test_address_appends_to_list),

@@ -153,18 +153,55 @@ static void test_header_leading_continuation_dropped(void **state)
 	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
 }
 
-/* A line that is neither a field nor a continuation ends the block: the body
- * starts at that line (nothing of it is lost), with a warning. */
+/* A line that is neither a field nor a continuation: dropped with a
+ * warning when a field follows (the block goes on); else the body starts
+ * at that line (nothing of it is lost). */
+static void test_header_malformed_line_skipped(void **state)
+{
+	struct tcase *t = *state;
+	static const char m[] = "From: a@b\nthis is not a header\n continuation of junk\nTo: c@d\n"
+	                        "Message-ID: <1@x>\n\nbody\n";
+	PARSE(t, m);
+	assert_int_equal(t->h.n, 3);
+	assert_field(t, 0, "From", " a@b");
+	assert_field(t, 1, "To", " c@d");
+	assert_field(t, 2, "Message-ID", " <1@x>");
+	assert_int_equal(t->h.body_offset, sizeof(m) - 1 - 5);
+	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
+	/* CRLF */
+	PARSE(t, "A: 1\r\n>From x\r\nX-B: 2\r\n\r\n");
+	assert_int_equal(t->h.n, 2);
+	assert_field(t, 1, "X-B", " 2");
+	/* a field name body text could start a line with: the body */
+	PARSE(t, "A: 1\nThis is the body\nIt: looks like a field\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("A: 1\n"));
+	/* two broken lines in a row are a body that lacks its blank line
+	 * ("Hi,\nthanks\nNote: ..." keeps its lines) */
+	PARSE(t, "A: 1\n>From x\nno colon\nB: 2\n\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("A: 1\n"));
+	/* more continuations than the look-ahead: the body */
+	PARSE(t, "A: 1\njunk\n 1\n 2\n 3\n 4\n 5\nTo: b\n\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("A: 1\n"));
+}
+
 static void test_header_malformed_line_ends_block(void **state)
 {
 	struct tcase *t = *state;
-	static const char m[] = "From: a@b\nthis is not a header\n continuation of junk\nTo: c@d\n\n";
+	/* prose, then prose: the body of a message without its blank line */
+	static const char m[] = "From: a@b\nthis is not a header\nnor is this\nTo: c@d\n\n";
 	PARSE(t, m);
 	assert_int_equal(t->h.n, 1);
 	assert_field(t, 0, "From", " a@b");
 	assert_int_equal(t->h.body_offset, strlen("From: a@b\n"));
 	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
 	assert_null(header_get(&t->h, "To"));
+	/* a boundary line is the body even with a field after it */
+	PARSE(t, "Content-Type: multipart/mixed; boundary=b\n--b\nContent-Type: text/plain\n\nx\n--b--\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("Content-Type: multipart/mixed; boundary=b\n"));
 
 	PARSE(t, "From: a@b\n: no name\n\n");
 	assert_int_equal(t->h.n, 1);
@@ -359,6 +396,7 @@ int main(void)
 		T(test_header_empty_value),
 		T(test_header_repeated_fields_kept_in_order),
 		T(test_header_first_line_not_a_field),
+		T(test_header_malformed_line_skipped),
 		T(test_header_malformed_line_ends_block),
 		T(test_header_leading_continuation_dropped),
 		T(test_header_empty_input),
