@@ -6,7 +6,7 @@
 Exit 0: pass; 1: fail (every failed check is printed); 77: skipped, with the
 reason (no strace, ptrace refused, io_uring refused, no tracefs).
 
-What is measured and why (README, "Syscall accounting"; src/ingest.c):
+What is measured and why (README, "Syscall accounting"; src/ingest.c, docs/ARCHITECTURE.md):
   - strace -f sees every syscall of every thread of the process, start-up
     included, but not the operations inside an io_uring_enter;
   - ingest counts the syscalls it issues itself (src/core/sys.h) and the ring
