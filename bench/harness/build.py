@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: MIT
+"""Building what is measured: ingest from this tree (meson, release), the C
+baselines beside it, and what the built binary says about itself.
+"""
+
+import json
+import os
+import re
+
+from .context import BENCH, ROOT, WORK
+from .sysutil import sh
+
+
+def source_state():
+    """(HEAD, porcelain status of the sources) of the tree being built."""
+    genv = dict(os.environ, GIT_OPTIONAL_LOCKS="0")
+    commit = sh(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], check=False, env=genv).stdout.strip()
+    dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=all", "--", "src", "include",
+                "meson.build"], check=False, env=genv).stdout.strip()
+    return commit, dirty
+
+
+def build_ingest(builddir, extra_cflags=None):
+    """Release build of the source tree with meson into builddir."""
+    args = ["meson", "setup", builddir, ROOT, "-Dbuildtype=release", "-Dtests=false"]
+    if extra_cflags:
+        args.append("-Dc_args=" + " ".join(extra_cflags))
+    if os.path.exists(os.path.join(builddir, "build.ninja")):
+        args = ["meson", "setup", "--reconfigure"] + args[2:]
+    sh(args)
+    sh(["ninja", "-C", builddir])
+    exe = os.path.join(builddir, "src", "ingest")
+    if not os.path.exists(exe):
+        raise RuntimeError("no ingest binary after the build")
+    return exe
+
+
+def compile_flags(builddir):
+    try:
+        cc = json.load(open(os.path.join(builddir, "compile_commands.json")))
+    except (OSError, ValueError):
+        return "?"
+    for e in cc:
+        if e["file"].endswith("main.c"):
+            toks = e["command"].split()
+            keep = [t for t in toks[1:] if t.startswith(("-O", "-std", "-f", "-m", "-g", "-D_GNU", "-DNDEBUG",
+                                                          "-march", "-pipe"))]
+            return "%s %s" % (os.path.basename(toks[0]), " ".join(keep))
+    return "?"
+
+
+def build_helpers():
+    os.makedirs(os.path.join(WORK, "bin"), exist_ok=True)
+    naive = os.path.join(WORK, "bin", "naive_read")
+    sh(["cc", "-O2", "-o", naive, os.path.join(BENCH, "naive_read.c")])
+    gm = None
+    if sh("pkg-config --exists gmime-3.0", check=False).returncode == 0:
+        gm = os.path.join(WORK, "bin", "gmime_parse")
+        flags = sh("pkg-config --cflags --libs gmime-3.0").stdout.split()
+        sh(["cc", "-O2", "-o", gm, os.path.join(BENCH, "gmime_parse.c")] + flags)
+    return naive, gm
+
+
+def default_batch_bytes():
+    """src/core/limits.h's LIMIT_BATCH_BYTES_DEFAULT, which the sweep checks."""
+    text = open(os.path.join(ROOT, "src", "core", "limits.h")).read()
+    m = re.search(r"#define LIMIT_BATCH_BYTES_DEFAULT\s+\((\d+) \* (KiB|MiB)\)", text)
+    return int(m.group(1)) << (10 if m.group(2) == "KiB" else 20)
