@@ -61,8 +61,26 @@ def build_helpers():
     return naive, gm
 
 
-def default_batch_bytes():
-    """src/core/limits.h's LIMIT_BATCH_BYTES_DEFAULT, which the sweep checks."""
-    text = open(os.path.join(ROOT, "src", "core", "limits.h")).read()
-    m = re.search(r"#define LIMIT_BATCH_BYTES_DEFAULT\s+\((\d+) \* (KiB|MiB)\)", text)
-    return int(m.group(1)) << (10 if m.group(2) == "KiB" else 20)
+SIZE_SHIFT = {"K": 10, "M": 20, "G": 30}
+
+
+def ingest_defaults(ingest):
+    """The defaults of ingest's SIZE options as the binary's --help states them, in its own syntax:
+    {"batch-bytes": "2M", "max-inflight": "64M", ...}.  Asking the binary reports what was built and is
+    measured (with --ingest, another tree's), not what a header of this tree says."""
+    text = sh([ingest, "--help"]).stdout
+    return {m.group(1): m.group(2)
+            for m in re.finditer(r"^\s*--([a-z-]+)=SIZE\s.*?(\d+[KMG]?)\)\s*$", text, re.M)}
+
+
+def size_bytes(size):
+    """ingest's SIZE syntax ("2M") in bytes."""
+    return int(size[:-1]) << SIZE_SHIFT[size[-1]] if size[-1] in SIZE_SHIFT else int(size)
+
+
+def default_batch_bytes(ingest):
+    """--batch-bytes' default, which the sweep checks against the curve's choice."""
+    size = ingest_defaults(ingest).get("batch-bytes")
+    if size is None:
+        raise RuntimeError("%s --help does not state the --batch-bytes default" % ingest)
+    return size_bytes(size)

@@ -56,7 +56,7 @@ def suite_sweep(ctx):
         tied = {p[0] for p in pts if p[1] >= best * (1 - noise)}
         margin = [s_ for s_ in sorted(tied) if 2 * s_ in tied]
         pick = max(margin) if margin else max(tied)
-        default_bb = default_batch_bytes()
+        default_bb = default_batch_bytes(ctx.ingest)
         md += ["Best median: %.0f MB/s. Within the noise floor (%s) of it: %s. Syscalls per message fall as "
                "batches grow (column above), so the choice among the tied sizes is the largest whose next "
                "doubling is still tied (a margin before the edge where the curve falls, so that a wide tie "
@@ -66,7 +66,7 @@ def suite_sweep(ctx):
                    human_bytes(default_bb)), ""]
         if pick != default_bb:
             md += ["**The default differs from the curve's choice**: change LIMIT_BATCH_BYTES_DEFAULT in "
-                   "src/core/limits.h (and README) or explain why not.", ""]
+                   "src/core/limits.h (and --help in src/main.c, README) or explain why not.", ""]
     svg_sweep(os.path.join(ctx.chart_dir, "sweep-batch-bytes.svg"), "--batch-bytes sweep, %s hot (default threads)" % c.name,
               pts, "solid: MB/s (median, bars min–max); dashed: peak RSS")
     md += ["![batch-bytes sweep](sweep-batch-bytes.svg)", ""]
