@@ -16,7 +16,7 @@ BENCH = os.path.dirname(HARNESS)
 ROOT = os.path.dirname(BENCH)
 WORK = os.path.join(BENCH, "work")
 PEERS = os.path.join(BENCH, "peers")
-MKCORPUS = os.path.join(BENCH, "mkcorpus")
+MKCORPUS = os.path.join(ROOT, "tools", "mkcorpus")
 SEED = 1
 
 # Seconds of passes for the in-process contenders (parse-mem, Python email,
