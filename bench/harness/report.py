@@ -147,7 +147,8 @@ def merge_into(path, registered, body, header):
     the other sections and that file's method header; the new sections carry this run's header facts.
     Sections are ordered as the registered suite names are, then any others (salted) in their order."""
     try:
-        old = open(path).read()
+        with open(path) as f:
+            old = f.read()
     except OSError:
         return None
     if "<!-- suite:" not in old:
