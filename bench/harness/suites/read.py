@@ -60,7 +60,7 @@ def suite_read(ctx):
                 md.append("**uring vs sync, %s: %s** — %s." % (temp, verdict, expect))
                 if cold and rs[0] < 3:
                     md.append("")
-                    md.append("**Below the issue-2 target (3x cold).**")
+                    md.append("**Below the cold target (≥ 3x).**")
                 if not cold and noise is not None and rs[0] < 1 - noise:
                     md += [""] + explain_hot(ctx, c)
                 md.append("")
