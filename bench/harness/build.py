@@ -8,7 +8,7 @@ import os
 import re
 
 from .context import BENCH, ROOT, WORK
-from .sysutil import sh
+from .sysutil import log, sh
 
 
 def source_state():
@@ -60,6 +60,23 @@ def build_helpers():
         sh(["cc", "-O2", "-o", gm, os.path.join(BENCH, "gmime_parse.c")] + flags)
     return naive, gm
 
+
+
+def prepare_binaries(ctx, ingest=None):
+    """What a run measures: ingest built from this tree (or the binary given with --ingest), the
+    parse-mem beside it, and the C baselines."""
+    log("building ingest (meson, release) into bench/work/build")
+    builddir = os.path.join(WORK, "build")
+    # the tree as it is built: edits made while the suites run are not in it
+    ctx.source_state = source_state()
+    ctx.ingest = os.path.abspath(ingest) if ingest else build_ingest(builddir)
+    ctx.external = bool(ingest)
+    ctx.flags = compile_flags(builddir) if not ingest else "(external binary given with --ingest)"
+    # the in-memory parser harness is built beside the ingest it measures
+    ctx.parse_mem = os.path.join(os.path.dirname(os.path.dirname(ctx.ingest)), "bench", "parse-mem")
+    if not os.path.exists(ctx.parse_mem):
+        raise RuntimeError("no bench/parse-mem beside %s (meson builds it with ingest)" % ctx.ingest)
+    ctx.naive, ctx.gmime = build_helpers()
 
 SIZE_SHIFT = {"K": 10, "M": 20, "G": 30}
 

@@ -163,3 +163,24 @@ def preheat(corpus):
                     pass
         except OSError:
             pass
+
+
+def prepare_corpora(ctx, suites):
+    """The corpora of a run: the generated shapes (--quick: mailbox2k stands in for mailbox20k, no
+    mailbox100k; mailbox100k only for the read suite), and the real ones for parse and single."""
+    log("corpora")
+    ctx.c16 = mkcorpus("page16")
+    ctx.c768 = mkcorpus("large16")
+    ctx.c2k = mkcorpus("mailbox2k")
+    if ctx.quick:
+        ctx.c20k, ctx.c100k = ctx.c2k, None
+    else:
+        ctx.c20k = mkcorpus("mailbox20k")
+        ctx.c100k = mkcorpus("mailbox100k") if "read" in suites else None
+    ctx.findings = []
+    reals = "parse" in suites or "single" in suites
+    ctx.real_notmuch = check_one_record_each(ctx, real_corpus("notmuch")) if reals else None
+    ctx.real_cpython = check_one_record_each(ctx, real_corpus("cpython-email")) if reals else None
+    ctx.corpora_used = [x for x in (ctx.c16, ctx.c768, ctx.c2k, ctx.c20k, ctx.c100k, ctx.real_notmuch,
+                                    ctx.real_cpython) if x]
+    ctx.corpora_used = list(dict.fromkeys(ctx.corpora_used))
