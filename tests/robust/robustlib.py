@@ -19,7 +19,7 @@ import tempfile
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'bench', 'mkcorpus'))
+MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'tools', 'mkcorpus'))
 
 # Our own sanitizer settings, whatever the caller exported: a distinct exit
 # status for a sanitizer report (ingest itself exits 0, 1, 2 or 130), leaks

@@ -19,7 +19,7 @@ What is measured and why (README, "Syscall accounting"; src/ingest.c, docs/ARCHI
 Corpora are written by make_maildir() below: deterministic, plain ASCII, one
 Maildir, every message in cur/ (new/ and tmp/ empty), so that parsing never
 loads iconv or libmagic and the per-directory costs are the same at every N.
-bench/mkcorpus writes realistic mail (charsets, attachments): right for
+tools/mkcorpus writes realistic mail (charsets, attachments): right for
 benchmarks, wrong for exact counts; the uring-realistic case runs on it
 anyway, with per-batch bounds, so the figures a user would see are checked
 too (there batches are cut by bytes, ~120 for 10,000 messages, and each
@@ -347,7 +347,7 @@ def check_pipelined(fail, stats):
                f'longer share the enter of the reads (want about one a batch, at most 1.5)')
 
 
-MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'bench', 'mkcorpus'))
+MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'tools', 'mkcorpus'))
 
 
 def case_uring_realistic(ctx):
