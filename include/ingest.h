@@ -49,6 +49,24 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
 
+/* Receives the records of a run instead of a descriptor: `len` bytes of
+ * `count` whole records (count 0 for TSV's header row), one call per batch,
+ * in input order, on the library's writer thread (one thread: calls never
+ * overlap).  The bytes are the library's until the call returns.  Return 0
+ * to go on, or a negative errno to stop the run: ingest_run() then returns
+ * that error and the report says "the sink failed". */
+typedef int ingest_sink_fn(void *ctx, const char *records, size_t len, size_t count);
+
+/* Sends records to fn (NULL: back to the output option or standard
+ * output).  A sink takes precedence over "output" and the output fd.
+ * Returns 0. */
+INGEST_API int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn *fn, void *ctx);
+
+/* Writes records to fd, which the caller opened and keeps (the library
+ * never closes it); -1 goes back to the output option or standard output.
+ * Takes precedence over "output".  0, or -EINVAL for fd < -1. */
+INGEST_API int ingest_options_set_output_fd(struct ingest_options *o, int fd);
+
 /* Adds a PATH to ingest: a Maildir, a tree of messages or a file.  The
  * string is copied.  0 or -ENOMEM. */
 INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *path);

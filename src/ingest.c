@@ -150,6 +150,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		.path = o->output, .done = &run->done_batches, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
 		.progress = o->progress, .fd = -1,
+		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
 	};
 	*report = run->rep = report_new();
 	if (!run->rep)

@@ -76,6 +76,7 @@ struct ingest_options *ingest_options_new(void)
 	o->mail.max_text = LIMIT_MAX_TEXT_DEFAULT;
 	o->mail.want_text = true;
 	o->parse = true;
+	o->output_fd = -1;
 	emit_options_init(&o->emit);
 	return o;
 }
@@ -103,6 +104,21 @@ int ingest_options_add_path(struct ingest_options *o, const char *path)
 	if (!(v[o->n_paths] = xstrdup(path)))
 		return -ENOMEM;
 	o->n_paths++;
+	return 0;
+}
+
+int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn *fn, void *ctx)
+{
+	o->sink = fn;
+	o->sink_ctx = fn ? ctx : NULL;
+	return 0;
+}
+
+int ingest_options_set_output_fd(struct ingest_options *o, int fd)
+{
+	if (fd < -1)
+		return -EINVAL;
+	o->output_fd = fd;
 	return 0;
 }
 

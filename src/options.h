@@ -20,6 +20,9 @@ struct ingest_options {
 	char *files_from;           /* "-" for stdin */
 	bool null_separated;
 	char *output;               /* NULL: stdout */
+	int output_fd;              /* the caller's descriptor, or -1 */
+	ingest_sink_fn *sink;       /* records to a function; NULL: a descriptor */
+	void *sink_ctx;
 	struct reader_options reader;
 	uint64_t max_inflight;
 	unsigned threads;           /* 0: the machine's parallelism */
