@@ -23,6 +23,7 @@
 #define INGEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,7 +45,7 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
 /* Sets an option by its command-line long name without the dashes
  * ("backend", "batch-bytes", "max-inflight", "max-size", "threads", "output",
  * "format", "fields", "max-text", "no-text", "headers", "files-from",
- * "null", "stats", "shard" (K/N), "progress"...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
+ * "null", "stats", "shard" (K/N)...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
  * Returns 0, -ENOENT for an unknown name, -EINVAL for a bad value.  The
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
@@ -66,6 +67,19 @@ INGEST_API int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn 
  * never closes it); -1 goes back to the output option or standard output.
  * Takes precedence over "output".  0, or -EINVAL for fd < -1. */
 INGEST_API int ingest_options_set_output_fd(struct ingest_options *o, int fd);
+
+/* Told how a run goes, at most ten times a second and once more at the end
+ * (done 1), on the library's writer thread: inputs written so far, their
+ * bytes, how many were error records, the inputs expected (0 when not
+ * known before the end: only a --files-from list alone is counted ahead)
+ * and the nanoseconds since the run began.  The library itself draws
+ * nothing; the command draws its progress line from this. */
+typedef void ingest_progress_fn(void *ctx, uint64_t inputs, uint64_t bytes, uint64_t errors,
+                                uint64_t total, uint64_t elapsed_ns, int done);
+
+/* Calls fn as the run goes (NULL: no progress).  Returns 0. */
+INGEST_API int ingest_options_set_progress(struct ingest_options *o, ingest_progress_fn *fn,
+                                           void *ctx);
 
 /* Adds a PATH to ingest: a Maildir, a tree of messages or a file.  The
  * string is copied.  0 or -ENOMEM. */

@@ -149,7 +149,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	run->writer = (struct writer){
 		.path = o->output, .done = &run->done_batches, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
-		.progress = o->progress, .fd = -1,
+		.progress = o->progress, .progress_ctx = o->progress_ctx, .fd = -1,
 		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
 	};
 	*report = run->rep = report_new();

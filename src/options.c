@@ -114,6 +114,13 @@ int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn *fn, void *
 	return 0;
 }
 
+int ingest_options_set_progress(struct ingest_options *o, ingest_progress_fn *fn, void *ctx)
+{
+	o->progress = fn;
+	o->progress_ctx = fn ? ctx : NULL;
+	return 0;
+}
+
 int ingest_options_set_output_fd(struct ingest_options *o, int fd)
 {
 	if (fd < -1)
@@ -226,12 +233,6 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 			return -EINVAL;
 		o->shard_k = (unsigned)k;
 		o->shard_n = (unsigned)n;
-		return 0;
-	}
-	if (!strcmp(name, "progress")) {
-		if ((r = options_flag(v, &b)) < 0)
-			return r;
-		o->progress = b;
 		return 0;
 	}
 	if (!strcmp(name, "format"))

@@ -32,7 +32,8 @@ struct ingest_options {
 	enum options_stats stats;
 	bool parse;                 /* false: records carry I/O fields only */
 	unsigned shard_k, shard_n;  /* --shard=K/N; 0/0 none */
-	bool progress;              /* draw a progress line on stderr */
+	ingest_progress_fn *progress;   /* told as the run goes; or NULL */
+	void *progress_ctx;
 	char *state;                /* --state=FILE */
 };
 

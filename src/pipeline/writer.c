@@ -142,10 +142,10 @@ static int write_batch(struct writer *w, struct batch *b)
 	return 0;
 }
 
-/* The progress line: redrawn at most ten times a second by the writer,
- * which knows what is done; nothing at all unless asked for (main.c asks
+/* Progress: told at most ten times a second by the writer, which knows
+ * what is done; nothing at all unless the embedder asked (the command asks
  * when stderr is a terminal, a check it makes before the run). */
-static void progress_draw(struct writer *w, bool final)
+static void progress_tell(struct writer *w, bool final)
 {
 	uint64_t now = clock_now_ns();
 	if (!final && now - w->progress_last < 100000000u)
@@ -153,18 +153,8 @@ static void progress_draw(struct writer *w, bool final)
 	w->progress_last = now;
 	uint64_t bytes, errors;
 	uint64_t files = report_records(w->rep, &bytes, &errors);
-	double secs = (double)(now - report_started_ns(w->rep)) / 1e9;
-	char line[160];
-	int n = snprintf(line, sizeof(line), "\r\033[K%llu files, %.1f MB, %.0f files/s, %llu errors",
-	                 (unsigned long long)files, (double)bytes / 1e6,
-	                 secs > 0 ? (double)files / secs : 0.0, (unsigned long long)errors);
-	if (w->total && files < w->total && files && n > 0 && (size_t)n < sizeof(line))
-		n += snprintf(line + n, sizeof(line) - (size_t)n, ", ETA %.0f s",
-		              secs / (double)files * (double)(w->total - files));
-	if (final)
-		n = snprintf(line, sizeof(line), "\r\033[K");
-	if (n > 0)
-		sys_write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	w->progress(w->progress_ctx, files, bytes, errors, w->total,
+	            now - report_started_ns(w->rep), final);
 }
 
 static void *writer_main(void *arg)
@@ -194,7 +184,7 @@ static void *writer_main(void *arg)
 			}
 		}
 		if (w->progress)
-			progress_draw(w, false);
+			progress_tell(w, false);
 		/* the reader resets it: its arenas were allocated on the reader's
 		 * thread, and freeing them there keeps glibc's arena lock (an
 		 * uncounted futex) out of the way.  Pushed before the budget is
@@ -206,7 +196,7 @@ static void *writer_main(void *arg)
 		budget_release(w->budget, held);
 	}
 	if (w->progress)
-		progress_draw(w, true);
+		progress_tell(w, true);
 	atomic_store(&w->drained, 1);
 	sys_futex_wake((uint32_t *)(uintptr_t)&w->drained, 1);
 	/* the wake above is the writer's last counted syscall: the end marker

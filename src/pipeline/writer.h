@@ -1,7 +1,7 @@
 /* The writer stage: takes parsed batches in input order, writes their
  * records with one writev per batch (IOV_MAX records a call at most), then
  * hands the batch back to the reader and releases its bytes from the
- * budget.  It owns the output descriptor and the progress line.  With a
+ * budget.  It owns the output descriptor and tells the progress callback.  With a
  * sink (ingest_options_set_sink) the batch's records go to the sink in one
  * call instead of a writev.
  *
@@ -44,7 +44,8 @@ struct writer {
 	const atomic_int *failed;    /* the run's first fatal error, or 0 */
 	writer_fail_fn *fail;
 	void *fail_ctx;
-	bool progress;               /* draw a progress line on stderr */
+	ingest_progress_fn *progress; /* told how the run goes; or NULL */
+	void *progress_ctx;
 	struct dynbuf sink_buf;      /* a batch's records made contiguous for the sink */
 	uint64_t total;              /* inputs, when known before the end */
 

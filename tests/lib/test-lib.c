@@ -124,6 +124,49 @@ static void test_lib_output_fd_rejects_bad_fd(void **state)
 	ingest_options_free(o);
 }
 
+struct progress_seen {
+	size_t calls, done_calls;
+	uint64_t last_inputs;
+};
+
+static void note_progress(void *ctx, uint64_t inputs, uint64_t bytes, uint64_t errors,
+                          uint64_t total, uint64_t elapsed_ns, int done)
+{
+	struct progress_seen *p = ctx;
+	(void)bytes; (void)errors; (void)total; (void)elapsed_ns;
+	assert_true(inputs >= p->last_inputs);
+	p->last_inputs = inputs;
+	p->calls++;
+	p->done_calls += done != 0;
+}
+
+/* Progress goes to the callback; the library writes nothing to stderr. */
+static void test_lib_progress_is_a_callback(void **state)
+{
+	(void)state;
+	int err = memfd_create("stderr", 0), saved = dup(STDERR_FILENO);
+	assert_true(err >= 0 && saved >= 0);
+	struct ingest_options *o = sample_options();
+	struct progress_seen seen = { 0 };
+	struct collect c = { 0 };
+	ingest_options_set_sink(o, collect_sink, &c);
+	assert_int_equal(ingest_options_set_progress(o, note_progress, &seen), 0);
+	dup2(err, STDERR_FILENO);
+	struct ingest_report *rep = NULL;
+	int r = ingest_run(o, &rep);
+	dup2(saved, STDERR_FILENO);
+	assert_int_equal(r, 0);
+	assert_int_equal(seen.done_calls, 1);
+	assert_true(seen.calls >= 1);
+	assert_int_equal(seen.last_inputs, c.records);
+	assert_int_equal(lseek(err, 0, SEEK_END), 0);
+	close(err);
+	close(saved);
+	free(c.bytes);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -135,6 +178,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_sink_gets_whole_records_in_order),
 		cmocka_unit_test(test_lib_sink_error_stops_the_run),
 		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
+		cmocka_unit_test(test_lib_progress_is_a_callback),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
