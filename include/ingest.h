@@ -13,11 +13,18 @@
  *     ingest_report_free(rep);
  *     ingest_options_free(o);
  *
- * Errors are negative errno values.  The library never prints and never
- * changes signal dispositions (a caller writing to a pipe should ignore
- * SIGPIPE, as the command does).  Objects are not thread-safe; distinct
- * objects may be used from distinct threads, but a process runs one
- * ingest_run() at a time (syscall counters are per process).
+ * Errors are negative errno values.  The library never prints, never
+ * writes to a descriptor it was not given and never changes signal
+ * dispositions (a caller writing to a pipe should ignore SIGPIPE, as the
+ * command does).  Objects are not thread-safe; distinct objects may be
+ * used from distinct threads.  A process runs one ingest_run() at a time
+ * (syscall counters are per process): a second one, concurrent, returns
+ * -EBUSY.  ingest_parse() and ingest_parse_many() may run on any number of
+ * threads at once, during a run too.  Nothing of a run outlives it, so a
+ * long-lived process may run forever without growing.
+ *
+ * ABI: soname libingest.so.1, every symbol in version node INGEST_1.0; a
+ * later 1.x adds functions, never changes one.  man libingest(3).
  * Output schema: README.md, "Records". */
 #ifndef INGEST_H
 #define INGEST_H
@@ -31,24 +38,63 @@ extern "C" {
 
 #define INGEST_API __attribute__((visibility("default")))
 
+/* The version of this header.  ingest_check_version() tells whether the
+ * library loaded at run time is at least that. */
+#define INGEST_VERSION_MAJOR 1
+#define INGEST_VERSION_MINOR 0
+#define INGEST_VERSION_MICRO 0
+/* True when this header is version a.b.c or later (same major). */
+#define INGEST_CHECK_VERSION(a, b, c)                                     \
+	(INGEST_VERSION_MAJOR == (a) &&                                       \
+	 (INGEST_VERSION_MINOR > (b) ||                                       \
+	  (INGEST_VERSION_MINOR == (b) && INGEST_VERSION_MICRO >= (c))))
+
 struct ingest_options;
 struct ingest_report;
 
-/* The version string ("0.1.0"). */
+/* The library's version string ("1.0.0"). */
 INGEST_API const char *ingest_version(void);
+/* 1 when the library loaded at run time has major version `major` and is
+ * at least major.minor.micro, else 0.  Call it as
+ * ingest_check_version(INGEST_VERSION_MAJOR, INGEST_VERSION_MINOR,
+ * INGEST_VERSION_MICRO) to refuse an older library than the header. */
+INGEST_API int ingest_check_version(int major, int minor, int micro);
 
 /* A new option set with every default; NULL when out of memory. */
 INGEST_API struct ingest_options *ingest_options_new(void);
 /* Frees o; accepts NULL. */
 INGEST_API void ingest_options_free(struct ingest_options *o);
 
-/* Sets an option by its command-line long name without the dashes
- * ("backend", "batch-bytes", "max-inflight", "max-size", "threads", "output",
- * "format", "fields", "max-text", "no-text", "headers", "files-from",
- * "null", "stats", "shard" (K/N)...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
- * Returns 0, -ENOENT for an unknown name, -EINVAL for a bad value.  The
+/* Sets an option by its command-line long name without the dashes.  Every
+ * name there is (README.md, "Usage", says what each does):
+ *   backend       "auto", "uring", "sync"
+ *   batch-bytes   SIZE            max-inflight  SIZE
+ *   max-size      SIZE            max-text      SIZE
+ *   threads       N (1..256)      format        "jsonl", "es-bulk", "tsv"
+ *   fields        "a,b,..."       es-index      NAME
+ *   no-text       flag            headers       flag
+ *   parse         flag ("0" is --io-only)
+ *   output        FILE ("-": standard output)
+ *   files-from    FILE ("-": standard input)      null  flag
+ *   state         FILE            shard         "K/N"
+ *   stats         "0", "human", "json"
+ * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
+ * yes/no; NULL is "1").  Returns 0; -EINVAL for an unknown name or a bad
+ * value, and then ingest_options_error() names the option; -ENOMEM.  The
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
+
+/* The value of an option, in the form ingest_options_set() takes (sizes in
+ * bytes, flags "0"/"1", an unset FILE ""), NUL-terminated into buf like
+ * snprintf: returns the length it needed (truncated if size was too
+ * small), or -EINVAL for an unknown name (ingest_options_error() says). */
+INGEST_API int ingest_options_get(const struct ingest_options *o, const char *name, char *buf,
+                                  size_t size);
+
+/* Why the last ingest_options_set() or ingest_options_get() on o failed
+ * ("unknown option 'fromat'", "invalid value for 'threads': '0'"), or
+ * NULL.  The string is o's, valid until its next call. */
+INGEST_API const char *ingest_options_error(const struct ingest_options *o);
 
 /* Receives the records of a run instead of a descriptor: `len` bytes of
  * `count` whole records (count 0 for TSV's header row), one call per batch,
@@ -88,7 +134,8 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
 /* Runs the pipeline once.  Returns 0 when every input became a record
  * (error records included), -errno when the run itself failed (the
  * report's message says why).  *report receives a report the caller frees,
- * or NULL when even that could not be allocated.  Output that could not be
+ * or NULL when even that could not be allocated, or with -EBUSY, when
+ * another ingest_run() is going on in the process.  Output that could not be
  * written because the reader of a pipe went away is not a failure: the run
  * stops early and ingest_report_output_closed() says so. */
 INGEST_API int ingest_run(const struct ingest_options *o, struct ingest_report **report);

@@ -47,6 +47,8 @@
 #include <unistd.h>
 
 static atomic_int ingest_stop;
+/* One run at a time: the syscall counters and ingest_stop are the process's. */
+static atomic_flag ingest_running = ATOMIC_FLAG_INIT;
 
 void ingest_interrupt(void)
 {
@@ -141,7 +143,7 @@ static int run_start(struct run *run)
 	return parse_stage_start(ps);
 }
 
-int ingest_run(const struct ingest_options *o, struct ingest_report **report)
+static int run_once(const struct ingest_options *o, struct ingest_report **report)
 {
 	struct run run_storage, *run = &run_storage;
 	memset(run, 0, sizeof(*run));
@@ -255,4 +257,18 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	walk_free(run->walk);
 	int failed = atomic_load(&run->failed);
 	return failed ? failed : 0;
+}
+
+int ingest_run(const struct ingest_options *o, struct ingest_report **report)
+{
+	if (atomic_flag_test_and_set(&ingest_running)) {
+		*report = NULL;
+		return -EBUSY;
+	}
+	int r = run_once(o, report);
+	/* the run's threads have been joined and their counts are in the
+	 * report: their counter blocks go */
+	stats_reap();
+	atomic_flag_clear(&ingest_running);
+	return r;
 }

@@ -35,6 +35,7 @@ struct ingest_options {
 	ingest_progress_fn *progress;   /* told as the run goes; or NULL */
 	void *progress_ctx;
 	char *state;                /* --state=FILE */
+	char error[160];            /* ingest_options_error(); "" for none */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */
