@@ -158,6 +158,52 @@ INGEST_API int ingest_report_format_errors(const struct ingest_report *r, char *
 /* Frees r; accepts NULL. */
 INGEST_API void ingest_report_free(struct ingest_report *r);
 
+/* What one buffer became. */
+enum ingest_kind {
+	INGEST_KIND_MESSAGE = 0,    /* a parsed message */
+	INGEST_KIND_NOT_MAIL = 1,   /* not mail: an error record, reason "not-mail" */
+	INGEST_KIND_ERROR = 2       /* an error record: a limit of the parser, no memory */
+};
+
+/* The result of parsing one buffer. */
+struct ingest_result {
+	char *record;        /* the record in the options' format (JSONL: one line
+	                      * with its newline), NUL-terminated, malloc'd:
+	                      * ingest_result_release() frees it.  NULL only when
+	                      * there was no memory for it (kind ERROR, err ENOMEM) */
+	size_t len;          /* its bytes, the NUL aside */
+	int kind;            /* enum ingest_kind */
+	int err;             /* kind ERROR: a positive errno; else 0 */
+	uint64_t warnings;   /* bit i: the warning named ingest_warning_name(i) */
+};
+
+/* Parses len bytes at buf as one message (as a .eml file: never split as
+ * an mbox) with o's options (NULL: the defaults): format, fields, no-text,
+ * max-text, headers, parse.  The record's path is "" and it has no root,
+ * size or mtime: there is no file.  Malformed input is an error record,
+ * never a failure.  Returns 0, or -ENOMEM when even the result could not
+ * be made.  Thread-safe: any number of threads may parse at once. */
+INGEST_API int ingest_parse(const void *buf, size_t len, const struct ingest_options *o,
+                            struct ingest_result *result);
+
+/* Parses n buffers, results[i] for bufs[i] (lens[i] bytes), exactly as
+ * ingest_parse() would, on the process's worker pool: one worker per 64
+ * KiB of the batch, at most one per buffer and at most o's "threads"; the
+ * calling thread is a worker; the pool's threads start with the first
+ * batch that needs them and live as long as the process.  A slot that
+ * fails is an error record; the batch goes on.  Returns 0 or -ENOMEM (no
+ * result was made).  Thread-safe; a batch that finds the pool busy with
+ * another thread's runs on its calling thread alone. */
+INGEST_API int ingest_parse_many(const void *const *bufs, const size_t *lens, size_t n,
+                                 const struct ingest_options *o, struct ingest_result *results);
+
+/* Frees r->record; accepts NULL and released results. */
+INGEST_API void ingest_result_release(struct ingest_result *r);
+
+/* The stable name of warning bit `bit` ("bad-date"), as records list it,
+ * or NULL past the last. */
+INGEST_API const char *ingest_warning_name(unsigned bit);
+
 /* Asks a running ingest_run() to stop reading, write what it has parsed
  * and return.  Async-signal-safe: call it from a SIGINT handler. */
 INGEST_API void ingest_interrupt(void);

@@ -121,6 +121,8 @@ static int run_start(struct run *run)
 	ps->parse = o->parse;
 	ps->mail = &o->mail;
 	ps->emit = &o->emit;
+	ps->visit = o->visit;
+	ps->visit_ctx = o->visit_ctx;
 	ps->full = &run->full_batches;
 	ps->done = &run->done_batches;
 	int r = parse_stage_init(ps, threads);

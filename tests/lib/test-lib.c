@@ -13,6 +13,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 static const char *sample;   /* the sample Maildir, argv[1] */
@@ -291,6 +295,188 @@ static void test_lib_runs_do_not_grow(void **state)
 	ingest_options_free(o);
 }
 
+/* ---- bytes in memory ---------------------------------------------------- */
+
+#define MSG_FIELDS "message_id,date,from,to,subject,content_type,text,warnings,parts,error"
+
+struct file_bytes {
+	char path[4400];
+	char *p;
+	size_t n;
+};
+
+/* The sample's message files, read whole, sorted by name. */
+static size_t read_sample(struct file_bytes *out, size_t max)
+{
+	size_t k = 0;
+	const char *subs[] = { "cur", "new" };
+	for (int s = 0; s < 2; s++) {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s/%s", sample, subs[s]);
+		DIR *d = opendir(dir);
+		assert_non_null(d);
+		struct dirent *e;
+		while ((e = readdir(d)) && k < max) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(out[k].path, sizeof(out[k].path), "%s/%s", dir, e->d_name);
+			int fd = open(out[k].path, O_RDONLY);
+			assert_true(fd >= 0);
+			struct stat st;
+			assert_int_equal(fstat(fd, &st), 0);
+			out[k].n = (size_t)st.st_size;
+			out[k].p = malloc(out[k].n + 1);
+			assert_int_equal(read(fd, out[k].p, out[k].n), (ssize_t)out[k].n);
+			close(fd);
+			k++;
+		}
+		closedir(d);
+	}
+	return k;
+}
+
+/* ingest_parse() of a file's bytes is the record a run makes of the file,
+ * for the fields that do not come from the file system. */
+static void test_lib_parse_is_the_runs_record(void **state)
+{
+	(void)state;
+	struct file_bytes f[64];
+	size_t n = read_sample(f, 64);
+	assert_true(n >= 3);
+	for (size_t i = 0; i < n; i++) {
+		struct ingest_options *o = ingest_options_new();
+		assert_int_equal(ingest_options_set(o, "fields", MSG_FIELDS), 0);
+		struct ingest_result res;
+		assert_int_equal(ingest_parse(f[i].p, f[i].n, o, &res), 0);
+		assert_int_equal(res.kind, INGEST_KIND_MESSAGE);
+		assert_non_null(res.record);
+
+		struct collect c = { 0 };
+		ingest_options_add_path(o, f[i].path);
+		ingest_options_set_sink(o, collect_sink, &c);
+		struct ingest_report *rep = NULL;
+		assert_int_equal(ingest_run(o, &rep), 0);
+		ingest_report_free(rep);
+		assert_int_equal(c.records, 1);
+		assert_int_equal(res.len, c.len);
+		assert_memory_equal(res.record, c.bytes, c.len);
+		free(c.bytes);
+		ingest_result_release(&res);
+		ingest_options_free(o);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(f[i].p);
+}
+
+static void test_lib_parse_not_mail_and_empty(void **state)
+{
+	(void)state;
+	struct ingest_result res;
+	static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+	assert_int_equal(ingest_parse(png, sizeof(png) - 1, NULL, &res), 0);
+	assert_int_equal(res.kind, INGEST_KIND_NOT_MAIL);
+	assert_non_null(strstr(res.record, "\"not-mail\""));
+	ingest_result_release(&res);
+	assert_int_equal(ingest_parse("", 0, NULL, &res), 0);
+	assert_true(res.kind != INGEST_KIND_MESSAGE);
+	assert_true(res.len > 0 && res.record[res.len - 1] == '\n');
+	ingest_result_release(&res);
+	ingest_result_release(&res);   /* twice is harmless */
+	assert_string_equal(ingest_warning_name(0) ? "named" : "", "named");
+	assert_null(ingest_warning_name(1000));
+}
+
+/* A batch: many small, a few large buffers (past the byte gate), junk. */
+#define MANY 48
+struct many {
+	const void *bufs[MANY];
+	size_t lens[MANY];
+	char *big;
+	struct file_bytes f[64];
+	size_t nf;
+};
+
+static void many_init(struct many *m)
+{
+	m->nf = read_sample(m->f, 64);
+	/* 300 KiB of text after a header: four of these put the batch past
+	 * the gate of one worker per 64 KiB */
+	size_t big_n = 300 * 1024;
+	m->big = malloc(big_n);
+	int h = snprintf(m->big, big_n, "From: a@example.org\nSubject: big\n\n");
+	for (size_t i = (size_t)h; i < big_n; i++)
+		m->big[i] = (i % 61 == 60) ? '\n' : (char)('a' + i % 26);
+	for (size_t i = 0; i < MANY; i++) {
+		if (i % 12 == 5) {
+			m->bufs[i] = m->big;
+			m->lens[i] = big_n;
+		} else if (i % 12 == 7) {
+			m->bufs[i] = "\x7f" "ELF\2\1\1";
+			m->lens[i] = 7;
+		} else {
+			m->bufs[i] = m->f[i % m->nf].p;
+			m->lens[i] = m->f[i % m->nf].n;
+		}
+	}
+}
+
+static void many_free(struct many *m)
+{
+	for (size_t i = 0; i < m->nf; i++)
+		free(m->f[i].p);
+	free(m->big);
+}
+
+static void many_check(const struct many *m, const char *threads)
+{
+	struct ingest_options *o = ingest_options_new();
+	assert_int_equal(ingest_options_set(o, "threads", threads), 0);
+	struct ingest_result many[MANY];
+	assert_int_equal(ingest_parse_many(m->bufs, m->lens, MANY, o, many), 0);
+	for (size_t i = 0; i < MANY; i++) {
+		struct ingest_result one;
+		assert_int_equal(ingest_parse(m->bufs[i], m->lens[i], o, &one), 0);
+		assert_int_equal(many[i].kind, one.kind);
+		assert_int_equal(many[i].len, one.len);
+		assert_memory_equal(many[i].record, one.record, one.len);
+		assert_int_equal(many[i].kind, i % 12 == 7 ? INGEST_KIND_NOT_MAIL : INGEST_KIND_MESSAGE);
+		ingest_result_release(&one);
+		ingest_result_release(&many[i]);
+	}
+	ingest_options_free(o);
+}
+
+static void test_lib_parse_many_in_order(void **state)
+{
+	(void)state;
+	struct many m;
+	many_init(&m);
+	many_check(&m, "1");
+	many_check(&m, "4");
+	many_free(&m);
+}
+
+static void *many_thread(void *arg)
+{
+	for (int k = 0; k < 3; k++)
+		many_check(arg, "4");
+	return NULL;
+}
+
+/* Several threads at once: the pool serves one, the others parse alone. */
+static void test_lib_parse_many_from_threads(void **state)
+{
+	(void)state;
+	struct many m;
+	many_init(&m);
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, many_thread, &m), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	many_free(&m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -308,6 +494,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_options_get),
 		cmocka_unit_test(test_lib_concurrent_run_is_ebusy),
 		cmocka_unit_test(test_lib_runs_do_not_grow),
+		cmocka_unit_test(test_lib_parse_is_the_runs_record),
+		cmocka_unit_test(test_lib_parse_not_mail_and_empty),
+		cmocka_unit_test(test_lib_parse_many_in_order),
+		cmocka_unit_test(test_lib_parse_many_from_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
