@@ -38,7 +38,8 @@ def check_library_example(a, readme):
         src, exe = os.path.join(d, "example.c"), os.path.join(d, "example")
         open(src, "w").write(code)
         subprocess.run([a.cc, src, "-o", exe, "-I", os.path.join(a.source, "include"),
-                        "-L", a.libdir, "-Wl,-rpath," + a.libdir, "-lingest"], check=True)
+                        "-L", a.libdir, "-Wl,-rpath," + a.libdir, "-lingest"] +
+                       (["-fsanitize=" + a.sanitize] if a.sanitize else []), check=True)
         got = subprocess.run([exe, sample], capture_output=True, check=True).stdout
     want = subprocess.run([a.ingest, "-q", "--fields=path,subject", sample], capture_output=True,
                           check=True).stdout
@@ -51,6 +52,8 @@ def check_library_example(a, readme):
 def check_python_example(a, readme):
     code = readme_block(readme, "Python", "python")
     env = dict(os.environ, PYTHONPATH=a.pythonpath)
+    if a.preload:
+        env["LD_PRELOAD"] = a.preload
     p = subprocess.run([a.python, "-c", code], cwd=a.source, env=env, capture_output=True,
                        text=True)
     n = len(subprocess.run([a.ingest, "-q", os.path.join(a.source, "tests", "sample", "Maildir")],
@@ -68,6 +71,8 @@ def main():
     ap.add_argument("--libdir", help="where the built libingest.so is")
     ap.add_argument("--python", help="run README's Python example with this interpreter")
     ap.add_argument("--pythonpath", help="where the built module is")
+    ap.add_argument("--sanitize", help="the build's -fsanitize= list, for the example's link")
+    ap.add_argument("--preload", help="LD_PRELOAD for the Python example (a sanitized module)")
     a = ap.parse_args()
     main_c = open(a.source + "/src/main.c", encoding="utf-8").read()
     table = main_c[main_c.index("longopts[] = {"):]
