@@ -221,6 +221,23 @@ void emit_record_error(const struct record *r, const char **reason, int *err,
 		*msg = emit_reason_text(why);
 }
 
+struct mail_str emit_message_str(const struct mail_message *m, enum emit_field f)
+{
+	return f == EMIT_F_MESSAGE_ID ? m->message_id
+	     : f == EMIT_F_IN_REPLY_TO ? m->in_reply_to
+	     : f == EMIT_F_SUBJECT ? m->subject
+	     : f == EMIT_F_LIST_ID ? m->list_id
+	     : f == EMIT_F_CONTENT_TYPE ? m->content_type
+	     : m->text;
+}
+
+const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, enum emit_field f)
+{
+	return f == EMIT_F_FROM ? &m->from : f == EMIT_F_SENDER ? &m->sender
+	     : f == EMIT_F_REPLY_TO ? &m->reply_to : f == EMIT_F_TO ? &m->to
+	     : f == EMIT_F_CC ? &m->cc : &m->bcc;
+}
+
 uint64_t emit_record_fields(const struct emit_options *o, const struct record *r)
 {
 	uint64_t act = emit_active(o);
@@ -476,12 +493,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_LIST_ID:
 	case EMIT_F_CONTENT_TYPE:
 	case EMIT_F_TEXT: {
-		struct mail_str s = f == EMIT_F_MESSAGE_ID ? m->message_id
-		                  : f == EMIT_F_IN_REPLY_TO ? m->in_reply_to
-		                  : f == EMIT_F_SUBJECT ? m->subject
-		                  : f == EMIT_F_LIST_ID ? m->list_id
-		                  : f == EMIT_F_CONTENT_TYPE ? m->content_type
-		                  : m->text;
+		struct mail_str s = emit_message_str(m, f);
 		if (!s.p)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
@@ -522,10 +534,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_TO:
 	case EMIT_F_CC:
 	case EMIT_F_BCC: {
-		const struct mail_addr_list *l =
-			f == EMIT_F_FROM ? &m->from : f == EMIT_F_SENDER ? &m->sender
-			: f == EMIT_F_REPLY_TO ? &m->reply_to : f == EMIT_F_TO ? &m->to
-			: f == EMIT_F_CC ? &m->cc : &m->bcc;
+		const struct mail_addr_list *l = emit_message_addrs(m, f);
 		if (!l->present)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)

@@ -120,6 +120,12 @@ int emit_record(const struct emit_options *o, const struct record *r,
  * the Python module's dicts walk the same set (python/). */
 uint64_t emit_record_fields(const struct emit_options *o, const struct record *r);
 
+/* The string of a string field of m (message_id, in_reply_to, subject,
+ * list_id, content_type, text), and the list of an address field (from,
+ * sender, reply_to, to, cc, bcc): one selection for every format. */
+struct mail_str emit_message_str(const struct mail_message *m, enum emit_field f);
+const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, enum emit_field f);
+
 /* r's message when it is mail, else NULL. */
 const struct mail_message *emit_record_message(const struct record *r);
 

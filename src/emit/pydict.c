@@ -251,31 +251,28 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 	case EMIT_F_MTIME:
 		return io->have_stat ? put(d, k, py_iso8601(io->mtime_sec)) : 0;
 	case EMIT_F_FOLDER:
-		return io->maildir ? put(d, k, py_str(io->folder)) : 0;
 	case EMIT_F_SUBDIR:
-		return io->maildir ? put(d, k, py_str(io->subdir)) : 0;
 	case EMIT_F_FLAGS:
-		return io->maildir ? put(d, k, py_str(io->flags)) : 0;
+		/* NULL is "" (INBOX, no flags) */
+		return io->maildir ? put(d, k, py_str(f == EMIT_F_FOLDER ? io->folder
+		                                      : f == EMIT_F_SUBDIR ? io->subdir : io->flags)) : 0;
 	case EMIT_F_OFFSET:
-		return io->in_mbox ? put(d, k, PyLong_FromUnsignedLongLong(io->offset)) : 0;
 	case EMIT_F_LENGTH:
-		return io->in_mbox ? put(d, k, PyLong_FromUnsignedLongLong(io->length)) : 0;
+		return io->in_mbox ? put(d, k, PyLong_FromUnsignedLongLong(f == EMIT_F_OFFSET ? io->offset
+		                                                                              : io->length)) : 0;
 	case EMIT_F_NOTES:
 		return io->notes & (RECORD_GREW | RECORD_SHRANK) ? put(d, k, py_notes(io->notes)) : 0;
 	case EMIT_F_ERROR:
 		return emit_record_reason(r) != RECORD_NONE ? put(d, k, py_error(r)) : 0;
 	case EMIT_F_MESSAGE_ID:
-		return m->message_id.p ? put(d, k, py_str(m->message_id)) : 0;
 	case EMIT_F_IN_REPLY_TO:
-		return m->in_reply_to.p ? put(d, k, py_str(m->in_reply_to)) : 0;
 	case EMIT_F_SUBJECT:
-		return m->subject.p ? put(d, k, py_str(m->subject)) : 0;
 	case EMIT_F_LIST_ID:
-		return m->list_id.p ? put(d, k, py_str(m->list_id)) : 0;
 	case EMIT_F_CONTENT_TYPE:
-		return m->content_type.p ? put(d, k, py_str(m->content_type)) : 0;
-	case EMIT_F_TEXT:
-		return m->text.p ? put(d, k, py_str(m->text)) : 0;
+	case EMIT_F_TEXT: {
+		struct mail_str s = emit_message_str(m, f);
+		return s.p ? put(d, k, py_str(s)) : 0;
+	}
 	case EMIT_F_REFERENCES:
 		return m->n_references ? put(d, k, py_strs(m->references, m->n_references)) : 0;
 	case EMIT_F_DATE:
@@ -288,17 +285,14 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 	case EMIT_F_DATE_RAW:
 		return !m->has_date && m->date_raw.p ? put(d, k, py_str(m->date_raw)) : 0;
 	case EMIT_F_FROM:
-		return m->from.present ? put(d, k, py_addrs(&m->from)) : 0;
 	case EMIT_F_SENDER:
-		return m->sender.present ? put(d, k, py_addrs(&m->sender)) : 0;
 	case EMIT_F_REPLY_TO:
-		return m->reply_to.present ? put(d, k, py_addrs(&m->reply_to)) : 0;
 	case EMIT_F_TO:
-		return m->to.present ? put(d, k, py_addrs(&m->to)) : 0;
 	case EMIT_F_CC:
-		return m->cc.present ? put(d, k, py_addrs(&m->cc)) : 0;
-	case EMIT_F_BCC:
-		return m->bcc.present ? put(d, k, py_addrs(&m->bcc)) : 0;
+	case EMIT_F_BCC: {
+		const struct mail_addr_list *l = emit_message_addrs(m, f);
+		return l->present ? put(d, k, py_addrs(l)) : 0;
+	}
 	case EMIT_F_TEXT_TRUNCATED:
 		return put(d, k, PyBool_FromLong(m->text_truncated));
 	case EMIT_F_ATTACHMENTS:
