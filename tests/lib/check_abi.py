@@ -5,7 +5,8 @@
   errors), and a C++ translation unit can call through it;
 - libingest exports exactly the functions the header declares, each in the
   version node INGEST_1.0 of src/libingest.map, and its soname is
-  libingest.so.1."""
+  libingest.so.1;
+- the man page libingest(3) names every one of them."""
 import argparse
 import os
 import re
@@ -18,6 +19,7 @@ ap.add_argument("--header", required=True)
 ap.add_argument("--lib", required=True)
 ap.add_argument("--cc", required=True)
 ap.add_argument("--cxx", default="")
+ap.add_argument("--man", help="libingest.3: must name every function of the header")
 args = ap.parse_args()
 
 failures = []
@@ -66,6 +68,12 @@ bad = sorted(n for n, v in exported.items() if v != "INGEST_1.0")
 if bad:
     failures.append(f"not in version node INGEST_1.0: {bad}")
 print(f"{len(exported)} symbols exported, {len(declared)} declared")
+
+if args.man:
+    man = open(args.man).read()
+    unnamed = sorted(n for n in declared if n not in man)
+    if unnamed:
+        failures.append(f"not in libingest(3): {unnamed}")
 
 dyn = subprocess.run(["objdump", "-p", args.lib], capture_output=True, text=True,
                      check=True).stdout
