@@ -234,6 +234,12 @@ row("large16: threads=2 vs threads=1 (speed-up)", "large16 threads=2", "large16 
 row("scan() vs command > /dev/null (time ratio, want <= 1.3)", "scan() 20k",
     "command > /dev/null 20k", 1.3, higher_is_better=False)
 
+try:
+    opts = json.loads(subprocess.run(["meson", "introspect", BUILD, "--buildoptions"],
+                                     capture_output=True, text=True, check=True).stdout)
+    buildtype = next(o["value"] for o in opts if o["name"] == "buildtype")
+except (OSError, subprocess.CalledProcessError, StopIteration, ValueError):
+    buildtype = "unknown"
 commit = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True,
                         text=True).stdout.strip()
 lines = [
@@ -242,7 +248,7 @@ lines = [
     f"Commit {commit}; {platform.machine()} {os.cpu_count()} CPUs "
     f"({open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}), "
     f"kernel {platform.release()}, Python {platform.python_version()}; build `{os.path.basename(BUILD)}` "
-    f"(meson buildtype of that directory). {args.rounds} interleaved rounds, each round's variants in a "
+    f"(buildtype {buildtype}). {args.rounds} interleaved rounds, each round's variants in a "
     "rotated order, warm page cache (every file read before each round); the median of the rounds "
     "and the spread (max-min)/median. Record counts checked in every run. "
     f"Load average at the rounds' starts: {', '.join(f'{x:.1f}' for x in load)} (the machine is "
