@@ -76,25 +76,27 @@ static int append(PyObject *l, PyObject *v)
 	return r;
 }
 
-/* What a json_put_* call wrote into a scratch buffer, quotes dropped. */
-static PyObject *py_from_json(int r, struct dynbuf *b, bool quoted)
+/* The scratch buffer of the json_put_* calls that format a value (dates,
+ * base64): one for the process, kept, as every call holds the GIL. */
+static struct dynbuf scratch;
+
+/* What a json_put_* call wrote into the scratch buffer, quotes dropped. */
+static PyObject *py_from_json(int r, bool quoted)
 {
 	PyObject *v = NULL;
 	if (r < 0)
 		PyErr_NoMemory();
 	else if (quoted)
-		v = PyUnicode_DecodeUTF8(b->p + 1, (Py_ssize_t)b->len - 2, "strict");
+		v = PyUnicode_DecodeUTF8(scratch.p + 1, (Py_ssize_t)scratch.len - 2, "strict");
 	else
-		v = PyUnicode_DecodeUTF8(b->p, (Py_ssize_t)b->len, "strict");
-	dynbuf_release(b);
+		v = PyUnicode_DecodeUTF8(scratch.p, (Py_ssize_t)scratch.len, "strict");
+	dynbuf_reset(&scratch);
 	return v;
 }
 
 static PyObject *py_iso8601(int64_t t)
 {
-	struct dynbuf b;
-	dynbuf_init(&b, 0);
-	return py_from_json(json_put_iso8601(&b, t), &b, false);
+	return py_from_json(json_put_iso8601(&scratch, t), false);
 }
 
 /* A path: its text, and key_b64 with the exact bytes when they are not
@@ -105,9 +107,7 @@ static int put_bytes(PyObject *d, PyObject *key, PyObject *key_b64, struct mail_
 		return -1;
 	if (json_utf8_valid(s.p ? s.p : "", s.p ? s.n : 0))
 		return 0;
-	struct dynbuf b;
-	dynbuf_init(&b, 0);
-	return put(d, key_b64, py_from_json(json_put_base64(&b, s.p, s.n), &b, true));
+	return put(d, key_b64, py_from_json(json_put_base64(&scratch, s.p, s.n), true));
 }
 
 static PyObject *py_mailbox(const struct mail_addr *a)
