@@ -135,11 +135,26 @@ struct many {
 	bool failed;
 };
 
+/* The GIL for a worker of the process's pool.  Those threads live as long
+ * as the process, so each keeps the thread state Python gives it on first
+ * use (taken once, released with the state kept): PyGILState_Ensure alone
+ * would make and free one per message. */
+static PyGILState_STATE pool_gil_take(void)
+{
+	static __thread bool kept;
+	if (!kept && !PyGILState_GetThisThreadState()) {
+		PyGILState_Ensure();
+		PyEval_SaveThread();
+	}
+	kept = true;
+	return PyGILState_Ensure();
+}
+
 /* On the worker that parsed message i: its dict, under the GIL. */
 static void many_item(void *ctx, size_t i, struct record *rec)
 {
 	struct many *m = ctx;
-	PyGILState_STATE g = PyGILState_Ensure();
+	PyGILState_STATE g = pool_gil_take();
 	m->dicts[i] = emit_pydict(&m->o->emit, rec);
 	if (!m->dicts[i]) {
 		m->failed = true;
