@@ -214,3 +214,24 @@ def test_keyboard_interrupt_stops_scan(generated):
         n, whole = lines["interrupted"].split()
         assert whole == "True" and int(n) < total
         assert int(lines["again"]) == total
+
+
+def test_one_scan_at_a_time(generated, tmp_path):
+    """A second scan while one runs is EBUSY, as ingest_run() is; the
+    first one goes on whole, and parse_many works beside it."""
+    import errno
+    d = generated["maildir"]
+    want = cli(d)[:20]
+    fifo = str(tmp_path / "list")
+    os.mkfifo(fifo)
+    first = ingest.scan(files_from=fifo)   # its run waits for the list
+    with open(fifo, "w") as w:
+        with pytest.raises(OSError) as e:
+            list(ingest.scan(d))
+        assert e.value.errno == errno.EBUSY
+        assert ingest.parse_many([b"From: a@example.org\n\nx\n"] * 2)[1]["from"][0]["address"] \
+            == "a@example.org"
+        w.write("".join(os.path.join(r["root"], r["path"]) + "\n" for r in want))
+    got = list(first)
+    assert [(g["path"], g["subject"]) for g in got] == \
+        [(os.path.join(r["root"], r["path"]), r["subject"]) for r in want]
