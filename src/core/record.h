@@ -82,4 +82,11 @@ struct record {
 	const struct mail_message *mail;   /* NULL when not parsed */
 };
 
+struct dynbuf;
+/* Formats a record in place of emit_record(), on the worker that parsed
+ * it: appends the record's form to out (the Python module appends a
+ * reference to the dict it built from rec).  0, or -errno with out as it
+ * was. */
+typedef int record_visit_fn(void *ctx, const struct record *rec, struct dynbuf *out);
+
 #endif
