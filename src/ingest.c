@@ -1,13 +1,15 @@
 /* ingest_run(): builds the stages in order, runs them, tears them down in
  * reverse.
  *
- *            (this thread)            ingest-parse + ingest-wN          ingest-out
- *   walk ─▶ reader ──[full]──▶ pipeline/parse_stage.c ──[done]──▶ pipeline/writer.c
- *              ▲                                                         │
- *              └──────────[free batches] + budget_release(bytes) ◀───────┘
+ *            (this thread)               ingest-parse (+ ingest-wN)
+ *   walk ─▶ reader ──[full]──▶ pipeline/parse_stage.c ─▶ pipeline/writer.c
+ *              ▲                                                 │
+ *              └──────[free batches] + budget_release(bytes) ◀───┘
  *
  * Only this thread touches the ring (it creates it).  Batches travel in
- * order through FIFO channels, so records leave in input order.
+ * order through FIFO channels, so records leave in input order.  The
+ * thread that parses a batch also writes it: one handoff per batch each
+ * way, not two.
  * LIMIT_PIPELINE_DEPTH batch structs circulate; the byte budget bounds
  * their bytes.  The file map of every stage is in docs/ARCHITECTURE.md.
  *
@@ -62,7 +64,7 @@ struct run {
 	struct parse_stage parse;
 	struct writer writer;
 	unsigned threads;             /* --threads, or the machine's parallelism */
-	struct chan free_batches, full_batches, done_batches;
+	struct chan free_batches, full_batches;
 	struct budget budget;
 	struct batch *batches[LIMIT_PIPELINE_DEPTH];
 	atomic_int failed;            /* -errno of the first fatal error */
@@ -120,7 +122,7 @@ static int run_start(struct run *run)
 	ps->mail = &o->mail;
 	ps->emit = &o->emit;
 	ps->full = &run->full_batches;
-	ps->done = &run->done_batches;
+	ps->writer = &run->writer;
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;
@@ -135,10 +137,10 @@ static int run_start(struct run *run)
 		if (r < 0 && r != -EPIPE)
 			return r;
 	}
-	r = writer_start(&run->writer);
-	if (r < 0)
-		return r;
-	return parse_stage_start(ps);
+	r = parse_stage_start(ps);
+	if (r == 0)
+		run->writer.threaded = true;
+	return r;
 }
 
 int ingest_run(const struct ingest_options *o, struct ingest_report **report)
@@ -147,7 +149,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	memset(run, 0, sizeof(*run));
 	run->o = o;
 	run->writer = (struct writer){
-		.path = o->output, .done = &run->done_batches, .free_batches = &run->free_batches,
+		.path = o->output, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
 		.progress = o->progress, .fd = -1,
 	};
@@ -157,7 +159,6 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	run->writer.rep = run->rep;
 	chan_init(&run->free_batches);
 	chan_init(&run->full_batches);
-	chan_init(&run->done_batches);
 	budget_init(&run->budget, o->max_inflight);
 	atomic_store(&ingest_stop, 0);
 
@@ -222,8 +223,6 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	} else {
 		chan_close(&run->full_batches);
 	}
-	if (!run->parse.started)
-		chan_close(&run->done_batches);
 	/* The writer is the last stage: when it has drained, the counted
 	 * window ends. */
 	writer_wait_drained(&run->writer);
@@ -233,7 +232,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	writer_finish(&run->writer);
 	bool output_closed = atomic_load(&run->writer.output_closed);
 	report_finish(run->rep, run->reader, run->walk, run->parse.pool, &run->budget,
-	              run->parse.wait_ns, run->writer.wait_ns,
+	              run->parse.wait_ns, 0,
 	              atomic_load(&run->full_batches.waited_ns));
 	report_set_flags(run->rep, output_closed, atomic_load(&ingest_stop));
 

@@ -7,8 +7,9 @@
  *                      ──[done]──▶ writer
  *
  * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses
- * batch k while the reader reads k+1 and the writer writes k-1.  Each worker
- * has its own parser context; options are shared and only read. */
+ * batch k while the reader reads k+1, then writes it (pipeline/writer.c)
+ * itself.  Each worker has its own parser context; options are shared and
+ * only read. */
 #ifndef INGEST_PIPELINE_PARSE_STAGE_H
 #define INGEST_PIPELINE_PARSE_STAGE_H
 
@@ -25,6 +26,7 @@ struct pool;
 struct mail_ctx;
 struct mail_options;
 struct emit_options;
+struct writer;
 
 struct parse_stage {
 	/* set before parse_stage_start() */
@@ -32,7 +34,7 @@ struct parse_stage {
 	const struct mail_options *mail;
 	const struct emit_options *emit;
 	struct chan *full;                 /* from the reader */
-	struct chan *done;                 /* to the writer; closed when `full` is */
+	struct writer *writer;             /* writes each batch once parsed */
 
 	/* the stage's own */
 	struct pool *pool;

@@ -50,13 +50,14 @@ CONTRACT_NAMES = ['openat', 'statx', 'newfstatat', 'fstat', 'read', 'pread64',
                   'lseek', 'ioctl', 'close']
 # Whole-process bound of the ring backend at N = 10,000 (issue 2).
 URING_TOTAL_PER_FILE = 0.05
-# futex per batch, at most (src/sched/budget.c, pool.c): each of the three
-# channels (reader -> parser -> writer -> free batches back to the reader)
-# and the byte budget costs at most one wait and one wake per batch: 8; the
-# pool, per batch, one post wake and one sleep per extra worker, one wait and
-# one wake for the caller: 2 x workers.  Per message it is nothing.
+# futex per batch, at most (src/sched/budget.c, chan.c, pool.c): the handoff
+# to the parse thread (full batches) and the one back (free batches and the
+# byte budget: the reader sleeps on one of them) cost at most one wait and
+# one wake each: 4; the pool, per batch, one post wake and one sleep per
+# extra worker, one wait and one wake for the caller: 2 x workers.  (The
+# writer is the parse thread: src/pipeline/writer.c.)  Per message nothing.
 def futex_per_batch_bound(max_workers):
-    return 8 + 2 * max_workers
+    return 4 + 2 * max_workers
 
 MARK_BEGIN = '/.ingest-stats-window-begin'
 MARK_END = '/.ingest-stats-window-end'
