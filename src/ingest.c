@@ -10,6 +10,15 @@
  * order through FIFO channels, so records leave in input order.  The
  * thread that parses a batch also writes it: one handoff per batch each
  * way, not two.
+ *
+ * The parse thread starts late: the first full batch is held back
+ * (run_on_full) until a second one comes or the reader is about to wait
+ * for budget that only the held batch could give back (run_on_wait).  A
+ * run whose input fits one batch therefore never starts a thread: when
+ * the reader is done, this thread parses and writes that batch itself, on
+ * one worker (README, "Decisions and known limits").  If the thread cannot
+ * be started, this thread parses and writes every batch as it is sent.
+ *
  * LIMIT_PIPELINE_DEPTH batch structs circulate; the byte budget bounds
  * their bytes.  The file map of every stage is in docs/ARCHITECTURE.md.
  *
@@ -65,6 +74,8 @@ struct run {
 	struct writer writer;
 	unsigned threads;             /* --threads, or the machine's parallelism */
 	struct chan free_batches, full_batches;
+	struct batch *held;           /* the first full batch, before the parse thread */
+	bool spawn_tried;             /* run_spawn() has run */
 	struct budget budget;
 	struct batch *batches[LIMIT_PIPELINE_DEPTH];
 	atomic_int failed;            /* -errno of the first fatal error */
@@ -113,6 +124,48 @@ static int run_setup_inputs(struct run *run)
 	return 0;
 }
 
+/* Starts the parse thread, once, and queues the held batch for it; if the
+ * thread cannot start, this thread parses the held batch now, and
+ * run_on_full every later one. */
+static void run_spawn(struct run *run)
+{
+	if (run->spawn_tried)
+		return;
+	run->spawn_tried = true;
+	struct batch *held = run->held;
+	run->held = NULL;
+	/* set before the thread exists, which reads it at its end */
+	run->writer.threaded = true;
+	if (parse_stage_start(&run->parse) == 0) {
+		run->full_batches.push_hook = NULL;
+		if (held)
+			chan_push(&run->full_batches, held);
+	} else {
+		run->writer.threaded = false;
+		if (held)
+			parse_stage_inline(&run->parse, held);
+	}
+}
+
+static bool run_on_full(void *ctx, struct batch *b)
+{
+	struct run *run = ctx;
+	if (!run->spawn_tried && !run->held) {
+		run->held = b;
+		return true;
+	}
+	run_spawn(run);
+	if (run->parse.started)
+		return false;   /* queued behind the held batch */
+	parse_stage_inline(&run->parse, b);
+	return true;
+}
+
+static void run_on_wait(void *ctx)
+{
+	run_spawn(ctx);
+}
+
 static int run_start(struct run *run)
 {
 	const struct ingest_options *o = run->o;
@@ -137,10 +190,11 @@ static int run_start(struct run *run)
 		if (r < 0 && r != -EPIPE)
 			return r;
 	}
-	r = parse_stage_start(ps);
-	if (r == 0)
-		run->writer.threaded = true;
-	return r;
+	run->full_batches.push_hook = run_on_full;
+	run->full_batches.hook_ctx = run;
+	run->budget.wait_hook = run_on_wait;
+	run->budget.wait_ctx = run;
+	return 0;
 }
 
 int ingest_run(const struct ingest_options *o, struct ingest_report **report)
@@ -222,6 +276,18 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 			run_fail(run, r, "reading stopped", NULL);
 	} else {
 		chan_close(&run->full_batches);
+	}
+	if (run->parse.pool && !run->spawn_tried) {
+		/* the whole input fitted one batch (or none): parsed and
+		 * written here, no thread started */
+		run->full_batches.push_hook = NULL;
+		run->budget.wait_hook = NULL;
+		if (run->held)
+			parse_stage_inline(&run->parse, run->held);
+		run->held = NULL;
+		writer_end(&run->writer);
+	} else if (run->parse.pool && !run->parse.started) {
+		writer_end(&run->writer);
 	}
 	/* The writer is the last stage: when it has drained, the counted
 	 * window ends. */

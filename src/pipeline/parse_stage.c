@@ -120,14 +120,23 @@ static uint64_t batch_bytes(const struct batch *b)
 	return bytes;
 }
 
-/* Parses the group, then writes its batches in order. */
-static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes)
+/* Parses the group on up to max_workers workers, then writes its batches
+ * in order. */
+static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, unsigned max_workers)
 {
-	unsigned used = pool_run(s->pool, items, bytes, parse_item, s);
+	unsigned used = pool_run_capped(s->pool, items, bytes, max_workers, parse_item, s);
 	for (unsigned g = 0; g < s->group_n; g++) {
 		s->group[g]->workers_used = used;
 		writer_put(s->writer, s->group[g]);
 	}
+}
+
+void parse_stage_inline(struct parse_stage *s, struct batch *b)
+{
+	s->group[0] = b;
+	s->group_first[0] = 0;
+	s->group_n = 1;
+	parse_group(s, b->n, batch_bytes(b), 1);
 }
 
 static void *parse_stage_main(void *arg)
@@ -153,7 +162,7 @@ static void *parse_stage_main(void *arg)
 			items += b->n;
 			bytes += batch_bytes(b);
 		}
-		parse_group(s, items, bytes);
+		parse_group(s, items, bytes, s->workers);
 	}
 	writer_end(s->writer);
 	return NULL;

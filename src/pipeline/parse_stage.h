@@ -8,8 +8,10 @@
  *
  * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses
  * batch k while the reader reads k+1, then writes it (pipeline/writer.c)
- * itself.  Each worker has its own parser context; options are shared and
- * only read. */
+ * itself.  A run that never needs the thread (its input fits one batch)
+ * parses and writes on the calling thread instead, with parse_stage_inline(),
+ * on one worker: no thread is started at all.  Each worker has its own
+ * parser context; options are shared and only read. */
 #ifndef INGEST_PIPELINE_PARSE_STAGE_H
 #define INGEST_PIPELINE_PARSE_STAGE_H
 
@@ -55,6 +57,10 @@ struct parse_stage {
 int parse_stage_init(struct parse_stage *s, unsigned workers);
 /* Starts the stage's thread.  0 or -errno. */
 int parse_stage_start(struct parse_stage *s);
+/* Parses batch b and writes it on the calling thread, with the calling
+ * thread as the only worker, before the thread is started or when it could
+ * not be.  Batches keep their order: never called once the thread runs. */
+void parse_stage_inline(struct parse_stage *s, struct batch *b);
 /* Waits for the thread to end (if started); the pool stays for its
  * statistics. */
 void parse_stage_join(struct parse_stage *s);

@@ -6,8 +6,9 @@
  *   parse stage: pool_run ──▶ writer_put: writev ──▶ [free] + budget_release ──▶ reader
  *
  * It has no thread of its own: the thread that finished parsing a batch
- * writes it (the parse stage's thread), which saves a handoff and its
- * futex pair per batch.  write_batch() is the one place
+ * writes it (the parse stage's thread, or the calling thread when the run
+ * never starts one: README, "Decisions and known limits"), which saves a
+ * handoff and its futex pair per batch.  write_batch() is the one place
  * output leaves.  With a parse thread, writer_wait_drained() waits on a
  * futex word of its own, so that the counted window (README, "Syscall
  * accounting") ends before glibc's join makes its uncounted

@@ -351,7 +351,15 @@ bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes)
 
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx)
 {
+	return pool_run_capped(p, items, bytes, p->threads, fn, ctx);
+}
+
+unsigned pool_run_capped(struct pool *p, size_t items, uint64_t bytes, unsigned max_workers,
+                         pool_fn fn, void *ctx)
+{
 	unsigned n = pool_workers_for(p, items, bytes);
+	if (max_workers && n > max_workers)
+		n = max_workers;
 	if (n > 1 && !p->launched)
 		pool_launch(p);
 	if (n > p->usable)

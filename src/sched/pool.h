@@ -65,6 +65,11 @@ bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes);
  * number of workers used (0 for 0 items). */
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx);
 
+/* pool_run with at most max_workers workers (1: the caller alone, and no
+ * thread is started).  The parse stage's inline runs use it. */
+unsigned pool_run_capped(struct pool *p, size_t items, uint64_t bytes, unsigned max_workers,
+                         pool_fn fn, void *ctx);
+
 /* Copies the counters.  Same thread rules as pool_run(). */
 void pool_stats_get(const struct pool *p, struct pool_stats *out);
 
