@@ -397,6 +397,53 @@ def case_uring_realistic(ctx):
          f'futex {futex}, io_uring_enter {s["io_uring_enter"]}, writev {calls_in(r.counts, "writev")}')
 
 
+# Fresh pages a batch may cost once the pipeline is warm: batches are
+# recycled with their arenas and output buffers (src/sched/batch.c), so
+# after the first few a batch's reads and records land in pages touched
+# before.  Measured 50-105 a batch between 2,000 and 10,000 messages (the
+# parser's scratch for the corpus' few large messages, which run to MiBs,
+# and run-to-run noise of a few hundred faults), ~23 between 20,000 and
+# 100,000; 128 pages (512 KiB) is a quarter of a default 2 MiB batch, and a
+# batch that mapped its memory afresh would cost 512 for its data alone.
+FAULTS_PER_BATCH = 128
+
+
+def rusage_run(cmd, cwd):
+    """Runs cmd; returns (exit code, stderr text, rusage)."""
+    with open(os.devnull, 'wb') as null:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=null, stderr=subprocess.PIPE)
+        err = p.stderr.read().decode(errors='replace')
+        _, status, ru = os.wait4(p.pid, 0)
+    return os.waitstatus_to_exitcode(status), err, ru
+
+
+def case_faults_per_batch(ctx):
+    """Minor page faults (getrusage of the process) at 2,000 and 10,000
+    realistic messages: their difference per added batch is what one
+    steady-state batch costs in fresh pages; start-up (the loader, libmagic's
+    database, thread stacks, the first batches' arenas) cancels out."""
+    fail = ctx.fail
+    runs = {}
+    for n in (2000, 10000):
+        d = os.path.join(ctx.tmp, f'realistic-{n}')
+        p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout',
+                            'maildir', '--count', str(n)], capture_output=True, text=True)
+        if p.returncode:
+            raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+        code, err, ru = rusage_run([ctx.ingest, '--stats=json', '-o', '/dev/null', d], ctx.tmp)
+        if not fail.check(code == 0, f'N={n}: exit {code}: {err[-500:]}'):
+            return
+        runs[n] = (read_stats(err), ru.ru_minflt)
+    (s2, f2), (s10, f10) = runs[2000], runs[10000]
+    added = s10['batches'] - s2['batches']
+    per = (f10 - f2) / added if added > 0 else float('inf')
+    note(f'minor faults: {f2} at 2,000 messages ({s2["batches"]} batches), {f10} at 10,000 '
+         f'({s10["batches"]}): {per:.1f} per added batch, bound {FAULTS_PER_BATCH}')
+    fail.check(added > 0 and per <= FAULTS_PER_BATCH,
+               f'{f10 - f2} more page faults for {added} more batches: {per:.1f} a batch, over '
+               f'{FAULTS_PER_BATCH}: batch memory is no longer reused')
+
+
 def top_names(counts, k=6):
     items = sorted(((v, n) for n, v in counts.items() if n != 'total'), reverse=True)[:k]
     return ', '.join(f'{n}={v}' for v, n in items)
@@ -990,6 +1037,7 @@ CASES = {
     'uring-flat-N10000': lambda c: case_uring_flat(c, 10000),
     'uring-flat-compare': case_uring_flat_compare,
     'uring-realistic': case_uring_realistic,
+    'faults-per-batch': case_faults_per_batch,
     'sync-flat': case_sync_flat,
     'stats-agree-uring': lambda c: case_stats_agree(c, 'uring'),
     'stats-agree-sync': lambda c: case_stats_agree(c, 'sync'),
