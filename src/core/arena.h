@@ -17,7 +17,6 @@ struct arena {
 	char *cur, *end;            /* free space of the newest chunk */
 	size_t used;                /* bytes handed out since the last reset */
 	size_t limit;               /* cap on used; 0 means no cap */
-	struct arena_chunk *spare;  /* emptied chunks kept by arena_recycle() */
 };
 
 void arena_init(struct arena *a, size_t limit);
@@ -25,12 +24,6 @@ void arena_init(struct arena *a, size_t limit);
 void arena_release(struct arena *a);
 /* Forgets every allocation; keeps the largest chunk for reuse. */
 void arena_reset(struct arena *a);
-/* Forgets every allocation and keeps chunks, largest first, up to
- * keep_bytes in all (at least the largest one if it alone fits), for the
- * allocations that follow: memory that is used batch after batch stays
- * mapped and touched instead of going back to malloc (and the kernel) and
- * faulting in again.  Chunks that do not fit are freed. */
-void arena_recycle(struct arena *a, size_t keep_bytes);
 /* Bytes the newest chunk can hold (what a reset would keep at most). */
 size_t arena_capacity(const struct arena *a);
 /* Returns n bytes aligned to 16, or NULL when the cap or memory runs out. */

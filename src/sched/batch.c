@@ -1,6 +1,6 @@
 /* Batch storage: see batch.h.  Each file gets a buffer of exactly its stat
  * size + 1 from the batch's data arena; after the first few batches the
- * arena's kept chunks hold a whole batch, so reads land in reused memory. */
+ * arena's kept chunk holds a whole batch, so reads land in reused memory. */
 #include "sched/batch.h"
 #include "core/xalloc.h"
 
@@ -51,9 +51,10 @@ void batch_reset(struct batch *b, uint64_t keep_bytes)
 		if (b->out[i].cap > 4 * keep_bytes + (1 << 20))
 			dynbuf_release(&b->out[i]);
 	}
-	/* every chunk is kept, up to keep_bytes: the next batch's reads land
-	 * in pages already touched; a chunk grown for one huge file is given
-	 * back, not kept */
-	arena_recycle(&b->data, keep_bytes);
+	/* a chunk grown for one huge file is given back, not kept */
+	if (arena_capacity(&b->data) > keep_bytes)
+		arena_release(&b->data);
+	else
+		arena_reset(&b->data);
 }
 

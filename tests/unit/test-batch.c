@@ -128,31 +128,6 @@ static void test_batch_reset_frees_grown_data(void **state)
 	batch_free(b);
 }
 
-/* A batch whose files took two chunks keeps both (they fit keep_bytes):
- * the next batch's reads land in the same memory, none of it fresh. */
-static void test_batch_reset_keeps_every_chunk(void **state)
-{
-	(void)state;
-	struct batch *b = batch_new(1);
-	assert_non_null(b);
-	const uint64_t keep = 1 * MiB;
-	char *p1 = arena_alloc(&b->data, 60 * KiB);   /* the first 64 KiB chunk */
-	char *p2 = arena_alloc(&b->data, 100 * KiB);  /* a second, larger one */
-	assert_non_null(p1);
-	assert_non_null(p2);
-	for (int round = 0; round < 3; round++) {
-		batch_reset(b, keep);
-		char *q[2] = { arena_alloc(&b->data, 60 * KiB), arena_alloc(&b->data, 100 * KiB) };
-		for (int i = 0; i < 2; i++) {
-			assert_non_null(q[i]);
-			bool in_first = q[i] >= p1 && q[i] < p1 + 64 * KiB;
-			bool in_second = q[i] >= p2 && q[i] < p2 + 128 * KiB;
-			assert_true(in_first || in_second);
-		}
-	}
-	batch_free(b);
-}
-
 static void test_batch_reset_frees_huge_out(void **state)
 {
 	(void)state;
@@ -181,7 +156,6 @@ int main(void)
 		cmocka_unit_test(test_batch_out_per_worker),
 		cmocka_unit_test(test_batch_reset_keeps_capacity),
 		cmocka_unit_test(test_batch_reset_frees_grown_data),
-		cmocka_unit_test(test_batch_reset_keeps_every_chunk),
 		cmocka_unit_test(test_batch_reset_frees_huge_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
