@@ -236,6 +236,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	              run->parse.wait_ns, run->writer.wait_ns,
 	              atomic_load(&run->full_batches.waited_ns));
 	report_set_flags(run->rep, output_closed, atomic_load(&ingest_stop));
+	report_set_written(run->rep, run->writer.records);
 
 	/* The new state replaces the old only after a complete run: an
 	 * interrupted or failed one leaves the next run the whole job. */

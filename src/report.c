@@ -33,6 +33,7 @@ struct ingest_report {
 	bool output_closed, interrupted;
 	uint64_t t0, t1;                     /* monotonic ns */
 	uint64_t records, kinds[REPORT_KINDS];
+	uint64_t written;                    /* records whose bytes all went out */
 	uint64_t bytes_in;
 	struct reader_stats rs;
 	struct walk_stats ws;
@@ -140,6 +141,11 @@ void report_set_flags(struct ingest_report *r, bool output_closed, bool interrup
 	r->interrupted = interrupted;
 }
 
+void report_set_written(struct ingest_report *r, uint64_t records)
+{
+	r->written = records;
+}
+
 const char *ingest_report_error(const struct ingest_report *r)
 {
 	return r && r->error[0] ? r->error : NULL;
@@ -211,6 +217,9 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 		dynbuf_printf(b, "  backend      %s (fallback: %s)\n", report_backend(r), r->rs.fallback);
 	else
 		dynbuf_printf(b, "  backend      %s\n", report_backend(r));
+	/* parsed and written differ when the output's reader went away */
+	dynbuf_printf(b, "  written      %llu records%s\n", (unsigned long long)r->written,
+	              r->output_closed ? " (the output was closed by its reader)" : "");
 	dynbuf_puts(b, "  records     ");
 	for (unsigned k = 0; k < REPORT_KINDS - 1; k++)
 		if (r->kinds[k])
@@ -261,9 +270,11 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	double secs = (double)(r->t1 - r->t0) / 1e9;
 	if (secs <= 0)
 		secs = 1e-9;
-	dynbuf_printf(b, "{\"files\":%llu,\"bytes\":%llu,\"elapsed_s\":%.6f,\"files_per_s\":%.1f,"
+	dynbuf_printf(b, "{\"files\":%llu,\"written\":%llu,\"output_closed\":%s,\"bytes\":%llu,"
+	              "\"elapsed_s\":%.6f,\"files_per_s\":%.1f,"
 	              "\"mb_per_s\":%.3f,\"backend\":\"%s\",\"fallback\":",
-	              (unsigned long long)r->records, (unsigned long long)r->bytes_in, secs,
+	              (unsigned long long)r->records, (unsigned long long)r->written,
+	              r->output_closed ? "true" : "false", (unsigned long long)r->bytes_in, secs,
 	              (double)r->records / secs, (double)r->bytes_in / 1e6 / secs, report_backend(r));
 	if (r->rs.fallback[0]) {
 		dynbuf_putc(b, '"');

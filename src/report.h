@@ -27,6 +27,8 @@ void report_finish(struct ingest_report *r, const struct reader *rd, const struc
 /* Records written so far and their bytes and errors (the writer's view). */
 uint64_t report_records(const struct ingest_report *r, uint64_t *bytes, uint64_t *errors);
 uint64_t report_started_ns(const struct ingest_report *r);
+/* Records whose bytes all reached the output (the writer's count). */
+void report_set_written(struct ingest_report *r, uint64_t records);
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted);
 
 #endif

@@ -45,6 +45,7 @@ struct writer {
 	int fd;
 	bool regular;                /* a file we opened and may truncate */
 	uint64_t bytes;              /* bytes of whole records written */
+	uint64_t records;            /* records whose bytes all went out */
 	atomic_bool output_closed;   /* the reader of the pipe went away */
 	uint64_t wait_ns;            /* time blocked on `done` */
 	uint64_t progress_last;      /* ns of the last progress line */
