@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -111,6 +112,73 @@ def case_closed_output(tmp):
     if full["written"] != full["files"] or full["output_closed"]:
         fail(f"complete run: written {full['written']} of {full['files']}")
     print(f"closed output: {st['written']} of {st['files']} records written, exit 141")
+
+
+def small_mbox(path, n):
+    """n short messages: a 2 MiB chunk holds tens of thousands of them,
+    far more than the 1,024 a batch takes."""
+    with open(path, "wb") as f:
+        f.write(b"".join(b"From a@b.example Thu Jan  1 00:00:00 2024\nMessage-ID: <%d@x>\n"
+                         b"Subject: m\n\nhi\n\n" % i for i in range(n)))
+
+
+def cpu_of(args):
+    """The CPU time (user + system) of one ingest run, and its --stats."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = run(args + ["--stats=json", "-o", os.devnull], check_rc=0)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    st = json.loads(p.stderr.splitlines()[-1])
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime), st
+
+
+def case_mbox_linear(tmp):
+    """A streamed mbox costs time linear in its message count: twice the
+    messages, about twice the CPU time (test-linear's rule: the minimum of
+    interleaved runs, ratio below 3, never a wall-clock limit)."""
+    n = 150000
+    small, large = os.path.join(tmp, "a.mbox"), os.path.join(tmp, "b.mbox")
+    small_mbox(small, n)
+    small_mbox(large, 2 * n)
+    best = {small: float("inf"), large: float("inf")}
+    for _ in range(3):
+        for path, count in ((small, n), (large, 2 * n)):
+            t, st = cpu_of(["--io-only", path])
+            if st["files"] != count:
+                fail(f"{path}: {st['files']} records for {count} messages")
+            best[path] = min(best[path], t)
+    ratio = best[large] / max(best[small], 1e-3)
+    print(f"streamed mbox: {n} messages {best[small]:.3f} s CPU, {2 * n} {best[large]:.3f} s: "
+          f"ratio {ratio:.2f}")
+    if ratio >= 3:
+        fail(f"doubling the messages multiplied the CPU time by {ratio:.2f}")
+
+
+def inflight_check(path, count, limit):
+    _, st = cpu_of(["--io-only", f"--max-inflight={limit >> 10}K", path])
+    if st["files"] != count:
+        fail(f"{st['files']} records for {count} messages")
+    if st["peak_inflight_bytes"] > limit:
+        fail(f"peak_inflight_bytes {st['peak_inflight_bytes']} over --max-inflight={limit}")
+    print(f"{count} messages under --max-inflight={limit}: peak {st['peak_inflight_bytes']} bytes, "
+          f"peak RSS {st['peak_rss_kib']} KiB")
+    return st
+
+
+def case_mbox_inflight(tmp):
+    """A streamed mbox of many small messages stays within --max-inflight."""
+    path = os.path.join(tmp, "a.mbox")
+    small_mbox(path, 300000)
+    inflight_check(path, 300000, 4 << 20)
+
+
+def case_mbox_million(tmp):
+    """1,000,000 messages streamed under --max-inflight=16M: the bound holds
+    for peak_inflight_bytes and for the peak RSS (not under a sanitizer)."""
+    path = os.path.join(tmp, "a.mbox")
+    small_mbox(path, 1000000)
+    st = inflight_check(path, 1000000, 16 << 20)
+    if not os.environ.get("INGEST_SANITIZED") and st["peak_rss_kib"] > 64 * 1024:
+        fail(f"peak RSS {st['peak_rss_kib']} KiB for 1,000,000 messages at --max-inflight=16M")
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
