@@ -44,7 +44,8 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
 /* Sets an option by its command-line long name without the dashes
  * ("backend", "batch-bytes", "max-inflight", "max-size", "threads", "output",
  * "format", "fields", "max-text", "no-text", "headers", "files-from",
- * "null", "stats", "shard" (K/N), "progress"...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
+ * "null", "stats", "shard" (K/N), "progress", "state", "wait-state",
+ * "state-reset"...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
  * Returns 0, -ENOENT for an unknown name, -EINVAL for a bad value.  The
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
@@ -65,6 +66,11 @@ INGEST_API int ingest_run(const struct ingest_options *o, struct ingest_report *
 INGEST_API const char *ingest_report_error(const struct ingest_report *r);
 /* 1 when the output's reader went away (EPIPE) and the run stopped early. */
 INGEST_API int ingest_report_output_closed(const struct ingest_report *r);
+/* 1 when the run failed before reading any input because of what it was
+ * asked to do, which the caller must change: a --state FILE in use by
+ * another run, corrupt, a symlink, or in a directory that cannot be
+ * written (the command exits 2 then, as for bad usage). */
+INGEST_API int ingest_report_usage_error(const struct ingest_report *r);
 /* 1 when the run was interrupted by ingest_interrupt(). */
 INGEST_API int ingest_report_interrupted(const struct ingest_report *r);
 /* The run's statistics, human-readable (json 0) or as one JSON object

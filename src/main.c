@@ -21,8 +21,8 @@ static const char usage_text[] =
 "  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
 "  -0, --null             paths in --files-from are NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
-"  --state=FILE           incremental: only new and changed messages, plus\n"
-"                         deleted/renamed records; FILE is updated atomically\n"
+"  --state=FILE           incremental: new, changed, deleted, renamed messages\n"
+"  --wait-state, --state-reset  wait for another run's FILE; start FILE afresh\n"
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout)\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
@@ -98,6 +98,8 @@ int main(int argc, char **argv)
 		{ "es-index", required_argument, NULL, OPT_SET },
 		{ "shard", required_argument, NULL, OPT_SET },
 		{ "state", required_argument, NULL, OPT_SET },
+		{ "wait-state", no_argument, NULL, OPT_SET },
+		{ "state-reset", no_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -217,7 +219,7 @@ int main(int argc, char **argv)
 			fputs("ingest: out of memory\n", stderr);
 		else
 			fprintf(stderr, "ingest: %s\n", strerror(-r));
-		status = 1;
+		status = ingest_report_usage_error(rep) ? 2 : 1;
 	} else if (ingest_report_interrupted(rep)) {
 		status = 128 + (stop_signal ? stop_signal : SIGINT);
 	} else if (ingest_report_output_closed(rep)) {

@@ -159,6 +159,12 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		return options_string(v, &o->output);
 	if (!strcmp(name, "state"))
 		return v && *v ? options_string(v, &o->state) : -EINVAL;
+	if (!strcmp(name, "wait-state") || !strcmp(name, "state-reset")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		*(name[0] == 'w' ? &o->state_wait : &o->state_reset) = b;
+		return 0;
+	}
 	if (!strcmp(name, "files-from"))
 		return options_string(v, &o->files_from);
 	if (!strcmp(name, "null")) {

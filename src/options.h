@@ -31,6 +31,8 @@ struct ingest_options {
 	unsigned shard_k, shard_n;  /* --shard=K/N; 0/0 none */
 	bool progress;              /* draw a progress line on stderr */
 	char *state;                /* --state=FILE */
+	bool state_wait;            /* --wait-state: wait for another run's lock */
+	bool state_reset;           /* --state-reset: ignore what FILE holds */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

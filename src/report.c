@@ -31,6 +31,7 @@ struct ingest_report {
 	 * allocation, so that running out of memory can still be told. */
 	char error[640];
 	bool output_closed, interrupted;
+	bool refused;                        /* a usage error found by the run */
 	uint64_t t0, t1;                     /* monotonic ns */
 	uint64_t records, kinds[REPORT_KINDS];
 	uint64_t written;                    /* records whose bytes all went out */
@@ -61,6 +62,24 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
 	snprintf(r->error, sizeof(r->error), "%s: %s", head, strerror(-err));
+}
+
+void report_set_message(struct ingest_report *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+}
+
+void report_set_refused(struct ingest_report *r)
+{
+	r->refused = true;
+}
+
+int ingest_report_usage_error(const struct ingest_report *r)
+{
+	return r && r->refused;
 }
 
 void report_start(struct ingest_report *r)

@@ -18,6 +18,11 @@ struct ingest_report *report_new(void);
 /* Records why the run failed: the formatted text, then strerror(-err). */
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Records why the run failed, the text alone (no strerror). */
+void report_set_message(struct ingest_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The failure is the caller's to mend (ingest_report_usage_error). */
+void report_set_refused(struct ingest_report *r);
 void report_start(struct ingest_report *r);
 /* Counts a batch's records by kind (called by the writer, in order). */
 void report_count_batch(struct ingest_report *r, const struct batch *b);

@@ -114,6 +114,204 @@ def case_closed_output(tmp):
     print(f"closed output: {st['written']} of {st['files']} records written, exit 141")
 
 
+def state_corpus(tmp, count=200):
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "22", "--layout", "maildir", "--count", str(count))
+    return d
+
+
+def leftovers(st):
+    """Temporary files of the state left in its directory."""
+    base = os.path.basename(st)
+    return [n for n in os.listdir(os.path.dirname(st)) if n.startswith(base + ".tmp")]
+
+
+def case_state_tmp_symlink(tmp):
+    """The new state goes through a fresh temporary file: a symlink planted
+    at the old fixed name FILE.tmp is never followed, and the state is
+    written 0600 (or with the existing file's mode)."""
+    d = state_corpus(tmp)
+    st = os.path.join(tmp, "state")
+    victim = os.path.join(tmp, "victim")
+    with open(victim, "wb") as f:
+        f.write(b"precious\n")
+    os.symlink(victim, st + ".tmp")
+    old = os.umask(0o022)
+    try:
+        run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
+    finally:
+        os.umask(old)
+    if open(victim, "rb").read() != b"precious\n":
+        fail("the symlink at FILE.tmp was followed: its target was overwritten")
+    if not os.path.islink(st + ".tmp"):
+        fail("the symlink at FILE.tmp was replaced")
+    mode = os.stat(st).st_mode & 0o777
+    if mode != 0o600:
+        fail(f"a new state file is mode {mode:o}, not 600")
+    os.chmod(st, 0o640)
+    run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
+    mode = os.stat(st).st_mode & 0o777
+    if mode != 0o640:
+        fail(f"the state file's mode 640 became {mode:o}")
+    if [n for n in leftovers(st) if n != "state.tmp"]:
+        fail(f"temporary files left behind: {leftovers(st)}")
+    print("FILE.tmp symlink not followed; mode 600, an existing 640 kept")
+
+
+def case_state_symlink(tmp):
+    """A symlink at FILE is refused (exit 2), never replaced by a regular
+    file behind the user's back, and its target is left alone."""
+    d = state_corpus(tmp)
+    real = os.path.join(tmp, "real.state")
+    run(["--state=" + real, "-o", os.devnull, d], check_rc=0)
+    before = open(real, "rb").read()
+    link = os.path.join(tmp, "link.state")
+    os.symlink(real, link)
+    p = run(["--state=" + link, "-o", os.devnull, d], check_rc=2)
+    if b"symbolic link" not in p.stderr or link.encode() not in p.stderr:
+        fail(f"symlinked state: {p.stderr!r}")
+    if not os.path.islink(link) or open(real, "rb").read() != before:
+        fail("the symlinked state or its target was changed")
+    print(p.stderr.decode().strip())
+
+
+def case_state_lock(tmp):
+    """One run at a time per state file: a second run fails at once (exit 2,
+    the holder's pid in the message) before reading any input, or waits
+    with --wait-state; a signal ends the wait; the lock dies with its
+    process.  Then eight rounds of two concurrent runs leave a state that
+    loads."""
+    import fcntl
+    d = state_corpus(tmp)
+    st = os.path.join(tmp, "state")
+    run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import fcntl, os, sys, time
+fd = os.open({st + '.lock'!r}, os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print('locked', flush=True)
+sys.stdin.read()
+"""], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        if holder.stdout.readline().strip() != b"locked":
+            fail("the helper process could not take the lock")
+        rfd, wfd = os.pipe()
+        os.write(wfd, d.encode() + b"\n")
+        os.close(wfd)
+        p = subprocess.run([ARGS.ingest, "--state=" + st, "--files-from=-", "-o", os.devnull],
+                           stdin=rfd, capture_output=True, timeout=60)
+        left = os.read(rfd, 4096)
+        os.close(rfd)
+        want = f"state '{st}' is in use by another ingest (pid {holder.pid})"
+        if p.returncode != 2 or want not in p.stderr.decode():
+            fail(f"second run: exit {p.returncode}, {p.stderr!r}; wanted exit 2 and {want!r}")
+        if left != d.encode() + b"\n":
+            fail("the second run read its input list before refusing the state")
+        # --wait-state waits, and SIGTERM ends the wait at once
+        w = subprocess.Popen([ARGS.ingest, "--wait-state", "--state=" + st, "-o", os.devnull, d],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        if w.poll() is not None:
+            fail(f"--wait-state did not wait: exit {w.returncode}")
+        w.send_signal(signal.SIGTERM)
+        _, err = w.communicate(timeout=10)
+        if w.returncode != 143:
+            fail(f"SIGTERM while waiting for the state: exit {w.returncode}, {err!r}")
+        w = subprocess.Popen([ARGS.ingest, "--wait-state", "--state=" + st, "-o", os.devnull, d],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        if w.poll() is not None:
+            fail(f"--wait-state did not wait: exit {w.returncode}")
+    finally:
+        holder.kill()   # a crashed holder: its lock goes with it
+        holder.wait()
+    _, err = w.communicate(timeout=60)
+    if w.returncode != 0:
+        fail(f"--wait-state after the holder died: exit {w.returncode}, {err!r}")
+    for rnd in range(8):
+        procs = [subprocess.Popen([ARGS.ingest, "--state=" + st, "-o", os.devnull, d],
+                                  stderr=subprocess.PIPE) for _ in range(2)]
+        for q in procs:
+            _, err = q.communicate(timeout=60)
+            if q.returncode not in (0, 2) or (q.returncode == 2 and b"in use" not in err):
+                fail(f"round {rnd}: exit {q.returncode}, {err!r}")
+        run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
+    print("second run refused with the holder's pid; --wait-state waited; 8 rounds of two runs")
+
+
+def state_bytes(entries):
+    out = [b"ingest-state 1\n"]
+    for nums, root, path in entries:
+        out.append(b"%s %d %d 0\n%s%s\n" % (nums.encode(), len(root), len(path), root, path))
+    return b"".join(out)
+
+
+def case_state_corrupt(tmp):
+    """A corrupt state names the line and what is wrong (exit 2) and
+    --state-reset starts afresh; mtimes fit int64_t, INT64_MIN included;
+    n copies of one entry are refused at once instead of loading in O(n^2)
+    and emitting n deletions."""
+    d = state_corpus(tmp, 20)
+    st = os.path.join(tmp, "state")
+    cases = [
+        (b"not a state\n", "line 1: not an ingest state file"),
+        (state_bytes([("1 2 3 4 5", b"r", b"a"), ("1 2 x 4 5", b"r", b"b")]),
+         "line 4: expected 8 numbers"),
+        (state_bytes([("1 2 3 -9223372036854775809 0", b"r", b"a")]), "line 2: a number out of range"),
+        (state_bytes([("1 2 3 4 1000000000", b"r", b"a")]), "line 2: nanoseconds"),
+        (state_bytes([("1 2 3 4 5", b"r", b"a")])[:-3], "line 2: lengths"),
+        (state_bytes([("1 2 3 4 5", b"r", b"a\nb"), ("1 2 3 4 5", b"r", b"a\nb")]),
+         "line 5: a second entry for the same file"),
+    ]
+    for data, want in cases:
+        with open(st, "wb") as f:
+            f.write(data)
+        p = run(["--state=" + st, "-o", os.devnull, d])
+        msg = p.stderr.decode(errors="replace")
+        if p.returncode != 2 or want not in msg or st not in msg:
+            fail(f"corrupt state {data[:60]!r}: exit {p.returncode}, {msg!r}; wanted {want!r}")
+        if open(st, "rb").read() != data:
+            fail("a corrupt state was overwritten without --state-reset")
+    p = run(["--state=" + st, "--state-reset", d], check_rc=0)
+    if p.stdout.count(b"\n") != 20 or b'"deleted"' in p.stdout:
+        fail("--state-reset did not start afresh")
+    run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
+    # INT64_MIN is a valid mtime: loads, and its entry is reported deleted
+    with open(st, "wb") as f:
+        f.write(state_bytes([("1 2 3 -9223372036854775808 0", b"r", b"a")]))
+    p = run(["--state=" + st, d], check_rc=0)
+    if p.stdout.count(b'"deleted"') != 1:
+        fail(f"INT64_MIN mtime: {p.stdout[:200]!r}")
+    n = 100000
+    with open(st, "wb") as f:
+        f.write(state_bytes([("1 2 3 4 5", b"r", b"cur/1.x:2,S")] * n))
+    t0 = time.monotonic()
+    p = run(["--state=" + st, "-o", os.devnull, d])
+    took = time.monotonic() - t0
+    if p.returncode != 2 or b"line 4: a second entry" not in p.stderr:
+        fail(f"{n} copies of one entry: exit {p.returncode}, {p.stderr[:300]!r}")
+    print(f"corrupt states named by line; {n} copies refused in {took:.2f} s")
+
+
+def case_state_unwritable(tmp):
+    """A state path that cannot be written is exit 2 with the path in the
+    message, before any input is read."""
+    d = state_corpus(tmp, 20)
+    st = os.path.join(tmp, "no-such-dir", "state")
+    rfd, wfd = os.pipe()
+    os.write(wfd, d.encode() + b"\n")
+    os.close(wfd)
+    p = subprocess.run([ARGS.ingest, "--state=" + st, "--files-from=-"], stdin=rfd,
+                       capture_output=True, timeout=60)
+    left = os.read(rfd, 4096)
+    os.close(rfd)
+    if p.returncode != 2 or st.encode() not in p.stderr or p.stdout:
+        fail(f"unwritable state: exit {p.returncode}, {len(p.stdout)} bytes out, {p.stderr!r}")
+    if left != d.encode() + b"\n":
+        fail("the input list was read before the state path was checked")
+    print(p.stderr.decode().strip())
+
+
 def small_mbox(path, n):
     """n short messages: a 2 MiB chunk holds tens of thousands of them,
     far more than the 1,024 a batch takes."""
