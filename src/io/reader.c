@@ -78,8 +78,17 @@ int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *
 	memset(it, 0, sizeof(*it));
 	it->entry = e;
 	int r = walk_entry_describe(e, &b->meta, &it->io);
-	if (r < 0)
+	if (r < 0) {
+		/* No memory for its name: the run fails, and the item, already
+		 * in the batch for some callers, is an error record that names
+		 * nothing rather than a half-built one (NULL strings with
+		 * lengths reached the emitter and the error summary). */
+		memset(&it->io, 0, sizeof(it->io));
+		it->io.root = it->io.path = (struct mail_str){ "", 0 };
+		it->io.reason = RECORD_INTERNAL;
+		it->io.message = "out of memory while copying its name";
 		return r;
+	}
 	if (e->reason != RECORD_NONE) {
 		it->io.reason = e->reason;
 		it->io.err = e->err;
