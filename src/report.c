@@ -7,6 +7,7 @@
 #include "core/stats.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
+#include "emit/emit.h"
 #include "io/reader.h"
 #include "io/walk.h"
 #include "record.h"
@@ -54,22 +55,46 @@ struct ingest_report *report_new(void)
 	return xcalloc(1, sizeof(struct ingest_report));
 }
 
+/* text, escaped for a terminal (it names files), into r->error, cut to
+ * fit.  Out of memory, every byte that could be a control or not ASCII
+ * becomes '?': the reason must still be told. */
+static void report_put_error(struct ingest_report *r, const char *text)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	size_t n = strlen(text);
+	if (emit_escape_terminal(&b, text, n) == 0 && dynbuf_putc(&b, '\0') == 0) {
+		snprintf(r->error, sizeof(r->error), "%s", b.p);
+	} else {
+		size_t k = n < sizeof(r->error) - 1 ? n : sizeof(r->error) - 1;
+		for (size_t i = 0; i < k; i++) {
+			unsigned char c = (unsigned char)text[i];
+			r->error[i] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+		}
+		r->error[k] = '\0';
+	}
+	dynbuf_release(&b);
+}
+
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 {
-	char head[512];
+	char head[512], text[640];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
-	snprintf(r->error, sizeof(r->error), "%s: %s", head, strerror(-err));
+	snprintf(text, sizeof(text), "%s: %s", head, strerror(-err));
+	report_put_error(r, text);
 }
 
 void report_set_message(struct ingest_report *r, const char *fmt, ...)
 {
+	char text[640];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	report_put_error(r, text);
 }
 
 void report_set_refused(struct ingest_report *r)
@@ -101,16 +126,26 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		r->errors++;
 		if (r->n_samples == REPORT_SAMPLES)
 			continue;
-		/* The record's path as the user would type it: root/path. */
+		/* The record's path as the user would type it, root/path,
+		 * escaped: it goes to a terminal. */
 		const char *why = io->err ? strerror(io->err) : io->message ? io->message
 		                : record_reason_name(io->reason);
-		size_t n = io->root.n + io->path.n + strlen(why) + 32;
-		char *line = xmalloc(n);
-		if (!line)
-			continue;
-		snprintf(line, n, "cannot read '%.*s%s%.*s': %s", (int)io->root.n, io->root.p,
-		         io->root.n && io->path.n ? "/" : "", (int)io->path.n, io->path.p, why);
-		r->samples[r->n_samples++] = line;
+		struct dynbuf line;
+		dynbuf_init(&line, 0);
+		int e = dynbuf_puts(&line, "cannot read '");
+		if (e == 0)
+			e = emit_escape_terminal(&line, io->root.p, io->root.n);
+		if (e == 0 && io->root.n && io->path.n)
+			e = dynbuf_putc(&line, '/');
+		if (e == 0)
+			e = emit_escape_terminal(&line, io->path.p, io->path.n);
+		if (e == 0)
+			e = dynbuf_printf(&line, "': %s", why);
+		size_t len;
+		char *text = e == 0 ? dynbuf_take(&line, &len) : NULL;
+		dynbuf_release(&line);
+		if (text)
+			r->samples[r->n_samples++] = text;
 	}
 	for (size_t i = 0; i < b->n; i++)
 		r->records += b->items[i].out_records;

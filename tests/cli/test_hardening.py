@@ -312,6 +312,32 @@ def case_state_unwritable(tmp):
     print(p.stderr.decode().strip())
 
 
+def case_terminal_escape(tmp):
+    """Names printed on stderr (the error summary, the run's own error
+    message) are escaped: control characters as \\x1b, DEL and C1 controls
+    too, invalid UTF-8 as \\xNN, so a crafted name cannot move the cursor,
+    recolour the terminal or forge a line of ingest's output."""
+    d = os.path.join(tmp, "tree")
+    os.mkdir(d)
+    evil = b"a\x1b[2J\x1b[31m\nb\rc\x7fd\xc2\x9be\xff.eml"
+    os.symlink(b"/nonexistent", os.path.join(d.encode(), evil))   # an error record
+    p = run([d])
+    if p.returncode != 0:
+        fail(f"exit {p.returncode}: {p.stderr!r}")
+    want = b"a\\x1b[2J\\x1b[31m\\nb\\rc\\x7fd\\xc2\\x9be\\xff.eml"
+    lines = p.stderr.split(b"\n")
+    if not any(want in ln for ln in lines):
+        fail(f"the name is not escaped as {want!r}: {p.stderr!r}")
+    raw = [c for c in (b"\x1b", b"\r", b"\x7f", b"\xc2\x9b", b"\xff") if c in p.stderr]
+    if raw or len([ln for ln in lines if ln]) != 1:
+        fail(f"raw control bytes {raw} or a forged line on stderr: {p.stderr!r}")
+    out = os.path.join(tmp, "no\x1b[1mdir", "out.jsonl")
+    q = run(["-o", out, d])
+    if q.returncode != 1 or b"\x1b" in q.stderr or b"no\\x1b[1mdir" not in q.stderr:
+        fail(f"the output's name in the error message: exit {q.returncode}, {q.stderr!r}")
+    print(p.stderr.decode().strip())
+
+
 def small_mbox(path, n):
     """n short messages: a 2 MiB chunk holds tens of thousands of them,
     far more than the 1,024 a batch takes."""
