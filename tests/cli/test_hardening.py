@@ -5,37 +5,19 @@ mbox bounds, and names escaped on the terminal.
 
 Usage: test_hardening.py --ingest PATH --mkcorpus PATH --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
-import argparse
 import json
 import os
 import random
 import resource
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-ARGS = None
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def run(args, check_rc=None, **kw):
-    p = subprocess.run([ARGS.ingest] + args, capture_output=True, timeout=300, **kw)
-    if check_rc is not None and p.returncode != check_rc:
-        fail(f"{args}: exit {p.returncode}, expected {check_rc}\n"
-             f"stderr: {p.stderr.decode(errors='replace')}")
-    return p
-
-
-def mkcorpus(dest, *extra):
-    subprocess.run([sys.executable, ARGS.mkcorpus, "--out", dest] + list(extra),
-                   check=True, capture_output=True)
+sys.dont_write_bytecode = True   # nothing written into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cli  # noqa: E402  (its runner, argument parsing and helpers)
+from test_cli import fail, mkcorpus, run  # noqa: E402
 
 
 def whole_records(out, what):
@@ -68,7 +50,7 @@ def case_signals(tmp):
         for i in range(50):
             # the state is not looked at by the signal: only a complete run
             # may replace it, so half the runs carry it along
-            args = [ARGS.ingest, "--max-inflight=256K", "--batch-bytes=32K"]
+            args = [test_cli.ARGS.ingest, "--max-inflight=256K", "--batch-bytes=32K"]
             if i % 2:
                 args.append("--state=" + st)
             proc = subprocess.Popen(args + [d], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -94,7 +76,7 @@ def case_closed_output(tmp):
     --stats, and --stats counts what was written apart from what was parsed."""
     d = os.path.join(tmp, "md")
     mkcorpus(d, "--seed", "7", "--layout", "maildir", "--count", "3000")
-    sh = (f"'{ARGS.ingest}' --stats=json '{d}' | head -c 100 > /dev/null; "
+    sh = (f"'{test_cli.ARGS.ingest}' --stats=json '{d}' | head -c 100 > /dev/null; "
           f"echo ${{PIPESTATUS[0]}} >&2")
     p = subprocess.run(["bash", "-c", sh], capture_output=True, timeout=120)
     lines = p.stderr.decode().strip().splitlines()
@@ -104,7 +86,7 @@ def case_closed_output(tmp):
     if not st.get("output_closed") or not st["written"] < st["files"]:
         fail(f"closed output: written {st.get('written')} of {st['files']} parsed, "
              f"output_closed {st.get('output_closed')}")
-    q = subprocess.run(["bash", "-c", f"'{ARGS.ingest}' '{d}' | head -c 100 > /dev/null"],
+    q = subprocess.run(["bash", "-c", f"'{test_cli.ARGS.ingest}' '{d}' | head -c 100 > /dev/null"],
                        capture_output=True, timeout=120)
     if q.stderr:
         fail(f"closed output printed {q.stderr!r}")
@@ -198,7 +180,7 @@ sys.stdin.read()
         rfd, wfd = os.pipe()
         os.write(wfd, d.encode() + b"\n")
         os.close(wfd)
-        p = subprocess.run([ARGS.ingest, "--state=" + st, "--files-from=-", "-o", os.devnull],
+        p = subprocess.run([test_cli.ARGS.ingest, "--state=" + st, "--files-from=-", "-o", os.devnull],
                            stdin=rfd, capture_output=True, timeout=60)
         left = os.read(rfd, 4096)
         os.close(rfd)
@@ -208,7 +190,7 @@ sys.stdin.read()
         if left != d.encode() + b"\n":
             fail("the second run read its input list before refusing the state")
         # --wait-state waits, and SIGTERM ends the wait at once
-        w = subprocess.Popen([ARGS.ingest, "--wait-state", "--state=" + st, "-o", os.devnull, d],
+        w = subprocess.Popen([test_cli.ARGS.ingest, "--wait-state", "--state=" + st, "-o", os.devnull, d],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(0.3)
         if w.poll() is not None:
@@ -217,7 +199,7 @@ sys.stdin.read()
         _, err = w.communicate(timeout=10)
         if w.returncode != 143:
             fail(f"SIGTERM while waiting for the state: exit {w.returncode}, {err!r}")
-        w = subprocess.Popen([ARGS.ingest, "--wait-state", "--state=" + st, "-o", os.devnull, d],
+        w = subprocess.Popen([test_cli.ARGS.ingest, "--wait-state", "--state=" + st, "-o", os.devnull, d],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(0.3)
         if w.poll() is not None:
@@ -229,7 +211,7 @@ sys.stdin.read()
     if w.returncode != 0:
         fail(f"--wait-state after the holder died: exit {w.returncode}, {err!r}")
     for rnd in range(8):
-        procs = [subprocess.Popen([ARGS.ingest, "--state=" + st, "-o", os.devnull, d],
+        procs = [subprocess.Popen([test_cli.ARGS.ingest, "--state=" + st, "-o", os.devnull, d],
                                   stderr=subprocess.PIPE) for _ in range(2)]
         for q in procs:
             _, err = q.communicate(timeout=60)
@@ -301,7 +283,7 @@ def case_state_unwritable(tmp):
     rfd, wfd = os.pipe()
     os.write(wfd, d.encode() + b"\n")
     os.close(wfd)
-    p = subprocess.run([ARGS.ingest, "--state=" + st, "--files-from=-"], stdin=rfd,
+    p = subprocess.run([test_cli.ARGS.ingest, "--state=" + st, "--files-from=-"], stdin=rfd,
                        capture_output=True, timeout=60)
     left = os.read(rfd, 4096)
     os.close(rfd)
@@ -405,23 +387,6 @@ def case_mbox_million(tmp):
         fail(f"peak RSS {st['peak_rss_kib']} KiB for 1,000,000 messages at --max-inflight=16M")
 
 
-CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
-
-
-def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ingest", required=True)
-    ap.add_argument("--mkcorpus", required=True)
-    ap.add_argument("--case", required=True, choices=sorted(CASES))
-    ARGS = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ingest-harden-")
-    try:
-        CASES[ARGS.case](tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("ok")
-
-
 if __name__ == "__main__":
-    main()
+    test_cli.CASES.update({k[5:]: v for k, v in globals().items() if k.startswith("case_")})
+    test_cli.main()
