@@ -165,7 +165,7 @@ SYS_ERRNOS = {
     'sched_getaffinity': ('EIO', 'EINVAL'),
     'prlimit64': ('EIO', 'EPERM'),
     'prctl': ('EIO', 'EINVAL'),
-    'fcntl': ('EIO', 'EINTR', 'EAGAIN', 'ENOLCK'),
+    'fcntl': ('EIO', 'EINTR', 'EAGAIN', 'EACCES'),
     'fchmod': ('EIO', 'EPERM'),
 }
 LIB_ERRNOS = {
