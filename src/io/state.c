@@ -59,6 +59,7 @@ struct state {
 	struct state_chunk *head, *tail;
 	struct walk *walk;         /* what it could not list is not gone */
 	mode_t mode;               /* the loaded file's permissions, kept on save */
+	bool mode_known;           /* FILE was looked at (not --state-reset) */
 	char why[256];             /* why loading failed, "" if it did not */
 };
 
@@ -266,6 +267,7 @@ int state_load(const char *path, struct state **out)
 	s->mode = 0600;
 	if (!path)
 		return 0;   /* --state-reset: what FILE holds is not looked at */
+	s->mode_known = true;
 	/* A symlink at FILE is refused (README, "--state"): the state would
 	 * otherwise be renamed over whatever it points to. */
 	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0);
@@ -651,6 +653,13 @@ static int state_create_tmp(const char *path, mode_t mode, char **tmp)
 int state_save(struct state *s, const char *path)
 {
 	char *tmp = NULL;
+	if (!s->mode_known) {
+		/* --state-reset did not read FILE: its mode is still kept */
+		struct statx stx;
+		if (sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MODE, &stx) == 0 &&
+		    S_ISREG(stx.stx_mode))
+			s->mode = stx.stx_mode & 07777;
+	}
 	int fd = state_create_tmp(path, s->mode, &tmp);
 	if (fd < 0)
 		return fd;

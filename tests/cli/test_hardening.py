@@ -254,9 +254,12 @@ def case_state_corrupt(tmp):
             fail(f"corrupt state {data[:60]!r}: exit {p.returncode}, {msg!r}; wanted {want!r}")
         if open(st, "rb").read() != data:
             fail("a corrupt state was overwritten without --state-reset")
+    os.chmod(st, 0o640)
     p = run(["--state=" + st, "--state-reset", d], check_rc=0)
     if p.stdout.count(b"\n") != 20 or b'"deleted"' in p.stdout:
         fail("--state-reset did not start afresh")
+    if os.stat(st).st_mode & 0o777 != 0o640:
+        fail(f"--state-reset made the state {os.stat(st).st_mode & 0o777:o}, not the old 640")
     run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
     # INT64_MIN is a valid mtime: loads, and its entry is reported deleted
     with open(st, "wb") as f:
