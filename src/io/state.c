@@ -281,8 +281,11 @@ int state_load(const char *path, struct state **out)
 		return fd;
 	struct stat st;
 	int r = sys_fstat(fd, &st);
-	if (r == 0 && !S_ISREG(st.st_mode))
-		r = state_bad(s, 0, "not a regular file");
+	if (r == 0 && !S_ISREG(st.st_mode)) {
+		/* not damage: --state-reset could not replace it either */
+		snprintf(s->why, sizeof(s->why), "not a regular file");
+		r = -EISDIR;
+	}
 	if (r == 0)
 		s->mode = st.st_mode & 07777;
 	size_t cap = 1 << 20, n = 0;

@@ -142,7 +142,8 @@ def case_state_tmp_symlink(tmp):
 
 def case_state_symlink(tmp):
     """A symlink at FILE is refused (exit 2), never replaced by a regular
-    file behind the user's back, and its target is left alone."""
+    file behind the user's back, and its target is left alone; so is a
+    directory."""
     d = state_corpus(tmp)
     real = os.path.join(tmp, "real.state")
     run(["--state=" + real, "-o", os.devnull, d], check_rc=0)
@@ -154,6 +155,12 @@ def case_state_symlink(tmp):
         fail(f"symlinked state: {p.stderr!r}")
     if not os.path.islink(link) or open(real, "rb").read() != before:
         fail("the symlinked state or its target was changed")
+    # a directory is no state, and not a corrupt one either
+    dirstate = os.path.join(tmp, "a-directory")
+    os.mkdir(dirstate)
+    q = run(["--state=" + dirstate, "-o", os.devnull, d], check_rc=2)
+    if f"state '{dirstate}' is not a regular file".encode() not in q.stderr:
+        fail(f"a directory as the state: {q.stderr!r}")
     print(p.stderr.decode().strip())
 
 
