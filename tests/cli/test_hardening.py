@@ -16,7 +16,7 @@ import time
 
 sys.dont_write_bytecode = True   # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_cli  # noqa: E402  (its runner, argument parsing and helpers)
+import test_cli  # noqa: E402  (its runner, argument parsing and utilities)
 from test_cli import fail, mkcorpus, run  # noqa: E402
 
 
@@ -183,7 +183,7 @@ sys.stdin.read()
 """], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         if holder.stdout.readline().strip() != b"locked":
-            fail("the helper process could not take the lock")
+            fail("the lock-holding process could not take the lock")
         rfd, wfd = os.pipe()
         os.write(wfd, d.encode() + b"\n")
         os.close(wfd)
