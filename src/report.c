@@ -69,7 +69,9 @@ static void report_put_error(struct ingest_report *r, const char *text)
 		size_t k = n < sizeof(r->error) - 1 ? n : sizeof(r->error) - 1;
 		for (size_t i = 0; i < k; i++) {
 			unsigned char c = (unsigned char)text[i];
-			r->error[i] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+			r->error[i] = text[i];
+			if (c < 0x20 || c >= 0x7f)
+				r->error[i] = '?';
 		}
 		r->error[k] = '\0';
 	}

@@ -105,12 +105,15 @@ static int state_bad(struct state *s, size_t line, const char *fmt, ...)
 
 static int state_bad(struct state *s, size_t line, const char *fmt, ...)
 {
-	int n = line ? snprintf(s->why, sizeof(s->why), "line %zu: ", line) : 0;
+	char what[200];   /* with "line N: ", within why */
 	va_list ap;
 	va_start(ap, fmt);
-	if (n >= 0 && (size_t)n < sizeof(s->why))
-		vsnprintf(s->why + n, sizeof(s->why) - (size_t)n, fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	if (line)
+		snprintf(s->why, sizeof(s->why), "line %zu: %s", line, what);
+	else
+		snprintf(s->why, sizeof(s->why), "%s", what);
 	return -EINVAL;
 }
 
@@ -214,7 +217,7 @@ static int state_parse(struct state *s, char *p, size_t n)
 		e.path_n = pn;
 		atomic_init(&e.msgid, in ? p + at + rn + pn : NULL);
 		e.msgid_n = in;
-		if (s->n_old == cap) {
+		if (s->n_old == cap || !lines) {
 			cap = cap ? cap * 2 : 1024;
 			struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
 			size_t *lv = v ? xrealloc(lines, cap * sizeof(*lv)) : NULL;
@@ -251,7 +254,7 @@ static int state_parse(struct state *s, char *p, size_t n)
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < s->n_old && r == 0; i++)
+	for (size_t i = 0; lines && i < s->n_old && r == 0; i++)
 		r = state_index(s, i, lines[i]);
 out:
 	xfree(lines);
