@@ -18,7 +18,6 @@
 #include "core/xalloc.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -99,21 +98,14 @@ static void state_insert(uint32_t *table, size_t mask, uint64_t key, uint32_t id
 		}
 }
 
-/* Why the state could not be loaded, for the message (state_load_error). */
-static int state_bad(struct state *s, size_t line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int state_bad(struct state *s, size_t line, const char *fmt, ...)
+/* Why the state could not be loaded, for the message (state_load_error):
+ * "line N: what" (line 0: no line). */
+static int state_bad(struct state *s, size_t line, const char *what)
 {
-	char what[200];   /* with "line N: ", within why */
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
 	if (line)
-		snprintf(s->why, sizeof(s->why), "line %zu: %s", line, what);
+		snprintf(s->why, sizeof(s->why), "line %zu: %.200s", line, what);
 	else
-		snprintf(s->why, sizeof(s->why), "%s", what);
+		snprintf(s->why, sizeof(s->why), "%.200s", what);
 	return -EINVAL;
 }
 
@@ -185,7 +177,7 @@ static int state_parse(struct state *s, char *p, size_t n)
 		uint64_t f[8];
 		const char *bad = state_parse_numbers(p + at, f, 8, 3);
 		if (bad) {
-			r = state_bad(s, line, "%s", bad);
+			r = state_bad(s, line, bad);
 			goto out;
 		}
 		e.dev = f[0];
@@ -194,15 +186,19 @@ static int state_parse(struct state *s, char *p, size_t n)
 		e.mtime_sec = (int64_t)f[3];
 		e.mtime_nsec = (uint32_t)f[4];
 		if (f[4] >= 1000000000u) {
-			r = state_bad(s, line, "nanoseconds of %" PRIu64 " (at most 999999999)", f[4]);
+			char what[64];
+			snprintf(what, sizeof(what), "nanoseconds of %" PRIu64 " (at most 999999999)", f[4]);
+			r = state_bad(s, line, what);
 			goto out;
 		}
 		at = (size_t)(nl - p) + 1;
 		size_t left = n - at;
 		if (f[5] > left || f[6] > left - f[5] || f[7] > left - f[5] - f[6] ||
 		    f[5] + f[6] + f[7] == left) {
-			r = state_bad(s, line, "lengths %" PRIu64 " %" PRIu64 " %" PRIu64
-			              " run past the end of the file", f[5], f[6], f[7]);
+			char what[128];
+			snprintf(what, sizeof(what), "lengths %" PRIu64 " %" PRIu64 " %" PRIu64
+			         " run past the end of the file", f[5], f[6], f[7]);
+			r = state_bad(s, line, what);
 			goto out;
 		}
 		size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
@@ -241,7 +237,7 @@ static int state_parse(struct state *s, char *p, size_t n)
 		at += rn + pn + in + 1;
 	}
 	if (s->n_old > UINT32_MAX - 1) {
-		r = state_bad(s, 0, "more than %u entries", UINT32_MAX - 1);
+		r = state_bad(s, 0, "more than 4294967294 entries");
 		goto out;
 	}
 	size_t size = 16;
