@@ -138,10 +138,31 @@ static const char *state_parse_numbers(const char *p, uint64_t *out, int n, int 
 	return *p ? "expected 8 numbers separated by single spaces" : NULL;
 }
 
+/* Lines are counted as a text editor shows them: an entry's bytes may hold
+ * newlines of their own. */
+static size_t state_newlines(const char *p, size_t n)
+{
+	size_t k = 0;
+	for (const char *q = p, *end = p + n; (q = memchr(q, '\n', (size_t)(end - q))); q++)
+		k++;
+	return k;
+}
+
+/* The line entry i starts on.  Linear: called once, for the message. */
+static size_t state_entry_line(const struct state *s, size_t i)
+{
+	size_t line = 2;
+	for (size_t j = 0; j < i; j++) {
+		const struct state_entry *e = &s->old[j];
+		line += 2 + state_newlines(e->root, e->root_n + e->path_n + e->msgid_n);
+	}
+	return line;
+}
+
 /* Indexes entry i; -EINVAL when an entry with the same root and path came
  * before it: two entries for one file are not a state this program wrote,
  * and probing past every copy would make loading quadratic. */
-static int state_index(struct state *s, size_t i, size_t line)
+static int state_index(struct state *s, size_t i)
 {
 	struct state_entry *e = &s->old[i];
 	uint64_t key = state_path_key(e->root, e->root_n, e->path, e->path_n), k;
@@ -150,7 +171,7 @@ static int state_index(struct state *s, size_t i, size_t line)
 		const struct state_entry *o = &s->old[s->by_path[at] - 1];
 		if (o->root_n == e->root_n && o->path_n == e->path_n &&
 		    !memcmp(o->root, e->root, e->root_n) && !memcmp(o->path, e->path, e->path_n))
-			return state_bad(s, line, "a second entry for the same file");
+			return state_bad(s, state_entry_line(s, i), "a second entry for the same file");
 	}
 	s->by_path[at] = (uint32_t)i + 1;
 	if (state_name_key(e->root, e->root_n, e->path, e->path_n, &k))
@@ -164,22 +185,16 @@ static int state_parse(struct state *s, char *p, size_t n)
 	if (n < ml || memcmp(p, STATE_MAGIC, ml))
 		return state_bad(s, 1, "not an ingest state file (no \"ingest-state 1\" header)");
 	size_t cap = 0, line = 2;
-	size_t *lines = NULL;   /* each entry's line, for a duplicate's message */
-	int r = 0;
 	for (size_t at = ml; at < n;) {
 		char *nl = memchr(p + at, '\n', n - at);
-		if (!nl) {
-			r = state_bad(s, line, "the file ends inside an entry");
-			goto out;
-		}
+		if (!nl)
+			return state_bad(s, line, "the file ends inside an entry");
 		*nl = '\0';
 		struct state_entry e = { 0 };
 		uint64_t f[8];
 		const char *bad = state_parse_numbers(p + at, f, 8, 3);
-		if (bad) {
-			r = state_bad(s, line, bad);
-			goto out;
-		}
+		if (bad)
+			return state_bad(s, line, bad);
 		e.dev = f[0];
 		e.ino = f[1];
 		e.size = f[2];
@@ -188,8 +203,7 @@ static int state_parse(struct state *s, char *p, size_t n)
 		if (f[4] >= 1000000000u) {
 			char what[64];
 			snprintf(what, sizeof(what), "nanoseconds of %" PRIu64 " (at most 999999999)", f[4]);
-			r = state_bad(s, line, what);
-			goto out;
+			return state_bad(s, line, what);
 		}
 		at = (size_t)(nl - p) + 1;
 		size_t left = n - at;
@@ -198,62 +212,42 @@ static int state_parse(struct state *s, char *p, size_t n)
 			char what[128];
 			snprintf(what, sizeof(what), "lengths %" PRIu64 " %" PRIu64 " %" PRIu64
 			         " run past the end of the file", f[5], f[6], f[7]);
-			r = state_bad(s, line, what);
-			goto out;
+			return state_bad(s, line, what);
 		}
 		size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
-		if (p[at + rn + pn + in] != '\n') {
-			r = state_bad(s, line + 1, "the entry's bytes do not end with a newline where "
-			              "its lengths say");
-			goto out;
-		}
+		if (p[at + rn + pn + in] != '\n')
+			return state_bad(s, line + 1, "the entry's bytes do not end with a newline where "
+			                 "its lengths say");
 		e.root = p + at;
 		e.root_n = rn;
 		e.path = p + at + rn;
 		e.path_n = pn;
 		atomic_init(&e.msgid, in ? p + at + rn + pn : NULL);
 		e.msgid_n = in;
-		if (s->n_old == cap || !lines) {
+		if (s->n_old == cap) {
 			cap = cap ? cap * 2 : 1024;
 			struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
-			size_t *lv = v ? xrealloc(lines, cap * sizeof(*lv)) : NULL;
-			if (v)
-				s->old = v;
-			if (!lv) {
-				r = -ENOMEM;
-				goto out;
-			}
-			lines = lv;
+			if (!v)
+				return -ENOMEM;
+			s->old = v;
 		}
-		lines[s->n_old] = line;
 		s->old[s->n_old++] = e;
-		/* the bytes may hold newlines of their own: lines are counted as
-		 * a text editor shows them */
-		line++;
-		for (const char *q = p + at, *end = p + at + rn + pn + in; (q = memchr(q, '\n', (size_t)(end - q)));
-		     q++)
-			line++;
-		line++;
+		line += 2 + state_newlines(p + at, rn + pn + in);
 		at += rn + pn + in + 1;
 	}
-	if (s->n_old > UINT32_MAX - 1) {
-		r = state_bad(s, 0, "more than 4294967294 entries");
-		goto out;
-	}
+	if (s->n_old > UINT32_MAX - 1)
+		return state_bad(s, 0, "more than 4294967294 entries");
 	size_t size = 16;
 	while (size < 2 * s->n_old)
 		size *= 2;
 	s->mask = size - 1;
 	s->by_path = xcalloc(size, sizeof(uint32_t));
 	s->by_name = xcalloc(size, sizeof(uint32_t));
-	if (!s->by_path || !s->by_name) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; lines && i < s->n_old && r == 0; i++)
-		r = state_index(s, i, lines[i]);
-out:
-	xfree(lines);
+	if (!s->by_path || !s->by_name)
+		return -ENOMEM;
+	int r = 0;
+	for (size_t i = 0; i < s->n_old && r == 0; i++)
+		r = state_index(s, i);
 	return r;
 }
 
