@@ -77,6 +77,8 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   output        FILE ("-": standard output)
  *   files-from    FILE ("-": standard input)      null  flag
  *   state         FILE            shard         "K/N"
+ *   wait-state    flag (wait for another run's lock on the state)
+ *   state-reset   flag (ignore what the state file holds)
  *   stats         "0", "human", "json"
  * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
  * yes/no; NULL is "1").  Returns 0; -EINVAL for an unknown name or a bad
@@ -144,6 +146,11 @@ INGEST_API int ingest_run(const struct ingest_options *o, struct ingest_report *
 INGEST_API const char *ingest_report_error(const struct ingest_report *r);
 /* 1 when the output's reader went away (EPIPE) and the run stopped early. */
 INGEST_API int ingest_report_output_closed(const struct ingest_report *r);
+/* 1 when the run failed before reading any input because of what it was
+ * asked to do, which the caller must change: a --state FILE in use by
+ * another run, corrupt, a symlink, or in a directory that cannot be
+ * written (the command exits 2 then, as for bad usage). */
+INGEST_API int ingest_report_usage_error(const struct ingest_report *r);
 /* 1 when the run was interrupted by ingest_interrupt(). */
 INGEST_API int ingest_report_interrupted(const struct ingest_report *r);
 /* The run's statistics, human-readable (json 0) or as one JSON object

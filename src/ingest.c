@@ -71,6 +71,7 @@ struct run {
 	struct ingest_report *rep;
 	struct walk *walk;
 	struct state *state;          /* --state, or NULL */
+	int state_lock;               /* its lock's descriptor, or -1 */
 	struct reader *reader;
 	struct parse_stage parse;
 	struct writer writer;
@@ -96,6 +97,67 @@ static void run_fail(struct run *run, int err, const char *what, const char *arg
 static void run_fail_cb(void *ctx, int err, const char *what, const char *arg)
 {
 	run_fail(ctx, err, what, arg);
+}
+
+/* The state's failures the user must act on (exit 2 in the command):
+ * another run holds it, it is corrupt or a symlink, or its directory
+ * cannot take the new state. */
+static bool run_state_refusal(int err)
+{
+	return err == -EAGAIN || err == -EINVAL || err == -ELOOP || err == -EACCES || err == -EPERM ||
+	       err == -EROFS || err == -ENOENT || err == -ENOTDIR || err == -EISDIR;
+}
+
+/* text: the whole message, or NULL for "cannot use the state 'FILE'" and
+ * strerror. */
+static void run_fail_state(struct run *run, int err, const char *text)
+{
+	int expected = 0;
+	if (atomic_compare_exchange_strong(&run->failed, &expected, err)) {
+		if (text)
+			report_set_message(run->rep, "%s", text);
+		else
+			report_set_error(run->rep, err, "cannot use the state '%s'", run->o->state);
+	}
+	budget_cancel(&run->budget);
+	if (run_state_refusal(err))
+		report_set_refused(run->rep);
+}
+
+/* --state: locked, checked and loaded before any input is read, so that a
+ * second run, a corrupt file or an unwritable directory stops the run
+ * before it has done anything.  1 when a stopping signal came while
+ * waiting for the lock (the run then does nothing), 0, or -errno. */
+static int run_open_state(struct run *run)
+{
+	const struct ingest_options *o = run->o;
+	char why[256], text[640];
+	if (o->emit.format == EMIT_TSV) {
+		run_fail(run, -EINVAL, "--state reports deletions and renames, which TSV cannot carry: use jsonl or es-bulk", NULL);
+		return -EINVAL;
+	}
+	int r = run->state_lock = state_lock(o->state, o->state_wait, &ingest_stop, why, sizeof(why));
+	if (r == -EINTR && atomic_load(&ingest_stop))
+		return 1;
+	if (r < 0) {
+		if (r == -EAGAIN)
+			snprintf(text, sizeof(text), "state '%s' is %s (--wait-state waits for it)", o->state, why);
+		else
+			snprintf(text, sizeof(text), "state '%s': %s", o->state, why);
+		run_fail_state(run, r, why[0] ? text : NULL);
+		return r;
+	}
+	r = state_load(o->state_reset ? NULL : o->state, &run->state);
+	if (r < 0) {
+		const char *bad = state_load_error(run->state);
+		if (r == -EINVAL && bad)
+			snprintf(text, sizeof(text), "state '%s' is corrupt: %s (--state-reset starts it afresh)",
+			         o->state, bad);
+		else if (bad)
+			snprintf(text, sizeof(text), "state '%s' is %s", o->state, bad);
+		run_fail_state(run, r, bad ? text : NULL);
+	}
+	return r;
 }
 
 static int run_setup_inputs(struct run *run)
@@ -206,6 +268,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	struct run run_storage, *run = &run_storage;
 	memset(run, 0, sizeof(*run));
 	run->o = o;
+	run->state_lock = -1;
 	run->writer = (struct writer){
 		.path = o->output, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
@@ -233,22 +296,16 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		r = -ENOMEM;
 	else if (o->shard_n)
 		walk_set_shard(run->walk, o->shard_k, o->shard_n);
+	/* r == 1: stopped while waiting for the state's lock; nothing runs */
+	if (r == 0 && o->state)
+		r = run_open_state(run);
 	if (r == 0)
 		r = run_setup_inputs(run);
 	if (r == 0)
 		r = writer_open(&run->writer);
 	struct reader_stats rst;
 	struct reader_options ro = o->reader;
-	if (r == 0 && o->state && o->emit.format == EMIT_TSV) {
-		r = -EINVAL;
-		run_fail(run, r, "--state reports deletions and renames, which TSV cannot carry: use jsonl or es-bulk", NULL);
-	}
-	if (r == 0 && o->state) {
-		r = state_load(o->state, &run->state);
-		if (r < 0)
-			run_fail(run, r, "cannot load the state", o->state);
-		ro.state = run->state;
-	}
+	ro.state = run->state;
 	if (r == 0) {
 		r = reader_new(&ro, &run->reader, &rst);
 		if (r < 0 && ro.backend == READER_URING && rst.fallback[0]) {
@@ -306,6 +363,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	              run->parse.wait_ns, 0,
 	              atomic_load(&run->full_batches.waited_ns));
 	report_set_flags(run->rep, output_closed, atomic_load(&ingest_stop));
+	report_set_written(run->rep, run->writer.records);
 
 	/* The new state replaces the old only after a complete run: an
 	 * interrupted or failed one leaves the next run the whole job. */
@@ -317,6 +375,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		}
 	}
 	state_free(run->state);
+	state_unlock(run->state_lock);
 	parse_stage_release(&run->parse);
 	for (int i = 0; i < LIMIT_PIPELINE_DEPTH; i++)
 		batch_free(run->batches[i]);

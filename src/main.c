@@ -21,8 +21,8 @@ static const char usage_text[] =
 "  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
 "  -0, --null             paths in --files-from are NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
-"  --state=FILE           incremental: only new and changed messages, plus\n"
-"                         deleted/renamed records; FILE is updated atomically\n"
+"  --state=FILE           incremental: new, changed, deleted, renamed messages\n"
+"  --wait-state, --state-reset  wait for another run's FILE; start FILE afresh\n"
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout)\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
@@ -43,7 +43,7 @@ static const char usage_text[] =
 "  -q, --quiet            no progress line, no error summary on stderr\n"
 "  -h, --help             this help;  -V, --version  the version\n"
 "SIZE takes K, M or G.  Exit: 0 every input got a record (errors included),\n"
-"1 the run failed, 2 bad usage, 130 interrupted.\n"
+"1 failed, 2 bad usage, 128+N stopped by signal N, 141 the output was closed.\n"
 "\n"
 "Examples\n"
 "  ingest ~/Maildir > mail.jsonl\n"
@@ -53,9 +53,18 @@ static const char usage_text[] =
 "  ingest --format=es-bulk --es-index=mail ~/Maildir > bulk.ndjson   # for _bulk\n"
 "  ingest --shard=2/4 -o part2.jsonl /srv/archive    # one of 4 machines\n";
 
-static void on_sigint(int sig)
+/* The first stopping signal, for the exit status (128 + its number). */
+static volatile sig_atomic_t stop_signal;
+
+/* SIGINT, SIGTERM and SIGHUP all stop the run the same way: no more input
+ * is read, what was parsed is written as whole records, the state is left
+ * as it was.  A default disposition would kill the process in the middle
+ * of a writev and leave half a record in a pipe (batch schedulers, systemd
+ * and timeout(1) stop jobs with SIGTERM; a closed terminal sends SIGHUP). */
+static void on_stop_signal(int sig)
 {
-	(void)sig;
+	if (!stop_signal)
+		stop_signal = sig;
 	ingest_interrupt();
 }
 
@@ -109,6 +118,8 @@ int main(int argc, char **argv)
 		{ "es-index", required_argument, NULL, OPT_SET },
 		{ "shard", required_argument, NULL, OPT_SET },
 		{ "state", required_argument, NULL, OPT_SET },
+		{ "wait-state", no_argument, NULL, OPT_SET },
+		{ "state-reset", no_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -192,8 +203,10 @@ int main(int argc, char **argv)
 		signal(SIGXFSZ, SIG_IGN);
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_sigint;
+		sa.sa_handler = on_stop_signal;
 		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
 	}
 	/* Decided here, before the run, so that a run without a terminal makes
 	 * no syscall for it (isatty is an ioctl). */
@@ -227,9 +240,14 @@ int main(int argc, char **argv)
 			fputs("ingest: out of memory\n", stderr);
 		else
 			fprintf(stderr, "ingest: %s\n", strerror(-r));
-		status = 1;
+		status = ingest_report_usage_error(rep) ? 2 : 1;
 	} else if (ingest_report_interrupted(rep)) {
-		status = 130;
+		status = 128 + (stop_signal ? stop_signal : SIGINT);
+	} else if (ingest_report_output_closed(rep)) {
+		/* What a process killed by SIGPIPE reports in a shell: `set -o
+		 * pipefail` scripts already treat `cmd | head` that way, and it
+		 * differs from 1 (the run failed) and 0 (every record written). */
+		status = 128 + SIGPIPE;
 	}
 	ingest_report_free(rep);
 out:

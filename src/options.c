@@ -152,7 +152,7 @@ static int options_size_in(const char *v, uint64_t min, uint64_t max, uint64_t *
 static const char *const options_names[] = {
 	"backend", "batch-bytes", "max-inflight", "max-size", "max-text", "threads", "format",
 	"fields", "es-index", "no-text", "headers", "parse", "output", "files-from", "null",
-	"state", "shard", "stats",
+	"state", "wait-state", "state-reset", "shard", "stats",
 };
 
 static bool options_known(const char *name)
@@ -207,6 +207,12 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		return options_string(v, &o->output);
 	if (!strcmp(name, "state"))
 		return v && *v ? options_string(v, &o->state) : -EINVAL;
+	if (!strcmp(name, "wait-state") || !strcmp(name, "state-reset")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		*(name[0] == 'w' ? &o->state_wait : &o->state_reset) = b;
+		return 0;
+	}
 	if (!strcmp(name, "files-from"))
 		return options_string(v, &o->files_from);
 	if (!strcmp(name, "null")) {
@@ -339,6 +345,10 @@ int ingest_options_get(const struct ingest_options *o, const char *name, char *b
 		s = o->files_from ? o->files_from : "";
 	else if (!strcmp(name, "state"))
 		s = o->state ? o->state : "";
+	else if (!strcmp(name, "wait-state"))
+		s = options_flag_text(o->state_wait);
+	else if (!strcmp(name, "state-reset"))
+		s = options_flag_text(o->state_reset);
 	else if (!strcmp(name, "stats"))
 		s = o->stats == OPTIONS_STATS_JSON ? "json" : o->stats == OPTIONS_STATS_HUMAN ? "human" : "0";
 	if (number || s)

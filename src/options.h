@@ -38,6 +38,8 @@ struct ingest_options {
 	record_visit_fn *visit;     /* internal: records formatted by this, not emit */
 	void *visit_ctx;
 	char error[160];            /* ingest_options_error(); "" for none */
+	bool state_wait;            /* --wait-state: wait for another run's lock */
+	bool state_reset;           /* --state-reset: ignore what FILE holds */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

@@ -128,6 +128,16 @@ int sys_faccessat_(const char *site, int dirfd, const char *path, int mode)
 	SYS_DO(faccessat, SYS_faccessat, dirfd, path, mode);
 }
 
+int sys_fcntl_lock_(const char *site, int fd, int cmd, struct flock *l)
+{
+	SYS_DO(fcntl, SYS_fcntl, fd, cmd, l);
+}
+
+int sys_fchmod_(const char *site, int fd, mode_t mode)
+{
+	SYS_DO(fchmod, SYS_fchmod, fd, mode);
+}
+
 int sys_sched_getaffinity_(const char *site, size_t size, void *mask)
 {
 	SYS_DO(sched_getaffinity, SYS_sched_getaffinity, 0, size, mask);

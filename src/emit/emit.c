@@ -728,6 +728,28 @@ static int emit_tsv_str(struct dynbuf *b, const char *p, size_t n)
 	return 0;
 }
 
+int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n)
+{
+	/* TSV's escaping, and besides DEL and the C1 controls (U+0080 to
+	 * U+009F, valid UTF-8 that some terminals take for ESC sequences) */
+	const unsigned char *s = (const unsigned char *)p;
+	size_t i = 0, from = 0;
+	int r = 0;
+	while (i < n && r == 0) {
+		size_t k = s[i] == 0x7f ? 1 : s[i] == 0xc2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9f ? 2 : 0;
+		if (!k) {
+			i++;
+			continue;
+		}
+		if ((r = emit_tsv_str(b, p + from, i - from)) == 0 && (r = json_room(b, 4 * k)) == 0)
+			for (size_t t = 0; t < k; t++)
+				emit_tsv_hexbyte(b, s[i + t]);
+		i += k;
+		from = i;
+	}
+	return r ? r : emit_tsv_str(b, p + from, n - from);
+}
+
 static inline int emit_tsv_mstr(struct dynbuf *b, struct mail_str s)
 {
 	return emit_tsv_str(b, s.p, s.n);

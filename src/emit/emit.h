@@ -143,6 +143,12 @@ void emit_record_error(const struct record *r, const char **reason, int *err,
  * 0 or -errno with out unchanged. */
 int emit_tsv_header(const struct emit_options *o, struct dynbuf *out);
 
+/* Appends p[0..n) for a terminal: TSV's escaping (tab, newline, CR and
+ * backslash as \t \n \r \\, other control bytes and invalid UTF-8 as
+ * \xHH), plus DEL and the C1 controls as \xHH, so that a file name cannot
+ * move the cursor, recolour the terminal or forge a line.  0 or -errno. */
+int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n);
+
 /* es-bulk's _id when a record has no usable Message-ID: 64-bit FNV-1a of
  * root + "/" + path, and for an mbox message "#" + its decimal offset, as 16
  * lower-case hex digits into id[0..16] (NUL-terminated). */

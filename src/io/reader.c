@@ -78,8 +78,17 @@ int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *
 	memset(it, 0, sizeof(*it));
 	it->entry = e;
 	int r = walk_entry_describe(e, &b->meta, &it->io);
-	if (r < 0)
+	if (r < 0) {
+		/* No memory for its name: the run fails, and the item, already
+		 * in the batch for some callers, is an error record that names
+		 * nothing rather than a half-built one (NULL strings with
+		 * lengths reached the emitter and the error summary). */
+		memset(&it->io, 0, sizeof(it->io));
+		it->io.root = it->io.path = (struct mail_str){ "", 0 };
+		it->io.reason = RECORD_INTERNAL;
+		it->io.message = "out of memory while copying its name";
 		return r;
+	}
 	if (e->reason != RECORD_NONE) {
 		it->io.reason = e->reason;
 		it->io.err = e->err;
@@ -490,6 +499,13 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	const uint8_t *pend = NULL;
 	size_t pend_len = 0;
 	uint64_t pend_off = 0;
+	/* A batch takes LIMIT_BATCH_FILES messages at most: when a chunk holds
+	 * more, the rest is read again for the next batch, and only as much
+	 * of it as the full batch took (a quarter more, and 4 KiB), so that
+	 * small messages are read about once rather than once per batch.
+	 * batch_from: the file offset of the batch's first message. */
+	size_t want_next = chunk;
+	uint64_t batch_from = 0;
 	bool eof = false, first = true, skipping = false;
 	while (!eof || pend_len) {
 		/* Ctrl-C: the messages already cut are written, no more are read */
@@ -501,7 +517,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 		if (!eof || !pend) {
 			/* A message longer than a chunk doubles the read, so that
 			 * carrying it over costs linear copying, not quadratic. */
-			size_t want = pend_len > chunk ? pend_len : chunk;
+			size_t want = pend_len > chunk ? pend_len : want_next;
+			want_next = chunk;
 			/* Over --max-size, only an mbox is read at all: a few KiB
 			 * are enough to recognise one. */
 			if (first && st->io.size > r->c.o.max_size)
@@ -619,6 +636,16 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			if ((err = stream_send(r, io, bp)) < 0)
 				break;
 			stream_forget(r, &pend, pend_len);
+			if (full && pend_len) {
+				/* whole messages may follow: read on from pend_off
+				 * afresh, as much as this batch took */
+				uint64_t took = pend_off - batch_from;
+				want_next = took + took / 4 + 4096 < chunk ? (size_t)(took + took / 4 + 4096)
+				                                           : chunk;
+				pend_len = 0;
+				eof = false;
+			}
+			batch_from = pend_off;
 		}
 	}
 out:

@@ -12,6 +12,7 @@
 #include "io/maildir.h"
 #include "io/walk.h"
 #include "core/hash.h"
+#include "core/clock.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -23,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define STATE_MAGIC "ingest-state 1\n"
 #define STATE_CHUNK 4096
@@ -54,6 +57,9 @@ struct state {
 	size_t mask;
 	struct state_chunk *head, *tail;
 	struct walk *walk;         /* what it could not list is not gone */
+	mode_t mode;               /* the loaded file's permissions, kept on save */
+	bool mode_known;           /* FILE was looked at (not --state-reset) */
+	char why[256];             /* why loading failed, "" if it did not */
 };
 
 static uint64_t state_path_key(const char *root, size_t rn, const char *path, size_t pn)
@@ -92,63 +98,132 @@ static void state_insert(uint32_t *table, size_t mask, uint64_t key, uint32_t id
 		}
 }
 
-/* n space-separated decimal numbers filling the NUL-terminated line; the
- * mtime's seconds may be negative (stored as two's complement). */
-static int state_parse_numbers(const char *p, uint64_t *out, int n)
+/* Why the state could not be loaded, for the message (state_load_error):
+ * "line N: what" (line 0: no line). */
+static int state_bad(struct state *s, size_t line, const char *what)
+{
+	if (line)
+		snprintf(s->why, sizeof(s->why), "line %zu: %.200s", line, what);
+	else
+		snprintf(s->why, sizeof(s->why), "%.200s", what);
+	return -EINVAL;
+}
+
+/* n space-separated decimal numbers filling the NUL-terminated line; only
+ * the mtime's seconds (field `signed_field`) may be negative, and it must
+ * fit an int64_t (stored as two's complement).  NULL, or what is wrong. */
+static const char *state_parse_numbers(const char *p, uint64_t *out, int n, int signed_field)
 {
 	for (int i = 0; i < n; i++) {
 		bool neg = *p == '-';
+		if (neg && i != signed_field)
+			return "a negative number where none may be";
 		if (neg)
 			p++;
 		if (*p < '0' || *p > '9')
-			return -EINVAL;
+			return "expected 8 numbers separated by single spaces";
 		char *end;
 		errno = 0;
 		unsigned long long v = strtoull(p, &end, 10);
 		if (errno)
-			return -EINVAL;
-		out[i] = neg ? (uint64_t)-(int64_t)v : (uint64_t)v;
+			return "a number out of range";
+		/* as unsigned arithmetic: -(int64_t)v overflows for 2^63 */
+		if (i == signed_field && v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+			return "a number out of range";
+		out[i] = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 		p = end;
 		if (i + 1 < n && *p++ != ' ')
-			return -EINVAL;
+			return "expected 8 numbers separated by single spaces";
 	}
-	return *p ? -EINVAL : 0;
+	return *p ? "expected 8 numbers separated by single spaces" : NULL;
+}
+
+/* Lines are counted as a text editor shows them: an entry's bytes may hold
+ * newlines of their own. */
+static size_t state_newlines(const char *p, size_t n)
+{
+	size_t k = 0;
+	for (const char *q = p, *end = p + n; (q = memchr(q, '\n', (size_t)(end - q))); q++)
+		k++;
+	return k;
+}
+
+/* The line entry i starts on.  Linear: called once, for the message. */
+static size_t state_entry_line(const struct state *s, size_t i)
+{
+	size_t line = 2;
+	for (size_t j = 0; j < i; j++) {
+		const struct state_entry *e = &s->old[j];
+		line += 2 + state_newlines(e->root, e->root_n + e->path_n + e->msgid_n);
+	}
+	return line;
+}
+
+/* Indexes entry i; -EINVAL when an entry with the same root and path came
+ * before it: two entries for one file are not a state this program wrote,
+ * and probing past every copy would make loading quadratic. */
+static int state_index(struct state *s, size_t i)
+{
+	struct state_entry *e = &s->old[i];
+	uint64_t key = state_path_key(e->root, e->root_n, e->path, e->path_n), k;
+	size_t at = key & s->mask;
+	for (; s->by_path[at]; at = (at + 1) & s->mask) {
+		const struct state_entry *o = &s->old[s->by_path[at] - 1];
+		if (o->root_n == e->root_n && o->path_n == e->path_n &&
+		    !memcmp(o->root, e->root, e->root_n) && !memcmp(o->path, e->path, e->path_n))
+			return state_bad(s, state_entry_line(s, i), "a second entry for the same file");
+	}
+	s->by_path[at] = (uint32_t)i + 1;
+	if (state_name_key(e->root, e->root_n, e->path, e->path_n, &k))
+		state_insert(s->by_name, s->mask, k, (uint32_t)i);
+	return 0;
 }
 
 static int state_parse(struct state *s, char *p, size_t n)
 {
 	size_t ml = strlen(STATE_MAGIC);
 	if (n < ml || memcmp(p, STATE_MAGIC, ml))
-		return -EINVAL;
-	size_t cap = 0;
+		return state_bad(s, 1, "not an ingest state file (no \"ingest-state 1\" header)");
+	size_t cap = 0, line = 2;
 	for (size_t at = ml; at < n;) {
 		char *nl = memchr(p + at, '\n', n - at);
 		if (!nl)
-			return -EINVAL;
+			return state_bad(s, line, "the file ends inside an entry");
 		*nl = '\0';
 		struct state_entry e = { 0 };
 		uint64_t f[8];
-		if (state_parse_numbers(p + at, f, 8) < 0)
-			return -EINVAL;
+		const char *bad = state_parse_numbers(p + at, f, 8, 3);
+		if (bad)
+			return state_bad(s, line, bad);
 		e.dev = f[0];
 		e.ino = f[1];
 		e.size = f[2];
 		e.mtime_sec = (int64_t)f[3];
 		e.mtime_nsec = (uint32_t)f[4];
-		size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
-		if (f[4] >= 1000000000u || f[5] > n || f[6] > n || f[7] > n)
-			return -EINVAL;
+		if (f[4] >= 1000000000u) {
+			char what[64];
+			snprintf(what, sizeof(what), "nanoseconds of %" PRIu64 " (at most 999999999)", f[4]);
+			return state_bad(s, line, what);
+		}
 		at = (size_t)(nl - p) + 1;
-		if (rn > n - at || pn > n - at - rn || in > n - at - rn - pn || at + rn + pn + in >= n ||
-		    p[at + rn + pn + in] != '\n')
-			return -EINVAL;
+		size_t left = n - at;
+		if (f[5] > left || f[6] > left - f[5] || f[7] > left - f[5] - f[6] ||
+		    f[5] + f[6] + f[7] == left) {
+			char what[128];
+			snprintf(what, sizeof(what), "lengths %" PRIu64 " %" PRIu64 " %" PRIu64
+			         " run past the end of the file", f[5], f[6], f[7]);
+			return state_bad(s, line, what);
+		}
+		size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
+		if (p[at + rn + pn + in] != '\n')
+			return state_bad(s, line + 1, "the entry's bytes do not end with a newline where "
+			                 "its lengths say");
 		e.root = p + at;
 		e.root_n = rn;
 		e.path = p + at + rn;
 		e.path_n = pn;
 		atomic_init(&e.msgid, in ? p + at + rn + pn : NULL);
 		e.msgid_n = in;
-		at += rn + pn + in + 1;
 		if (s->n_old == cap) {
 			cap = cap ? cap * 2 : 1024;
 			struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
@@ -157,7 +232,11 @@ static int state_parse(struct state *s, char *p, size_t n)
 			s->old = v;
 		}
 		s->old[s->n_old++] = e;
+		line += 2 + state_newlines(p + at, rn + pn + in);
+		at += rn + pn + in + 1;
 	}
+	if (s->n_old > UINT32_MAX - 1)
+		return state_bad(s, 0, "more than 4294967294 entries");
 	size_t size = 16;
 	while (size < 2 * s->n_old)
 		size *= 2;
@@ -166,14 +245,10 @@ static int state_parse(struct state *s, char *p, size_t n)
 	s->by_name = xcalloc(size, sizeof(uint32_t));
 	if (!s->by_path || !s->by_name)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->n_old; i++) {
-		struct state_entry *e = &s->old[i];
-		uint64_t k;
-		state_insert(s->by_path, s->mask, state_path_key(e->root, e->root_n, e->path, e->path_n), (uint32_t)i);
-		if (state_name_key(e->root, e->root_n, e->path, e->path_n, &k))
-			state_insert(s->by_name, s->mask, k, (uint32_t)i);
-	}
-	return 0;
+	int r = 0;
+	for (size_t i = 0; i < s->n_old && r == 0; i++)
+		r = state_index(s, i);
+	return r;
 }
 
 int state_load(const char *path, struct state **out)
@@ -182,14 +257,34 @@ int state_load(const char *path, struct state **out)
 	if (!s)
 		return -ENOMEM;
 	*out = s;
-	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	s->mode = 0600;
+	if (!path)
+		return 0;   /* --state-reset: what FILE holds is not looked at */
+	s->mode_known = true;
+	/* A symlink at FILE is refused (README, "--state"): the state would
+	 * otherwise be renamed over whatever it points to. */
+	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0);
 	if (fd == -ENOENT)
 		return 0;   /* the first run */
+	if (fd == -ELOOP) {
+		snprintf(s->why, sizeof(s->why), "a symbolic link (give the path of the file itself)");
+		return fd;
+	}
 	if (fd < 0)
 		return fd;
+	struct stat st;
+	int r = sys_fstat(fd, &st);
+	if (r == 0 && !S_ISREG(st.st_mode)) {
+		/* not damage: --state-reset could not replace it either */
+		snprintf(s->why, sizeof(s->why), "not a regular file");
+		r = -EISDIR;
+	}
+	if (r == 0)
+		s->mode = st.st_mode & 07777;
 	size_t cap = 1 << 20, n = 0;
-	char *buf = xmalloc(cap);
-	int r = buf ? 0 : -ENOMEM;
+	char *buf = r == 0 ? xmalloc(cap) : NULL;
+	if (r == 0 && !buf)
+		r = -ENOMEM;
 	while (r == 0) {
 		if (n == cap) {
 			char *nb = xrealloc(buf, cap * 2);
@@ -214,6 +309,76 @@ int state_load(const char *path, struct state **out)
 	if (r == 0)
 		r = state_parse(s, buf, n);
 	return r;
+}
+
+const char *state_load_error(const struct state *s)
+{
+	return s && s->why[0] ? s->why : NULL;
+}
+
+/* The directory of path, for the temporary file and the directory's fsync. */
+static char *state_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return xstrdup(".");
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	char *d = xmalloc(n + 1);
+	if (d) {
+		memcpy(d, path, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n)
+{
+	why[0] = '\0';
+	size_t pl = strlen(path);
+	char *lp = xmalloc(pl + 6);
+	char *dir = state_dir(path);
+	int fd = lp && dir ? 0 : -ENOMEM;
+	if (fd == 0) {
+		memcpy(lp, path, pl);
+		memcpy(lp + pl, ".lock", 6);
+		/* The state is saved by a rename in its directory: refused now,
+		 * before any input is read, when that could not be done. */
+		fd = sys_faccessat(AT_FDCWD, dir, W_OK | X_OK);
+	}
+	if (fd == 0)
+		fd = sys_openat(AT_FDCWD, lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd == -ELOOP)
+		snprintf(why, why_n, "its lock file %s is a symbolic link", lp);
+	xfree(lp);
+	xfree(dir);
+	if (fd < 0)
+		return fd;
+	/* A record lock, not flock: F_GETLK names the holder, and a lock dies
+	 * with its process, so a crashed run leaves nothing to clean up. */
+	for (;;) {
+		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int r = sys_fcntl_lock(fd, wait ? F_SETLKW : F_SETLK, &l);
+		if (r == 0)
+			return fd;
+		if (r == -EINTR && !atomic_load(stop))
+			continue;
+		if (r == -EAGAIN || r == -EACCES) {
+			struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+			if (sys_fcntl_lock(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK && q.l_pid > 0)
+				snprintf(why, why_n, "in use by another ingest (pid %ld)", (long)q.l_pid);
+			else
+				snprintf(why, why_n, "in use by another ingest");
+			r = -EAGAIN;
+		}
+		sys_close(fd);
+		return r;
+	}
+}
+
+void state_unlock(int fd)
+{
+	if (fd >= 0)
+		sys_close(fd);
 }
 
 void state_free(struct state *s)
@@ -446,19 +611,54 @@ static int state_flush(int fd, struct dynbuf *b)
 	return 0;
 }
 
-int state_save(struct state *s, const char *path)
+/* A fresh temporary file next to path: O_EXCL and O_NOFOLLOW, so that
+ * nothing planted at its name (a symlink in a shared directory) is ever
+ * opened; the name carries the pid and the clock, and is tried again on a
+ * collision.  *tmp gets the name. */
+static int state_create_tmp(const char *path, mode_t mode, char **tmp)
 {
 	size_t pl = strlen(path);
-	char *tmp = xmalloc(pl + 5);
-	if (!tmp)
+	char *name = xmalloc(pl + 48);
+	if (!name)
 		return -ENOMEM;
-	memcpy(tmp, path, pl);
-	memcpy(tmp + pl, ".tmp", 5);
-	int fd = sys_openat(AT_FDCWD, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = -EEXIST;
+	for (unsigned i = 0; i < 64 && fd == -EEXIST; i++) {
+		snprintf(name, pl + 48, "%s.tmp.%ld.%llx", path, (long)getpid(),
+		         (unsigned long long)(clock_now_ns() + i) & 0xffffffffffull);
+		fd = sys_openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+		                mode & 0600);
+	}
+	/* the umask narrowed it; the old file's group and other bits are
+	 * kept as they were, never widened past them */
+	if (fd >= 0 && (mode & 07777) != (mode & 0600)) {
+		int r = sys_fchmod(fd, mode & 07777);
+		if (r < 0) {
+			sys_close(fd);
+			sys_unlinkat(AT_FDCWD, name, 0);
+			fd = r;
+		}
+	}
 	if (fd < 0) {
-		xfree(tmp);
+		xfree(name);
 		return fd;
 	}
+	*tmp = name;
+	return fd;
+}
+
+int state_save(struct state *s, const char *path)
+{
+	char *tmp = NULL;
+	if (!s->mode_known) {
+		/* --state-reset did not read FILE: its mode is still kept */
+		struct statx stx;
+		if (sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MODE, &stx) == 0 &&
+		    S_ISREG(stx.stx_mode))
+			s->mode = stx.stx_mode & 07777;
+	}
+	int fd = state_create_tmp(path, s->mode, &tmp);
+	if (fd < 0)
+		return fd;
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
 	int r = dynbuf_puts(&b, STATE_MAGIC);
@@ -500,5 +700,16 @@ int state_save(struct state *s, const char *path)
 	if (r < 0)
 		sys_unlinkat(AT_FDCWD, tmp, 0);
 	xfree(tmp);
+	/* the rename itself is durable once the directory is */
+	char *dir = r == 0 ? state_dir(path) : NULL;
+	int dfd = dir ? sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -ENOMEM;
+	/* Not a failure of the run when it fails: the new state is in place,
+	 * and a crash that loses the rename leaves the old one, which the
+	 * next run brings up to date (README, "Incremental runs"). */
+	if (dfd >= 0) {
+		sys_fsync(dfd);
+		sys_close(dfd);
+	}
+	xfree(dir);
 	return r;
 }

@@ -8,8 +8,10 @@
  * record, not read).  After the walk, state_deleted() lists what was not
  * seen, except in a directory the walk could not list (wholly or partly):
  * that is kept as it was, since it may well still be there.  state_save()
- * writes the new state to FILE.tmp, fsyncs it and renames it over FILE, so
- * a crash leaves the old state or the new one, never a torn one; it is
+ * writes the new state to a fresh temporary file beside FILE (O_EXCL,
+ * O_NOFOLLOW, FILE's mode or 0600), fsyncs it, renames it over FILE and
+ * fsyncs the directory, so a crash leaves the old state or the new one,
+ * never a torn one; it is
  * called only after a complete run (an interrupted or failed run keeps the
  * old state, and the next run does the rest).
  *
@@ -21,6 +23,8 @@
 
 #include "core/record.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct state;
@@ -29,9 +33,25 @@ struct walk;
 
 enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
 
-/* Loads FILE (a missing file is an empty state).  0 or -errno (-EINVAL for
- * a file that is not a state file: refused rather than overwritten). */
+/* Takes the lock of the state FILE before anything else of the run: a
+ * record lock on FILE.lock, next to FILE (created 0600 if missing, never
+ * removed: removing it would let two runs lock two different files).  It
+ * also checks that FILE's directory can take the new state (W_OK).  wait:
+ * block until the other run ends (--wait-state), or until *stop is set.
+ * Returns the lock's descriptor, or -errno: -EAGAIN when another run holds
+ * it, with "in use by another ingest (pid N)" in why (why_n bytes; other
+ * failures may leave a reason there too, else ""). */
+int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n);
+/* Releases the lock (closes fd; accepts -1). */
+void state_unlock(int fd);
+/* Loads FILE (a missing file is an empty state; path NULL: an empty state
+ * whatever FILE holds, for --state-reset).  0 or -errno: -EINVAL for a
+ * file that is not a state file, -ELOOP for a symlink at FILE, both
+ * refused rather than overwritten; state_load_error() then says why
+ * ("line 7: a second entry for the same file"). */
 int state_load(const char *path, struct state **out);
+/* What made state_load() refuse the file, or NULL. */
+const char *state_load_error(const struct state *s);
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a

@@ -747,11 +747,30 @@ int walk_entry_dirfd(const struct walk_entry *e)
 	return e->dir->fd;
 }
 
-static struct mail_str walk_copy(struct arena *a, const char *p, size_t n, int *r)
+/* The batch arena's allocations for a record's strings, each with a fault
+ * point of its own at the caller's line: the arena goes to malloc only
+ * when a chunk fills, at a line shared by every arena, so a walk over
+ * that line alone seldom fails a path copy (where a half-built record
+ * once reached the emitter). */
+#define walk_alloc(a, n) walk_alloc_(FAULT_SITE, (a), (n))
+static char *walk_alloc_(const char *site, struct arena *a, size_t n)
 {
-	char *d = arena_memdup(a, p, n);
-	if (!d)
+	if (fault_check_at(FAULT_ALLOC, "arena", site))
+		return NULL;
+	return arena_alloc(a, n);
+}
+
+#define walk_copy(a, p, n, r) walk_copy_(FAULT_SITE, (a), (p), (n), (r))
+static struct mail_str walk_copy_(const char *site, struct arena *a, const char *p, size_t n, int *r)
+{
+	char *d = walk_alloc_(site, a, n + 1);
+	if (d) {
+		memcpy(d, p, n);
+		d[n] = '\0';
+	} else {
 		*r = -ENOMEM;
+		n = 0;
+	}
 	return (struct mail_str){ d, n };
 }
 
@@ -762,7 +781,7 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 	size_t nl = strlen(e->name);
 	io->root = walk_copy(a, d->root, strlen(d->root), &r);
 	if (d->relpath_len) {
-		char *p = arena_alloc(a, d->relpath_len + 1 + nl + 1);
+		char *p = walk_alloc(a, d->relpath_len + 1 + nl + 1);
 		if (!p)
 			return -ENOMEM;
 		memcpy(p, d->relpath, d->relpath_len);

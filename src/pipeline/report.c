@@ -7,6 +7,7 @@
 #include "core/stats.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
+#include "emit/emit.h"
 #include "io/reader.h"
 #include "io/walk.h"
 #include "core/record.h"
@@ -30,8 +31,10 @@ struct ingest_report {
 	 * allocation, so that running out of memory can still be told. */
 	char error[640];
 	bool output_closed, interrupted;
+	bool refused;                        /* a usage error found by the run */
 	uint64_t t0, t1;                     /* monotonic ns */
 	uint64_t records, kinds[RECORD__COUNT];
+	uint64_t written;                    /* records whose bytes all went out */
 	uint64_t bytes_in;
 	struct reader_stats rs;
 	struct walk_stats ws;
@@ -51,14 +54,58 @@ struct ingest_report *report_new(void)
 	return xcalloc(1, sizeof(struct ingest_report));
 }
 
+/* text, escaped for a terminal (it names files), into r->error, cut to
+ * fit.  Out of memory, every byte that could be a control or not ASCII
+ * becomes '?': the reason must still be told. */
+static void report_put_error(struct ingest_report *r, const char *text)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	size_t n = strlen(text);
+	if (emit_escape_terminal(&b, text, n) == 0 && dynbuf_putc(&b, '\0') == 0) {
+		snprintf(r->error, sizeof(r->error), "%s", b.p);
+	} else {
+		size_t k = n < sizeof(r->error) - 1 ? n : sizeof(r->error) - 1;
+		for (size_t i = 0; i < k; i++) {
+			unsigned char c = (unsigned char)text[i];
+			r->error[i] = text[i];
+			if (c < 0x20 || c >= 0x7f)
+				r->error[i] = '?';
+		}
+		r->error[k] = '\0';
+	}
+	dynbuf_release(&b);
+}
+
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 {
-	char head[512];
+	char head[512], text[640];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
-	snprintf(r->error, sizeof(r->error), "%s: %s", head, strerror(-err));
+	snprintf(text, sizeof(text), "%s: %s", head, strerror(-err));
+	report_put_error(r, text);
+}
+
+void report_set_message(struct ingest_report *r, const char *fmt, ...)
+{
+	char text[640];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	report_put_error(r, text);
+}
+
+void report_set_refused(struct ingest_report *r)
+{
+	r->refused = true;
+}
+
+int ingest_report_usage_error(const struct ingest_report *r)
+{
+	return r && r->refused;
 }
 
 void report_start(struct ingest_report *r)
@@ -80,16 +127,26 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		r->errors++;
 		if (r->n_samples == REPORT_SAMPLES)
 			continue;
-		/* The record's path as the user would type it: root/path. */
+		/* The record's path as the user would type it, root/path,
+		 * escaped: it goes to a terminal. */
 		const char *why = io->err ? strerror(io->err) : io->message ? io->message
 		                : record_reason_name(io->reason);
-		size_t n = io->root.n + io->path.n + strlen(why) + 32;
-		char *line = xmalloc(n);
-		if (!line)
-			continue;
-		snprintf(line, n, "cannot read '%.*s%s%.*s': %s", (int)io->root.n, io->root.p,
-		         io->root.n && io->path.n ? "/" : "", (int)io->path.n, io->path.p, why);
-		r->samples[r->n_samples++] = line;
+		struct dynbuf line;
+		dynbuf_init(&line, 0);
+		int e = dynbuf_puts(&line, "cannot read '");
+		if (e == 0)
+			e = emit_escape_terminal(&line, io->root.p, io->root.n);
+		if (e == 0 && io->root.n && io->path.n)
+			e = dynbuf_putc(&line, '/');
+		if (e == 0)
+			e = emit_escape_terminal(&line, io->path.p, io->path.n);
+		if (e == 0)
+			e = dynbuf_printf(&line, "': %s", why);
+		size_t len;
+		char *text = e == 0 ? dynbuf_take(&line, &len) : NULL;
+		dynbuf_release(&line);
+		if (text)
+			r->samples[r->n_samples++] = text;
 	}
 	for (size_t i = 0; i < b->n; i++)
 		r->records += b->items[i].out_records;
@@ -137,6 +194,11 @@ void report_set_flags(struct ingest_report *r, bool output_closed, bool interrup
 {
 	r->output_closed = output_closed;
 	r->interrupted = interrupted;
+}
+
+void report_set_written(struct ingest_report *r, uint64_t records)
+{
+	r->written = records;
 }
 
 const char *ingest_report_error(const struct ingest_report *r)
@@ -212,6 +274,9 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 		dynbuf_printf(b, "  backend      %s (fallback: %s)\n", report_backend(r), r->rs.fallback);
 	else
 		dynbuf_printf(b, "  backend      %s\n", report_backend(r));
+	/* parsed and written differ when the output's reader went away */
+	dynbuf_printf(b, "  written      %llu records%s\n", (unsigned long long)r->written,
+	              r->output_closed ? " (the output was closed by its reader)" : "");
 	dynbuf_puts(b, "  records     ");
 	for (unsigned k = 0; k < RECORD__COUNT; k++)
 		if (r->kinds[k])
@@ -262,9 +327,11 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	double secs = (double)(r->t1 - r->t0) / 1e9;
 	if (secs <= 0)
 		secs = 1e-9;
-	dynbuf_printf(b, "{\"files\":%llu,\"bytes\":%llu,\"elapsed_s\":%.6f,\"files_per_s\":%.1f,"
+	dynbuf_printf(b, "{\"files\":%llu,\"written\":%llu,\"output_closed\":%s,\"bytes\":%llu,"
+	              "\"elapsed_s\":%.6f,\"files_per_s\":%.1f,"
 	              "\"mb_per_s\":%.3f,\"backend\":\"%s\",\"fallback\":",
-	              (unsigned long long)r->records, (unsigned long long)r->bytes_in, secs,
+	              (unsigned long long)r->records, (unsigned long long)r->written,
+	              r->output_closed ? "true" : "false", (unsigned long long)r->bytes_in, secs,
 	              (double)r->records / secs, (double)r->bytes_in / 1e6 / secs, report_backend(r));
 	if (r->rs.fallback[0]) {
 		dynbuf_putc(b, '"');

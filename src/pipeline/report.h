@@ -18,6 +18,11 @@ struct ingest_report *report_new(void);
 /* Records why the run failed: the formatted text, then strerror(-err). */
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Records why the run failed, the text alone (no strerror). */
+void report_set_message(struct ingest_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The failure is the caller's to mend (ingest_report_usage_error). */
+void report_set_refused(struct ingest_report *r);
 void report_start(struct ingest_report *r);
 /* Counts a batch's records by kind (called by the writer, in order). */
 void report_count_batch(struct ingest_report *r, const struct batch *b);
@@ -27,6 +32,8 @@ void report_finish(struct ingest_report *r, const struct reader *rd, const struc
 /* Records written so far and their bytes and errors (the writer's view). */
 uint64_t report_records(const struct ingest_report *r, uint64_t *bytes, uint64_t *errors);
 uint64_t report_started_ns(const struct ingest_report *r);
+/* Records whose bytes all reached the output (the writer's count). */
+void report_set_written(struct ingest_report *r, uint64_t records);
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted);
 
 #endif

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,18 +25,15 @@
  * back to the last whole record.  A file we opened started empty; a stdout
  * redirected to a file (`> out`, `>> out`) started wherever the shell left
  * it, so it is cut at the current offset minus what this attempt wrote. */
-static void output_cut(struct writer *w, uint64_t wrote)
+static bool output_cut(struct writer *w, uint64_t wrote)
 {
-	if (w->regular) {
-		sys_ftruncate(w->fd, w->bytes);
-		return;
-	}
+	if (w->regular)
+		return sys_ftruncate(w->fd, w->bytes) == 0;
 	struct stat st;
 	if (sys_fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return;
+		return false;
 	int64_t off = sys_lseek(w->fd, 0, SEEK_CUR);
-	if (off >= 0 && (uint64_t)off >= wrote)
-		sys_ftruncate(w->fd, (uint64_t)off - wrote);
+	return off >= 0 && (uint64_t)off >= wrote && sys_ftruncate(w->fd, (uint64_t)off - wrote) == 0;
 }
 
 /* Writes all of iov; -errno on failure with *written set to what went. */
@@ -95,9 +93,27 @@ static int sink_batch(struct writer *w, struct batch *b)
 	if (!count && !len)
 		return 0;
 	int r = w->sink(w->sink_ctx, first, len, count);
-	if (r == 0)
+	if (r == 0) {
 		w->bytes += len;
+		w->records += count;
+	}
 	return r > 0 ? -EIO : r;
+}
+
+/* The records of items [from, to) whose bytes all went out, of `wrote`
+ * bytes written from item `from` on (UINT64_MAX: all of them).  An item of
+ * several records (an mbox read whole) cut part-way counts none. */
+static uint64_t records_out(const struct batch *b, size_t from, size_t to, uint64_t wrote)
+{
+	uint64_t n = 0;
+	for (size_t i = from; i < to; i++) {
+		const struct batch_item *it = &b->items[i];
+		if (it->out_len > wrote)
+			break;
+		wrote -= it->out_len;
+		n += it->out_records;
+	}
+	return n;
 }
 
 static int write_batch(struct writer *w, struct batch *b)
@@ -107,6 +123,7 @@ static int write_batch(struct writer *w, struct batch *b)
 
 	struct iovec iov[IOV_MAX];
 	int n = 0;
+	size_t from = 0;   /* the first item of the writev being built */
 	for (size_t i = 0; i <= b->n; i++) {
 		if (i < b->n) {
 			struct batch_item *it = &b->items[i];
@@ -130,14 +147,18 @@ static int write_batch(struct writer *w, struct batch *b)
 			want += iov[k].iov_len;
 		int r = write_all(w, iov, n, &wrote);
 		if (r < 0) {
-			if (wrote)
-				output_cut(w, wrote);
+			/* a file cut back keeps nothing of this writev; a pipe
+			 * keeps what its reader took */
+			if (wrote && !output_cut(w, wrote))
+				w->records += records_out(b, from, i, wrote);
 			return r;
 		}
 		w->bytes += want;
+		w->records += records_out(b, from, i, UINT64_MAX);
 		n = 0;
 		if (i < b->n)
 			i--;   /* the record that did not fit starts the next writev */
+		from = i + 1;
 	}
 	return 0;
 }

@@ -56,6 +56,7 @@ struct writer {
 	int fd;
 	bool regular;                /* a file we opened and may truncate */
 	uint64_t bytes;              /* bytes of whole records written */
+	uint64_t records;            /* records whose bytes all went out */
 	atomic_bool output_closed;   /* the reader of the pipe went away */
 	bool writing;                /* no write has failed yet */
 	bool threaded;               /* writer_put runs on the parse thread */

@@ -157,7 +157,7 @@ def case_closed_stdout(tmp):
     mkcorpus(d, "--seed", "7", "--layout", "maildir", "--count", "3000")
     sh = f"'{ARGS.ingest}' '{d}' | head -c 100 > /dev/null; echo ${{PIPESTATUS[0]}}"
     p = subprocess.run(["bash", "-c", sh], capture_output=True, timeout=120)
-    if p.stdout.decode().strip() != "0" or p.stderr:
+    if p.stdout.decode().strip() != "141" or p.stderr:
         fail(f"closed stdout: exit {p.stdout!r}, stderr {p.stderr!r}")
 
 

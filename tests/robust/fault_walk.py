@@ -28,8 +28,9 @@ fell beyond their runs' calls gets three more tries first.
 The runs (two configurations, both backends, --batch-bytes=64K so that
 anything above 4 x 64 KiB is streamed through the reader in chunks):
   'main': PATHs in/, in/loop and gone.eml, --files-from=list.txt, -o FILE,
-      and --state=FILE with no FILE yet (the first run: the state is
-      written to FILE.tmp, fsynced and renamed).  in/ holds a Maildir of 12
+      and --state=FILE with no FILE yet (the first run: FILE.lock is
+      created and locked, the state is written to a fresh FILE.tmp.PID.N,
+      fsynced and renamed, the directory fsynced).  in/ holds a Maildir of 12
       messages (Maildir++ folder .Sent, attachments), an mbox of 4 messages,
       a ~400 KiB mbox and a ~320 KiB message (both streamed), a message in
       ISO-8859-2 and one in ISO-2022-JP (iconv_open, both of its sites),
@@ -57,7 +58,9 @@ Every run must end in one of two ways:
           and a message;
   exit 1: one line "ingest: ..." on stderr with a reason (no empty "()", no
           "Success"); the output file whole lines only;
-  exit 0 after EPIPE on the output (the reader of a pipe went away, as with
+  exit 2: the same, for a fault in src/io/state.c that refuses the state
+          before any input is read (EACCES, ELOOP opening its lock file);
+  exit 141 after EPIPE on the output (the reader of a pipe went away, as with
           `| head`): the records written are the beginning of the output;
 and never: a signal, a sanitizer report (LeakSanitizer included), a hang
 (30 s), a partial last line, another exit status, output on stdout (the run
@@ -162,6 +165,8 @@ SYS_ERRNOS = {
     'sched_getaffinity': ('EIO', 'EINVAL'),
     'prlimit64': ('EIO', 'EPERM'),
     'prctl': ('EIO', 'EINVAL'),
+    'fcntl': ('EIO', 'EINTR', 'EAGAIN', 'EACCES'),
+    'fchmod': ('EIO', 'EPERM'),
 }
 LIB_ERRNOS = {
     'pthread_create': ('EAGAIN',),
@@ -392,7 +397,11 @@ class Walk:
                 res.out = f.read()
         except FileNotFoundError:
             res.out = b''
-        res.tmp_left = os.path.exists(state + '.tmp')
+        # the state's temporary files (FILE.tmp.PID.N) and its lock file
+        outdir = os.path.dirname(state)
+        side = [os.path.join(outdir, x) for x in os.listdir(outdir)
+                if x.startswith(os.path.basename(state) + '.')]
+        res.tmp_left = any('.tmp' in x[len(state):] for x in side)
         # A save is a new file renamed over the old one: a new inode, even
         # when the bytes are the same (a run whose directory listings all
         # failed keeps every entry).
@@ -403,7 +412,7 @@ class Walk:
         except FileNotFoundError:
             res.state_after = None
             res.state_replaced = False
-        for p in (out, state, state + '.tmp'):
+        for p in [out, state] + side:
             try:
                 os.unlink(p)
             except FileNotFoundError:
@@ -507,7 +516,9 @@ class Walk:
             problems.append(f'{what}: output on stdout with -o FILE: {res.stdout[:120]!r}')
         if res.tmp_left and not (f and f[2] == 'unlinkat'):
             problems.append(f'{what}: the state\'s FILE.tmp was left behind')
-        if res.rc == 1:
+        # exit 2: the state refused before any input was read (a lock file
+        # that cannot be opened, EACCES or ELOOP): the same one-line rule
+        if res.rc == 1 or (res.rc == 2 and f and f[3].startswith('src/io/state.c:')):
             lines = [l for l in rl.stderr_lines(res) if not l.startswith('{')]
             if len(lines) != 1 or not lines[0].startswith('ingest: '):
                 problems.append(f'{what}: exit 1 without one "ingest: ..." line: {lines[:6]!r}')
@@ -515,21 +526,22 @@ class Walk:
                 problems.append(f'{what}: a message without its reason: {lines[0]!r}')
             sp = self.state_problem(config, backend, res, False)
             return problems + ([f'{what}: {sp}'] if sp else []), known
-        if res.rc != 0:
-            k = known_bug(config, f, res, f'exit {res.rc}')
-            if k:
-                return problems, [k]
-            return problems + [f'{what}: exit {res.rc}: {res.err_text[-600:]}'], known
         expected = self.expected[(config, backend)]
         got = [rl.record_key(r) for r in recs]
-        # EPIPE on the output is a reader that went away (`| head`): exit 0,
-        # the records written so far, whole, and no state saved
-        if f and f[1] == 'EPIPE' and f[2] in ('write', 'writev') and f[3].startswith('src/pipeline/writer.c:'):
+        # EPIPE on the output is a reader that went away (`| head`): exit
+        # 141, the records written so far, whole, and no state saved
+        if (res.rc == 141 and f and f[1] == 'EPIPE' and f[2] in ('write', 'writev') and
+                f[3].startswith('src/pipeline/writer.c:')):
             if got != expected[:len(got)]:
                 problems.append(f'{what}: output closed, but what was written is not the '
                                 f'beginning of the output: {len(got)} records')
             sp = self.state_problem(config, backend, res, False)
             return problems + ([f'{what}: {sp}'] if sp else []), known
+        if res.rc != 0:
+            k = known_bug(config, f, res, f'exit {res.rc}')
+            if k:
+                return problems, [k]
+            return problems + [f'{what}: exit {res.rc}: {res.err_text[-600:]}'], known
         # exit 0: every input accounted for
         index = {k: i for i, k in enumerate(expected)}
         if len(set(got)) != len(got):
