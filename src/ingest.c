@@ -86,9 +86,6 @@ static void run_fail_cb(void *ctx, int err, const char *what, const char *arg)
 static int run_setup_inputs(struct run *run)
 {
 	const struct ingest_options *o = run->o;
-	for (size_t i = 0; i < o->n_paths; i++)
-		if (walk_add_path(run->walk, o->paths[i]) < 0)
-			return -ENOMEM;
 	if (o->files_from) {
 		int fd = STDIN_FILENO;
 		if (strcmp(o->files_from, "-")) {
@@ -163,15 +160,19 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 
 	/* Probed before the window: pthread_once wakes with a futex of glibc's. */
 	run->threads = o->threads ? o->threads : parallelism_default();
+	/* Roots are resolved before it too: realpath(3) is libc's lstat and
+	 * readlink, not the I/O the window accounts for. */
+	int r = 0;
+	if (!(run->walk = walk_new()))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < o->n_paths; i++)
+		r = walk_add_path(run->walk, o->paths[i]);
 	if (o->stats) {
 		stats_reset_all();
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-begin", F_OK);
 	}
 	report_start(run->rep);
-	int r = 0;
-	if (!(run->walk = walk_new()))
-		r = -ENOMEM;
-	else if (o->shard_n)
+	if (r == 0 && o->shard_n)
 		walk_set_shard(run->walk, o->shard_k, o->shard_n);
 	if (r == 0)
 		r = run_setup_inputs(run);

@@ -45,6 +45,8 @@ enum record_kind {
 struct record_io {
 	struct mail_str root;      /* the PATH argument the input came from */
 	struct mail_str path;      /* relative to root ("" for a file argument) */
+	struct mail_str base;      /* root resolved: what ids and --state know */
+	uint64_t id;               /* the file's identity (record_file_id) */
 	bool have_stat;
 	uint64_t size;
 	int64_t mtime_sec;
@@ -66,12 +68,26 @@ struct record_io {
 
 	enum record_kind kind;
 	struct mail_str old_path;  /* RECORD_RENAMED: the path it had */
-	struct mail_str old_msgid; /* RECORD_DELETED/RENAMED: its Message-ID, if known */
 };
 
 struct record {
 	struct record_io io;
 	const struct mail_message *mail;   /* NULL when not parsed */
 };
+
+/* The identity of a file input (README, "Records"): for a Maildir message
+ * maildir_id(base, name); for any other file the hash of its resolved path
+ * base + "/" + dir + "/" + name (an empty dir or name left out with its
+ * '/').  base is the resolved root, never the root as spelled. */
+uint64_t record_file_id(struct mail_str base, struct mail_str dir, struct mail_str name,
+                        bool maildir);
+/* The identity of a record: the file's, and for an mbox message the
+ * file's with its offset. */
+uint64_t record_id(const struct record_io *io);
+/* A thread's identity: the first msg-id of References, else In-Reply-To,
+ * else the message's own Message-ID; 0 when it has none of them. */
+uint64_t record_thread_id(const struct mail_message *m);
+/* 16 lower-case hex digits and a NUL: the form ids take in the output. */
+void record_id_hex(uint64_t id, char hex[17]);
 
 #endif

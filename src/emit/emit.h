@@ -51,7 +51,10 @@
 	X(PARTS, "parts")                           \
 	X(WARNINGS, "warnings")                     \
 	X(DETECTED_TYPE, "detected_type")           \
-	X(HEADERS, "headers")
+	X(HEADERS, "headers")                       \
+	X(ID, "id")                                 \
+	X(THREAD_ID, "thread_id")                   \
+	X(TAGS, "tags")
 
 enum emit_field {
 #define EMIT_FIELD_ENUM(id, name) EMIT_F_##id,
@@ -118,9 +121,5 @@ int emit_record(const struct emit_options *o, const struct record *r,
  * 0 or -errno with out unchanged. */
 int emit_tsv_header(const struct emit_options *o, struct dynbuf *out);
 
-/* es-bulk's _id when a record has no usable Message-ID: 64-bit FNV-1a of
- * root + "/" + path, and for an mbox message "#" + its decimal offset, as 16
- * lower-case hex digits into id[0..16] (NUL-terminated). */
-void emit_record_hash_id(const struct record *r, char id[17]);
 
 #endif

@@ -156,7 +156,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	if (rc->o.state) {
 		enum state_verdict v;
 		struct state_entry *se;
-		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &it->io.old_msgid, &se) < 0) {
+		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &se) < 0) {
 			it->io.reason = RECORD_INTERNAL;
 			it->io.message = "out of memory in --state";
 			return 0;
@@ -295,8 +295,7 @@ struct reader_deleted_ctx {
 	struct batch *b;
 };
 
-static int reader_add_deleted(void *arg, struct mail_str root, struct mail_str path,
-                              struct mail_str msgid)
+static int reader_add_deleted(void *arg, const struct record_io *gone)
 {
 	struct reader_deleted_ctx *c = arg;
 	if (c->b && c->b->n == LIMIT_BATCH_FILES) {
@@ -306,19 +305,10 @@ static int reader_add_deleted(void *arg, struct mail_str root, struct mail_str p
 	}
 	if (!c->b && !(c->b = reader_batch_get(c->io)))
 		return -ECANCELED;
-	/* copied before the item is taken: a half-built item would be emitted */
-	const char *rp = arena_memdup(&c->b->meta, root.p, root.n);
-	const char *pp = arena_memdup(&c->b->meta, path.p, path.n);
-	const char *mp = msgid.p ? arena_memdup(&c->b->meta, msgid.p, msgid.n) : NULL;
-	if (!rp || !pp || (msgid.p && !mp))
-		return -ENOMEM;
+	/* the state's strings live until the run ends, longer than the batch */
 	struct batch_item *it = &c->b->items[c->b->n++];
 	memset(it, 0, sizeof(*it));
-	it->io.kind = RECORD_DELETED;
-	it->io.root = (struct mail_str){ rp, root.n };
-	it->io.path = (struct mail_str){ pp, path.n };
-	if (mp)
-		it->io.old_msgid = (struct mail_str){ mp, msgid.n };
+	it->io = *gone;
 	c->r->c.st.deleted++;
 	return 0;
 }

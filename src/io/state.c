@@ -1,17 +1,20 @@
 /* Incremental state: see state.h.
  *
  * File format (version line, then one entry per record, binary-safe):
- *     ingest-state 1\n
+ *     ingest-state 2\n
  *     <dev> <ino> <size> <mtime_sec> <mtime_nsec> <rootlen> <pathlen> <idlen>\n
  *     <root bytes><path bytes><id bytes>\n
- * Lookups are two open-addressing hash tables over the previous run's
- * entries: by (root, path), and by (root, Maildir, unique name) for renames.
- * New entries live in fixed-size chunks that never move, so a worker may
- * fill an entry's Message-ID while the reader keeps adding entries. */
+ * root is the resolved root (never the spelling of a PATH argument), id the
+ * record's id in hex (README, "Records").  Lookups go through one
+ * open-addressing table over the previous run's entries, by id: a Maildir
+ * message's id is folder-free and flag-free, so the entry of a message that
+ * was renamed or moved to another folder is found under its id too.  New
+ * entries live in fixed-size chunks that never move, and a second table
+ * indexes them by id so that a file met twice in one run (the same PATH
+ * given twice) is one entry. */
 #include "io/state.h"
 #include "io/maildir.h"
 #include "io/walk.h"
-#include "core/hash.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -19,25 +22,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define STATE_MAGIC "ingest-state 1\n"
+#define STATE_MAGIC "ingest-state 2\n"
 #define STATE_CHUNK 4096
+#define STATE_ID_HEX 16
 
 struct state_entry {
 	char *root, *path;
 	size_t root_n, path_n;
-	char *_Atomic msgid;       /* set once by the worker that parsed it */
-	size_t msgid_n;
+	uint64_t id;
 	uint64_t dev, ino, size;
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
+	bool maildir;
 	bool seen;                 /* old entries: met by this run */
 	bool unread;               /* new entries: statted, but the read failed */
-	const struct state_entry *was;  /* new entries: the same path's old entry */
+	const struct state_entry *was;  /* new entries: the same file's old entry */
 };
 
 struct state_chunk {
@@ -50,37 +53,38 @@ struct state {
 	struct state_entry *old;
 	size_t n_old;
 	char *old_bytes;           /* the loaded file: old strings point into it */
-	uint32_t *by_path, *by_name;   /* indexes + 1 into old; 0 = empty */
+	uint32_t *by_id;           /* indexes + 1 into old; 0 = empty */
 	size_t mask;
 	struct state_chunk *head, *tail;
+	struct state_entry **new_by_id;   /* this run's entries; NULL = empty */
+	size_t n_new, new_mask;
 	struct walk *walk;         /* what it could not list is not gone */
 };
 
-static uint64_t state_path_key(const char *root, size_t rn, const char *path, size_t pn)
+/* The ids are FNV-1a values: mixed again before their low bits pick a
+ * slot (the murmur3 fmix64 constants, as the walk's shards). */
+static uint64_t state_slot(uint64_t id)
 {
-	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root, rn);
-	h = hash_fnv1a(h, "", 1);
-	return hash_fnv1a(h, path, pn);
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdull;
+	id ^= id >> 33;
+	return id;
 }
 
-/* The rename key: root, the Maildir (the path above cur/ or new/) and the
- * unique part of the file name.  False for paths outside a Maildir. */
-static bool state_name_key(const char *root, size_t rn, const char *path, size_t pn, uint64_t *key)
+static int state_hex_id(const char *p, size_t n, uint64_t *id)
 {
-	const char *slash = memrchr(path, '/', pn);
-	if (!slash || slash - path < 3)
-		return false;
-	const char *sub = slash - 3;
-	if ((memcmp(sub, "cur", 3) && memcmp(sub, "new", 3)) || (sub > path && sub[-1] != '/'))
-		return false;
-	const char *base = slash + 1;
-	size_t bn = maildir_base_len(base, pn - (size_t)(base - path));
-	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root, rn);
-	h = hash_fnv1a(h, "", 1);
-	h = hash_fnv1a(h, path, (size_t)(sub - path));
-	h = hash_fnv1a(h, "", 1);
-	*key = hash_fnv1a(h, base, bn);
-	return true;
+	if (n != STATE_ID_HEX)
+		return -EINVAL;
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+	}
+	*id = v;
+	return 0;
 }
 
 static void state_insert(uint32_t *table, size_t mask, uint64_t key, uint32_t idx)
@@ -146,8 +150,10 @@ static int state_parse(struct state *s, char *p, size_t n)
 		e.root_n = rn;
 		e.path = p + at + rn;
 		e.path_n = pn;
-		atomic_init(&e.msgid, in ? p + at + rn + pn : NULL);
-		e.msgid_n = in;
+		size_t dir_n, name;
+		e.maildir = maildir_split(e.path, pn, &dir_n, &name);
+		if (state_hex_id(p + at + rn + pn, in, &e.id) < 0)
+			return -EINVAL;
 		at += rn + pn + in + 1;
 		if (s->n_old == cap) {
 			cap = cap ? cap * 2 : 1024;
@@ -162,17 +168,11 @@ static int state_parse(struct state *s, char *p, size_t n)
 	while (size < 2 * s->n_old)
 		size *= 2;
 	s->mask = size - 1;
-	s->by_path = xcalloc(size, sizeof(uint32_t));
-	s->by_name = xcalloc(size, sizeof(uint32_t));
-	if (!s->by_path || !s->by_name)
+	s->by_id = xcalloc(size, sizeof(uint32_t));
+	if (!s->by_id)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->n_old; i++) {
-		struct state_entry *e = &s->old[i];
-		uint64_t k;
-		state_insert(s->by_path, s->mask, state_path_key(e->root, e->root_n, e->path, e->path_n), (uint32_t)i);
-		if (state_name_key(e->root, e->root_n, e->path, e->path_n, &k))
-			state_insert(s->by_name, s->mask, k, (uint32_t)i);
-	}
+	for (size_t i = 0; i < s->n_old; i++)
+		state_insert(s->by_id, s->mask, state_slot(s->old[i].id), (uint32_t)i);
 	return 0;
 }
 
@@ -223,16 +223,14 @@ void state_free(struct state *s)
 	for (struct state_chunk *c = s->head, *next; c; c = next) {
 		next = c->next;
 		/* new entries own their strings; old ones point into old_bytes */
-		for (size_t i = 0; i < c->n; i++) {
+		for (size_t i = 0; i < c->n; i++)
 			xfree(c->v[i].root);
-			xfree(atomic_load(&c->v[i].msgid));
-		}
 		xfree(c);
 	}
 	xfree(s->old);
 	xfree(s->old_bytes);
-	xfree(s->by_path);
-	xfree(s->by_name);
+	xfree(s->by_id);
+	xfree(s->new_by_id);
 	xfree(s);
 }
 
@@ -249,96 +247,120 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 		s->tail = c;
 	}
 	struct state_entry *e = &s->tail->v[s->tail->n];
-	/* root and path in one allocation; the Message-ID (set later) in a
-	 * second */
-	char *mem = xmalloc(io->root.n + io->path.n + 2);
+	/* the resolved root and the path in one allocation */
+	char *mem = xmalloc(io->base.n + io->path.n + 2);
 	if (!mem)
 		return NULL;
-	memcpy(mem, io->root.p, io->root.n);
-	mem[io->root.n] = '\0';
-	memcpy(mem + io->root.n + 1, io->path.p, io->path.n);
-	mem[io->root.n + 1 + io->path.n] = '\0';
+	memcpy(mem, io->base.p, io->base.n);
+	mem[io->base.n] = '\0';
+	memcpy(mem + io->base.n + 1, io->path.p, io->path.n);
+	mem[io->base.n + 1 + io->path.n] = '\0';
 	*e = (struct state_entry){
-		.root = mem, .root_n = io->root.n, .path = mem + io->root.n + 1, .path_n = io->path.n,
-		.dev = io->dev, .ino = io->ino, .size = io->size,
-		.mtime_sec = io->mtime_sec, .mtime_nsec = io->mtime_nsec,
+		.root = mem, .root_n = io->base.n, .path = mem + io->base.n + 1, .path_n = io->path.n,
+		.id = io->id, .dev = io->dev, .ino = io->ino, .size = io->size,
+		.mtime_sec = io->mtime_sec, .mtime_nsec = io->mtime_nsec, .maildir = io->maildir,
 	};
-	atomic_init(&e->msgid, NULL);
 	s->tail->n++;
 	return e;
 }
 
-static struct state_entry *state_find(struct state *s, uint32_t *table, uint64_t key,
-                                      bool (*match)(const struct state_entry *, const void *),
-                                      const void *arg)
+/* The previous run's entry of id that this run has not met, or NULL. */
+static struct state_entry *state_find_old(struct state *s, uint64_t id)
 {
 	if (!s->n_old)
 		return NULL;
-	for (size_t i = key & s->mask; table[i]; i = (i + 1) & s->mask) {
-		struct state_entry *e = &s->old[table[i] - 1];
-		if (match(e, arg))
+	for (size_t i = state_slot(id) & s->mask; s->by_id[i]; i = (i + 1) & s->mask) {
+		struct state_entry *e = &s->old[s->by_id[i] - 1];
+		if (e->id == id && !e->seen)
 			return e;
 	}
 	return NULL;
 }
 
-static bool state_match_path(const struct state_entry *e, const void *arg)
+/* This run's entry of id, or NULL. */
+static struct state_entry *state_find_new(const struct state *s, uint64_t id)
 {
-	const struct record_io *io = arg;
-	return e->root_n == io->root.n && e->path_n == io->path.n &&
-	       !memcmp(e->root, io->root.p, e->root_n) && !memcmp(e->path, io->path.p, e->path_n);
+	if (!s->n_new)
+		return NULL;
+	for (size_t i = state_slot(id) & s->new_mask; s->new_by_id[i]; i = (i + 1) & s->new_mask)
+		if (s->new_by_id[i]->id == id)
+			return s->new_by_id[i];
+	return NULL;
 }
 
-static bool state_match_rename(const struct state_entry *e, const void *arg)
+static int state_index_new(struct state *s, struct state_entry *e)
 {
-	const struct record_io *io = arg;
-	/* a rename keeps the inode: that is what tells it from a new copy */
-	return !e->seen && e->ino == io->ino && e->dev == io->dev && e->root_n == io->root.n &&
-	       !memcmp(e->root, io->root.p, e->root_n);
+	if (2 * (s->n_new + 1) > (s->new_by_id ? s->new_mask + 1 : 0)) {
+		size_t size = s->new_by_id ? 2 * (s->new_mask + 1) : 1024;
+		struct state_entry **t = xcalloc(size, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; s->new_by_id && i <= s->new_mask; i++) {
+			struct state_entry *x = s->new_by_id[i];
+			if (!x)
+				continue;
+			size_t j = state_slot(x->id) & (size - 1);
+			while (t[j])
+				j = (j + 1) & (size - 1);
+			t[j] = x;
+		}
+		xfree(s->new_by_id);
+		s->new_by_id = t;
+		s->new_mask = size - 1;
+	}
+	size_t j = state_slot(e->id) & s->new_mask;
+	while (s->new_by_id[j])
+		j = (j + 1) & s->new_mask;
+	s->new_by_id[j] = e;
+	s->n_new++;
+	return 0;
 }
 
-static void state_copy_id(struct state_entry *to, const struct state_entry *from)
+static struct state_entry *state_add_indexed(struct state *s, const struct record_io *io)
 {
-	char *id = atomic_load(&from->msgid);
-	if (!id || !from->msgid_n)
-		return;
-	char *c = xmalloc(from->msgid_n + 1);
-	if (!c)
-		return;
-	memcpy(c, id, from->msgid_n);
-	c[from->msgid_n] = '\0';
-	to->msgid_n = from->msgid_n;
-	atomic_store(&to->msgid, c);
+	struct state_entry *e = state_add(s, io);
+	if (e && state_index_new(s, e) < 0)
+		return NULL;
+	return e;
+}
+
+static bool state_same_path(const struct state_entry *e, const struct record_io *io)
+{
+	return e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n);
 }
 
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct mail_str *old_path, struct mail_str *old_msgid, struct state_entry **entry)
+                struct mail_str *old_path, struct state_entry **entry)
 {
-	struct state_entry *old = state_find(s, s->by_path,
-	                                     state_path_key(io->root.p, io->root.n, io->path.p, io->path.n),
-	                                     state_match_path, io);
-	uint64_t k;
-	*v = STATE_NEW;
-	if (old && !old->seen) {
-		old->seen = true;
-		bool same = old->dev == io->dev && old->ino == io->ino && old->size == io->size &&
-		            old->mtime_sec == io->mtime_sec && old->mtime_nsec == io->mtime_nsec;
-		*v = same ? STATE_UNCHANGED : STATE_CHANGED;
-	} else if (state_name_key(io->root.p, io->root.n, io->path.p, io->path.n, &k) &&
-	           (old = state_find(s, s->by_name, k, state_match_rename, io))) {
-		old->seen = true;
-		*v = STATE_RENAMED;
-		*old_path = (struct mail_str){ old->path, old->path_n };
+	*entry = NULL;
+	/* Met already in this run (the same PATH given twice, or a root and a
+	 * file inside it): one file, one entry, one record. */
+	struct state_entry *dup = state_find_new(s, io->id);
+	if (dup && dup->dev == io->dev && dup->ino == io->ino) {
+		*v = STATE_UNCHANGED;
+		return 0;
 	}
-	struct state_entry *e = state_add(s, io);
+	struct state_entry *old = state_find_old(s, io->id);
+	*v = STATE_NEW;
+	if (old) {
+		old->seen = true;
+		bool same_file = old->dev == io->dev && old->ino == io->ino;
+		bool same = same_file && old->size == io->size && old->mtime_sec == io->mtime_sec &&
+		            old->mtime_nsec == io->mtime_nsec;
+		if (io->maildir && !state_same_path(old, io) && same_file) {
+			/* a flag change, new/ → cur/, a move to another folder:
+			 * the same message under the same id */
+			*v = STATE_RENAMED;
+			*old_path = (struct mail_str){ old->path, old->path_n };
+		} else {
+			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
+		}
+	}
+	struct state_entry *e = state_add_indexed(s, io);
 	if (!e)
 		return -ENOMEM;
-	if (old && (*v == STATE_UNCHANGED || *v == STATE_RENAMED))
-		state_copy_id(e, old);
 	if (*v == STATE_UNCHANGED || *v == STATE_CHANGED)
 		e->was = old;
-	char *id = atomic_load(&e->msgid);
-	*old_msgid = (struct mail_str){ id, id ? e->msgid_n : 0 };
 	*entry = e;
 	return 0;
 }
@@ -349,55 +371,25 @@ void state_mark_unread(struct state_entry *e)
 		e->unread = true;
 }
 
-void state_set_message_id(struct state_entry *e, struct mail_str id)
-{
-	if (!e || !id.p || !id.n || atomic_load(&e->msgid))
-		return;
-	char *c = xmalloc(id.n + 1);
-	if (!c)
-		return;
-	memcpy(c, id.p, id.n);
-	c[id.n] = '\0';
-	e->msgid_n = id.n;
-	atomic_store(&e->msgid, c);
-}
-
-/* An old entry kept as it was: into the new state, Message-ID included. */
+/* An old entry kept as it was, into the new state. */
 static int state_keep(struct state *s, const struct state_entry *old)
 {
 	struct record_io io = {
-		.root = { old->root, old->root_n }, .path = { old->path, old->path_n },
-		.dev = old->dev, .ino = old->ino, .size = old->size,
+		.base = { old->root, old->root_n }, .path = { old->path, old->path_n }, .id = old->id,
+		.dev = old->dev, .ino = old->ino, .size = old->size, .maildir = old->maildir,
 		.mtime_sec = old->mtime_sec, .mtime_nsec = old->mtime_nsec,
 	};
-	struct state_entry *e = state_add(s, &io);
-	if (!e)
-		return -ENOMEM;
-	state_copy_id(e, old);
-	return 0;
-}
-
-/* Without a stat there is no inode to tell a rename from a new copy: the
- * unique name alone (its key: root, Maildir, unique part) says which old
- * entry a file may be.  The probe sequence holds other keys too. */
-static bool state_match_unseen(const struct state_entry *e, const void *arg)
-{
-	const uint64_t *key = arg;
-	uint64_t k;
-	return !e->seen && state_name_key(e->root, e->root_n, e->path, e->path_n, &k) && k == *key;
+	return state_add_indexed(s, &io) ? 0 : -ENOMEM;
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
 {
-	struct state_entry *old = state_find(s, s->by_path,
-	                                     state_path_key(io->root.p, io->root.n, io->path.p, io->path.n),
-	                                     state_match_path, io);
-	uint64_t k;
-	/* renamed since (a flag change) and unreadable now: still the message
-	 * the old entry knew, kept under its old name until a run can stat it */
-	if (!old && state_name_key(io->root.p, io->root.n, io->path.p, io->path.n, &k))
-		old = state_find(s, s->by_name, k, state_match_unseen, &k);
-	if (!old || old->seen)
+	/* Not statted, so no inode to compare: the id says which old entry it
+	 * is (a Maildir message renamed since and unreadable now is still the
+	 * message the old entry knew, kept under its old name until a run can
+	 * stat it). */
+	struct state_entry *old = state_find_old(s, io->id);
+	if (!old)
 		return 0;
 	old->seen = true;
 	return state_keep(s, old);
@@ -408,8 +400,7 @@ void state_set_walk(struct state *s, struct walk *w)
 	s->walk = w;
 }
 
-int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, struct mail_str path,
-                                             struct mail_str msgid), void *ctx)
+int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
 	for (size_t i = 0; i < s->n_old; i++) {
 		struct state_entry *e = &s->old[i];
@@ -423,9 +414,11 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, st
 			return r;
 		if (r == 0)
 			continue;
-		char *id = atomic_load(&e->msgid);
-		r = fn(ctx, root, path, (struct mail_str){ id, id ? e->msgid_n : 0 });
-		if (r < 0)
+		struct record_io gone = {
+			.kind = RECORD_DELETED, .root = root, .base = root, .path = path, .id = e->id,
+			.maildir = e->maildir,
+		};
+		if ((r = fn(ctx, &gone)) < 0)
 			return r;
 	}
 	return 0;
@@ -469,17 +462,17 @@ int state_save(struct state *s, const char *path)
 			 * state knew it, or not at all: the next run reads it */
 			if (e->unread && !(e = e->was))
 				continue;
-			char *id = atomic_load(&e->msgid);
-			size_t in = id ? e->msgid_n : 0;
-			r = dynbuf_printf(&b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
+			char id[STATE_ID_HEX + 1];
+			record_id_hex(e->id, id);
+			r = dynbuf_printf(&b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %d\n",
 			                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
-			                  e->path_n, in);
+			                  e->path_n, STATE_ID_HEX);
 			if (r == 0)
 				r = dynbuf_append(&b, e->root, e->root_n);
 			if (r == 0)
 				r = dynbuf_append(&b, e->path, e->path_n);
-			if (r == 0 && in)
-				r = dynbuf_append(&b, id, in);
+			if (r == 0)
+				r = dynbuf_append(&b, id, STATE_ID_HEX);
 			if (r == 0)
 				r = dynbuf_putc(&b, '\n');
 			if (r == 0 && b.len >= (1 << 20))

@@ -32,6 +32,7 @@ struct walk_entry {
 	uint64_t ino;
 	uint8_t d_type;           /* DT_REG, DT_UNKNOWN (stat says), ... */
 	bool follow;              /* an explicit path: symlinks followed */
+	const char *base;         /* a PATH argument's: resolved (NULL: lexically) */
 	enum record_reason reason;/* set when the walk itself failed on it */
 	int err;                  /* positive errno with RECORD_IO */
 };
@@ -43,15 +44,18 @@ struct walk_options {
 struct walk *walk_new(void);
 void walk_free(struct walk *w);
 
-/* Queues a PATH argument (a directory or a file). */
+/* Queues a PATH argument (a directory or a file), resolved now with
+ * realpath(3) (the ids of its inputs do not depend on its spelling): call
+ * it before the counted window (README, "Syscall accounting"). */
 int walk_add_path(struct walk *w, const char *path);
 /* Queues every name of a list (newline- or NUL-separated) read from fd. */
 int walk_add_list(struct walk *w, int fd, bool nul_separated);
 
-/* Keeps only the entries whose path hash falls in shard k of n (1 <= k <= n):
- * the other entries are never statted or read.  The hash covers the root as
- * given and the path below it, so every machine that is given the same
- * arguments splits the same way, and the shards' union is the whole run. */
+/* Keeps only the entries whose id hash falls in shard k of n (1 <= k <= n):
+ * the other entries are never statted or read.  The hash is the record's
+ * id's (record_file_id: the resolved root, not its spelling), so every
+ * machine that sees the corpus at the same path splits the same way, and
+ * the shards' union is the whole run. */
 void walk_set_shard(struct walk *w, unsigned k, unsigned n);
 /* The 64-bit hash sharding uses (exposed for tests). */
 uint64_t walk_entry_hash(const struct walk_entry *e);

@@ -41,8 +41,6 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 			rec.io.message = "parser scratch limit reached";
 		} else {
 			rec.mail = &msg;
-			if (state_entry)
-				state_set_message_id(state_entry, msg.message_id);
 			if (!msg.is_mail) {
 				rec.io.reason = RECORD_NOT_MAIL;
 				rec.io.message = "not a mail message";
