@@ -55,7 +55,9 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
 
 /* Runs the pipeline once.  Returns 0 when every input became a record
  * (error records included), -errno when the run itself failed (the
- * report's message says why).  *report receives a report the caller frees,
+ * report's message says why): -EINVAL when it was refused before any input
+ * was read, the options contradicting each other or the --state file
+ * (made by a run with other roots, shard or output options).  *report receives a report the caller frees,
  * or NULL when even that could not be allocated.  Output that could not be
  * written because the reader of a pipe went away is not a failure: the run
  * stops early and ingest_report_output_closed() says so. */

@@ -20,6 +20,7 @@
 #include "ingest.h"
 #include "options.h"
 #include "core/stats.h"
+#include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "io/walk.h"
@@ -108,6 +109,64 @@ static int run_setup_inputs(struct run *run)
 	return 0;
 }
 
+static int run_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What decides the records a run emits, for --state (state_bind_run): a
+ * state made by one run and read by another that emits other records
+ * would report their difference as changes, or none at all (a state of a
+ * --no-text run made a full run emit nothing).  The roots are the
+ * resolved ones, sorted and each once: a root spelled another way, or
+ * given twice, is the same run. */
+static int run_describe(const struct run *run, struct dynbuf *d)
+{
+	const struct ingest_options *o = run->o;
+	const struct emit_options *e = &o->emit;
+	size_t n = 0;
+	const char **roots = xcalloc(o->n_paths + 1, sizeof(*roots));
+	if (!roots)
+		return -ENOMEM;
+	for (size_t i = 0; walk_source_base(run->walk, i) || i < o->n_paths; i++)
+		if (walk_source_base(run->walk, i))
+			roots[n++] = walk_source_base(run->walk, i);
+	qsort(roots, n, sizeof(*roots), run_cmp_str);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (!i || strcmp(roots[i], roots[i - 1]))
+			r = dynbuf_printf(d, "root=%s\n", roots[i]);
+	xfree(roots);
+	static const char *const formats[] = { "jsonl", "es-bulk", "tsv" };
+	if (r == 0)
+		r = dynbuf_printf(d, "files-from=%d\nshard=%u/%u\nformat=%s\nfields=", o->files_from != NULL,
+		                  o->shard_k, o->shard_n, formats[e->format]);
+	for (size_t i = 0; r == 0 && i < e->n_order; i++)
+		r = dynbuf_printf(d, "%s%s", i ? "," : "", emit_field_name((enum emit_field)e->order[i]));
+	if (r == 0)
+		r = dynbuf_printf(d, "\nparse=%d\nno-text=%d\nmax-text=%zu\nheaders=%d\nes-index=%s",
+		                  o->parse, e->no_text, o->mail.max_text, e->headers,
+		                  e->es_index ? e->es_index : "");
+	return r;
+}
+
+static int run_bind_state(struct run *run)
+{
+	struct dynbuf d;
+	dynbuf_init(&d, 0);
+	char why[512];
+	int r = run_describe(run, &d);
+	if (r == 0)
+		r = state_bind_run(run->state, d.p, d.len, why, sizeof(why));
+	dynbuf_release(&d);
+	if (r == -EINVAL) {
+		atomic_store(&run->failed, r);
+		report_set_error(run->rep, 0, "cannot use the state '%s': %s (give this run its own state file)",
+		                 run->o->state, why);
+	}
+	return r;
+}
+
 static int run_start(struct run *run)
 {
 	const struct ingest_options *o = run->o;
@@ -188,6 +247,8 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		r = state_load(o->state, &run->state);
 		if (r < 0)
 			run_fail(run, r, "cannot load the state", o->state);
+		else if ((r = run_bind_state(run)) < 0 && r != -EINVAL)
+			run_fail(run, r, "cannot use the state", o->state);
 		ro.state = run->state;
 	}
 	if (r == 0) {

@@ -26,7 +26,7 @@ static const char usage_text[] =
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout)\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
-"  --es-index=NAME        the _index of es-bulk actions\n"
+"  --es-index=NAME        es-bulk's _index; --es-errors: error records too\n"
 "  --fields=A,B,...       only these fields (every format; tsv column order)\n"
 "  --no-text              leave out the message text\n"
 "  --max-text=SIZE        cut the text at SIZE bytes (1M)\n"
@@ -49,7 +49,7 @@ static const char usage_text[] =
 "  ingest ~/Maildir > mail.jsonl\n"
 "  ingest --stats --fields=path,from,subject,date ~/Maildir | head\n"
 "  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n"
-"  ingest --state=~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
+"  ingest --state ~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
 "  ingest --format=es-bulk --es-index=mail ~/Maildir > bulk.ndjson   # for _bulk\n"
 "  ingest --shard=2/4 -o part2.jsonl /srv/archive    # one of 4 machines\n";
 
@@ -87,6 +87,7 @@ int main(int argc, char **argv)
 		{ "headers", no_argument, NULL, OPT_SET },
 		{ "io-only", no_argument, NULL, OPT_IOONLY },
 		{ "es-index", required_argument, NULL, OPT_SET },
+		{ "es-errors", no_argument, NULL, OPT_SET },
 		{ "shard", required_argument, NULL, OPT_SET },
 		{ "state", required_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
@@ -206,7 +207,8 @@ int main(int argc, char **argv)
 			fputs("ingest: out of memory\n", stderr);
 		else
 			fprintf(stderr, "ingest: %s\n", strerror(-r));
-		status = 1;
+		/* -EINVAL: refused before any input was read (ingest.h) */
+		status = r == -EINVAL ? 2 : 1;
 	} else if (ingest_report_interrupted(rep)) {
 		status = 130;
 	}

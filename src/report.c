@@ -59,7 +59,10 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
-	snprintf(r->error, sizeof(r->error), "%s: %s", head, strerror(-err));
+	if (err)
+		snprintf(r->error, sizeof(r->error), "%s: %s", head, strerror(-err));
+	else
+		snprintf(r->error, sizeof(r->error), "%s", head);   /* the text says it all */
 }
 
 void report_start(struct ingest_report *r)

@@ -1,7 +1,8 @@
 /* Incremental state: see state.h.
  *
- * File format (version line, then one entry per record, binary-safe):
+ * File format (version line, the run, then one entry per file, binary-safe):
  *     ingest-state 2\n
+ *     run <len>\n<len bytes: what the run was, state_bind_run()>\n
  *     <dev> <ino> <size> <mtime_sec> <mtime_nsec> <rootlen> <pathlen> <idlen>\n
  *     <root bytes><path bytes><id bytes>\n
  * root is the resolved root (never the spelling of a PATH argument), id the
@@ -59,6 +60,10 @@ struct state {
 	struct state_entry **new_by_id;   /* this run's entries; NULL = empty */
 	size_t n_new, new_mask;
 	struct walk *walk;         /* what it could not list is not gone */
+	const char *old_run;       /* the previous run's description, in old_bytes */
+	size_t old_run_n;
+	char *run;                 /* this run's, saved with the entries */
+	size_t run_n;
 };
 
 /* The ids are FNV-1a values: mixed again before their low bits pick a
@@ -119,13 +124,35 @@ static int state_parse_numbers(const char *p, uint64_t *out, int n)
 	return *p ? -EINVAL : 0;
 }
 
+/* "run <len>\n<bytes>\n" after the version line. */
+static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
+{
+	char *nl = memchr(p + *at, '\n', n - *at);
+	if (!nl || nl - (p + *at) < 5 || memcmp(p + *at, "run ", 4))
+		return -EINVAL;
+	*nl = '\0';
+	uint64_t len;
+	if (state_parse_numbers(p + *at + 4, &len, 1) < 0)
+		return -EINVAL;
+	size_t start = (size_t)(nl - p) + 1;
+	if (len > n - start || start + len >= n || p[start + len] != '\n')
+		return -EINVAL;
+	s->old_run = p + start;
+	s->old_run_n = (size_t)len;
+	*at = start + (size_t)len + 1;
+	return 0;
+}
+
 static int state_parse(struct state *s, char *p, size_t n)
 {
 	size_t ml = strlen(STATE_MAGIC);
 	if (n < ml || memcmp(p, STATE_MAGIC, ml))
 		return -EINVAL;
-	size_t cap = 0;
-	for (size_t at = ml; at < n;) {
+	size_t cap = 0, at = ml;
+	int r = state_parse_run(s, p, n, &at);
+	if (r < 0)
+		return r;
+	while (at < n) {
 		char *nl = memchr(p + at, '\n', n - at);
 		if (!nl)
 			return -EINVAL;
@@ -231,6 +258,7 @@ void state_free(struct state *s)
 	xfree(s->old_bytes);
 	xfree(s->by_id);
 	xfree(s->new_by_id);
+	xfree(s->run);
 	xfree(s);
 }
 
@@ -400,6 +428,75 @@ void state_set_walk(struct state *s, struct walk *w)
 	s->walk = w;
 }
 
+/* The next line of a run description at *i, false at its end. */
+static bool state_run_line(const char *a, size_t an, size_t *i, struct mail_str *line)
+{
+	if (*i >= an)
+		return false;
+	const char *e = memchr(a + *i, '\n', an - *i);
+	*line = (struct mail_str){ a + *i, e ? (size_t)(e - (a + *i)) : an - *i };
+	*i += line->n + 1;
+	return true;
+}
+
+/* The first line of a that b lacks; false when b has every one. */
+static bool state_run_missing(const char *a, size_t an, const char *b, size_t bn,
+                              struct mail_str *out)
+{
+	struct mail_str x, y;
+	for (size_t i = 0; state_run_line(a, an, &i, &x);) {
+		bool found = false;
+		for (size_t j = 0; !found && state_run_line(b, bn, &j, &y);)
+			found = x.n == y.n && !memcmp(x.p, y.p, x.n);
+		if (!found) {
+			*out = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* b's line with the key ("name=") of line, when the key is one a run has
+ * once (root= repeats: no one counterpart). */
+static bool state_run_same_key(const char *b, size_t bn, struct mail_str line,
+                               struct mail_str *out)
+{
+	const char *eq = memchr(line.p, '=', line.n);
+	size_t kn = eq ? (size_t)(eq - line.p) + 1 : line.n;
+	if (kn == 5 && !memcmp(line.p, "root=", 5))
+		return false;
+	for (size_t j = 0; state_run_line(b, bn, &j, out);)
+		if (out->n >= kn && !memcmp(out->p, line.p, kn))
+			return true;
+	return false;
+}
+
+int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n)
+{
+	if (s->old_run && (s->old_run_n != n || memcmp(s->old_run, run, n))) {
+		struct mail_str line, other;
+		if (state_run_missing(s->old_run, s->old_run_n, run, n, &line)) {
+			if (state_run_same_key(run, n, line, &other))
+				snprintf(why, why_n, "the state was made with %.*s, this run has %.*s",
+				         (int)line.n, line.p, (int)other.n, other.p);
+			else
+				snprintf(why, why_n, "the state was made with %.*s, this run is not",
+				         (int)line.n, line.p);
+		} else if (state_run_missing(run, n, s->old_run, s->old_run_n, &line)) {
+			snprintf(why, why_n, "this run has %.*s, the state was made without it",
+			         (int)line.n, line.p);
+		} else {
+			snprintf(why, why_n, "the state was made by another run");
+		}
+		return -EINVAL;
+	}
+	if (!(s->run = xmalloc(n + 1)))
+		return -ENOMEM;
+	memcpy(s->run, run, n);
+	s->run_n = n;
+	return 0;
+}
+
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
 	for (size_t i = 0; i < s->n_old; i++) {
@@ -455,6 +552,12 @@ int state_save(struct state *s, const char *path)
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
 	int r = dynbuf_puts(&b, STATE_MAGIC);
+	if (r == 0)
+		r = dynbuf_printf(&b, "run %zu\n", s->run_n);
+	if (r == 0)
+		r = dynbuf_append(&b, s->run, s->run_n);
+	if (r == 0)
+		r = dynbuf_putc(&b, '\n');
 	for (struct state_chunk *c = s->head; c && r == 0; c = c->next) {
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];

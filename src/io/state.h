@@ -60,6 +60,14 @@ void state_set_walk(struct state *s, struct walk *w);
  * base, path, id, maildir) whose strings live until state_free().  0,
  * -ENOMEM, or what fn returned. */
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx);
+/* The state knows the run it was made by: run is a description of what
+ * decides the output (resolved roots, shard, format, fields, text and
+ * header options), one "key=value" a line.  A state saved by a run with
+ * another description is refused: -EINVAL, and why[] names the first
+ * difference ("the state was made with no-text=1, this run has
+ * no-text=0").  0 (the description is saved with the state), -EINVAL or
+ * -ENOMEM.  Call it after state_load(), before the run reads any input. */
+int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n);
 int state_save(struct state *s, const char *path);
 
 #endif

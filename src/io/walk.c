@@ -996,6 +996,11 @@ void walk_stats_get(const struct walk *w, struct walk_stats *out)
 	*out = w->stats;
 }
 
+const char *walk_source_base(const struct walk *w, size_t i)
+{
+	return i < w->n_sources ? w->sources[i].base : NULL;
+}
+
 uint64_t walk_total(const struct walk *w)
 {
 	uint64_t n = 0;

@@ -90,6 +90,9 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
  * the walk has ended. */
 bool walk_unlisted(struct walk *w, struct mail_str root, struct mail_str path);
 
+/* The resolved path of source i (walk_add_path's order, lists counted),
+ * or NULL for a list or past the end. */
+const char *walk_source_base(const struct walk *w, size_t i);
 /* Inputs queued from lists so far (paths' contents are not known ahead). */
 uint64_t walk_total(const struct walk *w);
 
