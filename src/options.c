@@ -181,6 +181,12 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		o->emit.headers = b;
 		return 0;
 	}
+	if (!strcmp(name, "es-errors")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->emit.es_errors = b;
+		return 0;
+	}
 	if (!strcmp(name, "parse")) {
 		if ((r = options_flag(v, &b)) < 0)
 			return r;

@@ -1012,13 +1012,14 @@ static int emit_change(const struct emit_options *o, const struct record *rec, s
 	}
 	if (r == 0 && (r = json_put_lit(b, ",")) == 0)
 		r = json_put_bytes_member(b, "root", io->root.p, io->root.n);
-	if (r == 0 && io->maildir) {
+	if (r == 0 && io->maildir && io->kind == RECORD_RENAMED) {
 		if ((r = json_put_lit(b, ",\"folder\":")) == 0 && (r = emit_json_str(b, io->folder)) == 0 &&
 		    (r = json_put_lit(b, ",\"subdir\":")) == 0 && (r = emit_json_str(b, io->subdir)) == 0 &&
 		    (r = json_put_lit(b, ",\"flags\":")) == 0)
 			r = emit_json_str(b, io->flags);
 	}
-	if (r == 0 && io->maildir && (r = json_put_lit(b, ",\"tags\":")) == 0)
+	if (r == 0 && io->maildir && io->kind == RECORD_RENAMED &&
+	    (r = json_put_lit(b, ",\"tags\":")) == 0)
 		r = emit_json_tags(b, io->flags);
 	if (r == 0 && o->format != EMIT_ES_BULK && (r = json_put_lit(b, ",\"id\":")) == 0)
 		r = emit_json_hex(b, record_id(io));
@@ -1042,6 +1043,11 @@ int emit_record(const struct emit_options *o, const struct record *rec,
 	emit_ctx_init(&c, rec, out);
 	switch (o->format) {
 	case EMIT_ES_BULK:
+		/* An error record is not a document of the index's shape (no
+		 * message, an error object): left out unless asked for, and
+		 * still counted by --stats and the error summary. */
+		if (c.reason != RECORD_NONE && !o->es_errors)
+			return 0;
 		if ((r = emit_es_action(o, rec, &c)) < 0)
 			break;
 		__attribute__((fallthrough));

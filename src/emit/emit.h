@@ -87,6 +87,7 @@ struct emit_options {
 	bool no_text;           /* --no-text: text and text_truncated are not written */
 	bool headers;           /* --headers: the headers field is written */
 	const char *es_index;   /* es-bulk's "_index"; NULL: none (the URL names it) */
+	bool es_errors;         /* es-bulk: error records are documents too */
 };
 
 /* Defaults: JSONL, every field in enum order, text on, headers off. */
@@ -112,7 +113,8 @@ int emit_fields_parse(struct emit_options *o, const char *csv,
 int emit_format_parse(const char *s, enum emit_format *f);
 
 /* Appends exactly one complete record to out: a JSONL line; the _bulk action
- * line and source line; or a TSV line.  Returns 0, or -errno (-E2BIG at the
+ * line and source line (nothing for an error record unless es_errors); or a
+ * TSV line.  Returns 0, or -errno (-E2BIG at the
  * dynbuf's cap, -ENOMEM) with out->len as it was on entry. */
 int emit_record(const struct emit_options *o, const struct record *r,
                 struct dynbuf *out);
