@@ -1021,6 +1021,9 @@ static int emit_change(const struct emit_options *o, const struct record *rec, s
 	if (r == 0 && io->maildir && io->kind == RECORD_RENAMED &&
 	    (r = json_put_lit(b, ",\"tags\":")) == 0)
 		r = emit_json_tags(b, io->flags);
+	if (r == 0 && io->in_mbox && o->format != EMIT_ES_BULK &&
+	    (r = json_put_lit(b, ",\"offset\":")) == 0)
+		r = json_put_u64(b, io->offset);
 	if (r == 0 && o->format != EMIT_ES_BULK && (r = json_put_lit(b, ",\"id\":")) == 0)
 		r = emit_json_hex(b, record_id(io));
 	if (r == 0)

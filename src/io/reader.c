@@ -396,6 +396,30 @@ static int stream_room(struct reader *r, const struct reader_io *io, struct batc
 	return stream_send(r, io, bp);
 }
 
+struct stream_vanished {
+	struct reader *r;
+	const struct reader_io *io;
+	struct batch **bp;
+	struct walk_entry *e;
+	const struct batch_item *st;
+};
+
+/* A message of the archive's last run not found in it now: a deletion
+ * record after the archive's messages (README, "Incremental runs"). */
+static int stream_vanished(void *ctx, uint64_t off)
+{
+	struct stream_vanished *v = ctx;
+	int err = stream_room(v->r, v->io, v->bp);
+	struct batch_item *it = err < 0 ? NULL : stream_item(*v->bp, v->e, v->st, &err);
+	if (!it)
+		return err;
+	it->io.kind = RECORD_DELETED;
+	it->io.in_mbox = true;
+	it->io.offset = off;
+	v->r->c.st.deleted++;
+	return 0;
+}
+
 /* Not an mbox after all: the file is one message, read whole when it fits
  * --max-size (the first chunk is already in `head`).
  *
@@ -576,6 +600,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 						goto out;
 					it->io.in_mbox = true;
 					it->io.offset = base + pos;
+					if (state_add_mbox_offset(st->state, it->io.offset) < 0)
+						state_mark_unread(st->state);
 					it->io.reason = RECORD_TOO_LARGE;
 					it->io.message = "mbox message larger than --max-size: skipped";
 					skipping = true;
@@ -592,6 +618,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				goto out;
 			it->io.in_mbox = true;
 			it->io.offset = base + m.start;
+			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
+				state_mark_unread(st->state);   /* read again next time */
 			it->io.length = m.end - m.start;
 			it->data = buf + m.start;
 			it->len = m.end - m.start;
@@ -610,6 +638,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				break;
 			stream_forget(r, &pend, pend_len);
 		}
+	}
+	if (err == 0 && eof && !pend_len && !atomic_load_explicit(io->stop, memory_order_relaxed)) {
+		struct stream_vanished v = { r, io, bp, e, st };
+		err = state_each_vanished(st->state, stream_vanished, &v);
 	}
 out:
 	sys_close(fd);

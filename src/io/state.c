@@ -6,7 +6,9 @@
  *     <dev> <ino> <size> <mtime_sec> <mtime_nsec> <rootlen> <pathlen> <idlen>\n
  *     <root bytes><path bytes><id bytes>\n
  * root is the resolved root (never the spelling of a PATH argument), id the
- * record's id in hex (README, "Records").  Lookups go through one
+ * record's id in hex (README, "Records"), followed for an mbox archive by
+ * ";" and the decimal offsets of its messages, comma-separated: their ids
+ * are the archive's and the offset, and a deletion must name each.  Lookups go through one
  * open-addressing table over the previous run's entries, by id: a Maildir
  * message's id is folder-free and flag-free, so the entry of a message that
  * was renamed or moved to another folder is found under its id too.  New
@@ -39,6 +41,8 @@ struct state_entry {
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
 	bool maildir;
+	uint64_t *offs;            /* an mbox's messages (state_add_mbox_offset) */
+	size_t n_offs, cap_offs;
 	bool seen;                 /* old entries: met by this run */
 	bool unread;               /* new entries: statted, but the read failed */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
@@ -78,10 +82,10 @@ static uint64_t state_slot(uint64_t id)
 
 static int state_hex_id(const char *p, size_t n, uint64_t *id)
 {
-	if (n != STATE_ID_HEX)
+	if (n < STATE_ID_HEX)
 		return -EINVAL;
 	uint64_t v = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < STATE_ID_HEX; i++) {
 		char c = p[i];
 		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 		if (d < 0)
@@ -122,6 +126,30 @@ static int state_parse_numbers(const char *p, uint64_t *out, int n)
 			return -EINVAL;
 	}
 	return *p ? -EINVAL : 0;
+}
+
+/* ";off,off,..." after an entry's id, or nothing. */
+static int state_parse_offsets(struct state_entry *e, const char *p, size_t n)
+{
+	if (!n)
+		return 0;
+	if (p[0] != ';')
+		return -EINVAL;
+	for (size_t i = 1; i < n;) {
+		uint64_t v = 0;
+		size_t j = i;
+		for (; j < n && p[j] >= '0' && p[j] <= '9'; j++) {
+			if (v > (UINT64_MAX - 9) / 10)
+				return -EINVAL;
+			v = v * 10 + (uint64_t)(p[j] - '0');
+		}
+		if (j == i || (j < n && p[j] != ','))
+			return -EINVAL;
+		if (state_add_mbox_offset(e, v) < 0)
+			return -ENOMEM;
+		i = j + 1;
+	}
+	return 0;
 }
 
 /* "run <len>\n<bytes>\n" after the version line. */
@@ -179,8 +207,11 @@ static int state_parse(struct state *s, char *p, size_t n)
 		e.path_n = pn;
 		size_t dir_n, name;
 		e.maildir = maildir_split(e.path, pn, &dir_n, &name);
-		if (state_hex_id(p + at + rn + pn, in, &e.id) < 0)
+		if (state_hex_id(p + at + rn + pn, in, &e.id) < 0 ||
+		    state_parse_offsets(&e, p + at + rn + pn + STATE_ID_HEX, in - STATE_ID_HEX) < 0) {
+			xfree(e.offs);
 			return -EINVAL;
+		}
 		at += rn + pn + in + 1;
 		if (s->n_old == cap) {
 			cap = cap ? cap * 2 : 1024;
@@ -250,10 +281,14 @@ void state_free(struct state *s)
 	for (struct state_chunk *c = s->head, *next; c; c = next) {
 		next = c->next;
 		/* new entries own their strings; old ones point into old_bytes */
-		for (size_t i = 0; i < c->n; i++)
+		for (size_t i = 0; i < c->n; i++) {
 			xfree(c->v[i].root);
+			xfree(c->v[i].offs);
+		}
 		xfree(c);
 	}
+	for (size_t i = 0; i < s->n_old; i++)
+		xfree(s->old[i].offs);
 	xfree(s->old);
 	xfree(s->old_bytes);
 	xfree(s->by_id);
@@ -352,6 +387,49 @@ static struct state_entry *state_add_indexed(struct state *s, const struct recor
 	return e;
 }
 
+int state_add_mbox_offset(struct state_entry *e, uint64_t off)
+{
+	if (!e)
+		return 0;
+	if (e->n_offs == e->cap_offs) {
+		size_t cap = e->cap_offs ? 2 * e->cap_offs : 16;
+		uint64_t *v = xrealloc(e->offs, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		e->offs = v;
+		e->cap_offs = cap;
+	}
+	e->offs[e->n_offs++] = off;
+	return 0;
+}
+
+static int state_copy_offsets(struct state_entry *to, const struct state_entry *from)
+{
+	for (size_t i = 0; i < from->n_offs; i++)
+		if (state_add_mbox_offset(to, from->offs[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
+{
+	const struct state_entry *old = e ? e->was : NULL;
+	if (!old)
+		return 0;
+	/* both in file order, ascending: one merge */
+	size_t j = 0;
+	for (size_t i = 0; i < old->n_offs; i++) {
+		while (j < e->n_offs && e->offs[j] < old->offs[i])
+			j++;
+		if (j < e->n_offs && e->offs[j] == old->offs[i])
+			continue;
+		int r = fn(ctx, old->offs[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static bool state_same_path(const struct state_entry *e, const struct record_io *io)
 {
 	return e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n);
@@ -389,6 +467,9 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		return -ENOMEM;
 	if (*v == STATE_UNCHANGED || *v == STATE_CHANGED)
 		e->was = old;
+	/* not read again: its messages are still where they were */
+	if (*v == STATE_UNCHANGED && old && state_copy_offsets(e, old) < 0)
+		return -ENOMEM;
 	*entry = e;
 	return 0;
 }
@@ -407,7 +488,8 @@ static int state_keep(struct state *s, const struct state_entry *old)
 		.dev = old->dev, .ino = old->ino, .size = old->size, .maildir = old->maildir,
 		.mtime_sec = old->mtime_sec, .mtime_nsec = old->mtime_nsec,
 	};
-	return state_add_indexed(s, &io) ? 0 : -ENOMEM;
+	struct state_entry *e = state_add_indexed(s, &io);
+	return e ? state_copy_offsets(e, old) : -ENOMEM;
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
@@ -515,10 +597,45 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			.kind = RECORD_DELETED, .root = root, .base = root, .path = path, .id = e->id,
 			.maildir = e->maildir,
 		};
-		if ((r = fn(ctx, &gone)) < 0)
+		/* an mbox archive: each message was a document */
+		gone.in_mbox = e->n_offs > 0;
+		for (size_t k = 0; r >= 0 && k < (e->n_offs ? e->n_offs : 1); k++) {
+			gone.offset = e->n_offs ? e->offs[k] : 0;
+			r = fn(ctx, &gone);
+		}
+		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* One entry, as state_parse() reads it: the numbers line, then root, path
+ * and the id blob (hex id, and ";off,..." for an mbox) and a newline. */
+static int state_format_entry(struct dynbuf *b, const struct state_entry *e)
+{
+	char blob[STATE_ID_HEX + 1];
+	record_id_hex(e->id, blob);
+	struct dynbuf offs;
+	dynbuf_init(&offs, 0);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < e->n_offs; i++)
+		r = dynbuf_printf(&offs, "%c%" PRIu64, i ? ',' : ';', e->offs[i]);
+	if (r == 0)
+		r = dynbuf_printf(b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
+		                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
+		                  e->path_n, STATE_ID_HEX + offs.len);
+	if (r == 0)
+		r = dynbuf_append(b, e->root, e->root_n);
+	if (r == 0)
+		r = dynbuf_append(b, e->path, e->path_n);
+	if (r == 0)
+		r = dynbuf_append(b, blob, STATE_ID_HEX);
+	if (r == 0 && offs.len)
+		r = dynbuf_append(b, offs.p, offs.len);
+	if (r == 0)
+		r = dynbuf_putc(b, '\n');
+	dynbuf_release(&offs);
+	return r;
 }
 
 static int state_flush(int fd, struct dynbuf *b)
@@ -565,19 +682,7 @@ int state_save(struct state *s, const char *path)
 			 * state knew it, or not at all: the next run reads it */
 			if (e->unread && !(e = e->was))
 				continue;
-			char id[STATE_ID_HEX + 1];
-			record_id_hex(e->id, id);
-			r = dynbuf_printf(&b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %d\n",
-			                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
-			                  e->path_n, STATE_ID_HEX);
-			if (r == 0)
-				r = dynbuf_append(&b, e->root, e->root_n);
-			if (r == 0)
-				r = dynbuf_append(&b, e->path, e->path_n);
-			if (r == 0)
-				r = dynbuf_append(&b, id, STATE_ID_HEX);
-			if (r == 0)
-				r = dynbuf_putc(&b, '\n');
+			r = state_format_entry(&b, e);
 			if (r == 0 && b.len >= (1 << 20))
 				r = state_flush(fd, &b);
 		}

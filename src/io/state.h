@@ -50,6 +50,15 @@ void state_mark_unread(struct state_entry *e);
  * its previous entry, if any, is kept as it was (reader thread).  0 or
  * -ENOMEM. */
 int state_not_read(struct state *s, const struct record_io *io);
+/* An mbox archive's entry: one more message at offset off (file order).
+ * The worker that splits the archive, or the reader that streams it,
+ * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */
+int state_add_mbox_offset(struct state_entry *e, uint64_t off);
+/* For an archive read again (changed since the last run): calls fn for
+ * each offset of the previous run's messages that this run did not find,
+ * whose documents are gone (call it after the archive's last
+ * state_add_mbox_offset).  0 or what fn returned. */
+int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx);
 /* The run's walk: an entry not seen in a directory it could not list,
  * wholly or partly, is not gone (walk_unlisted).  w must outlive
  * state_deleted(); without it every entry not seen is gone. */

@@ -57,6 +57,27 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 	}
 }
 
+struct parse_vanished {
+	struct parse_stage *s;
+	unsigned w;
+	struct record rec;
+	struct dynbuf *out;
+	uint32_t *count;
+};
+
+/* A message of the archive's last run that this run did not find: its
+ * document goes (README, "Incremental runs"). */
+static int parse_vanished(void *ctx, uint64_t off)
+{
+	struct parse_vanished *v = ctx;
+	struct record rec = v->rec;
+	rec.io.kind = RECORD_DELETED;
+	rec.io.offset = off;
+	rec.io.length = 0;
+	parse_record(v->s, v->w, rec, NULL, 0, v->out, v->count, NULL);
+	return 0;
+}
+
 static bool one_message_file(const struct record_io *io)
 {
 	const char *p = io->path.n ? io->path.p : io->root.p;
@@ -93,12 +114,16 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
+			if (state_add_mbox_offset(it->state, m.start) < 0)
+				state_mark_unread(it->state);   /* the next run reads it again */
 			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
 			             out, &it->out_records, NULL);
 			if (next <= pos)
 				break;
 			pos = next;
 		}
+		struct parse_vanished v = { s, w, rec, out, &it->out_records };
+		state_each_vanished(it->state, parse_vanished, &v);
 	} else if (rec.io.kind != RECORD_MESSAGE) {
 		parse_record(s, w, rec, NULL, 0, out, &it->out_records, NULL);
 	} else {

@@ -322,6 +322,47 @@ def case_thread_later(ctx):
           "a reply in a later run joins its thread: %r, root %r" % (recs[0], threads))
 
 
+def mbox_message(n):
+    return b"From a%d@example.org Mon Jan  1 00:00:00 2024\n" % n + message(n) + b"\n"
+
+
+def case_mbox(ctx, extra=()):
+    """An archive's messages are documents under the archive's id and
+    their offsets: appending keeps them, a message removed by a rewrite
+    and a deleted archive delete exactly theirs."""
+    os.makedirs(ctx.md)
+    box = os.path.join(ctx.md, "archive.mbox")
+
+    def write(ns):
+        with open(box, "wb") as f:
+            for n in ns:
+                f.write(mbox_message(n))
+
+    def subjects(index):
+        for d in index.docs.values():
+            check("subject" in d, "a document that is no message: %r" % d)
+        return sorted(d["subject"] for d in index.docs.values())
+
+    index = Index()
+    steps = [([1, 2, 3], "first run"), ([1, 2, 3, 4], "appended"), ([1, 3, 4], "one removed"),
+             (None, "archive deleted")]
+    for i, (ns, what) in enumerate(steps):
+        if ns is None:
+            os.unlink(box)
+        else:
+            write(ns)
+        # another spelling of the root each time
+        index.apply(ctx.run([["Maildir", "./Maildir/", "link", ctx.md][i]], extra=extra).stdout)
+        want = sorted("message %d" % n for n in (ns or []))
+        check(subjects(index) == want, "%s: documents %s, messages %s" % (what, subjects(index), want))
+
+
+def case_mbox_streamed(ctx):
+    """The same when the archive is streamed in chunks (past --max-size,
+    an mbox is streamed: README, "mbox archives")."""
+    case_mbox(ctx, extra=["--max-size=150"])
+
+
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
 
 
