@@ -206,6 +206,7 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		.path = o->output, .done = &run->done_batches, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
 		.progress = o->progress, .fd = -1,
+		.split_bytes = o->split_bytes, .es_bulk = o->emit.format == EMIT_ES_BULK,
 	};
 	*report = run->rep = report_new();
 	if (!run->rep)
@@ -235,6 +236,11 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		walk_set_shard(run->walk, o->shard_k, o->shard_n);
 	if (r == 0)
 		r = run_setup_inputs(run);
+	if (r == 0 && o->split_bytes && (!o->output || !strcmp(o->output, "-") || o->emit.format == EMIT_TSV)) {
+		r = -EINVAL;
+		run_fail(run, r, "--split-bytes writes files PREFIX.000, PREFIX.001, ...: it needs -o PREFIX "
+		         "and jsonl or es-bulk", NULL);
+	}
 	if (r == 0)
 		r = writer_open(&run->writer);
 	struct reader_stats rst;

@@ -18,20 +18,19 @@ static const char usage_text[] =
 "\n"
 "Input\n"
 "  PATH                   a Maildir, a tree of messages, a message, an mbox\n"
-"  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
-"  -0, --null             paths in --files-from are NUL-separated\n"
+"  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line;\n"
+"  -0, --null             ...NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
 "  --state=FILE           incremental: only new and changed messages, plus\n"
 "                         deleted/renamed records; FILE is updated atomically\n"
 "Output\n"
-"  -o, --output=FILE      write records to FILE (default: stdout)\n"
+"  -o, --output=FILE      write records to FILE (default: stdout); with\n"
+"  --split-bytes=SIZE     files FILE.000, .001... of at most SIZE, whole records\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
 "  --es-index=NAME        es-bulk's _index; --es-errors: error records too\n"
 "  --fields=A,B,...       only these fields (every format; tsv column order)\n"
-"  --no-text              leave out the message text\n"
-"  --max-text=SIZE        cut the text at SIZE bytes (1M)\n"
-"  --headers              add every header field, in order, decoded\n"
-"  --io-only              do not parse: records carry file facts only\n"
+"  --no-text, --max-text=SIZE  no text, or text cut at SIZE bytes (1M)\n"
+"  --headers              add every header field;  --io-only  do not parse\n"
 "Performance\n"
 "  --backend=B            auto (default), uring, sync\n"
 "  --threads=N            parse with at most N threads (default: the CPUs)\n"
@@ -40,8 +39,7 @@ static const char usage_text[] =
 "  --stats[=json]         statistics on stderr at the end\n"
 "  --shard=K/N            only the inputs of shard K (1..N) of N, by path hash\n"
 "  --progress, --no-progress  a progress line on stderr (default: if a tty)\n"
-"  -q, --quiet            no progress line, no error summary on stderr\n"
-"  -h, --help             this help;  -V, --version  the version\n"
+"  -q, --quiet            quiet;  -h, --help  this help;  -V, --version\n"
 "SIZE takes K, M or G.  Exit: 0 every input got a record (errors included),\n"
 "1 the run failed, 2 bad usage, 130 interrupted.\n"
 "\n"
@@ -88,6 +86,7 @@ int main(int argc, char **argv)
 		{ "io-only", no_argument, NULL, OPT_IOONLY },
 		{ "es-index", required_argument, NULL, OPT_SET },
 		{ "es-errors", no_argument, NULL, OPT_SET },
+		{ "split-bytes", required_argument, NULL, OPT_SET },
 		{ "shard", required_argument, NULL, OPT_SET },
 		{ "state", required_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },

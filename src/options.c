@@ -137,6 +137,8 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		return options_size_in(v, 1, 1 * GiB, &o->reader.batch_bytes);
 	if (!strcmp(name, "max-inflight"))
 		return options_size_in(v, 1, 1024 * GiB, &o->max_inflight);
+	if (!strcmp(name, "split-bytes"))
+		return options_size_in(v, 1, 64 * GiB, &o->split_bytes);
 	if (!strcmp(name, "max-size"))
 		return options_size_in(v, 0, 64 * GiB, &o->reader.max_size);
 	if (!strcmp(name, "max-text")) {

@@ -39,12 +39,18 @@ struct writer {
 	writer_fail_fn *fail;
 	void *fail_ctx;
 	bool progress;               /* draw a progress line on stderr */
+	uint64_t split_bytes;        /* > 0: files path.000, .001, ... of at most
+	                              * this many bytes, each ending on a whole
+	                              * record (a record larger is a file alone) */
+	bool es_bulk;                /* records are _bulk actions (where to cut) */
 	uint64_t total;              /* inputs, when known before the end */
 
 	/* the writer's own */
 	int fd;
 	bool regular;                /* a file we opened and may truncate */
 	uint64_t bytes;              /* bytes of whole records written */
+	uint64_t file_bytes;         /* ... to the current file (--split-bytes) */
+	unsigned file_no;            /* the current file's number */
 	atomic_bool output_closed;   /* the reader of the pipe went away */
 	uint64_t wait_ns;            /* time blocked on `done` */
 	uint64_t progress_last;      /* ns of the last progress line */

@@ -363,6 +363,52 @@ def case_mbox_streamed(ctx):
     case_mbox(ctx, extra=["--max-size=150"])
 
 
+def case_split_bytes(ctx):
+    """--split-bytes: files of at most SIZE, each a valid _bulk body on its
+    own (no action parted from its source line), together the one output."""
+    make_maildir(ctx.md)
+    for n in range(8, 40):
+        with open(os.path.join(ctx.md, "cur", name(n, "S")), "wb") as f:
+            f.write(message(n, msgid=n % 3 != 0))
+    size = 1500
+    # deletions are one-line actions: a second run makes some
+    ctx.run(["Maildir"], extra=["-o", os.path.join(ctx.work, "first")])
+    for n in range(8, 20):
+        ctx.rm("cur/" + name(n, "S"))
+    ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "RS"))
+    ctx.run(["Maildir"], state=None, extra=["--split-bytes=%d" % size, "-o",
+                                              os.path.join(ctx.work, "part")])
+    parts = sorted(p for p in os.listdir(ctx.work) if p.startswith("part."))
+    check(len(parts) > 3, "several files: %s" % parts)
+    check(parts[0] == "part.000", "named PREFIX.000, ...: %s" % parts)
+    joined = b""
+    index = Index()
+    for p in parts:
+        data = open(os.path.join(ctx.work, p), "rb").read()
+        check(0 < len(data) <= size, "%s: %d bytes, at most %d" % (p, len(data), size))
+        Index().apply(data)   # a whole _bulk body by itself
+        index.apply(data)
+        joined += data
+    # the incremental run's deletions and updates, split, applied in order
+    # after the first run's stream
+    inc = Index()
+    inc.apply(open(os.path.join(ctx.work, "first"), "rb").read())
+    ctx.run(["Maildir"], extra=["--split-bytes=%d" % size, "-o", os.path.join(ctx.work, "inc")])
+    deletes = 0
+    for p in sorted(p for p in os.listdir(ctx.work) if p.startswith("inc.")):
+        data = open(os.path.join(ctx.work, p), "rb").read()
+        check(len(data) <= size, "%s: %d bytes" % (p, len(data)))
+        inc.apply(data)
+        deletes += data.count(b'{"delete"')
+    check(deletes == 12, "12 deletions in the split files: %d" % deletes)
+    check_index(ctx, inc, "incremental split files applied")
+    whole_now = ctx.run(["Maildir"], state=None).stdout
+    check(joined == whole_now, "the files together are the unsplit output")
+    check_index(ctx, index, "split files applied")
+    r = ctx.run(["Maildir"], state=None, extra=["--split-bytes=1K"], want_rc=2)
+    check(b"-o" in r.stderr, "--split-bytes without -o is refused: %s" % r.stderr.decode())
+
+
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
 
 
