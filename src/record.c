@@ -59,10 +59,15 @@ uint64_t record_thread_id(const struct mail_message *m)
 {
 	struct mail_str root = m->n_references && m->references[0].n ? m->references[0]
 	                     : m->in_reply_to.n ? m->in_reply_to : m->message_id;
-	if (!root.p || !root.n)
+	return record_thread_key(root);
+}
+
+uint64_t record_thread_key(struct mail_str msgid)
+{
+	if (!msgid.p || !msgid.n)
 		return 0;
 	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, "thread", 7);
-	return hash_fnv1a(h, root.p, root.n);
+	return hash_fnv1a(h, msgid.p, msgid.n);
 }
 
 void record_id_hex(uint64_t id, char hex[17])

@@ -85,8 +85,11 @@ uint64_t record_file_id(struct mail_str base, struct mail_str dir, struct mail_s
  * file's with its offset. */
 uint64_t record_id(const struct record_io *io);
 /* A thread's identity: the first msg-id of References, else In-Reply-To,
- * else the message's own Message-ID; 0 when it has none of them. */
+ * else the message's own Message-ID; 0 when it has none of them.  Within a
+ * run, pipeline/threads.c may join it to a thread met earlier. */
 uint64_t record_thread_id(const struct mail_message *m);
+/* The key of one msg-id (what record_thread_id hashes); 0 for none. */
+uint64_t record_thread_key(struct mail_str msgid);
 /* 16 lower-case hex digits and a NUL: the form ids take in the output. */
 void record_id_hex(uint64_t id, char hex[17]);
 

@@ -25,6 +25,7 @@ struct pool;
 struct mail_ctx;
 struct mail_options;
 struct emit_options;
+struct thread_map;
 
 struct parse_stage {
 	/* set before parse_stage_start() */
@@ -38,6 +39,8 @@ struct parse_stage {
 	struct pool *pool;
 	unsigned workers;
 	struct mail_ctx **mctx;            /* one per worker */
+	bool thread_notes;                 /* records carry a thread_id to settle */
+	struct thread_map *threads;        /* this stage's thread only */
 	/* the batches of the current pool run: group[k] holds items
 	 * [group_first[k], group_first[k] + group[k]->n) of the run */
 	struct batch *group[LIMIT_PIPELINE_DEPTH];
