@@ -227,6 +227,8 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < o->n_paths; i++)
 		r = walk_add_path(run->walk, o->paths[i]);
+	for (size_t i = 0; r == 0 && i < o->n_excludes; i++)
+		r = walk_add_exclude(run->walk, o->excludes[i]);
 	if (o->stats) {
 		stats_reset_all();
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-begin", F_OK);

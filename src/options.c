@@ -87,6 +87,9 @@ void ingest_options_free(struct ingest_options *o)
 	for (size_t i = 0; i < o->n_paths; i++)
 		xfree(o->paths[i]);
 	xfree(o->paths);
+	for (size_t i = 0; i < o->n_excludes; i++)
+		xfree(o->excludes[i]);
+	xfree(o->excludes);
 	xfree(o->files_from);
 	xfree(o->output);
 	xfree(o->state);
@@ -137,6 +140,20 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		return options_size_in(v, 1, 1 * GiB, &o->reader.batch_bytes);
 	if (!strcmp(name, "max-inflight"))
 		return options_size_in(v, 1, 1024 * GiB, &o->max_inflight);
+	if (!strcmp(name, "exclude")) {
+		/* repeatable: each call adds a pattern */
+		if (!v || !*v)
+			return -EINVAL;
+		char **e = xrealloc(o->excludes, (o->n_excludes + 1) * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		o->excludes = e;
+		e[o->n_excludes] = NULL;
+		if ((r = options_string(v, &e[o->n_excludes])) < 0)
+			return r;
+		o->n_excludes++;
+		return 0;
+	}
 	if (!strcmp(name, "split-bytes"))
 		return options_size_in(v, 1, 64 * GiB, &o->split_bytes);
 	if (!strcmp(name, "max-size"))

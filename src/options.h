@@ -17,6 +17,8 @@ enum options_stats { OPTIONS_STATS_NONE, OPTIONS_STATS_HUMAN, OPTIONS_STATS_JSON
 struct ingest_options {
 	char **paths;
 	size_t n_paths;
+	char **excludes;            /* --exclude=GLOB, repeatable */
+	size_t n_excludes;
 	char *files_from;           /* "-" for stdin */
 	bool null_separated;
 	char *output;               /* NULL: stdout */

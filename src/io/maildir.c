@@ -47,6 +47,19 @@ size_t maildir_unique_len(const char *name, size_t len)
 	return one ? (size_t)(one - name) : n;
 }
 
+bool maildir_is_software_file(const char *name)
+{
+	static const char *const exact[] = { ".notmuch", ".uidvalidity", "maildirfolder" };
+	static const char *const prefix[] = { "dovecot", ".mbsyncstate", "courierimap" };
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(name, exact[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return true;
+	return false;
+}
+
 bool maildir_is_subdir(const char *name)
 {
 	return !strcmp(name, "cur") || !strcmp(name, "new") || !strcmp(name, "tmp");

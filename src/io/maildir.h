@@ -14,12 +14,28 @@
 /* Offset and length of the flag letters of a cur/ name ("1.2.h:2,FS" →
  * "FS"); false when the name carries no "2," info. */
 bool maildir_flags(const char *name, size_t len, size_t *off, size_t *n);
+/* The flag letters of a name as a view into it: "" (pointing at the
+ * name's end) when it carries no "2," info. */
+static inline void maildir_flags_view(const char *name, size_t len, const char **p, size_t *n)
+{
+	size_t off;
+	if (!maildir_flags(name, len, &off, n)) {
+		off = len;
+		*n = 0;
+	}
+	*p = name + off;
+}
 /* Length of the name before its "2," info (",S=1234" size hints are
  * part of it). */
 size_t maildir_base_len(const char *name, size_t len);
 /* Length of the unique name: before the info, "2," (flags) or the
  * experimental "1,".  What a message keeps through every rename. */
 size_t maildir_unique_len(const char *name, size_t len);
+/* True for a file or directory that mail software keeps beside the
+ * messages (README, "Usage"): notmuch's .notmuch/, Dovecot's dovecot*,
+ * mbsync's .mbsyncstate*, .uidvalidity, Maildir++'s maildirfolder,
+ * Courier's courierimap*.  The walk skips them and counts them. */
+bool maildir_is_software_file(const char *name);
 /* True for the names of a Maildir's three subdirectories. */
 bool maildir_is_subdir(const char *name);
 

@@ -679,11 +679,7 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 		memcpy(p + keep, sub, 4 + bl + 1);
 		it->io.path = (struct mail_str){ p, keep + 4 + bl };
 		it->io.subdir = (struct mail_str){ p + keep, 3 };
-		size_t off, n;
-		if (maildir_flags(base, bl, &off, &n))
-			it->io.flags = (struct mail_str){ p + keep + 4 + off, n };
-		else
-			it->io.flags = (struct mail_str){ p + keep + 4 + bl, 0 };
+		maildir_flags_view(p + keep + 4, bl, &it->io.flags.p, &it->io.flags.n);
 	}
 	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,
 	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,

@@ -20,6 +20,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
 #include <linux/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,8 @@ struct walk {
 	char *cwd;                 /* resolved, for the ids of listed paths */
 	struct walk_stats stats;
 	unsigned shard_k, shard_n;      /* 0/0: no sharding */
+	char **excludes;           /* --exclude patterns */
+	size_t n_excludes;
 	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
 	size_t n_unlisted;
 	bool unlisted_sorted;
@@ -232,6 +236,9 @@ void walk_free(struct walk *w)
 		xfree(w->unlisted[i].mem);
 	xfree(w->unlisted);
 	xfree(w->sources);
+	for (size_t i = 0; i < w->n_excludes; i++)
+		xfree(w->excludes[i]);
+	xfree(w->excludes);
 	xfree(w->stack);
 	xfree(w->buf);
 	xfree(w->cwd);
@@ -262,6 +269,32 @@ int walk_add_path(struct walk *w, const char *path)
 		xfree(base);
 	}
 	return r;
+}
+
+int walk_add_exclude(struct walk *w, const char *pattern)
+{
+	char **v = xrealloc(w->excludes, (w->n_excludes + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	w->excludes = v;
+	if (!(v[w->n_excludes] = walk_strdup(pattern, strlen(pattern))))
+		return -ENOMEM;
+	w->n_excludes++;
+	return 0;
+}
+
+/* An --exclude pattern matches the name or the path below the root. */
+static bool walk_excluded(const struct walk *w, const struct walk_dir *d, const char *name)
+{
+	if (!w->n_excludes)
+		return false;
+	char path[4096];
+	int n = d->relpath_len ? snprintf(path, sizeof(path), "%s/%s", d->relpath, name) : -1;
+	for (size_t i = 0; i < w->n_excludes; i++)
+		if (!fnmatch(w->excludes[i], name, 0) ||
+		    (n > 0 && (size_t)n < sizeof(path) && !fnmatch(w->excludes[i], path, 0)))
+			return true;
+	return false;
 }
 
 int walk_add_list(struct walk *w, int fd, bool nul_separated)
@@ -368,7 +401,7 @@ static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, 
 		if (all[i].d_type == DT_DIR)
 			continue;
 		size_t len = strlen(all[i].name);
-		char *b = walk_strdup(all[i].name, maildir_base_len(all[i].name, len));
+		char *b = walk_strdup(all[i].name, maildir_unique_len(all[i].name, len));
 		if (!b)
 			return -ENOMEM;
 		md->new_bases[md->n_new_bases++] = b;
@@ -379,7 +412,7 @@ static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, 
 
 static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
 {
-	size_t len = strlen(name), bl = maildir_base_len(name, len);
+	size_t len = strlen(name), bl = maildir_unique_len(name, len);
 	char key[256];
 	if (bl >= sizeof(key))
 		return false;
@@ -434,6 +467,16 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 			const char *nm = de->d_name;
 			if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
 				continue;
+			/* what mail software keeps beside the messages is not
+			 * mail: counted, not an error record each */
+			if (maildir_is_software_file(nm)) {
+				w->stats.skipped++;
+				continue;
+			}
+			if (walk_excluded(w, d, nm)) {
+				w->stats.excluded++;
+				continue;
+			}
 			size_t len = strlen(nm) + 1;
 			if (names_len + len > names_cap) {
 				size_t nc = names_cap ? names_cap * 2 : 4096;
@@ -902,14 +945,9 @@ static struct mail_str walk_copy(struct arena *a, const char *p, size_t n, int *
 	return (struct mail_str){ d, n };
 }
 
-/* The Maildir fields of a message named `name` (in the arena). */
 static void walk_describe_flags(struct record_io *io, const char *base, size_t n)
 {
-	size_t off, fn;
-	if (maildir_flags(base, n, &off, &fn))
-		io->flags = (struct mail_str){ base + off, fn };
-	else
-		io->flags = (struct mail_str){ base + n, 0 };
+	maildir_flags_view(base, n, &io->flags.p, &io->flags.n);
 }
 
 int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct record_io *io)
@@ -1037,7 +1075,7 @@ static int walk_scan_for(int dirfd, const char *sub, const char *base, size_t bl
 			struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
 			off += de->d_reclen;
 			size_t nl = strlen(de->d_name);
-			if (maildir_base_len(de->d_name, nl) != blen || memcmp(de->d_name, base, blen))
+			if (maildir_unique_len(de->d_name, nl) != blen || memcmp(de->d_name, base, blen))
 				continue;
 			size_t pl = strlen(prefix);
 			char *n = arena_alloc(a, pl + nl + 1);
@@ -1061,7 +1099,7 @@ int walk_entry_find_renamed(const struct walk_entry *e, struct arena *a, const c
 {
 	if (!e->dir->in_maildir)
 		return 0;
-	size_t blen = maildir_base_len(e->name, strlen(e->name));
+	size_t blen = maildir_unique_len(e->name, strlen(e->name));
 	/* cur/ first: new/ → cur/ is the usual move, and flags change in cur/ */
 	int r = walk_scan_for(e->dir->fd, "../cur", e->name, blen, a, "../cur/", name);
 	if (r == 0)

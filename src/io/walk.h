@@ -48,6 +48,10 @@ void walk_free(struct walk *w);
  * realpath(3) (the ids of its inputs do not depend on its spelling): call
  * it before the counted window (README, "Syscall accounting"). */
 int walk_add_path(struct walk *w, const char *path);
+/* Skips, while walking, every file or directory whose name or path below
+ * its root matches the fnmatch(3) pattern (FNM_PATHNAME off: '*' crosses
+ * '/').  The pattern is copied.  0 or -ENOMEM. */
+int walk_add_exclude(struct walk *w, const char *pattern);
 /* Queues every name of a list (newline- or NUL-separated) read from fd. */
 int walk_add_list(struct walk *w, int fd, bool nul_separated);
 
@@ -100,6 +104,8 @@ struct walk_stats {
 	uint64_t dirs, entries, getdents_calls;
 	uint64_t relisted;   /* names dropped: a Maildir message listed twice (its flags
 	                      * changed mid-listing: same inode, same unique name) */
+	uint64_t skipped;    /* mail software's files (maildir_is_software_file) */
+	uint64_t excluded;   /* names matching an --exclude pattern */
 };
 void walk_stats_get(const struct walk *w, struct walk_stats *out);
 
