@@ -23,6 +23,7 @@
 #define INGEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,6 +68,9 @@ INGEST_API int ingest_run(const struct ingest_options *o, struct ingest_report *
 INGEST_API const char *ingest_report_error(const struct ingest_report *r);
 /* 1 when the output's reader went away (EPIPE) and the run stopped early. */
 INGEST_API int ingest_report_output_closed(const struct ingest_report *r);
+/* Error records the run wrote (inputs that are no message: unreadable,
+ * missing, not mail...).  The command's --strict exits 1 when it is not 0. */
+INGEST_API uint64_t ingest_report_error_records(const struct ingest_report *r);
 /* 1 when the run was interrupted by ingest_interrupt(). */
 INGEST_API int ingest_report_interrupted(const struct ingest_report *r);
 /* The run's statistics, human-readable (json 0) or as one JSON object

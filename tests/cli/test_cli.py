@@ -116,6 +116,43 @@ def case_missing_path_is_a_record(tmp):
         fail(f"expected one ENOENT record: {recs}")
 
 
+def case_strict(tmp):
+    """A PATH that does not exist is an error record; --strict makes any
+    error record fail the run (exit 1), its records still written."""
+    p = run(["--strict", os.path.join(tmp, "nope"), sample()], check_rc=1)
+    recs = records(p.stdout)
+    if not recs or recs[0].get("error", {}).get("errno") != "ENOENT" or len(recs) < 2:
+        fail(f"--strict: the records are still written: {recs[:2]}")
+    run(["--strict", "--io-only", sample()], check_rc=0)
+
+
+def case_mail_software_skipped(tmp):
+    """The files mail software keeps inside Maildirs are skipped and counted
+    (README, "Usage"), not error records; --exclude skips by pattern."""
+    md = os.path.join(tmp, "Maildir")
+    for d in ["cur", "new", "tmp", ".Sent/cur", ".Sent/new", ".notmuch/xapian"]:
+        os.makedirs(os.path.join(md, d))
+    for f in ["dovecot-uidlist", "dovecot.index.log", ".mbsyncstate", ".mbsyncstate.journal",
+              ".uidvalidity", "courierimapuiddb", ".Sent/maildirfolder", ".notmuch/xapian/flintlock",
+              "cur/1.M1.h:2,S", ".Sent/cur/2.M2.h:2,S", "cur/3.M3.h:2,S.bak"]:
+        with open(os.path.join(md, f), "wb") as fh:
+            fh.write(b"Subject: x\n\nbody\n")
+    p = run(["--stats=json", "--fields=path,error", md], check_rc=0)
+    recs = records(p.stdout)
+    paths = sorted(r["path"] for r in recs)
+    if paths != [".Sent/cur/2.M2.h:2,S", "cur/1.M1.h:2,S", "cur/3.M3.h:2,S.bak"]:
+        fail(f"records: {paths}")
+    walk = json.loads(p.stderr.decode().strip().splitlines()[-1])["walk"]
+    if walk.get("skipped") != 8:
+        fail(f"--stats counts the skipped files: {walk}")
+    p = run(["--stats=json", "--fields=path", "--exclude=*.bak", "--exclude=.Sent/*", md], check_rc=0)
+    paths = [r["path"] for r in records(p.stdout)]
+    walk = json.loads(p.stderr.decode().strip().splitlines()[-1])["walk"]
+    # .Sent/cur and .Sent/new match ".Sent/*" as directories: not entered
+    if paths != ["cur/1.M1.h:2,S"] or walk.get("excluded") != 3:
+        fail(f"--exclude: {paths}, {walk}")
+
+
 def case_files_from(tmp):
     root = sample()
     files = []

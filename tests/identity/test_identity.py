@@ -409,6 +409,71 @@ def case_split_bytes(ctx):
     check(b"-o" in r.stderr, "--split-bytes without -o is refused: %s" % r.stderr.decode())
 
 
+def conforms(value, mapping, where):
+    """A value Elasticsearch would index under mapping without a
+    mapper_parsing_exception (and as the type meant, not coerced)."""
+    if isinstance(value, list) and not (mapping.get("type") == "object" and
+                                        mapping.get("enabled") is False):
+        for v in value:
+            conforms(v, mapping, where)
+        return
+    if value is None or mapping.get("enabled") is False:
+        return
+    t = mapping.get("type", "object")
+    if t == "object":
+        check(isinstance(value, dict), "%s: an object, got %r" % (where, value))
+        for k, v in value.items():
+            check(k in mapping["properties"], "%s.%s is not in the mapping" % (where, k))
+            conforms(v, mapping["properties"][k], where + "." + k)
+    elif t in ("keyword", "text"):
+        check(isinstance(value, str), "%s: a string, got %r" % (where, value))
+    elif t in ("long", "integer"):
+        check(isinstance(value, int) and not isinstance(value, bool), "%s: %r" % (where, value))
+    elif t == "boolean":
+        check(isinstance(value, bool), "%s: %r" % (where, value))
+    elif t == "date":
+        check(isinstance(value, str) and len(value) == 20 and value.endswith("Z") and value[10] == "T",
+              "%s: an ISO 8601 date, got %r" % (where, value))
+    else:
+        raise Fail("%s: unknown type %s" % (where, t))
+
+
+def case_es_mapping(ctx):
+    """--es-mapping is an index template every es-bulk document conforms to,
+    error records (--es-errors) and change records included."""
+    make_maildir(ctx.md)
+    with open(os.path.join(ctx.md, "cur", name(60, "S")), "wb") as f:
+        f.write(b"From: Ann <ann@example.org>\nTo: team: bob@example.org;\nCc: c@example.org\n"
+                b"Subject: att\nDate: Tue, 14 Nov 2023 22:13:20 +0000\nMessage-ID: <att@x>\n"
+                b"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+                b"Content-Type: text/plain\n\nhi\n--b\nContent-Type: application/pdf\n"
+                b"Content-Disposition: attachment; filename=a.pdf\nContent-Transfer-Encoding: base64\n\n"
+                b"JVBERi0xLjQK\n--b--\n")
+    with open(os.path.join(ctx.md, "box.mbox"), "wb") as f:
+        f.write(mbox_message(61) + mbox_message(62))
+    os.mkfifo(os.path.join(ctx.md, "cur", "fifo"))
+    m = subprocess.run([ctx.ingest, "--es-mapping"], stdout=subprocess.PIPE, check=True).stdout
+    template = json.loads(m)
+    mapping = {"properties": template["template"]["mappings"]["properties"]}
+    out = ctx.run(["Maildir"], extra=["--headers", "--es-errors"]).stdout
+    ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "RS"))
+    ctx.rm("cur/" + name(2, "RS"))
+    out += ctx.run(["Maildir"], extra=["--headers", "--es-errors"]).stdout
+    lines = out.decode().splitlines()
+    seen = set()
+    for i, l in enumerate(lines):
+        action = json.loads(l)
+        if not any(k in action for k in ("index", "update", "delete")) or "delete" in action:
+            continue
+        doc = json.loads(lines[i + 1])
+        doc = doc.get("doc", doc)
+        conforms(doc, mapping, "doc")
+        seen |= set(doc)
+    for want in ("id", "thread_id", "tags", "date", "from", "attachments", "error", "headers",
+                 "offset", "flags"):
+        check(want in seen, "no document had %s: the check proves nothing for it" % want)
+
+
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
 
 
