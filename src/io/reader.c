@@ -122,6 +122,12 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
                           uint32_t mode, uint64_t size, int64_t mtime_sec,
                           uint32_t mtime_nsec, uint64_t dev, uint64_t ino)
 {
+	/* a --files-from entry is sharded here, once its type is known (a
+	 * directory's files are sharded each by the walk) */
+	if (it->entry && rc->walk && !walk_entry_listed_in_shard(rc->walk, it->entry, res >= 0 && S_ISDIR(mode))) {
+		it->no_output = true;
+		return 0;
+	}
 	if (res < 0) {
 		reader_item_fail(it, res);
 		/* there, but its stat failed (EIO, EACCES): not a deletion */
@@ -138,7 +144,12 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	it->io.dev = dev;
 	it->io.ino = ino;
 	if (S_ISDIR(mode)) {
-		reader_item_fail(it, -EISDIR);
+		/* a directory in --files-from is walked like a PATH argument */
+		int r = it->entry && rc->walk ? walk_expand_dir(rc->walk, it->entry) : -EISDIR;
+		if (r == 0)
+			it->no_output = true;
+		else
+			reader_item_fail(it, r);
 		return 0;
 	}
 	if (S_ISLNK(mode)) {
@@ -315,6 +326,7 @@ static int reader_add_deleted(void *arg, const struct record_io *gone)
 
 int reader_run(struct reader *r, const struct reader_io *io)
 {
+	r->c.walk = io->walk;
 	int ret = r->run(r, io);
 	/* What the last run saw and this one did not is gone — known only when
 	 * the walk ran to its end. */

@@ -83,6 +83,7 @@ void reader_stats_get(const struct reader *r, struct reader_stats *out);
 struct reader_common {
 	struct reader_options o;
 	struct reader_stats st;
+	struct walk *walk;          /* the run's: a listed directory is walked */
 };
 
 /* Gets an empty batch (blocks on the free channel); NULL on shutdown. */

@@ -44,6 +44,7 @@ static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *name
 {
 	memset(so, 0, sizeof(*so));
 	so->fd = -1;
+	so->probe.entry = e;   /* a listed directory is handed to the walk */
 	if (r->c.o.state) {
 		arena_reset(names);
 		if (walk_entry_describe(e, names, &so->probe.io) < 0)

@@ -52,6 +52,7 @@ struct walk_dir {
 struct walk_source {
 	char *path;                /* a PATH argument, or NULL for a list */
 	char *base;                /* path resolved (walk_resolve) */
+	const char *shown;         /* "-" for standard input */
 	struct walk_dir *list;     /* explicit paths of a --files-from list */
 };
 
@@ -73,6 +74,7 @@ struct walk {
 	char *cwd;                 /* resolved, for the ids of listed paths */
 	struct walk_stats stats;
 	unsigned shard_k, shard_n;      /* 0/0: no sharding */
+	bool reopened;             /* walk_expand_dir() after the end */
 	char **excludes;           /* --exclude patterns */
 	size_t n_excludes;
 	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
@@ -267,6 +269,21 @@ int walk_add_path(struct walk *w, const char *path)
 	if (r < 0) {
 		xfree(p);
 		xfree(base);
+	}
+	return r;
+}
+
+int walk_add_stdin(struct walk *w, uint64_t content_hash)
+{
+	char hex[17], base[32];
+	record_id_hex(content_hash, hex);
+	snprintf(base, sizeof(base), "stdin:%s", hex);
+	char *p = walk_strdup("/dev/stdin", strlen("/dev/stdin"));
+	char *b = p ? walk_strdup(base, strlen(base)) : NULL;
+	int r = b ? walk_push_source(w, (struct walk_source){ .path = p, .base = b, .shown = "-" }) : -ENOMEM;
+	if (r < 0) {
+		xfree(p);
+		xfree(b);
 	}
 	return r;
 }
@@ -836,9 +853,45 @@ uint64_t walk_entry_hash(const struct walk_entry *e)
 	return h;
 }
 
+static bool walk_listed(const struct walk_entry *e)
+{
+	return e->follow && !e->base && !e->shown;
+}
+
 static bool walk_in_shard(const struct walk *w, const struct walk_entry *e)
 {
+	/* a list entry may be a directory: the reader decides after its stat */
+	if (walk_listed(e))
+		return true;
 	return !w->shard_n || walk_entry_hash(e) % w->shard_n == w->shard_k - 1;
+}
+
+bool walk_entry_listed_in_shard(const struct walk *w, const struct walk_entry *e, bool is_dir)
+{
+	if (!w->shard_n || !walk_listed(e) || is_dir)
+		return true;
+	return walk_entry_hash(e) % w->shard_n == w->shard_k - 1;
+}
+
+int walk_expand_dir(struct walk *w, struct walk_entry *e)
+{
+	if (!walk_listed(e))
+		return -EISDIR;
+	char *base = walk_resolve(w->cwd, e->name);
+	if (!base)
+		return -ENOMEM;
+	int r = walk_enter(w, NULL, NULL, e->name, base);
+	xfree(base);
+	if (r >= 0 || w->depth)
+		w->reopened = true;
+	return r;
+}
+
+bool walk_take_reopened(struct walk *w)
+{
+	bool r = w->reopened;
+	w->reopened = false;
+	return r;
 }
 
 static int walk_next_any(struct walk *w, struct walk_entry **out);
@@ -871,7 +924,7 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 				continue;
 			}
 			w->next_source++;
-			int r = walk_enter(w, NULL, NULL, s->path, s->base);
+			int r = s->shown ? -ENOTDIR : walk_enter(w, NULL, NULL, s->path, s->base);
 			if (r == -ENOMEM)
 				return r;
 			if (r < 0) {
@@ -884,6 +937,7 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 				e->dir = x;
 				e->name = s->path;
 				e->base = s->base;
+				e->shown = s->shown;
 				e->d_type = DT_UNKNOWN;
 				e->follow = true;
 				if (r != -ENOTDIR) {
@@ -965,7 +1019,8 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 		memcpy(p + d->relpath_len + 1, e->name, nl + 1);
 		io->path = (struct mail_str){ p, d->relpath_len + 1 + nl };
 	} else {
-		io->path = walk_copy(a, e->name, nl, &r);
+		const char *shown = e->shown ? e->shown : e->name;
+		io->path = walk_copy(a, shown, strlen(shown), &r);
 	}
 	if (r < 0)
 		return r;
@@ -1036,7 +1091,8 @@ void walk_stats_get(const struct walk *w, struct walk_stats *out)
 
 const char *walk_source_base(const struct walk *w, size_t i)
 {
-	return i < w->n_sources ? w->sources[i].base : NULL;
+	/* standard input has no root: its base names its content */
+	return i < w->n_sources && !w->sources[i].shown ? w->sources[i].base : NULL;
 }
 
 uint64_t walk_total(const struct walk *w)

@@ -153,6 +153,43 @@ def case_mail_software_skipped(tmp):
         fail(f"--exclude: {paths}, {walk}")
 
 
+def case_stdin(tmp):
+    """`ingest -` reads one message, or an mbox, from standard input; its
+    id comes from its content; '-' and --files-from=- exclude each other."""
+    msg = b"Message-ID: <in@x>\nSubject: piped\n\nbody\n"
+    for backend in ("sync", "auto"):
+        recs = records(run(["--backend=" + backend, "-"], stdin=msg, check_rc=0).stdout)
+        if len(recs) != 1 or recs[0].get("subject") != "piped" or recs[0].get("path") != "-":
+            fail(f"{backend}: one record of the piped message: {recs}")
+    again = records(run(["-"], stdin=msg, check_rc=0).stdout)
+    other = records(run(["-"], stdin=msg + b"more\n", check_rc=0).stdout)
+    if again[0]["id"] != recs[0]["id"] or other[0]["id"] == recs[0]["id"]:
+        fail("the id of standard input follows its content")
+    box = b"From a Mon Jan  1 00:00:00 2024\nSubject: 1\n\nx\n\nFrom b Mon Jan  1 00:00:00 2024\nSubject: 2\n\ny\n"
+    recs = records(run(["-"], stdin=box, check_rc=0).stdout)
+    if [r.get("subject") for r in recs] != ["1", "2"] or len({r["id"] for r in recs}) != 2:
+        fail(f"an mbox on standard input: {recs}")
+    run(["--files-from=-", "-"], stdin=b"", check_rc=2)
+
+
+def case_files_from_dirs(tmp):
+    """A directory named in --files-from is walked like a PATH argument, on
+    both backends and across shards (their union is one run)."""
+    lst = (sample() + "\n").encode()
+    want = sorted(r["path"] for r in records(run(["--io-only", sample()], check_rc=0).stdout))
+    for backend in ("sync", "auto"):
+        got = sorted(r["path"] for r in records(run(["--io-only", "--backend=" + backend,
+                                                     "--files-from=-"], stdin=lst, check_rc=0).stdout))
+        if got != want:
+            fail(f"{backend}: a listed directory gives {len(got)} records, its walk {len(want)}")
+    union = []
+    for k in (1, 2, 3):
+        union += [r["path"] for r in records(run(["--io-only", f"--shard={k}/3", "--files-from=-"],
+                                                 stdin=lst, check_rc=0).stdout)]
+    if sorted(union) != want:
+        fail(f"shards of a listed directory: {len(union)} records, one run {len(want)}")
+
+
 def case_files_from(tmp):
     root = sample()
     files = []
