@@ -146,10 +146,12 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	if (S_ISDIR(mode)) {
 		/* a directory in --files-from is walked like a PATH argument */
 		int r = it->entry && rc->walk ? walk_expand_dir(rc->walk, it->entry) : -EISDIR;
-		if (r == 0)
+		if (r == 0) {
 			it->no_output = true;
-		else
+			rc->st.expanded++;
+		} else {
 			reader_item_fail(it, r);
+		}
 		return 0;
 	}
 	if (S_ISLNK(mode)) {

@@ -50,6 +50,7 @@ struct reader_stats {
 	uint64_t grew, shrank;
 	uint64_t renamed;                /* found under a new Maildir name */
 	uint64_t unchanged, changed, moved, deleted;   /* --state verdicts */
+	uint64_t expanded;               /* --files-from directories handed to the walk */
 	uint64_t enters;                 /* io_uring_enter calls */
 	uint64_t enter_retries;          /* enters refused (EINTR, EAGAIN, EBUSY) and retried */
 	uint64_t cq_overflows;           /* enters after which the CQ had a backlog (IORING_SQ_CQ_OVERFLOW) */
