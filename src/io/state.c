@@ -327,14 +327,18 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 	return e;
 }
 
-/* The previous run's entry of id that this run has not met, or NULL. */
-static struct state_entry *state_find_old(struct state *s, uint64_t id)
+/* The previous run's entry of id that this run has not met and that is
+ * this file (io: the same path or the same inode; NULL: any), or NULL. */
+static struct state_entry *state_find_old(struct state *s, uint64_t id, const struct record_io *io)
 {
 	if (!s->n_old)
 		return NULL;
 	for (size_t i = state_slot(id) & s->mask; s->by_id[i]; i = (i + 1) & s->mask) {
 		struct state_entry *e = &s->old[s->by_id[i] - 1];
-		if (e->id == id && !e->seen)
+		if (e->id != id || e->seen)
+			continue;
+		if (!io || (e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n)) ||
+		    (e->dev == io->dev && e->ino == io->ino))
 			return e;
 	}
 	return NULL;
@@ -446,7 +450,11 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		*v = STATE_UNCHANGED;
 		return 0;
 	}
-	struct state_entry *old = state_find_old(s, io->id);
+	/* Another file under the same id (a copy that kept its unique name,
+	 * a message rewritten under a new inode and name) does not take this
+	 * entry: it is new, and the entry's file is judged when met, or gone
+	 * (state_deleted keeps the document of an id still on disk). */
+	struct state_entry *old = state_find_old(s, io->id, io);
 	*v = STATE_NEW;
 	if (old) {
 		old->seen = true;
@@ -498,7 +506,7 @@ int state_not_read(struct state *s, const struct record_io *io)
 	 * is (a Maildir message renamed since and unreadable now is still the
 	 * message the old entry knew, kept under its old name until a run can
 	 * stat it). */
-	struct state_entry *old = state_find_old(s, io->id);
+	struct state_entry *old = state_find_old(s, io->id, NULL);
 	if (!old)
 		return 0;
 	old->seen = true;
@@ -592,6 +600,11 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		if (r < 0)
 			return r;
 		if (r == 0)
+			continue;
+		/* Its id is another file's in this run (two files that share a
+		 * unique name, one of them gone): the document stands for the one
+		 * left, and a delete after its index would remove it. */
+		if (!e->n_offs && state_find_new(s, e->id))
 			continue;
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = root, .base = root, .path = path, .id = e->id,

@@ -474,6 +474,37 @@ def case_es_mapping(ctx):
         check(want in seen, "no document had %s: the check proves nothing for it" % want)
 
 
+def case_copy_same_name(ctx):
+    """A copy that keeps the unique name (cp, not a mail client) shares the
+    id (README, "Records"); deleting the original must not delete the
+    document while the copy is on disk."""
+    make_maildir(ctx.md)
+    index = Index()
+    index.apply(ctx.run(["Maildir"]).stdout)
+    ctx.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
+    index.apply(ctx.run(["Maildir"]).stdout)   # one document for the two files
+    ctx.rm("cur/" + name(1, "S"))
+    out = ctx.run(["Maildir"]).stdout
+    index.apply(out)
+    check_index(ctx, index, "the original deleted, the copy left")
+    check(b'"delete"' not in out, "no delete of the id the copy still has: %s" % out.decode())
+
+
+def case_explicit_file(ctx):
+    """A Maildir message named explicitly gets the folder and id a walk of
+    its Maildir gives it."""
+    make_maildir(ctx.md)
+    walked = {json.loads(l)["path"]: json.loads(l) for l in subprocess.run(
+        [ctx.ingest, "--fields=path,folder,id", "Maildir"], cwd=ctx.work, check=True,
+        stdout=subprocess.PIPE).stdout.decode().splitlines()}
+    rel = ".Archive/cur/" + name(7, "S")
+    for spelling in ("Maildir/" + rel, "./Maildir//" + rel, os.path.join(ctx.md, rel)):
+        r = json.loads(subprocess.run([ctx.ingest, "--fields=path,folder,id", spelling], cwd=ctx.work,
+                                      check=True, stdout=subprocess.PIPE).stdout)
+        check(r["folder"] == "Archive" and r["id"] == walked[rel]["id"],
+              "%s: %r, walked %r" % (spelling, r, walked[rel]))
+
+
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
 
 
