@@ -43,6 +43,7 @@ struct state_entry {
 	bool maildir;
 	uint64_t *offs;            /* an mbox's messages (state_add_mbox_offset) */
 	size_t n_offs, cap_offs;
+	bool offs_lost;            /* one could not be kept: offs is not the whole list */
 	bool seen;                 /* old entries: met by this run */
 	bool unread;               /* new entries: statted, but the read failed */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
@@ -207,17 +208,21 @@ static int state_parse(struct state *s, char *p, size_t n)
 		e.path_n = pn;
 		size_t dir_n, name;
 		e.maildir = maildir_split(e.path, pn, &dir_n, &name);
-		if (state_hex_id(p + at + rn + pn, in, &e.id) < 0 ||
-		    state_parse_offsets(&e, p + at + rn + pn + STATE_ID_HEX, in - STATE_ID_HEX) < 0) {
+		r = state_hex_id(p + at + rn + pn, in, &e.id);
+		if (r == 0)
+			r = state_parse_offsets(&e, p + at + rn + pn + STATE_ID_HEX, in - STATE_ID_HEX);
+		if (r < 0) {
 			xfree(e.offs);
-			return -EINVAL;
+			return r;
 		}
 		at += rn + pn + in + 1;
 		if (s->n_old == cap) {
 			cap = cap ? cap * 2 : 1024;
 			struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
-			if (!v)
+			if (!v) {
+				xfree(e.offs);
 				return -ENOMEM;
+			}
 			s->old = v;
 		}
 		s->old[s->n_old++] = e;
@@ -398,8 +403,10 @@ int state_add_mbox_offset(struct state_entry *e, uint64_t off)
 	if (e->n_offs == e->cap_offs) {
 		size_t cap = e->cap_offs ? 2 * e->cap_offs : 16;
 		uint64_t *v = xrealloc(e->offs, cap * sizeof(*v));
-		if (!v)
+		if (!v) {
+			e->offs_lost = true;
 			return -ENOMEM;
+		}
 		e->offs = v;
 		e->cap_offs = cap;
 	}
@@ -418,7 +425,8 @@ static int state_copy_offsets(struct state_entry *to, const struct state_entry *
 int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
 {
 	const struct state_entry *old = e ? e->was : NULL;
-	if (!old)
+	/* an incomplete list would take messages that are there for gone */
+	if (!old || e->offs_lost)
 		return 0;
 	/* both in file order, ascending: one merge */
 	size_t j = 0;
