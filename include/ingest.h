@@ -77,6 +77,10 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   output        FILE ("-": standard output)
  *   files-from    FILE ("-": standard input)      null  flag
  *   state         FILE            shard         "K/N"
+ *   exclude       GLOB (repeatable: each call adds one; the getter lists
+ *                 them one a line)
+ *   split-bytes   SIZE (with output PREFIX: files PREFIX.000, .001, ...)
+ *   es-errors     flag (error records in es-bulk too)
  *   wait-state    flag (wait for another run's lock on the state)
  *   state-reset   flag (ignore what the state file holds)
  *   stats         "0", "human", "json"
@@ -135,8 +139,11 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
 
 /* Runs the pipeline once.  Returns 0 when every input became a record
  * (error records included), -errno when the run itself failed (the
- * report's message says why).  *report receives a report the caller frees,
- * or NULL when even that could not be allocated, or with -EBUSY, when
+ * report's message says why): -EINVAL when it was refused before any input
+ * was read (the options contradicting each other, or the --state file made
+ * by a run with other roots, shard or output options; then
+ * ingest_report_usage_error() is 1).  *report receives a report the caller
+ * frees, or NULL when even that could not be allocated, or with -EBUSY, when
  * another ingest_run() is going on in the process.  Output that could not be
  * written because the reader of a pipe went away is not a failure: the run
  * stops early and ingest_report_output_closed() says so. */
@@ -151,6 +158,9 @@ INGEST_API int ingest_report_output_closed(const struct ingest_report *r);
  * another run, corrupt, a symlink, or in a directory that cannot be
  * written (the command exits 2 then, as for bad usage). */
 INGEST_API int ingest_report_usage_error(const struct ingest_report *r);
+/* Error records the run wrote (inputs that are no message: unreadable,
+ * missing, not mail...).  The command's --strict exits 1 when it is not 0. */
+INGEST_API uint64_t ingest_report_error_records(const struct ingest_report *r);
 /* 1 when the run was interrupted by ingest_interrupt(). */
 INGEST_API int ingest_report_interrupted(const struct ingest_report *r);
 /* The run's statistics, human-readable (json 0) or as one JSON object

@@ -31,6 +31,8 @@
 #include "ingest.h"
 #include "options.h"
 #include "core/stats.h"
+#include "core/dynbuf.h"
+#include "core/hash.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "io/walk.h"
@@ -48,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -88,9 +91,14 @@ struct run {
 static void run_fail(struct run *run, int err, const char *what, const char *arg)
 {
 	int expected = 0;
-	if (atomic_compare_exchange_strong(&run->failed, &expected, err))
+	if (atomic_compare_exchange_strong(&run->failed, &expected, err)) {
 		report_set_error(run->rep, err, "%s%s%s%s", what, arg ? " '" : "", arg ? arg : "",
 		                 arg ? "'" : "");
+		/* -EINVAL before any input was read: the run was refused for what
+		 * it was asked, which the caller must change (the command exits 2) */
+		if (err == -EINVAL && !run->reader)
+			report_set_refused(run->rep);
+	}
 	budget_cancel(&run->budget);
 }
 
@@ -124,6 +132,8 @@ static void run_fail_state(struct run *run, int err, const char *text)
 		report_set_refused(run->rep);
 }
 
+static int run_bind_state(struct run *run);
+
 /* --state: locked, checked and loaded before any input is read, so that a
  * second run, a corrupt file or an unwritable directory stops the run
  * before it has done anything.  1 when a stopping signal came while
@@ -156,16 +166,17 @@ static int run_open_state(struct run *run)
 		else if (bad)
 			snprintf(text, sizeof(text), "state '%s' is %s", o->state, bad);
 		run_fail_state(run, r, bad ? text : NULL);
+		return r;
 	}
+	r = run_bind_state(run);
+	if (r < 0 && r != -EINVAL)
+		run_fail(run, r, "cannot use the state", o->state);
 	return r;
 }
 
 static int run_setup_inputs(struct run *run)
 {
 	const struct ingest_options *o = run->o;
-	for (size_t i = 0; i < o->n_paths; i++)
-		if (walk_add_path(run->walk, o->paths[i]) < 0)
-			return -ENOMEM;
 	if (o->files_from) {
 		int fd = STDIN_FILENO;
 		if (strcmp(o->files_from, "-")) {
@@ -230,6 +241,105 @@ static void run_on_wait(void *ctx)
 	run_spawn(ctx);
 }
 
+/* `ingest -`: standard input is copied whole into a memory file put on
+ * fd 0, so that the reader opens /dev/stdin as a regular file of known
+ * size (a pipe has neither), and hashed for its id.  Before the counted
+ * window, like the roots' realpath. */
+static int run_take_stdin(struct run *run)
+{
+	int fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char buf[65536];
+	uint64_t h = HASH_FNV1A_INIT;
+	int r = 0;
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		h = hash_fnv1a(h, buf, (size_t)n);
+		for (ssize_t off = 0; off < n && r == 0;) {
+			ssize_t w = write(fd, buf + off, (size_t)(n - off));
+			if (w < 0 && errno != EINTR)
+				r = -errno;
+			off += w > 0 ? w : 0;
+		}
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && dup2(fd, STDIN_FILENO) < 0)
+		r = -errno;
+	close(fd);
+	if (r == 0)
+		r = walk_add_stdin(run->walk, h);
+	if (r < 0 && r != -ENOMEM)
+		run_fail(run, r, "cannot read standard input", NULL);
+	return r;
+}
+
+static int run_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What decides the records a run emits, for --state (state_bind_run): a
+ * state made by one run and read by another that emits other records
+ * would report their difference as changes, or none at all (a state of a
+ * --no-text run made a full run emit nothing).  The roots are the
+ * resolved ones, sorted and each once: a root spelled another way, or
+ * given twice, is the same run. */
+static int run_describe(const struct run *run, struct dynbuf *d)
+{
+	const struct ingest_options *o = run->o;
+	const struct emit_options *e = &o->emit;
+	size_t n = 0;
+	const char **roots = xcalloc(o->n_paths + 1, sizeof(*roots));
+	if (!roots)
+		return -ENOMEM;
+	for (size_t i = 0; walk_source_base(run->walk, i) || i < o->n_paths; i++)
+		if (walk_source_base(run->walk, i))
+			roots[n++] = walk_source_base(run->walk, i);
+	qsort(roots, n, sizeof(*roots), run_cmp_str);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (!i || strcmp(roots[i], roots[i - 1]))
+			r = dynbuf_printf(d, "root=%s\n", roots[i]);
+	xfree(roots);
+	static const char *const formats[] = { "jsonl", "es-bulk", "tsv" };
+	if (r == 0)
+		r = dynbuf_printf(d, "files-from=%d\nshard=%u/%u\nformat=%s\nfields=", o->files_from != NULL,
+		                  o->shard_k, o->shard_n, formats[e->format]);
+	for (size_t i = 0; r == 0 && i < e->n_order; i++)
+		r = dynbuf_printf(d, "%s%s", i ? "," : "", emit_field_name((enum emit_field)e->order[i]));
+	if (r == 0)
+		r = dynbuf_printf(d, "\nparse=%d\nno-text=%d\nmax-text=%zu\nheaders=%d\nes-index=%s",
+		                  o->parse, e->no_text, o->mail.max_text, e->headers,
+		                  e->es_index ? e->es_index : "");
+	return r;
+}
+
+static int run_bind_state(struct run *run)
+{
+	struct dynbuf d;
+	dynbuf_init(&d, 0);
+	char why[512];
+	int r = run_describe(run, &d);
+	if (r == 0)
+		r = state_bind_run(run->state, d.p, d.len, why, sizeof(why));
+	dynbuf_release(&d);
+	if (r == -EINVAL) {
+		atomic_store(&run->failed, r);
+		report_set_refused(run->rep);
+		report_set_error(run->rep, 0, "cannot use the state '%s': %s (give this run its own state file)",
+		                 run->o->state, why);
+	}
+	return r;
+}
+
 static int run_start(struct run *run)
 {
 	const struct ingest_options *o = run->o;
@@ -274,6 +384,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
 		.progress = o->progress, .progress_ctx = o->progress_ctx, .fd = -1,
 		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
+		.split_bytes = o->split_bytes, .es_bulk = o->emit.format == EMIT_ES_BULK,
 	};
 	*report = run->rep = report_new();
 	if (!run->rep)
@@ -286,21 +397,45 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 
 	/* Probed before the window: pthread_once wakes with a futex of glibc's. */
 	run->threads = o->threads ? o->threads : parallelism_default();
+	/* Roots are resolved before it too: realpath(3) is libc's lstat and
+	 * readlink, not the I/O the window accounts for. */
+	int r = 0;
+	if (!(run->walk = walk_new()))
+		r = -ENOMEM;
+	bool have_stdin = false;
+	for (size_t i = 0; r == 0 && i < o->n_paths; i++) {
+		if (strcmp(o->paths[i], "-")) {
+			r = walk_add_path(run->walk, o->paths[i]);
+			continue;
+		}
+		if (have_stdin || (o->files_from && !strcmp(o->files_from, "-"))) {
+			r = -EINVAL;
+			run_fail(run, r, "standard input can be read once: '-' and --files-from=- exclude "
+			         "each other", NULL);
+			break;
+		}
+		have_stdin = true;
+		r = run_take_stdin(run);
+	}
+	for (size_t i = 0; r == 0 && i < o->n_excludes; i++)
+		r = walk_add_exclude(run->walk, o->excludes[i]);
 	if (o->stats) {
 		stats_reset_all();
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-begin", F_OK);
 	}
 	report_start(run->rep);
-	int r = 0;
-	if (!(run->walk = walk_new()))
-		r = -ENOMEM;
-	else if (o->shard_n)
+	if (r == 0 && o->shard_n)
 		walk_set_shard(run->walk, o->shard_k, o->shard_n);
 	/* r == 1: stopped while waiting for the state's lock; nothing runs */
 	if (r == 0 && o->state)
 		r = run_open_state(run);
 	if (r == 0)
 		r = run_setup_inputs(run);
+	if (r == 0 && o->split_bytes && (!o->output || !strcmp(o->output, "-") || o->emit.format == EMIT_TSV)) {
+		r = -EINVAL;
+		run_fail(run, r, "--split-bytes writes files PREFIX.000, PREFIX.001, ...: it needs -o PREFIX "
+		         "and jsonl or es-bulk", NULL);
+	}
 	if (r == 0)
 		r = writer_open(&run->writer);
 	struct reader_stats rst;

@@ -13,25 +13,25 @@
 
 static const char usage_text[] =
 "Usage: ingest [OPTIONS] PATH...\n"
-"Turn Maildirs, trees of .eml files and single messages into JSON records,\n"
-"one per input, with as few system calls as the kernel allows.\n"
-"\n"
+"Turn Maildirs, .eml trees and mbox archives into records, one per input.\n"
 "Input\n"
 "  PATH                   a Maildir, a tree of messages, a message, an mbox\n"
-"  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
-"  -0, --null             paths in --files-from are NUL-separated\n"
+"  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line;\n"
+"  -0, --null             ...NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
-"  --state=FILE           incremental: new, changed, deleted, renamed messages\n"
+"  --exclude=GLOB         skip names or paths matching GLOB (repeatable)\n"
+"  --state=FILE           incremental: only new and changed messages, plus\n"
+"                         deleted/renamed records; FILE is updated atomically\n"
 "  --wait-state, --state-reset  wait for another run's FILE; start FILE afresh\n"
 "Output\n"
-"  -o, --output=FILE      write records to FILE (default: stdout)\n"
+"  -o, --output=FILE      write records to FILE (default: stdout); with\n"
+"  --split-bytes=SIZE     files FILE.000, .001... of at most SIZE, whole records\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
-"  --es-index=NAME        the _index of es-bulk actions\n"
+"  --es-index=NAME        es-bulk's _index; --es-errors: error records too\n"
+"  --es-mapping           print the index template matching es-bulk, and exit\n"
 "  --fields=A,B,...       only these fields (every format; tsv column order)\n"
-"  --no-text              leave out the message text\n"
-"  --max-text=SIZE        cut the text at SIZE bytes (1M)\n"
-"  --headers              add every header field, in order, decoded\n"
-"  --io-only              do not parse: records carry file facts only\n"
+"  --max-text=SIZE        cut the text at SIZE bytes; --no-text: none (1M)\n"
+"  --headers              add every header field;  --io-only  do not parse\n"
 "Performance\n"
 "  --backend=B            auto (default), uring, sync\n"
 "  --threads=N            parse with at most N threads (default: the CPUs)\n"
@@ -41,17 +41,64 @@ static const char usage_text[] =
 "  --shard=K/N            only the inputs of shard K (1..N) of N, by path hash\n"
 "  --progress, --no-progress  a progress line on stderr (default: if a tty)\n"
 "  -q, --quiet            no progress line, no error summary on stderr\n"
-"  -h, --help             this help;  -V, --version  the version\n"
-"SIZE takes K, M or G.  Exit: 0 every input got a record (errors included),\n"
-"1 failed, 2 bad usage, 128+N stopped by signal N, 141 the output was closed.\n"
+"  -h, --help, -V, --version  this help, the version\n"
+"  --strict               exit 1 when any input became an error record\n"
+"SIZE takes K, M or G.  Exit: 0 every input got a record (errors included), 1\n"
+"failed, 2 bad usage, 128+N stopped by signal N, 141 the output was closed.\n"
 "\n"
 "Examples\n"
 "  ingest ~/Maildir > mail.jsonl\n"
 "  ingest --stats --fields=path,from,subject,date ~/Maildir | head\n"
 "  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n"
-"  ingest --state=~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
+"  ingest --state ~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
 "  ingest --format=es-bulk --es-index=mail ~/Maildir > bulk.ndjson   # for _bulk\n"
-"  ingest --shard=2/4 -o part2.jsonl /srv/archive    # one of 4 machines\n";
+"";
+
+/* --es-mapping: an index template (PUT _index_template/mail) for what
+ * es-bulk writes (README, "Records"): dates as dates, ids, addresses and
+ * codes as keywords, subject and text as text, headers kept in _source
+ * but not indexed (their names are the senders' to choose), unknown
+ * fields not indexed (dynamic false) rather than refused. */
+static const char es_mapping_text[] =
+"{\"index_patterns\":[\"mail*\"],\"template\":{\"mappings\":{\"dynamic\":false,\"properties\":{\n"
+" \"path\":{\"type\":\"keyword\"},\n"
+" \"path_b64\":{\"type\":\"keyword\",\"index\":false},\n"
+" \"root\":{\"type\":\"keyword\"},\n"
+" \"root_b64\":{\"type\":\"keyword\",\"index\":false},\n"
+" \"size\":{\"type\":\"long\"},\n"
+" \"mtime\":{\"type\":\"date\"},\n"
+" \"folder\":{\"type\":\"keyword\"},\n"
+" \"subdir\":{\"type\":\"keyword\"},\n"
+" \"flags\":{\"type\":\"keyword\"},\n"
+" \"tags\":{\"type\":\"keyword\"},\n"
+" \"offset\":{\"type\":\"long\"},\n"
+" \"length\":{\"type\":\"long\"},\n"
+" \"notes\":{\"type\":\"keyword\"},\n"
+" \"error\":{\"properties\":{\"reason\":{\"type\":\"keyword\"},\"errno\":{\"type\":\"keyword\"},\"message\":{\"type\":\"text\"}}},\n"
+" \"message_id\":{\"type\":\"keyword\"},\n"
+" \"in_reply_to\":{\"type\":\"keyword\"},\n"
+" \"references\":{\"type\":\"keyword\"},\n"
+" \"date\":{\"type\":\"date\"},\n"
+" \"date_raw\":{\"type\":\"keyword\"},\n"
+" \"from\":{\"properties\":{\"name\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":256}}},\"address\":{\"type\":\"keyword\"},\"group\":{\"type\":\"keyword\"},\"members\":{\"properties\":{\"name\":{\"type\":\"text\"},\"address\":{\"type\":\"keyword\"}}}}},\n"
+" \"sender\":{\"properties\":{\"name\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":256}}},\"address\":{\"type\":\"keyword\"},\"group\":{\"type\":\"keyword\"},\"members\":{\"properties\":{\"name\":{\"type\":\"text\"},\"address\":{\"type\":\"keyword\"}}}}},\n"
+" \"reply_to\":{\"properties\":{\"name\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":256}}},\"address\":{\"type\":\"keyword\"},\"group\":{\"type\":\"keyword\"},\"members\":{\"properties\":{\"name\":{\"type\":\"text\"},\"address\":{\"type\":\"keyword\"}}}}},\n"
+" \"to\":{\"properties\":{\"name\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":256}}},\"address\":{\"type\":\"keyword\"},\"group\":{\"type\":\"keyword\"},\"members\":{\"properties\":{\"name\":{\"type\":\"text\"},\"address\":{\"type\":\"keyword\"}}}}},\n"
+" \"cc\":{\"properties\":{\"name\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":256}}},\"address\":{\"type\":\"keyword\"},\"group\":{\"type\":\"keyword\"},\"members\":{\"properties\":{\"name\":{\"type\":\"text\"},\"address\":{\"type\":\"keyword\"}}}}},\n"
+" \"bcc\":{\"properties\":{\"name\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":256}}},\"address\":{\"type\":\"keyword\"},\"group\":{\"type\":\"keyword\"},\"members\":{\"properties\":{\"name\":{\"type\":\"text\"},\"address\":{\"type\":\"keyword\"}}}}},\n"
+" \"subject\":{\"type\":\"text\",\"fields\":{\"raw\":{\"type\":\"keyword\",\"ignore_above\":1024}}},\n"
+" \"list_id\":{\"type\":\"keyword\"},\n"
+" \"content_type\":{\"type\":\"keyword\"},\n"
+" \"text\":{\"type\":\"text\"},\n"
+" \"text_truncated\":{\"type\":\"boolean\"},\n"
+" \"attachments\":{\"properties\":{\"filename\":{\"type\":\"keyword\"},\"content_type\":{\"type\":\"keyword\"},\"detected_type\":{\"type\":\"keyword\"},\"disposition\":{\"type\":\"keyword\"},\"content_id\":{\"type\":\"keyword\"},\"size\":{\"type\":\"long\"}}},\n"
+" \"parts\":{\"type\":\"integer\"},\n"
+" \"warnings\":{\"type\":\"keyword\"},\n"
+" \"detected_type\":{\"type\":\"keyword\"},\n"
+" \"headers\":{\"type\":\"object\",\"enabled\":false},\n"
+" \"id\":{\"type\":\"keyword\"},\n"
+" \"thread_id\":{\"type\":\"keyword\"}\n"
+"}}}}\n";
 
 /* The first stopping signal, for the exit status (128 + its number). */
 static volatile sig_atomic_t stop_signal;
@@ -98,7 +145,7 @@ int main(int argc, char **argv)
 {
 	/* OPT_SET: the library option of the same name (ingest_options_set),
 	 * with "1" for a flag; only the options that differ get their own case. */
-	enum { OPT_SET = 256, OPT_IOONLY, OPT_PROGRESS, OPT_NOPROGRESS };
+	enum { OPT_SET = 256, OPT_IOONLY, OPT_PROGRESS, OPT_NOPROGRESS, OPT_STRICT, OPT_ESMAPPING };
 	static const struct option longopts[] = {
 		{ "backend", required_argument, NULL, OPT_SET },
 		{ "batch-bytes", required_argument, NULL, OPT_SET },
@@ -116,6 +163,11 @@ int main(int argc, char **argv)
 		{ "headers", no_argument, NULL, OPT_SET },
 		{ "io-only", no_argument, NULL, OPT_IOONLY },
 		{ "es-index", required_argument, NULL, OPT_SET },
+		{ "es-errors", no_argument, NULL, OPT_SET },
+		{ "split-bytes", required_argument, NULL, OPT_SET },
+		{ "exclude", required_argument, NULL, OPT_SET },
+		{ "strict", no_argument, NULL, OPT_STRICT },
+		{ "es-mapping", no_argument, NULL, OPT_ESMAPPING },
 		{ "shard", required_argument, NULL, OPT_SET },
 		{ "state", required_argument, NULL, OPT_SET },
 		{ "wait-state", no_argument, NULL, OPT_SET },
@@ -133,7 +185,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int stats = 0, c, status = 0;
-	bool have_list = false, quiet = false;
+	bool have_list = false, quiet = false, strict = false;
 	int progress = -1;   /* -1: when stderr is a terminal */
 	opterr = 0;
 	int li = 0;
@@ -151,6 +203,11 @@ int main(int argc, char **argv)
 		case OPT_PROGRESS: progress = 1; continue;
 		case OPT_NOPROGRESS: progress = 0; continue;
 		case 'q': quiet = true; continue;
+		case OPT_STRICT: strict = true; continue;
+		case OPT_ESMAPPING:
+			fputs(es_mapping_text, stdout);
+			ingest_options_free(o);
+			return 0;
 		case 'h':
 			fputs(usage_text, stdout);
 			ingest_options_free(o);
@@ -248,6 +305,8 @@ int main(int argc, char **argv)
 		 * pipefail` scripts already treat `cmd | head` that way, and it
 		 * differs from 1 (the run failed) and 0 (every record written). */
 		status = 128 + SIGPIPE;
+	} else if (strict && ingest_report_error_records(rep)) {
+		status = 1;   /* --strict: an error record fails the run */
 	}
 	ingest_report_free(rep);
 out:

@@ -96,6 +96,9 @@ void ingest_options_free(struct ingest_options *o)
 	for (size_t i = 0; i < o->n_paths; i++)
 		xfree(o->paths[i]);
 	xfree(o->paths);
+	for (size_t i = 0; i < o->n_excludes; i++)
+		xfree(o->excludes[i]);
+	xfree(o->excludes);
 	xfree(o->files_from);
 	xfree(o->output);
 	xfree(o->state);
@@ -152,7 +155,7 @@ static int options_size_in(const char *v, uint64_t min, uint64_t max, uint64_t *
 static const char *const options_names[] = {
 	"backend", "batch-bytes", "max-inflight", "max-size", "max-text", "threads", "format",
 	"fields", "es-index", "no-text", "headers", "parse", "output", "files-from", "null",
-	"state", "wait-state", "state-reset", "shard", "stats",
+	"state", "wait-state", "state-reset", "shard", "stats", "exclude", "split-bytes", "es-errors",
 };
 
 static bool options_known(const char *name)
@@ -185,6 +188,22 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		return options_size_in(v, 1, 1 * GiB, &o->reader.batch_bytes);
 	if (!strcmp(name, "max-inflight"))
 		return options_size_in(v, 1, 1024 * GiB, &o->max_inflight);
+	if (!strcmp(name, "exclude")) {
+		/* repeatable: each call adds a pattern */
+		if (!v || !*v)
+			return -EINVAL;
+		char **e = xrealloc(o->excludes, (o->n_excludes + 1) * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		o->excludes = e;
+		e[o->n_excludes] = NULL;
+		if ((r = options_string(v, &e[o->n_excludes])) < 0)
+			return r;
+		o->n_excludes++;
+		return 0;
+	}
+	if (!strcmp(name, "split-bytes"))
+		return options_size_in(v, 1, 64 * GiB, &o->split_bytes);
 	if (!strcmp(name, "max-size"))
 		return options_size_in(v, 0, 64 * GiB, &o->reader.max_size);
 	if (!strcmp(name, "max-text")) {
@@ -233,6 +252,12 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 			return r;
 		o->mail.want_headers = b;
 		o->emit.headers = b;
+		return 0;
+	}
+	if (!strcmp(name, "es-errors")) {
+		if ((r = options_flag(v, &b)) < 0)
+			return r;
+		o->emit.es_errors = b;
 		return 0;
 	}
 	if (!strcmp(name, "parse")) {
@@ -345,6 +370,10 @@ int ingest_options_get(const struct ingest_options *o, const char *name, char *b
 		s = o->files_from ? o->files_from : "";
 	else if (!strcmp(name, "state"))
 		s = o->state ? o->state : "";
+	else if (!strcmp(name, "split-bytes"))
+		number = true, n = o->split_bytes;
+	else if (!strcmp(name, "es-errors"))
+		s = options_flag_text(o->emit.es_errors);
 	else if (!strcmp(name, "wait-state"))
 		s = options_flag_text(o->state_wait);
 	else if (!strcmp(name, "state-reset"))
@@ -353,6 +382,18 @@ int ingest_options_get(const struct ingest_options *o, const char *name, char *b
 		s = o->stats == OPTIONS_STATS_JSON ? "json" : o->stats == OPTIONS_STATS_HUMAN ? "human" : "0";
 	if (number || s)
 		return snprintf(buf, size, "%s", number ? (snprintf(tmp, sizeof(tmp), "%llu", n), tmp) : s);
+	if (!strcmp(name, "exclude")) {
+		/* every pattern, in the order given, one a line */
+		size_t len = 0;
+		if (size)
+			buf[0] = '\0';
+		for (size_t i = 0; i < o->n_excludes; i++) {
+			int w = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s%s",
+			                 i ? "\n" : "", o->excludes[i]);
+			len += (size_t)w;
+		}
+		return (int)len;
+	}
 	if (!strcmp(name, "shard")) {
 		if (!o->shard_n)
 			return snprintf(buf, size, "%s", "");

@@ -17,6 +17,8 @@ enum options_stats { OPTIONS_STATS_NONE, OPTIONS_STATS_HUMAN, OPTIONS_STATS_JSON
 struct ingest_options {
 	char **paths;
 	size_t n_paths;
+	char **excludes;            /* --exclude=GLOB, repeatable */
+	size_t n_excludes;
 	char *files_from;           /* "-" for stdin */
 	bool null_separated;
 	char *output;               /* NULL: stdout */
@@ -40,6 +42,7 @@ struct ingest_options {
 	char error[160];            /* ingest_options_error(); "" for none */
 	bool state_wait;            /* --wait-state: wait for another run's lock */
 	bool state_reset;           /* --state-reset: ignore what FILE holds */
+	uint64_t split_bytes;       /* --split-bytes=SIZE with -o PREFIX; 0 none */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

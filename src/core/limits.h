@@ -30,6 +30,11 @@
  * one being read, one parsed, one written, one spare; the byte budget, not
  * this count, bounds their memory. */
 #define LIMIT_PIPELINE_DEPTH        4
+/* Slots of the run's msg-id → thread map (pipeline/threads.c), 16 bytes
+ * each: 64 MiB at most, three ids a message, so about 1.4 million messages
+ * are threaded across each other; past that a message keeps the thread of
+ * its own References root. */
+#define LIMIT_THREAD_MAP_SLOTS      (UINT64_C(1) << 22)
 
 /* Parser (RFC 5322 / MIME). */
 #define LIMIT_MIME_DEPTH            64

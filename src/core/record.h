@@ -51,6 +51,8 @@ enum record_kind {
 struct record_io {
 	struct mail_str root;      /* the PATH argument the input came from */
 	struct mail_str path;      /* relative to root ("" for a file argument) */
+	struct mail_str base;      /* root resolved: what ids and --state know */
+	uint64_t id;               /* the file's identity (record_file_id) */
 	bool have_stat;
 	uint64_t size;
 	int64_t mtime_sec;
@@ -72,7 +74,6 @@ struct record_io {
 
 	enum record_kind kind;
 	struct mail_str old_path;  /* RECORD_RENAMED: the path it had */
-	struct mail_str old_msgid; /* RECORD_DELETED/RENAMED: its Message-ID, if known */
 };
 
 struct mail_message;
@@ -88,5 +89,14 @@ struct dynbuf;
  * reference to the dict it built from rec).  0, or -errno with out as it
  * was. */
 typedef int record_visit_fn(void *ctx, const struct record *rec, struct dynbuf *out);
+/* The identity of a record: the file's, and for an mbox message the
+ * file's with its offset. */
+uint64_t record_id(const struct record_io *io);
+/* The key of one msg-id, what a thread's identity hashes (emit.c's
+ * emit_thread_root: the first msg-id of References, else In-Reply-To,
+ * else the message's own Message-ID); 0 for none. */
+uint64_t record_thread_key(struct mail_str msgid);
+/* 16 lower-case hex digits and a NUL: the form ids take in the output. */
+void record_id_hex(uint64_t id, char hex[17]);
 
 #endif

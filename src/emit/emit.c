@@ -34,11 +34,7 @@
  * message (detected_type needs one too, but also a non-mail one). */
 #define EMIT_IO_FIELDS (BIT(PATH) | BIT(ROOT) | BIT(SIZE) | BIT(MTIME) | \
 	BIT(FOLDER) | BIT(SUBDIR) | BIT(FLAGS) | BIT(OFFSET) | BIT(LENGTH) | \
-	BIT(NOTES) | BIT(ERROR))
-
-/* An _id longer than this is refused by Elasticsearch (512 bytes): such a
- * Message-ID falls back to the path hash. */
-#define EMIT_ES_ID_MAX 512
+	BIT(NOTES) | BIT(ERROR) | BIT(ID) | BIT(TAGS))
 
 static const char *const emit_names[EMIT_F__COUNT] = {
 #define EMIT_FIELD_NAME(id, name) [EMIT_F_##id] = name,
@@ -381,6 +377,56 @@ static int emit_json_headers(struct dynbuf *b, const struct mail_message *m)
 	return r < 0 ? r : json_put_lit(b, "]");
 }
 
+static int emit_json_hex(struct dynbuf *b, uint64_t id)
+{
+	char hex[19];
+	record_id_hex(id, hex + 1);
+	hex[0] = hex[17] = '"';
+	return json_put_raw(b, hex, 18);
+}
+
+/* The words of the flags the Maildir specification defines, in the order
+ * the letters are written (the specification keeps them sorted). */
+static int emit_json_tags(struct dynbuf *b, struct mail_str flags)
+{
+	int r = json_put_lit(b, "[");
+	bool first = true;
+	for (size_t i = 0; r == 0 && i < flags.n; i++) {
+		const char *t = maildir_flag_tag(flags.p[i]);
+		if (!t)
+			continue;
+		if (!first && (r = json_put_lit(b, ",")) < 0)
+			break;
+		first = false;
+		r = json_put_cstr(b, t);
+	}
+	return r < 0 ? r : json_put_lit(b, "]");
+}
+
+/* A thread's identity: the first msg-id of References, else In-Reply-To,
+ * else the message's own Message-ID; 0 when it has none of them.  Within a
+ * run, pipeline/threads.c may join it to a thread met earlier. */
+static uint64_t emit_thread_root(const struct mail_message *m)
+{
+	struct mail_str root = m->n_references && m->references[0].n ? m->references[0]
+	                     : m->in_reply_to.n ? m->in_reply_to : m->message_id;
+	return record_thread_key(root);
+}
+
+/* A thread of one when the message names no msg-id at all. */
+static uint64_t emit_thread_id(const struct emit_ctx *c)
+{
+	uint64_t t = emit_thread_root(c->m);
+	return t ? t : record_id(c->io);
+}
+
+uint64_t emit_record_thread_id(const struct record *r)
+{
+	const struct mail_message *m = emit_record_message(r);
+	uint64_t t = m ? emit_thread_root(m) : 0;
+	return t ? t : record_id(&r->io);
+}
+
 static int emit_json_error(const struct emit_ctx *c)
 {
 	struct dynbuf *b = c->b;
@@ -556,6 +602,20 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 		if ((r = emit_key(b, f)) < 0)
 			return r;
 		return emit_json_headers(b, m);
+	case EMIT_F_ID:
+		if ((r = emit_key(b, f)) < 0)
+			return r;
+		return emit_json_hex(b, record_id(io));
+	case EMIT_F_THREAD_ID:
+		if ((r = emit_key(b, f)) < 0)
+			return r;
+		return emit_json_hex(b, emit_thread_id(c));
+	case EMIT_F_TAGS:
+		if (!io->maildir)
+			return 0;
+		if ((r = emit_key(b, f)) < 0)
+			return r;
+		return emit_json_tags(b, io->flags);
 	case EMIT_F__COUNT:
 		break;
 	}
@@ -584,44 +644,6 @@ static int emit_json_object(const struct emit_options *o, const struct emit_ctx 
 
 /* ---- es-bulk ---------------------------------------------------------- */
 
-void emit_record_hash_id(const struct record *r, char id[17])
-{
-	static const char hex[] = "0123456789abcdef";
-	uint64_t h = HASH_FNV1A_INIT;
-	h = hash_fnv1a(h, r->io.root.p, r->io.root.n);
-	h = hash_fnv1a(h, "/", 1);
-	const char *path = r->io.path.p;
-	size_t n = r->io.path.n;
-	const char *slash = n ? memrchr(path, '/', n) : NULL;
-	if (r->io.subdir.n && slash && slash - path >= 3) {
-		/* A Maildir message keeps its document through flag changes and
-		 * the move from new/ to cur/ (both renames): the id is the folder
-		 * and the unique name, without cur|new and the flags. */
-		const char *base = slash + 1;
-		size_t base_n = n - (size_t)(base - path);
-		h = hash_fnv1a(h, path, (size_t)(slash - path) - 3);
-		h = hash_fnv1a(h, base, maildir_base_len(base, base_n));
-	} else {
-		h = hash_fnv1a(h, path, n);
-	}
-	if (r->io.in_mbox) {
-		char tmp[21];
-		char *e = tmp + sizeof(tmp), *q = e;
-		uint64_t v = r->io.offset;
-		do {
-			*--q = (char)('0' + v % 10);
-			v /= 10;
-		} while (v);
-		*--q = '#';
-		h = hash_fnv1a(h, q, (size_t)(e - q));
-	}
-	for (int i = 15; i >= 0; i--) {
-		id[i] = hex[h & 15];
-		h >>= 4;
-	}
-	id[16] = '\0';
-}
-
 static int emit_es_action(const struct emit_options *o, const struct record *rec,
                           const struct emit_ctx *c)
 {
@@ -636,19 +658,9 @@ static int emit_es_action(const struct emit_options *o, const struct record *rec
 		    (r = json_put_lit(b, ",")) < 0)
 			return r;
 	}
-	if ((r = json_put_lit(b, "\"_id\":")) < 0)
-		return r;
-	if (c->m && c->m->message_id.p && c->m->message_id.n &&
-	    c->m->message_id.n <= EMIT_ES_ID_MAX) {
-		r = emit_json_str(b, c->m->message_id);
-	} else {
-		char id[17];
-		emit_record_hash_id(rec, id);
-		if ((r = json_put_lit(b, "\"")) == 0 &&
-		    (r = json_put_raw(b, id, 16)) == 0)
-			r = json_put_lit(b, "\"");
-	}
-	if (r < 0)
+	/* The record's id, never its Message-ID: that one is the sender's to
+	 * choose, and two copies of a message are two documents. */
+	if ((r = json_put_lit(b, "\"_id\":")) < 0 || (r = emit_json_hex(b, record_id(&rec->io))) < 0)
 		return r;
 	return json_put_lit(b, "}}\n");
 }
@@ -950,6 +962,25 @@ static int emit_tsv_field(const struct emit_ctx *c, enum emit_field f)
 			r = emit_tsv_mstr(b, m->headers[i].value);
 		}
 		return r;
+	case EMIT_F_ID:
+	case EMIT_F_THREAD_ID: {
+		char hex[17];
+		record_id_hex(f == EMIT_F_ID ? record_id(io) : emit_thread_id(c), hex);
+		return json_put_raw(b, hex, 16);
+	}
+	case EMIT_F_TAGS: {
+		bool first = true;
+		for (size_t i = 0; r == 0 && io->maildir && i < io->flags.n; i++) {
+			const char *t = maildir_flag_tag(io->flags.p[i]);
+			if (!t)
+				continue;
+			if (!first && (r = json_put_lit(b, ", ")) < 0)
+				break;
+			first = false;
+			r = json_put_raw(b, t, strlen(t));
+		}
+		return r;
+	}
 	case EMIT_F__COUNT:
 		break;
 	}
@@ -999,33 +1030,21 @@ int emit_tsv_header(const struct emit_options *o, struct dynbuf *out)
 /* ---- the entry point -------------------------------------------------- */
 
 /* --state's change records.  JSONL:
- *   {"deleted":"cur/x:2,S","root":"Maildir","message_id":"..."}
- *   {"renamed":{"from":"new/x","to":"cur/x:2,S"},"root":...,"folder":...,"subdir":...,"flags":...}
+ *   {"deleted":"cur/x:2,S","root":"/home/u/Maildir","id":"..."}
+ *   {"renamed":{"from":"new/x","to":"cur/x:2,S"},"root":...,"folder":...,"subdir":...,"flags":...,"tags":...,"id":...}
  * es-bulk: a delete action, or an update of the renamed document's location,
- * with the _id the message was indexed under (its Message-ID when the state
- * knows it, else the path hash, as for index actions). */
+ * under the id the message was indexed with (a rename keeps it). */
 static int emit_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b)
 {
 	const struct record_io *io = &rec->io;
 	int r = 0;
 	if (o->format == EMIT_ES_BULK) {
-		struct record old = *rec;
-		if (io->kind == RECORD_RENAMED)
-			old.io.path = io->old_path;
 		r = io->kind == RECORD_DELETED ? json_put_lit(b, "{\"delete\":{") : json_put_lit(b, "{\"update\":{");
 		if (r == 0 && o->es_index && (r = json_put_lit(b, "\"_index\":")) == 0 &&
 		    (r = json_put_cstr(b, o->es_index)) == 0)
 			r = json_put_lit(b, ",");
-		if (r == 0)
-			r = json_put_lit(b, "\"_id\":");
-		if (r == 0 && io->old_msgid.n && io->old_msgid.n <= EMIT_ES_ID_MAX) {
-			r = emit_json_str(b, io->old_msgid);
-		} else if (r == 0) {
-			char id[17];
-			emit_record_hash_id(&old, id);
-			if ((r = json_put_lit(b, "\"")) == 0 && (r = json_put_raw(b, id, 16)) == 0)
-				r = json_put_lit(b, "\"");
-		}
+		if (r == 0 && (r = json_put_lit(b, "\"_id\":")) == 0)
+			r = emit_json_hex(b, record_id(io));
 		if (r == 0)
 			r = json_put_lit(b, "}}\n");
 		if (r < 0 || io->kind == RECORD_DELETED)
@@ -1048,15 +1067,20 @@ static int emit_change(const struct emit_options *o, const struct record *rec, s
 	}
 	if (r == 0 && (r = json_put_lit(b, ",")) == 0)
 		r = json_put_bytes_member(b, "root", io->root.p, io->root.n);
-	if (r == 0 && io->maildir) {
+	if (r == 0 && io->maildir && io->kind == RECORD_RENAMED) {
 		if ((r = json_put_lit(b, ",\"folder\":")) == 0 && (r = emit_json_str(b, io->folder)) == 0 &&
 		    (r = json_put_lit(b, ",\"subdir\":")) == 0 && (r = emit_json_str(b, io->subdir)) == 0 &&
 		    (r = json_put_lit(b, ",\"flags\":")) == 0)
 			r = emit_json_str(b, io->flags);
 	}
-	if (r == 0 && o->format != EMIT_ES_BULK && io->old_msgid.n &&
-	    (r = json_put_lit(b, ",\"message_id\":")) == 0)
-		r = emit_json_str(b, io->old_msgid);
+	if (r == 0 && io->maildir && io->kind == RECORD_RENAMED &&
+	    (r = json_put_lit(b, ",\"tags\":")) == 0)
+		r = emit_json_tags(b, io->flags);
+	if (r == 0 && io->in_mbox && o->format != EMIT_ES_BULK &&
+	    (r = json_put_lit(b, ",\"offset\":")) == 0)
+		r = json_put_u64(b, io->offset);
+	if (r == 0 && o->format != EMIT_ES_BULK && (r = json_put_lit(b, ",\"id\":")) == 0)
+		r = emit_json_hex(b, record_id(io));
 	if (r == 0)
 		r = o->format == EMIT_ES_BULK ? json_put_lit(b, "}}\n") : json_put_lit(b, "}\n");
 	return r;
@@ -1077,6 +1101,11 @@ int emit_record(const struct emit_options *o, const struct record *rec,
 	emit_ctx_init(&c, rec, out);
 	switch (o->format) {
 	case EMIT_ES_BULK:
+		/* An error record is not a document of the index's shape (no
+		 * message, an error object): left out unless asked for, and
+		 * still counted by --stats and the error summary. */
+		if (c.reason != RECORD_NONE && !o->es_errors)
+			return 0;
 		if ((r = emit_es_action(o, rec, &c)) < 0)
 			break;
 		__attribute__((fallthrough));

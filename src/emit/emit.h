@@ -51,7 +51,10 @@
 	X(PARTS, "parts")                           \
 	X(WARNINGS, "warnings")                     \
 	X(DETECTED_TYPE, "detected_type")           \
-	X(HEADERS, "headers")
+	X(HEADERS, "headers")                       \
+	X(ID, "id")                                 \
+	X(THREAD_ID, "thread_id")                   \
+	X(TAGS, "tags")
 
 enum emit_field {
 #define EMIT_FIELD_ENUM(id, name) EMIT_F_##id,
@@ -84,6 +87,7 @@ struct emit_options {
 	bool no_text;           /* --no-text: text and text_truncated are not written */
 	bool headers;           /* --headers: the headers field is written */
 	const char *es_index;   /* es-bulk's "_index"; NULL: none (the URL names it) */
+	bool es_errors;         /* es-bulk: error records are documents too */
 };
 
 /* Defaults: JSONL, every field in enum order, text on, headers off. */
@@ -109,7 +113,8 @@ int emit_fields_parse(struct emit_options *o, const char *csv,
 int emit_format_parse(const char *s, enum emit_format *f);
 
 /* Appends exactly one complete record to out: a JSONL line; the _bulk action
- * line and source line; or a TSV line.  Returns 0, or -errno (-E2BIG at the
+ * line and source line (nothing for an error record unless es_errors); or a
+ * TSV line.  Returns 0, or -errno (-E2BIG at the
  * dynbuf's cap, -ENOMEM) with out->len as it was on entry. */
 int emit_record(const struct emit_options *o, const struct record *r,
                 struct dynbuf *out);
@@ -132,6 +137,9 @@ const struct mail_message *emit_record_message(const struct record *r);
 /* Why r is an error record (RECORD_NONE: it is not), the parser's
  * not-mail included. */
 enum record_reason emit_record_reason(const struct record *r);
+/* The record's thread_id before a run joins threads (pipeline/threads.c):
+ * its References root's, else its own id. */
+uint64_t emit_record_thread_id(const struct record *r);
 
 /* The members of r's "error" object: the reason's name, the positive
  * errno (0: none), its symbolic name (NULL: none, or unknown here, when

@@ -13,6 +13,7 @@
  * same, so decoding the bytes gives what json.loads gives. */
 #include "emit/pydict.h"
 #include "emit/json.h"
+#include "io/maildir.h"
 #include "mail/mail.h"
 
 #include <string.h>
@@ -234,6 +235,17 @@ static PyObject *py_notes(uint32_t notes)
 	return v;
 }
 
+static PyObject *py_tags(struct mail_str flags)
+{
+	PyObject *v = PyList_New(0);
+	for (size_t i = 0; v && i < flags.n; i++) {
+		const char *t = maildir_flag_tag(flags.p[i]);
+		if (t && append(v, PyUnicode_FromString(t)) < 0)
+			Py_CLEAR(v);
+	}
+	return v;
+}
+
 /* Sets field f of r in d when the record has a value for it (the rules of
  * emit_json_field()).  0, or -1 with an exception. */
 static int py_field(PyObject *d, const struct record *r, const struct mail_message *m,
@@ -305,6 +317,14 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 		return r->mail && r->mail->detected_type.p ? put(d, k, py_str(r->mail->detected_type)) : 0;
 	case EMIT_F_HEADERS:
 		return put(d, k, py_headers(m));
+	case EMIT_F_ID:
+	case EMIT_F_THREAD_ID: {
+		char hex[17];
+		record_id_hex(f == EMIT_F_ID ? record_id(io) : emit_record_thread_id(r), hex);
+		return put(d, k, PyUnicode_FromStringAndSize(hex, 16));
+	}
+	case EMIT_F_TAGS:
+		return io->maildir ? put(d, k, py_tags(io->flags)) : 0;
 	case EMIT_F__COUNT:
 		break;
 	}

@@ -1,17 +1,24 @@
-/* Maildir naming: see maildir.h.  The info separator is ':' on Unix; some
- * Windows-hosted clients use '!' or ';' (mbsync's default on Windows is
- * ';' and Dovecot accepts a configured one): we accept ':' and '!' as
- * separators for "2," and nothing else, to avoid reading flags into names
- * that merely contain a semicolon. */
+/* Maildir rules: see maildir.h.  The info separator is ':' on Unix;
+ * Windows-hosted clients use '!' or ';' (mbsync's InfoDelimiter, needed
+ * where ':' is not allowed in file names; Dovecot accepts a configured
+ * one).  Only the separator followed by "2," or "1," is an info, so a
+ * name that merely contains a semicolon keeps it. */
 #include "io/maildir.h"
+#include "core/hash.h"
 
 #include <string.h>
 
-static const char *maildir_info(const char *name, size_t len)
+static bool maildir_is_sep(char c)
+{
+	return c == ':' || c == '!' || c == ';';
+}
+
+/* The last "<sep>V," of a name (mutt and Dovecot read the last one too). */
+static const char *maildir_info(const char *name, size_t len, char version)
 {
 	for (size_t i = len; i >= 3; i--) {
 		const char *p = name + i - 3;
-		if ((p[0] == ':' || p[0] == '!') && p[1] == '2' && p[2] == ',')
+		if (maildir_is_sep(p[0]) && p[1] == version && p[2] == ',')
 			return p;
 	}
 	return NULL;
@@ -19,7 +26,7 @@ static const char *maildir_info(const char *name, size_t len)
 
 bool maildir_flags(const char *name, size_t len, size_t *off, size_t *n)
 {
-	const char *info = maildir_info(name, len);
+	const char *info = maildir_info(name, len, '2');
 	if (!info)
 		return false;
 	*off = (size_t)(info - name) + 3;
@@ -29,11 +36,67 @@ bool maildir_flags(const char *name, size_t len, size_t *off, size_t *n)
 
 size_t maildir_base_len(const char *name, size_t len)
 {
-	const char *info = maildir_info(name, len);
+	const char *info = maildir_info(name, len, '2');
 	return info ? (size_t)(info - name) : len;
+}
+
+size_t maildir_unique_len(const char *name, size_t len)
+{
+	size_t n = maildir_base_len(name, len);
+	const char *one = maildir_info(name, n, '1');
+	return one ? (size_t)(one - name) : n;
+}
+
+bool maildir_is_software_file(const char *name)
+{
+	static const char *const exact[] = { ".notmuch", ".uidvalidity", "maildirfolder" };
+	static const char *const prefix[] = { "dovecot", ".mbsyncstate", "courierimap" };
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(name, exact[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return true;
+	return false;
 }
 
 bool maildir_is_subdir(const char *name)
 {
 	return !strcmp(name, "cur") || !strcmp(name, "new") || !strcmp(name, "tmp");
+}
+
+const char *maildir_flag_tag(char letter)
+{
+	/* the six flags of the Maildir specification, as notmuch and mu name
+	 * them when they sync tags with flags */
+	switch (letter) {
+	case 'D': return "draft";
+	case 'F': return "flagged";
+	case 'P': return "passed";
+	case 'R': return "replied";
+	case 'S': return "seen";
+	case 'T': return "trashed";
+	default:  return NULL;
+	}
+}
+
+bool maildir_split(const char *path, size_t n, size_t *dir_n, size_t *base)
+{
+	const char *slash = n ? memrchr(path, '/', n) : NULL;
+	if (!slash || slash - path < 3 || (size_t)(slash - path) + 1 == n)
+		return false;
+	const char *sub = slash - 3;
+	if ((memcmp(sub, "cur", 3) && memcmp(sub, "new", 3)) || (sub > path && sub[-1] != '/'))
+		return false;
+	*dir_n = sub > path ? (size_t)(sub - path) - 1 : 0;
+	*base = (size_t)(slash - path) + 1;
+	return true;
+}
+
+uint64_t maildir_id(const char *base, size_t base_n, const char *name, size_t name_n)
+{
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, "maildir", 8);   /* the NUL too */
+	h = hash_fnv1a(h, base, base_n);
+	h = hash_fnv1a(h, "", 1);
+	return hash_fnv1a(h, name, maildir_unique_len(name, name_n));
 }

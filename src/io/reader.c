@@ -131,6 +131,12 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
                           uint32_t mode, uint64_t size, int64_t mtime_sec,
                           uint32_t mtime_nsec, uint64_t dev, uint64_t ino)
 {
+	/* a --files-from entry is sharded here, once its type is known (a
+	 * directory's files are sharded each by the walk) */
+	if (it->entry && rc->walk && !walk_entry_listed_in_shard(rc->walk, it->entry, res >= 0 && S_ISDIR(mode))) {
+		it->no_output = true;
+		return 0;
+	}
 	if (res < 0) {
 		reader_item_fail(it, res);
 		/* there, but its stat failed (EIO, EACCES): not a deletion */
@@ -147,7 +153,14 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	it->io.dev = dev;
 	it->io.ino = ino;
 	if (S_ISDIR(mode)) {
-		reader_item_fail(it, -EISDIR);
+		/* a directory in --files-from is walked like a PATH argument */
+		int r = it->entry && rc->walk ? walk_expand_dir(rc->walk, it->entry) : -EISDIR;
+		if (r == 0) {
+			it->no_output = true;
+			rc->st.expanded++;
+		} else {
+			reader_item_fail(it, r);
+		}
 		return 0;
 	}
 	if (S_ISLNK(mode)) {
@@ -165,7 +178,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	if (rc->o.state) {
 		enum state_verdict v;
 		struct state_entry *se;
-		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &it->io.old_msgid, &se) < 0) {
+		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &se) < 0) {
 			it->io.reason = RECORD_INTERNAL;
 			it->io.message = "out of memory in --state";
 			return 0;
@@ -304,8 +317,7 @@ struct reader_deleted_ctx {
 	struct batch *b;
 };
 
-static int reader_add_deleted(void *arg, struct mail_str root, struct mail_str path,
-                              struct mail_str msgid)
+static int reader_add_deleted(void *arg, const struct record_io *gone)
 {
 	struct reader_deleted_ctx *c = arg;
 	if (c->b && c->b->n == LIMIT_BATCH_FILES) {
@@ -315,25 +327,17 @@ static int reader_add_deleted(void *arg, struct mail_str root, struct mail_str p
 	}
 	if (!c->b && !(c->b = reader_batch_get(c->io)))
 		return -ECANCELED;
-	/* copied before the item is taken: a half-built item would be emitted */
-	const char *rp = arena_memdup(&c->b->meta, root.p, root.n);
-	const char *pp = arena_memdup(&c->b->meta, path.p, path.n);
-	const char *mp = msgid.p ? arena_memdup(&c->b->meta, msgid.p, msgid.n) : NULL;
-	if (!rp || !pp || (msgid.p && !mp))
-		return -ENOMEM;
+	/* the state's strings live until the run ends, longer than the batch */
 	struct batch_item *it = &c->b->items[c->b->n++];
 	memset(it, 0, sizeof(*it));
-	it->io.kind = RECORD_DELETED;
-	it->io.root = (struct mail_str){ rp, root.n };
-	it->io.path = (struct mail_str){ pp, path.n };
-	if (mp)
-		it->io.old_msgid = (struct mail_str){ mp, msgid.n };
+	it->io = *gone;
 	c->r->c.st.deleted++;
 	return 0;
 }
 
 int reader_run(struct reader *r, const struct reader_io *io)
 {
+	r->c.walk = io->walk;
 	int ret = r->run(r, io);
 	/* What the last run saw and this one did not is gone — known only when
 	 * the walk ran to its end. */
@@ -413,6 +417,30 @@ static int stream_room(struct reader *r, const struct reader_io *io, struct batc
 	if ((*bp)->n < LIMIT_BATCH_FILES)
 		return 0;
 	return stream_send(r, io, bp);
+}
+
+struct stream_vanished {
+	struct reader *r;
+	const struct reader_io *io;
+	struct batch **bp;
+	struct walk_entry *e;
+	const struct batch_item *st;
+};
+
+/* A message of the archive's last run not found in it now: a deletion
+ * record after the archive's messages (README, "Incremental runs"). */
+static int stream_vanished(void *ctx, uint64_t off)
+{
+	struct stream_vanished *v = ctx;
+	int err = stream_room(v->r, v->io, v->bp);
+	struct batch_item *it = err < 0 ? NULL : stream_item(*v->bp, v->e, v->st, &err);
+	if (!it)
+		return err;
+	it->io.kind = RECORD_DELETED;
+	it->io.in_mbox = true;
+	it->io.offset = off;
+	v->r->c.st.deleted++;
+	return 0;
 }
 
 /* Not an mbox after all: the file is one message, read whole when it fits
@@ -603,6 +631,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 						goto out;
 					it->io.in_mbox = true;
 					it->io.offset = base + pos;
+					if (state_add_mbox_offset(st->state, it->io.offset) < 0)
+						state_mark_unread(st->state);
 					it->io.reason = RECORD_TOO_LARGE;
 					it->io.message = "mbox message larger than --max-size: skipped";
 					skipping = true;
@@ -619,6 +649,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				goto out;
 			it->io.in_mbox = true;
 			it->io.offset = base + m.start;
+			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
+				state_mark_unread(st->state);   /* read again next time */
 			it->io.length = m.end - m.start;
 			it->data = buf + m.start;
 			it->len = m.end - m.start;
@@ -647,6 +679,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			}
 			batch_from = pend_off;
 		}
+	}
+	if (err == 0 && eof && !pend_len && !atomic_load_explicit(io->stop, memory_order_relaxed)) {
+		struct stream_vanished v = { r, io, bp, e, st };
+		err = state_each_vanished(st->state, stream_vanished, &v);
 	}
 out:
 	sys_close(fd);
@@ -684,11 +720,7 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 		memcpy(p + keep, sub, 4 + bl + 1);
 		it->io.path = (struct mail_str){ p, keep + 4 + bl };
 		it->io.subdir = (struct mail_str){ p + keep, 3 };
-		size_t off, n;
-		if (maildir_flags(base, bl, &off, &n))
-			it->io.flags = (struct mail_str){ p + keep + 4 + off, n };
-		else
-			it->io.flags = (struct mail_str){ p + keep + 4 + bl, 0 };
+		maildir_flags_view(p + keep + 4, bl, &it->io.flags.p, &it->io.flags.n);
 	}
 	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,
 	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,

@@ -50,6 +50,7 @@ struct reader_stats {
 	uint64_t grew, shrank;
 	uint64_t renamed;                /* found under a new Maildir name */
 	uint64_t unchanged, changed, moved, deleted;   /* --state verdicts */
+	uint64_t expanded;               /* --files-from directories handed to the walk */
 	uint64_t enters;                 /* io_uring_enter calls */
 	uint64_t enter_retries;          /* enters refused (EINTR, EAGAIN, EBUSY) and retried */
 	uint64_t cq_overflows;           /* enters after which the CQ had a backlog (IORING_SQ_CQ_OVERFLOW) */
@@ -83,6 +84,7 @@ void reader_stats_get(const struct reader *r, struct reader_stats *out);
 struct reader_common {
 	struct reader_options o;
 	struct reader_stats st;
+	struct walk *walk;          /* the run's: a listed directory is walked */
 };
 
 /* Gets an empty batch (blocks on the free channel); NULL on shutdown. */

@@ -44,6 +44,7 @@ static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *name
 {
 	memset(so, 0, sizeof(*so));
 	so->fd = -1;
+	so->probe.entry = e;   /* a listed directory is handed to the walk */
 	if (r->c.o.state) {
 		arena_reset(names);
 		if (walk_entry_describe(e, names, &so->probe.io) < 0)
@@ -117,7 +118,6 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 	/* --state's verdict: unchanged (no record) or renamed */
 	it->io.kind = p->kind;
 	it->io.old_path = p->old_path;     /* both owned by the state */
-	it->io.old_msgid = p->old_msgid;
 	it->no_output = so->probe.no_output;
 	it->state = so->probe.state;
 	it->cap = cap;

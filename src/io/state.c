@@ -1,13 +1,20 @@
 /* Incremental state: see state.h.
  *
- * File format (version line, then one entry per record, binary-safe):
- *     ingest-state 1\n
+ * File format (version line, the run, then one entry per file, binary-safe):
+ *     ingest-state 2\n
+ *     run <len>\n<len bytes: what the run was, state_bind_run()>\n
  *     <dev> <ino> <size> <mtime_sec> <mtime_nsec> <rootlen> <pathlen> <idlen>\n
  *     <root bytes><path bytes><id bytes>\n
- * Lookups are two open-addressing hash tables over the previous run's
- * entries: by (root, path), and by (root, Maildir, unique name) for renames.
- * New entries live in fixed-size chunks that never move, so a worker may
- * fill an entry's Message-ID while the reader keeps adding entries. */
+ * root is the resolved root (never the spelling of a PATH argument), id the
+ * record's id in hex (README, "Records"), followed for an mbox archive by
+ * ";" and the decimal offsets of its messages, comma-separated: their ids
+ * are the archive's and the offset, and a deletion must name each.  Lookups go through one
+ * open-addressing table over the previous run's entries, by id: a Maildir
+ * message's id is folder-free and flag-free, so the entry of a message that
+ * was renamed or moved to another folder is found under its id too.  New
+ * entries live in fixed-size chunks that never move, and a second table
+ * indexes them by id so that a file met twice in one run (the same PATH
+ * given twice) is one entry. */
 #include "io/state.h"
 #include "io/maildir.h"
 #include "io/walk.h"
@@ -20,27 +27,31 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STATE_MAGIC "ingest-state 1\n"
+#define STATE_MAGIC "ingest-state 2\n"
 #define STATE_CHUNK 4096
+#define STATE_ID_HEX 16
 
 struct state_entry {
 	char *root, *path;
 	size_t root_n, path_n;
-	char *_Atomic msgid;       /* set once by the worker that parsed it */
-	size_t msgid_n;
+	uint64_t id;
 	uint64_t dev, ino, size;
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
+	bool maildir;
+	uint64_t *offs;            /* an mbox's messages (state_add_mbox_offset) */
+	size_t n_offs, cap_offs;
+	bool offs_lost;            /* one could not be kept: offs is not the whole list */
 	bool seen;                 /* old entries: met by this run */
 	bool unread;               /* new entries: statted, but the read failed */
-	const struct state_entry *was;  /* new entries: the same path's old entry */
+	const struct state_entry *was;  /* new entries: the same file's old entry */
+	size_t line;               /* old entries: the line it starts on, for messages */
 };
 
 struct state_chunk {
@@ -53,49 +64,45 @@ struct state {
 	struct state_entry *old;
 	size_t n_old;
 	char *old_bytes;           /* the loaded file: old strings point into it */
-	uint32_t *by_path, *by_name;   /* indexes + 1 into old; 0 = empty */
+	uint32_t *by_id;           /* indexes + 1 into old; 0 = empty */
 	size_t mask;
 	struct state_chunk *head, *tail;
+	struct state_entry **new_by_id;   /* this run's entries; NULL = empty */
+	size_t n_new, new_mask;
 	struct walk *walk;         /* what it could not list is not gone */
 	mode_t mode;               /* the loaded file's permissions, kept on save */
 	bool mode_known;           /* FILE was looked at (not --state-reset) */
 	char why[256];             /* why loading failed, "" if it did not */
+	const char *old_run;       /* the previous run's description, in old_bytes */
+	size_t old_run_n;
+	char *run;                 /* this run's, saved with the entries */
+	size_t run_n;
 };
 
-static uint64_t state_path_key(const char *root, size_t rn, const char *path, size_t pn)
+/* The ids are FNV-1a values: mixed again before their low bits pick a
+ * slot (the murmur3 fmix64 constants, as the walk's shards). */
+static uint64_t state_slot(uint64_t id)
 {
-	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root, rn);
-	h = hash_fnv1a(h, "", 1);
-	return hash_fnv1a(h, path, pn);
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdull;
+	id ^= id >> 33;
+	return id;
 }
 
-/* The rename key: root, the Maildir (the path above cur/ or new/) and the
- * unique part of the file name.  False for paths outside a Maildir. */
-static bool state_name_key(const char *root, size_t rn, const char *path, size_t pn, uint64_t *key)
+static int state_hex_id(const char *p, size_t n, uint64_t *id)
 {
-	const char *slash = memrchr(path, '/', pn);
-	if (!slash || slash - path < 3)
-		return false;
-	const char *sub = slash - 3;
-	if ((memcmp(sub, "cur", 3) && memcmp(sub, "new", 3)) || (sub > path && sub[-1] != '/'))
-		return false;
-	const char *base = slash + 1;
-	size_t bn = maildir_base_len(base, pn - (size_t)(base - path));
-	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root, rn);
-	h = hash_fnv1a(h, "", 1);
-	h = hash_fnv1a(h, path, (size_t)(sub - path));
-	h = hash_fnv1a(h, "", 1);
-	*key = hash_fnv1a(h, base, bn);
-	return true;
-}
-
-static void state_insert(uint32_t *table, size_t mask, uint64_t key, uint32_t idx)
-{
-	for (size_t i = key & mask;; i = (i + 1) & mask)
-		if (!table[i]) {
-			table[i] = idx + 1;
-			return;
-		}
+	if (n < STATE_ID_HEX)
+		return -EINVAL;
+	uint64_t v = 0;
+	for (size_t i = 0; i < STATE_ID_HEX; i++) {
+		char c = p[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+	}
+	*id = v;
+	return 0;
 }
 
 /* Why the state could not be loaded, for the message (state_load_error):
@@ -148,34 +155,63 @@ static size_t state_newlines(const char *p, size_t n)
 	return k;
 }
 
-/* The line entry i starts on.  Linear: called once, for the message. */
-static size_t state_entry_line(const struct state *s, size_t i)
-{
-	size_t line = 2;
-	for (size_t j = 0; j < i; j++) {
-		const struct state_entry *e = &s->old[j];
-		line += 2 + state_newlines(e->root, e->root_n + e->path_n + e->msgid_n);
-	}
-	return line;
-}
-
 /* Indexes entry i; -EINVAL when an entry with the same root and path came
  * before it: two entries for one file are not a state this program wrote,
  * and probing past every copy would make loading quadratic. */
 static int state_index(struct state *s, size_t i)
 {
-	struct state_entry *e = &s->old[i];
-	uint64_t key = state_path_key(e->root, e->root_n, e->path, e->path_n), k;
-	size_t at = key & s->mask;
-	for (; s->by_path[at]; at = (at + 1) & s->mask) {
-		const struct state_entry *o = &s->old[s->by_path[at] - 1];
-		if (o->root_n == e->root_n && o->path_n == e->path_n &&
+	const struct state_entry *e = &s->old[i];
+	size_t at = state_slot(e->id) & s->mask;
+	for (; s->by_id[at]; at = (at + 1) & s->mask) {
+		const struct state_entry *o = &s->old[s->by_id[at] - 1];
+		if (o->id == e->id && o->root_n == e->root_n && o->path_n == e->path_n &&
 		    !memcmp(o->root, e->root, e->root_n) && !memcmp(o->path, e->path, e->path_n))
-			return state_bad(s, state_entry_line(s, i), "a second entry for the same file");
+			return state_bad(s, e->line, "a second entry for the same file");
 	}
-	s->by_path[at] = (uint32_t)i + 1;
-	if (state_name_key(e->root, e->root_n, e->path, e->path_n, &k))
-		state_insert(s->by_name, s->mask, k, (uint32_t)i);
+	s->by_id[at] = (uint32_t)i + 1;
+	return 0;
+}
+
+/* ";off,off,..." after an entry's id, or nothing. */
+static int state_parse_offsets(struct state_entry *e, const char *p, size_t n)
+{
+	if (!n)
+		return 0;
+	if (p[0] != ';')
+		return -EINVAL;
+	for (size_t i = 1; i < n;) {
+		uint64_t v = 0;
+		size_t j = i;
+		for (; j < n && p[j] >= '0' && p[j] <= '9'; j++) {
+			if (v > (UINT64_MAX - 9) / 10)
+				return -EINVAL;
+			v = v * 10 + (uint64_t)(p[j] - '0');
+		}
+		if (j == i || (j < n && p[j] != ','))
+			return -EINVAL;
+		if (state_add_mbox_offset(e, v) < 0)
+			return -ENOMEM;
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* "run <len>\n<bytes>\n" after the version line. */
+static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
+{
+	char *nl = memchr(p + *at, '\n', n - *at);
+	if (!nl || nl - (p + *at) < 5 || memcmp(p + *at, "run ", 4))
+		return -EINVAL;
+	*nl = '\0';
+	uint64_t len;
+	if (state_parse_numbers(p + *at + 4, &len, 1, -1))
+		return -EINVAL;
+	size_t start = (size_t)(nl - p) + 1;
+	if (len > n - start || start + len >= n || p[start + len] != '\n')
+		return -EINVAL;
+	s->old_run = p + start;
+	s->old_run_n = (size_t)len;
+	*at = start + (size_t)len + 1;
 	return 0;
 }
 
@@ -183,9 +219,16 @@ static int state_parse(struct state *s, char *p, size_t n)
 {
 	size_t ml = strlen(STATE_MAGIC);
 	if (n < ml || memcmp(p, STATE_MAGIC, ml))
-		return state_bad(s, 1, "not an ingest state file (no \"ingest-state 1\" header)");
-	size_t cap = 0, line = 2;
-	for (size_t at = ml; at < n;) {
+		return state_bad(s, 1, n >= 15 && !memcmp(p, "ingest-state 1\n", 15)
+		                       ? "a state of an older ingest (format 1; --state-reset starts afresh)"
+		                       : "not an ingest state file (no \"ingest-state 2\" header)");
+	size_t cap = 0, at = ml;
+	if (state_parse_run(s, p, n, &at) < 0)
+		return state_bad(s, 2, "the run's description is missing or cut short");
+	/* line 2 says "run N", the description's lines follow */
+	size_t line = 4 + state_newlines(s->old_run, s->old_run_n);
+	int r;
+	while (at < n) {
 		char *nl = memchr(p + at, '\n', n - at);
 		if (!nl)
 			return state_bad(s, line, "the file ends inside an entry");
@@ -222,13 +265,23 @@ static int state_parse(struct state *s, char *p, size_t n)
 		e.root_n = rn;
 		e.path = p + at + rn;
 		e.path_n = pn;
-		atomic_init(&e.msgid, in ? p + at + rn + pn : NULL);
-		e.msgid_n = in;
+		size_t dir_n, name;
+		e.maildir = maildir_split(e.path, pn, &dir_n, &name);
+		e.line = line;
+		r = state_hex_id(p + at + rn + pn, in, &e.id);
+		if (r == 0)
+			r = state_parse_offsets(&e, p + at + rn + pn + STATE_ID_HEX, in - STATE_ID_HEX);
+		if (r < 0) {
+			xfree(e.offs);
+			return state_bad(s, line + 1, "a malformed id or message offsets");
+		}
 		if (s->n_old == cap) {
 			cap = cap ? cap * 2 : 1024;
 			struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
-			if (!v)
+			if (!v) {
+				xfree(e.offs);
 				return -ENOMEM;
+			}
 			s->old = v;
 		}
 		s->old[s->n_old++] = e;
@@ -241,14 +294,15 @@ static int state_parse(struct state *s, char *p, size_t n)
 	while (size < 2 * s->n_old)
 		size *= 2;
 	s->mask = size - 1;
-	s->by_path = xcalloc(size, sizeof(uint32_t));
-	s->by_name = xcalloc(size, sizeof(uint32_t));
-	if (!s->by_path || !s->by_name)
+	s->by_id = xcalloc(size, sizeof(uint32_t));
+	if (!s->by_id)
 		return -ENOMEM;
-	int r = 0;
-	for (size_t i = 0; i < s->n_old && r == 0; i++)
+	for (size_t i = 0; i < s->n_old; i++) {
 		r = state_index(s, i);
-	return r;
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int state_load(const char *path, struct state **out)
@@ -390,14 +444,17 @@ void state_free(struct state *s)
 		/* new entries own their strings; old ones point into old_bytes */
 		for (size_t i = 0; i < c->n; i++) {
 			xfree(c->v[i].root);
-			xfree(atomic_load(&c->v[i].msgid));
+			xfree(c->v[i].offs);
 		}
 		xfree(c);
 	}
+	for (size_t i = 0; i < s->n_old; i++)
+		xfree(s->old[i].offs);
 	xfree(s->old);
 	xfree(s->old_bytes);
-	xfree(s->by_path);
-	xfree(s->by_name);
+	xfree(s->by_id);
+	xfree(s->new_by_id);
+	xfree(s->run);
 	xfree(s);
 }
 
@@ -414,96 +471,177 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 		s->tail = c;
 	}
 	struct state_entry *e = &s->tail->v[s->tail->n];
-	/* root and path in one allocation; the Message-ID (set later) in a
-	 * second */
-	char *mem = xmalloc(io->root.n + io->path.n + 2);
+	/* the resolved root and the path in one allocation */
+	char *mem = xmalloc(io->base.n + io->path.n + 2);
 	if (!mem)
 		return NULL;
-	memcpy(mem, io->root.p, io->root.n);
-	mem[io->root.n] = '\0';
-	memcpy(mem + io->root.n + 1, io->path.p, io->path.n);
-	mem[io->root.n + 1 + io->path.n] = '\0';
+	memcpy(mem, io->base.p, io->base.n);
+	mem[io->base.n] = '\0';
+	memcpy(mem + io->base.n + 1, io->path.p, io->path.n);
+	mem[io->base.n + 1 + io->path.n] = '\0';
 	*e = (struct state_entry){
-		.root = mem, .root_n = io->root.n, .path = mem + io->root.n + 1, .path_n = io->path.n,
-		.dev = io->dev, .ino = io->ino, .size = io->size,
-		.mtime_sec = io->mtime_sec, .mtime_nsec = io->mtime_nsec,
+		.root = mem, .root_n = io->base.n, .path = mem + io->base.n + 1, .path_n = io->path.n,
+		.id = io->id, .dev = io->dev, .ino = io->ino, .size = io->size,
+		.mtime_sec = io->mtime_sec, .mtime_nsec = io->mtime_nsec, .maildir = io->maildir,
 	};
-	atomic_init(&e->msgid, NULL);
 	s->tail->n++;
 	return e;
 }
 
-static struct state_entry *state_find(struct state *s, uint32_t *table, uint64_t key,
-                                      bool (*match)(const struct state_entry *, const void *),
-                                      const void *arg)
+/* The previous run's entry of id that this run has not met and that is
+ * this file (io: the same path or the same inode; NULL: any), or NULL. */
+static struct state_entry *state_find_old(struct state *s, uint64_t id, const struct record_io *io)
 {
 	if (!s->n_old)
 		return NULL;
-	for (size_t i = key & s->mask; table[i]; i = (i + 1) & s->mask) {
-		struct state_entry *e = &s->old[table[i] - 1];
-		if (match(e, arg))
+	for (size_t i = state_slot(id) & s->mask; s->by_id[i]; i = (i + 1) & s->mask) {
+		struct state_entry *e = &s->old[s->by_id[i] - 1];
+		if (e->id != id || e->seen)
+			continue;
+		if (!io || (e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n)) ||
+		    (e->dev == io->dev && e->ino == io->ino))
 			return e;
 	}
 	return NULL;
 }
 
-static bool state_match_path(const struct state_entry *e, const void *arg)
+/* This run's entry of id, or NULL. */
+static struct state_entry *state_find_new(const struct state *s, uint64_t id)
 {
-	const struct record_io *io = arg;
-	return e->root_n == io->root.n && e->path_n == io->path.n &&
-	       !memcmp(e->root, io->root.p, e->root_n) && !memcmp(e->path, io->path.p, e->path_n);
+	if (!s->n_new)
+		return NULL;
+	for (size_t i = state_slot(id) & s->new_mask; s->new_by_id[i]; i = (i + 1) & s->new_mask)
+		if (s->new_by_id[i]->id == id)
+			return s->new_by_id[i];
+	return NULL;
 }
 
-static bool state_match_rename(const struct state_entry *e, const void *arg)
+static int state_index_new(struct state *s, struct state_entry *e)
 {
-	const struct record_io *io = arg;
-	/* a rename keeps the inode: that is what tells it from a new copy */
-	return !e->seen && e->ino == io->ino && e->dev == io->dev && e->root_n == io->root.n &&
-	       !memcmp(e->root, io->root.p, e->root_n);
+	if (2 * (s->n_new + 1) > (s->new_by_id ? s->new_mask + 1 : 0)) {
+		size_t size = s->new_by_id ? 2 * (s->new_mask + 1) : 1024;
+		struct state_entry **t = xcalloc(size, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; s->new_by_id && i <= s->new_mask; i++) {
+			struct state_entry *x = s->new_by_id[i];
+			if (!x)
+				continue;
+			size_t j = state_slot(x->id) & (size - 1);
+			while (t[j])
+				j = (j + 1) & (size - 1);
+			t[j] = x;
+		}
+		xfree(s->new_by_id);
+		s->new_by_id = t;
+		s->new_mask = size - 1;
+	}
+	size_t j = state_slot(e->id) & s->new_mask;
+	while (s->new_by_id[j])
+		j = (j + 1) & s->new_mask;
+	s->new_by_id[j] = e;
+	s->n_new++;
+	return 0;
 }
 
-static void state_copy_id(struct state_entry *to, const struct state_entry *from)
+static struct state_entry *state_add_indexed(struct state *s, const struct record_io *io)
 {
-	char *id = atomic_load(&from->msgid);
-	if (!id || !from->msgid_n)
-		return;
-	char *c = xmalloc(from->msgid_n + 1);
-	if (!c)
-		return;
-	memcpy(c, id, from->msgid_n);
-	c[from->msgid_n] = '\0';
-	to->msgid_n = from->msgid_n;
-	atomic_store(&to->msgid, c);
+	struct state_entry *e = state_add(s, io);
+	if (e && state_index_new(s, e) < 0)
+		return NULL;
+	return e;
+}
+
+int state_add_mbox_offset(struct state_entry *e, uint64_t off)
+{
+	if (!e)
+		return 0;
+	if (e->n_offs == e->cap_offs) {
+		size_t cap = e->cap_offs ? 2 * e->cap_offs : 16;
+		uint64_t *v = xrealloc(e->offs, cap * sizeof(*v));
+		if (!v) {
+			e->offs_lost = true;
+			return -ENOMEM;
+		}
+		e->offs = v;
+		e->cap_offs = cap;
+	}
+	e->offs[e->n_offs++] = off;
+	return 0;
+}
+
+static int state_copy_offsets(struct state_entry *to, const struct state_entry *from)
+{
+	for (size_t i = 0; i < from->n_offs; i++)
+		if (state_add_mbox_offset(to, from->offs[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
+{
+	const struct state_entry *old = e ? e->was : NULL;
+	/* an incomplete list would take messages that are there for gone */
+	if (!old || e->offs_lost)
+		return 0;
+	/* both in file order, ascending: one merge */
+	size_t j = 0;
+	for (size_t i = 0; i < old->n_offs; i++) {
+		while (j < e->n_offs && e->offs[j] < old->offs[i])
+			j++;
+		if (j < e->n_offs && e->offs[j] == old->offs[i])
+			continue;
+		int r = fn(ctx, old->offs[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool state_same_path(const struct state_entry *e, const struct record_io *io)
+{
+	return e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n);
 }
 
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct mail_str *old_path, struct mail_str *old_msgid, struct state_entry **entry)
+                struct mail_str *old_path, struct state_entry **entry)
 {
-	struct state_entry *old = state_find(s, s->by_path,
-	                                     state_path_key(io->root.p, io->root.n, io->path.p, io->path.n),
-	                                     state_match_path, io);
-	uint64_t k;
-	*v = STATE_NEW;
-	if (old && !old->seen) {
-		old->seen = true;
-		bool same = old->dev == io->dev && old->ino == io->ino && old->size == io->size &&
-		            old->mtime_sec == io->mtime_sec && old->mtime_nsec == io->mtime_nsec;
-		*v = same ? STATE_UNCHANGED : STATE_CHANGED;
-	} else if (state_name_key(io->root.p, io->root.n, io->path.p, io->path.n, &k) &&
-	           (old = state_find(s, s->by_name, k, state_match_rename, io))) {
-		old->seen = true;
-		*v = STATE_RENAMED;
-		*old_path = (struct mail_str){ old->path, old->path_n };
+	*entry = NULL;
+	/* Met already in this run (the same PATH given twice, or a root and a
+	 * file inside it): one file, one entry, one record. */
+	struct state_entry *dup = state_find_new(s, io->id);
+	if (dup && dup->dev == io->dev && dup->ino == io->ino) {
+		*v = STATE_UNCHANGED;
+		return 0;
 	}
-	struct state_entry *e = state_add(s, io);
+	/* Another file under the same id (a copy that kept its unique name,
+	 * a message rewritten under a new inode and name) does not take this
+	 * entry: it is new, and the entry's file is judged when met, or gone
+	 * (state_deleted keeps the document of an id still on disk). */
+	struct state_entry *old = state_find_old(s, io->id, io);
+	*v = STATE_NEW;
+	if (old) {
+		old->seen = true;
+		bool same_file = old->dev == io->dev && old->ino == io->ino;
+		bool same = same_file && old->size == io->size && old->mtime_sec == io->mtime_sec &&
+		            old->mtime_nsec == io->mtime_nsec;
+		if (io->maildir && !state_same_path(old, io) && same_file) {
+			/* a flag change, new/ → cur/, a move to another folder:
+			 * the same message under the same id */
+			*v = STATE_RENAMED;
+			*old_path = (struct mail_str){ old->path, old->path_n };
+		} else {
+			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
+		}
+	}
+	struct state_entry *e = state_add_indexed(s, io);
 	if (!e)
 		return -ENOMEM;
-	if (old && (*v == STATE_UNCHANGED || *v == STATE_RENAMED))
-		state_copy_id(e, old);
 	if (*v == STATE_UNCHANGED || *v == STATE_CHANGED)
 		e->was = old;
-	char *id = atomic_load(&e->msgid);
-	*old_msgid = (struct mail_str){ id, id ? e->msgid_n : 0 };
+	/* not read again: its messages are still where they were */
+	if (*v == STATE_UNCHANGED && old && state_copy_offsets(e, old) < 0)
+		return -ENOMEM;
 	*entry = e;
 	return 0;
 }
@@ -514,55 +652,26 @@ void state_mark_unread(struct state_entry *e)
 		e->unread = true;
 }
 
-void state_set_message_id(struct state_entry *e, struct mail_str id)
-{
-	if (!e || !id.p || !id.n || atomic_load(&e->msgid))
-		return;
-	char *c = xmalloc(id.n + 1);
-	if (!c)
-		return;
-	memcpy(c, id.p, id.n);
-	c[id.n] = '\0';
-	e->msgid_n = id.n;
-	atomic_store(&e->msgid, c);
-}
-
-/* An old entry kept as it was: into the new state, Message-ID included. */
+/* An old entry kept as it was, into the new state. */
 static int state_keep(struct state *s, const struct state_entry *old)
 {
 	struct record_io io = {
-		.root = { old->root, old->root_n }, .path = { old->path, old->path_n },
-		.dev = old->dev, .ino = old->ino, .size = old->size,
+		.base = { old->root, old->root_n }, .path = { old->path, old->path_n }, .id = old->id,
+		.dev = old->dev, .ino = old->ino, .size = old->size, .maildir = old->maildir,
 		.mtime_sec = old->mtime_sec, .mtime_nsec = old->mtime_nsec,
 	};
-	struct state_entry *e = state_add(s, &io);
-	if (!e)
-		return -ENOMEM;
-	state_copy_id(e, old);
-	return 0;
-}
-
-/* Without a stat there is no inode to tell a rename from a new copy: the
- * unique name alone (its key: root, Maildir, unique part) says which old
- * entry a file may be.  The probe sequence holds other keys too. */
-static bool state_match_unseen(const struct state_entry *e, const void *arg)
-{
-	const uint64_t *key = arg;
-	uint64_t k;
-	return !e->seen && state_name_key(e->root, e->root_n, e->path, e->path_n, &k) && k == *key;
+	struct state_entry *e = state_add_indexed(s, &io);
+	return e ? state_copy_offsets(e, old) : -ENOMEM;
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
 {
-	struct state_entry *old = state_find(s, s->by_path,
-	                                     state_path_key(io->root.p, io->root.n, io->path.p, io->path.n),
-	                                     state_match_path, io);
-	uint64_t k;
-	/* renamed since (a flag change) and unreadable now: still the message
-	 * the old entry knew, kept under its old name until a run can stat it */
-	if (!old && state_name_key(io->root.p, io->root.n, io->path.p, io->path.n, &k))
-		old = state_find(s, s->by_name, k, state_match_unseen, &k);
-	if (!old || old->seen)
+	/* Not statted, so no inode to compare: the id says which old entry it
+	 * is (a Maildir message renamed since and unreadable now is still the
+	 * message the old entry knew, kept under its old name until a run can
+	 * stat it). */
+	struct state_entry *old = state_find_old(s, io->id, NULL);
+	if (!old)
 		return 0;
 	old->seen = true;
 	return state_keep(s, old);
@@ -573,8 +682,76 @@ void state_set_walk(struct state *s, struct walk *w)
 	s->walk = w;
 }
 
-int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, struct mail_str path,
-                                             struct mail_str msgid), void *ctx)
+/* The next line of a run description at *i, false at its end. */
+static bool state_run_line(const char *a, size_t an, size_t *i, struct mail_str *line)
+{
+	if (*i >= an)
+		return false;
+	const char *e = memchr(a + *i, '\n', an - *i);
+	*line = (struct mail_str){ a + *i, e ? (size_t)(e - (a + *i)) : an - *i };
+	*i += line->n + 1;
+	return true;
+}
+
+/* The first line of a that b lacks; false when b has every one. */
+static bool state_run_missing(const char *a, size_t an, const char *b, size_t bn,
+                              struct mail_str *out)
+{
+	struct mail_str x, y;
+	for (size_t i = 0; state_run_line(a, an, &i, &x);) {
+		bool found = false;
+		for (size_t j = 0; !found && state_run_line(b, bn, &j, &y);)
+			found = x.n == y.n && !memcmp(x.p, y.p, x.n);
+		if (!found) {
+			*out = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* b's line with the key ("name=") of line, when the key is one a run has
+ * once (root= repeats: no one counterpart). */
+static bool state_run_same_key(const char *b, size_t bn, struct mail_str line,
+                               struct mail_str *out)
+{
+	const char *eq = memchr(line.p, '=', line.n);
+	size_t kn = eq ? (size_t)(eq - line.p) + 1 : line.n;
+	if (kn == 5 && !memcmp(line.p, "root=", 5))
+		return false;
+	for (size_t j = 0; state_run_line(b, bn, &j, out);)
+		if (out->n >= kn && !memcmp(out->p, line.p, kn))
+			return true;
+	return false;
+}
+
+int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n)
+{
+	if (s->old_run && (s->old_run_n != n || memcmp(s->old_run, run, n))) {
+		struct mail_str line, other;
+		if (state_run_missing(s->old_run, s->old_run_n, run, n, &line)) {
+			if (state_run_same_key(run, n, line, &other))
+				snprintf(why, why_n, "the state was made with %.*s, this run has %.*s",
+				         (int)line.n, line.p, (int)other.n, other.p);
+			else
+				snprintf(why, why_n, "the state was made with %.*s, this run is not",
+				         (int)line.n, line.p);
+		} else if (state_run_missing(run, n, s->old_run, s->old_run_n, &line)) {
+			snprintf(why, why_n, "this run has %.*s, the state was made without it",
+			         (int)line.n, line.p);
+		} else {
+			snprintf(why, why_n, "the state was made by another run");
+		}
+		return -EINVAL;
+	}
+	if (!(s->run = xmalloc(n + 1)))
+		return -ENOMEM;
+	memcpy(s->run, run, n);
+	s->run_n = n;
+	return 0;
+}
+
+int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
 	for (size_t i = 0; i < s->n_old; i++) {
 		struct state_entry *e = &s->old[i];
@@ -588,12 +765,54 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, st
 			return r;
 		if (r == 0)
 			continue;
-		char *id = atomic_load(&e->msgid);
-		r = fn(ctx, root, path, (struct mail_str){ id, id ? e->msgid_n : 0 });
+		/* Its id is another file's in this run (two files that share a
+		 * unique name, one of them gone): the document stands for the one
+		 * left, and a delete after its index would remove it. */
+		if (!e->n_offs && state_find_new(s, e->id))
+			continue;
+		struct record_io gone = {
+			.kind = RECORD_DELETED, .root = root, .base = root, .path = path, .id = e->id,
+			.maildir = e->maildir,
+		};
+		/* an mbox archive: each message was a document */
+		gone.in_mbox = e->n_offs > 0;
+		for (size_t k = 0; r >= 0 && k < (e->n_offs ? e->n_offs : 1); k++) {
+			gone.offset = e->n_offs ? e->offs[k] : 0;
+			r = fn(ctx, &gone);
+		}
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* One entry, as state_parse() reads it: the numbers line, then root, path
+ * and the id blob (hex id, and ";off,..." for an mbox) and a newline. */
+static int state_format_entry(struct dynbuf *b, const struct state_entry *e)
+{
+	char blob[STATE_ID_HEX + 1];
+	record_id_hex(e->id, blob);
+	struct dynbuf offs;
+	dynbuf_init(&offs, 0);
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < e->n_offs; i++)
+		r = dynbuf_printf(&offs, "%c%" PRIu64, i ? ',' : ';', e->offs[i]);
+	if (r == 0)
+		r = dynbuf_printf(b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
+		                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
+		                  e->path_n, STATE_ID_HEX + offs.len);
+	if (r == 0)
+		r = dynbuf_append(b, e->root, e->root_n);
+	if (r == 0)
+		r = dynbuf_append(b, e->path, e->path_n);
+	if (r == 0)
+		r = dynbuf_append(b, blob, STATE_ID_HEX);
+	if (r == 0 && offs.len)
+		r = dynbuf_append(b, offs.p, offs.len);
+	if (r == 0)
+		r = dynbuf_putc(b, '\n');
+	dynbuf_release(&offs);
+	return r;
 }
 
 static int state_flush(int fd, struct dynbuf *b)
@@ -662,6 +881,12 @@ int state_save(struct state *s, const char *path)
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
 	int r = dynbuf_puts(&b, STATE_MAGIC);
+	if (r == 0)
+		r = dynbuf_printf(&b, "run %zu\n", s->run_n);
+	if (r == 0)
+		r = dynbuf_append(&b, s->run, s->run_n);
+	if (r == 0)
+		r = dynbuf_putc(&b, '\n');
 	for (struct state_chunk *c = s->head; c && r == 0; c = c->next) {
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
@@ -669,19 +894,7 @@ int state_save(struct state *s, const char *path)
 			 * state knew it, or not at all: the next run reads it */
 			if (e->unread && !(e = e->was))
 				continue;
-			char *id = atomic_load(&e->msgid);
-			size_t in = id ? e->msgid_n : 0;
-			r = dynbuf_printf(&b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
-			                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
-			                  e->path_n, in);
-			if (r == 0)
-				r = dynbuf_append(&b, e->root, e->root_n);
-			if (r == 0)
-				r = dynbuf_append(&b, e->path, e->path_n);
-			if (r == 0 && in)
-				r = dynbuf_append(&b, id, in);
-			if (r == 0)
-				r = dynbuf_putc(&b, '\n');
+			r = state_format_entry(&b, e);
 			if (r == 0 && b.len >= (1 << 20))
 				r = state_flush(fd, &b);
 		}

@@ -1,11 +1,11 @@
 /* Incremental runs (--state=FILE): what the previous run saw, per file.
  *
- * An entry is (root, path, device, inode, size, mtime, Message-ID); the
- * Maildir unique name is derived from the path.  At stat time (on the reader
- * thread, before any read) state_check() says whether a file is new,
- * unchanged (not read, no record), changed (read again), or a Maildir
- * rename of a known message (a flag change or new/ → cur/: a "renamed"
- * record, not read).  After the walk, state_deleted() lists what was not
+ * An entry is (resolved root, path, id, device, inode, size, mtime), found
+ * by its id (README, "Records").  At stat time (on the reader thread,
+ * before any read) state_check() says whether a file is new, unchanged
+ * (not read, no record), changed (read again), or a Maildir rename of a
+ * known message (a flag change, new/ → cur/, a move to another folder: the
+ * same id and inode under another path; a "renamed" record, not read).  After the walk, state_deleted() lists what was not
  * seen, except in a directory the walk could not list (wholly or partly):
  * that is kept as it was, since it may well still be there.  state_save()
  * writes the new state to a fresh temporary file beside FILE (O_EXCL,
@@ -15,9 +15,9 @@
  * called only after a complete run (an interrupted or failed run keeps the
  * old state, and the next run does the rest).
  *
- * Threads: the reader thread checks and adds; a worker fills the
- * Message-ID of the entry of the message it parsed (entries never move, and
- * each is written by one worker); saving happens after every thread joined. */
+ * Threads: the reader thread checks and adds; a worker marks the entry of
+ * the file it could not read (entries never move, and each is written by
+ * one worker); saving happens after every thread joined. */
 #ifndef INGEST_STATE_H
 #define INGEST_STATE_H
 
@@ -55,10 +55,11 @@ const char *state_load_error(const struct state *s);
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a
- * rename, *old gets the previous entry's path and Message-ID.  *entry is
- * the new entry (for state_set_message_id). -ENOMEM on failure. */
+ * rename, *old_path gets the previous entry's path.  *entry is the new
+ * entry (for state_mark_unread), NULL for a file already met in this run
+ * (then *v is STATE_UNCHANGED: no second record).  -ENOMEM on failure. */
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct mail_str *old_path, struct mail_str *old_msgid, struct state_entry **entry);
+                struct mail_str *old_path, struct state_entry **entry);
 /* The entry's file was statted but could not be read (an error record):
  * the new state keeps what the previous one knew of it, or leaves it out,
  * so that the next run reads it rather than taking it for unchanged (any
@@ -69,17 +70,33 @@ void state_mark_unread(struct state_entry *e);
  * its previous entry, if any, is kept as it was (reader thread).  0 or
  * -ENOMEM. */
 int state_not_read(struct state *s, const struct record_io *io);
-/* Records the Message-ID parsed for an entry (any thread, once per entry). */
-void state_set_message_id(struct state_entry *e, struct mail_str id);
+/* An mbox archive's entry: one more message at offset off (file order).
+ * The worker that splits the archive, or the reader that streams it,
+ * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */
+int state_add_mbox_offset(struct state_entry *e, uint64_t off);
+/* For an archive read again (changed since the last run): calls fn for
+ * each offset of the previous run's messages that this run did not find,
+ * whose documents are gone (call it after the archive's last
+ * state_add_mbox_offset).  0 or what fn returned. */
+int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx);
 /* The run's walk: an entry not seen in a directory it could not list,
  * wholly or partly, is not gone (walk_unlisted).  w must outlive
  * state_deleted(); without it every entry not seen is gone. */
 void state_set_walk(struct state *s, struct walk *w);
 /* Calls fn for every entry of the previous state that this run did not
  * see, except those in a directory the walk could not list: they stay in
- * the new state as they were.  0, -ENOMEM, or what fn returned. */
-int state_deleted(struct state *s, int (*fn)(void *ctx, struct mail_str root, struct mail_str path,
-                                             struct mail_str msgid), void *ctx);
+ * the new state as they were.  fn gets a RECORD_DELETED record_io (root,
+ * base, path, id, maildir) whose strings live until state_free().  0,
+ * -ENOMEM, or what fn returned. */
+int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx);
+/* The state knows the run it was made by: run is a description of what
+ * decides the output (resolved roots, shard, format, fields, text and
+ * header options), one "key=value" a line.  A state saved by a run with
+ * another description is refused: -EINVAL, and why[] names the first
+ * difference ("the state was made with no-text=1, this run has
+ * no-text=0").  0 (the description is saved with the state), -EINVAL or
+ * -ENOMEM.  Call it after state_load(), before the run reads any input. */
+int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n);
 int state_save(struct state *s, const char *path);
 
 #endif

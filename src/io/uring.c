@@ -434,6 +434,9 @@ static int uring_fill_window(struct uring_reader *u, const struct reader_io *io,
 	/* Ctrl-C: what is already statted is still read and written. */
 	if (atomic_load_explicit(io->stop, memory_order_relaxed))
 		u->walk_done = true;
+	/* a directory named in --files-from, met after the walk ran dry */
+	else if (u->walk_done && walk_take_reopened(walk))
+		u->walk_done = false;
 	while (!u->walk_done && u->win_count < WIN_SIZE) {
 		int r = uring_sq_room(u, 1, b);
 		if (r < 0)

@@ -20,15 +20,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
 #include <linux/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct walk_dir {
 	int fd;                    /* AT_FDCWD for explicit paths */
 	unsigned refs;             /* entries out with the reader, +1 on the stack */
 	char *root;                /* the PATH argument ("" for explicit paths) */
+	char *base;                /* root resolved (walk_resolve): ids, --state */
+	size_t base_len;
 	char *relpath;             /* from root; "" for the root itself */
 	size_t relpath_len;
 	bool is_maildir;           /* has cur/ and new/ */
@@ -46,12 +51,14 @@ struct walk_dir {
 
 struct walk_source {
 	char *path;                /* a PATH argument, or NULL for a list */
+	char *base;                /* path resolved (walk_resolve) */
+	const char *shown;         /* "-" for standard input */
 	struct walk_dir *list;     /* explicit paths of a --files-from list */
 };
 
 /* A directory whose listing failed, wholly or partly. */
 struct walk_unlisted {
-	struct mail_str root;      /* the PATH argument */
+	struct mail_str root;      /* the PATH argument, resolved */
 	struct mail_str dir;       /* below root; "" for the root itself */
 	char *mem;                 /* holds both */
 };
@@ -64,8 +71,12 @@ struct walk {
 	char *buf;                 /* the getdents64 buffer */
 	struct walk_entry pending; /* an error entry for a failed source */
 	struct walk_dir *explicit_dir;   /* shared pseudo-dir for file arguments */
+	char *cwd;                 /* resolved, for the ids of listed paths */
 	struct walk_stats stats;
 	unsigned shard_k, shard_n;      /* 0/0: no sharding */
+	bool reopened;             /* walk_expand_dir() after the end */
+	char **excludes;           /* --exclude patterns */
+	size_t n_excludes;
 	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
 	size_t n_unlisted;
 	bool unlisted_sorted;
@@ -79,6 +90,29 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
+/* The identity of a file input (README, "Records"): for a Maildir message
+ * maildir_id(base, name); for any other file the hash of its resolved path
+ * base + "/" + dir + "/" + name (an empty dir or name left out with its
+ * '/').  base is the resolved root, never the root as spelled. */
+static uint64_t walk_file_id(struct mail_str base, struct mail_str dir, struct mail_str name,
+                             bool maildir)
+{
+	if (maildir)
+		return maildir_id(base.p, base.n, name.p, name.n);
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, "file", 5);   /* the NUL too */
+	h = hash_fnv1a(h, base.p, base.n);
+	/* fed piece by piece: the same value as the joined path */
+	if (dir.n) {
+		h = hash_fnv1a(h, "/", 1);
+		h = hash_fnv1a(h, dir.p, dir.n);
+	}
+	if (name.n) {
+		h = hash_fnv1a(h, "/", 1);
+		h = hash_fnv1a(h, name.p, name.n);
+	}
+	return h;
+}
+
 static char *walk_strdup(const char *s, size_t n)
 {
 	char *d = xmalloc(n + 1);
@@ -89,7 +123,8 @@ static char *walk_strdup(const char *s, size_t n)
 	return d;
 }
 
-static struct walk_dir *walk_dir_new(int fd, const char *root, const char *relpath, size_t rellen)
+static struct walk_dir *walk_dir_new(int fd, const char *root, const char *base,
+                                     const char *relpath, size_t rellen)
 {
 	struct walk_dir *d = xcalloc(1, sizeof(*d));
 	if (!d)
@@ -97,15 +132,74 @@ static struct walk_dir *walk_dir_new(int fd, const char *root, const char *relpa
 	d->fd = fd;
 	d->refs = 1;
 	d->root = walk_strdup(root, strlen(root));
+	d->base_len = strlen(base);
+	d->base = walk_strdup(base, d->base_len);
 	d->relpath = walk_strdup(relpath, rellen);
 	d->relpath_len = rellen;
-	if (!d->root || !d->relpath) {
+	if (!d->root || !d->base || !d->relpath) {
 		xfree(d->root);
+		xfree(d->base);
 		xfree(d->relpath);
 		xfree(d);
 		return NULL;
 	}
 	return d;
+}
+
+/* Lexically normalised: "//", "/./" and "dir/.." collapsed, no trailing
+ * '/'.  abs must start with '/'; n bytes, rewritten in place. */
+static size_t walk_normalize(char *abs, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		while (i < n && abs[i] == '/')
+			i++;
+		size_t j = i;
+		while (j < n && abs[j] != '/')
+			j++;
+		size_t len = j - i;
+		if (len == 1 && abs[i] == '.') {
+			/* nothing */
+		} else if (len == 2 && abs[i] == '.' && abs[i + 1] == '.') {
+			while (o > 0 && abs[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--;
+		} else if (len) {
+			abs[o++] = '/';
+			memmove(abs + o, abs + i, len);
+			o += len;
+		}
+		i = j;
+	}
+	if (!o)
+		abs[o++] = '/';
+	abs[o] = '\0';
+	return o;
+}
+
+/* An input's identity must not depend on how it was spelled: "./Maildir",
+ * "Maildir/" and a symlink to it are one root.  realpath(3) resolves it
+ * (the path a backup restores and other machines of a cluster mount at;
+ * device and inode numbers change with both); a path that does not
+ * resolve (gone, unreadable) is normalised lexically against cwd. */
+static char *walk_resolve(const char *cwd, const char *path)
+{
+	char *r = realpath(path, NULL);
+	if (r) {
+		char *c = walk_strdup(r, strlen(r));
+		free(r);   /* realpath's, not ours */
+		return c;
+	}
+	size_t cl = path[0] == '/' ? 0 : strlen(cwd), pl = strlen(path);
+	char *abs = xmalloc(cl + pl + 2);
+	if (!abs)
+		return NULL;
+	memcpy(abs, cwd, cl);
+	abs[cl] = '/';
+	memcpy(abs + cl + 1, path, pl);
+	walk_normalize(abs, cl + 1 + pl);
+	return abs;
 }
 
 static void walk_dir_unref(struct walk_dir *d)
@@ -115,6 +209,7 @@ static void walk_dir_unref(struct walk_dir *d)
 	if (d->fd >= 0)
 		sys_close(d->fd);
 	xfree(d->root);
+	xfree(d->base);
 	xfree(d->relpath);
 	xfree(d->folder);
 	xfree(d->files);
@@ -132,8 +227,12 @@ struct walk *walk_new(void)
 	if (!w)
 		return NULL;
 	w->buf = xmalloc(LIMIT_GETDENTS_BYTES);
-	w->explicit_dir = walk_dir_new(AT_FDCWD, "", "", 0);
-	if (!w->buf || !w->explicit_dir) {
+	char *cwd = getcwd(NULL, 0);
+	w->cwd = walk_strdup(cwd ? cwd : "/", cwd ? strlen(cwd) : 1);
+	free(cwd);   /* getcwd's, not ours */
+	/* explicit paths are relative to the working directory: its base */
+	w->explicit_dir = w->cwd ? walk_dir_new(AT_FDCWD, "", w->cwd, "", 0) : NULL;
+	if (!w->buf || !w->explicit_dir || !w->cwd) {
 		walk_free(w);
 		return NULL;
 	}
@@ -154,6 +253,7 @@ void walk_free(struct walk *w)
 	}
 	for (size_t i = 0; i < w->n_sources; i++) {
 		xfree(w->sources[i].path);
+		xfree(w->sources[i].base);
 		walk_dir_unref(w->sources[i].list);
 	}
 	walk_dir_unref(w->explicit_dir);
@@ -161,8 +261,12 @@ void walk_free(struct walk *w)
 		xfree(w->unlisted[i].mem);
 	xfree(w->unlisted);
 	xfree(w->sources);
+	for (size_t i = 0; i < w->n_excludes; i++)
+		xfree(w->excludes[i]);
+	xfree(w->excludes);
 	xfree(w->stack);
 	xfree(w->buf);
+	xfree(w->cwd);
 	xfree(w);
 }
 
@@ -179,12 +283,58 @@ static int walk_push_source(struct walk *w, struct walk_source s)
 int walk_add_path(struct walk *w, const char *path)
 {
 	char *p = walk_strdup(path, strlen(path));
-	if (!p)
-		return -ENOMEM;
-	int r = walk_push_source(w, (struct walk_source){ .path = p });
-	if (r < 0)
+	char *base = p ? walk_resolve(w->cwd, path) : NULL;
+	if (!base) {
 		xfree(p);
+		return -ENOMEM;
+	}
+	int r = walk_push_source(w, (struct walk_source){ .path = p, .base = base });
+	if (r < 0) {
+		xfree(p);
+		xfree(base);
+	}
 	return r;
+}
+
+int walk_add_stdin(struct walk *w, uint64_t content_hash)
+{
+	char hex[17], base[32];
+	record_id_hex(content_hash, hex);
+	snprintf(base, sizeof(base), "stdin:%s", hex);
+	char *p = walk_strdup("/dev/stdin", strlen("/dev/stdin"));
+	char *b = p ? walk_strdup(base, strlen(base)) : NULL;
+	int r = b ? walk_push_source(w, (struct walk_source){ .path = p, .base = b, .shown = "-" }) : -ENOMEM;
+	if (r < 0) {
+		xfree(p);
+		xfree(b);
+	}
+	return r;
+}
+
+int walk_add_exclude(struct walk *w, const char *pattern)
+{
+	char **v = xrealloc(w->excludes, (w->n_excludes + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	w->excludes = v;
+	if (!(v[w->n_excludes] = walk_strdup(pattern, strlen(pattern))))
+		return -ENOMEM;
+	w->n_excludes++;
+	return 0;
+}
+
+/* An --exclude pattern matches the name or the path below the root. */
+static bool walk_excluded(const struct walk *w, const struct walk_dir *d, const char *name)
+{
+	if (!w->n_excludes)
+		return false;
+	char path[4096];
+	int n = d->relpath_len ? snprintf(path, sizeof(path), "%s/%s", d->relpath, name) : -1;
+	for (size_t i = 0; i < w->n_excludes; i++)
+		if (!fnmatch(w->excludes[i], name, 0) ||
+		    (n > 0 && (size_t)n < sizeof(path) && !fnmatch(w->excludes[i], path, 0)))
+			return true;
+	return false;
 }
 
 int walk_add_list(struct walk *w, int fd, bool nul_separated)
@@ -219,7 +369,7 @@ int walk_add_list(struct walk *w, int fd, bool nul_separated)
 	for (size_t i = 0; i < len; i++)
 		count += buf[i] == sep;
 	count++;
-	struct walk_dir *list = walk_dir_new(AT_FDCWD, "", "", 0);
+	struct walk_dir *list = walk_dir_new(AT_FDCWD, "", w->cwd, "", 0);
 	struct walk_entry *files = list ? xcalloc(count, sizeof(*files)) : NULL;
 	char *names = files ? xmalloc(len + 1) : NULL;
 	if (!names) {
@@ -291,7 +441,7 @@ static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, 
 		if (all[i].d_type == DT_DIR)
 			continue;
 		size_t len = strlen(all[i].name);
-		char *b = walk_strdup(all[i].name, maildir_base_len(all[i].name, len));
+		char *b = walk_strdup(all[i].name, maildir_unique_len(all[i].name, len));
 		if (!b)
 			return -ENOMEM;
 		md->new_bases[md->n_new_bases++] = b;
@@ -302,7 +452,7 @@ static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, 
 
 static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
 {
-	size_t len = strlen(name), bl = maildir_base_len(name, len);
+	size_t len = strlen(name), bl = maildir_unique_len(name, len);
 	char key[256];
 	if (bl >= sizeof(key))
 		return false;
@@ -312,13 +462,9 @@ static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
 	return bsearch(&k, md->new_bases, md->n_new_bases, sizeof(char *), walk_base_cmp) != NULL;
 }
 
-/* The unique part of a Maildir message name: before its info, ":2,"
- * (flags, maildir_base_len) or the experimental ":1,". */
 static size_t walk_unique_len(const char *name)
 {
-	size_t n = maildir_base_len(name, strlen(name));
-	const char *one = memmem(name, n, ":1,", 3);
-	return one ? (size_t)(one - name) : n;
+	return maildir_unique_len(name, strlen(name));
 }
 
 /* True when e is a name of a message already among kept[0..k) (sorted by
@@ -361,6 +507,16 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 			const char *nm = de->d_name;
 			if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
 				continue;
+			/* what mail software keeps beside the messages is not
+			 * mail: counted, not an error record each */
+			if (maildir_is_software_file(nm)) {
+				w->stats.skipped++;
+				continue;
+			}
+			if (walk_excluded(w, d, nm)) {
+				w->stats.excluded++;
+				continue;
+			}
 			size_t len = strlen(nm) + 1;
 			if (names_len + len > names_cap) {
 				size_t nc = names_cap ? names_cap * 2 : 4096;
@@ -532,7 +688,7 @@ static int walk_note_unlisted(struct walk *w, const char *root, const char *dir,
 
 /* Opens and lists a directory; on failure fills *fail as an error entry. */
 static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry *sub,
-                      const char *root)
+                      const char *root, const char *base)
 {
 	int fd;
 	char *rel = NULL;
@@ -560,11 +716,12 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 	if (fd < 0) {
 		/* ENOTDIR for a PATH argument: a file, not a failed listing */
 		int r = parent || fd != -ENOTDIR
-		      ? walk_note_unlisted(w, parent ? parent->root : root, rel ? rel : "", rellen) : 0;
+		      ? walk_note_unlisted(w, parent ? parent->base : base, rel ? rel : "", rellen) : 0;
 		xfree(rel);
 		return r < 0 ? r : fd;
 	}
-	struct walk_dir *d = walk_dir_new(fd, parent ? parent->root : root, rel ? rel : "", rellen);
+	struct walk_dir *d = walk_dir_new(fd, parent ? parent->root : root, parent ? parent->base : base,
+	                                  rel ? rel : "", rellen);
 	xfree(rel);
 	if (!d) {
 		sys_close(fd);
@@ -591,7 +748,7 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		walk_dir_unref(d);
 		return r;
 	}
-	if (err && walk_note_unlisted(w, d->root, d->relpath, d->relpath_len) < 0)
+	if (err && walk_note_unlisted(w, d->base, d->relpath, d->relpath_len) < 0)
 		return -ENOMEM;
 	/* getdents64 failing half-way: what was listed is walked, and the
 	 * directory also gets an error record.  For a PATH argument the caller
@@ -614,29 +771,101 @@ void walk_set_shard(struct walk *w, unsigned k, unsigned n)
 	w->shard_n = n;
 }
 
-uint64_t walk_entry_hash(const struct walk_entry *e)
+/* An explicit path, resolved: e->base (a PATH argument's realpath) or the
+ * list entry joined to the working directory and normalised.  Heap. */
+static char *walk_explicit_abs(const struct walk_entry *e, size_t *n)
+{
+	char *abs;
+	if (e->base) {
+		abs = walk_strdup(e->base, strlen(e->base));
+	} else {
+		const struct walk_dir *d = e->dir;
+		size_t nl = strlen(e->name);
+		bool rel = e->name[0] != '/';
+		abs = xmalloc(d->base_len + nl + 2);
+		if (abs) {
+			size_t at = 0;
+			if (rel) {
+				memcpy(abs, d->base, d->base_len);
+				at = d->base_len;
+			}
+			abs[at] = '/';
+			memcpy(abs + at + 1, e->name, nl + 1);
+			*n = walk_normalize(abs, at + 1 + nl);
+			return abs;
+		}
+	}
+	if (abs)
+		*n = strlen(abs);
+	return abs;
+}
+
+/* What an explicit path says of itself: its id, and when it names a
+ * Maildir message, where ("/m/.Sent/cur/x:2,S": base "/m", folder "Sent",
+ * subdir and name), so that naming a message gives the id and folder a
+ * walk of its Maildir gives (README, "Records"). */
+struct walk_explicit {
+	char *abs;
+	size_t n;
+	bool maildir;
+	struct mail_str base, folder, subdir, name;
+	uint64_t id;
+};
+
+static int walk_explicit_parse(const struct walk_entry *e, struct walk_explicit *x)
+{
+	memset(x, 0, sizeof(*x));
+	if (!(x->abs = walk_explicit_abs(e, &x->n)))
+		return -ENOMEM;
+	size_t dir_n, name;
+	x->maildir = maildir_split(x->abs, x->n, &dir_n, &name);
+	if (!x->maildir) {
+		x->id = walk_file_id((struct mail_str){ x->abs, x->n }, MAIL_STR_NULL, MAIL_STR_NULL,
+		                       false);
+		return 0;
+	}
+	x->base = (struct mail_str){ x->abs, dir_n };
+	x->subdir = (struct mail_str){ x->abs + dir_n + 1, 3 };
+	x->name = (struct mail_str){ x->abs + name, x->n - name };
+	x->folder = (struct mail_str){ x->abs + dir_n, 0 };
+	const char *slash = dir_n ? memrchr(x->abs, '/', dir_n) : NULL;
+	if (slash && slash[1] == '.' && slash + 2 < x->abs + dir_n) {
+		/* a Maildir++ folder: its messages belong to the Maildir above */
+		x->folder = (struct mail_str){ slash + 2, (size_t)(x->abs + dir_n - slash - 2) };
+		x->base.n = (size_t)(slash - x->abs);
+	}
+	x->id = maildir_id(x->base.p, x->base.n, x->name.p, x->name.n);
+	return 0;
+}
+
+static int walk_entry_id(const struct walk_entry *e, uint64_t *id)
 {
 	const struct walk_dir *d = e->dir;
-	/* "md" and "md/" are one root */
-	size_t rn = strlen(d->root);
-	while (rn > 1 && d->root[rn - 1] == '/')
-		rn--;
-	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, d->root, rn);
-	h = hash_fnv1a(h, "/", 1);
-	/* A Maildir message keeps its shard through flag changes and the move
-	 * from new/ to cur/ (renames), or each shard's --state would see a
-	 * deletion and a new message: its key is the folder and the unique
-	 * name, without cur|new and the flags. */
-	size_t dir_n = d->relpath_len, name_n = strlen(e->name);
-	if (d->in_maildir) {
-		dir_n = dir_n >= 4 ? dir_n - 4 : 0;   /* "X/cur" → "X", "cur" → "" */
-		name_n = walk_unique_len(e->name);
+	if (e->follow) {
+		struct walk_explicit x;
+		int r = walk_explicit_parse(e, &x);
+		if (r < 0)
+			return r;
+		*id = x.id;
+		xfree(x.abs);
+		return 0;
 	}
-	if (dir_n) {
-		h = hash_fnv1a(h, d->relpath, dir_n);
-		h = hash_fnv1a(h, "/", 1);
-	}
-	h = hash_fnv1a(h, e->name, name_n);
+	struct mail_str name = { e->name, strlen(e->name) };
+	*id = walk_file_id((struct mail_str){ d->base, d->base_len },
+	                     (struct mail_str){ d->relpath, d->relpath_len }, name,
+	                     d->in_maildir && e->d_type != DT_DIR);
+	return 0;
+}
+
+uint64_t walk_entry_hash(const struct walk_entry *e)
+{
+	/* The shard follows the id: it ignores how the root was spelled, and a
+	 * Maildir message keeps its shard through flag changes, new/ → cur/
+	 * and moves between folders (each shard's --state would otherwise see
+	 * a deletion in one shard and a new message in another). */
+	uint64_t h = 0;
+	if (walk_entry_id(e, &h) < 0)
+		h = 0;   /* out of memory: shard 1, where its error record goes */
 	/* FNV's low bits are weak for short keys: finish with a mixer
 	 * (the murmur3 fmix64 constants) before taking a modulus. */
 	h ^= h >> 33;
@@ -647,9 +876,45 @@ uint64_t walk_entry_hash(const struct walk_entry *e)
 	return h;
 }
 
+static bool walk_listed(const struct walk_entry *e)
+{
+	return e->follow && !e->base && !e->shown;
+}
+
 static bool walk_in_shard(const struct walk *w, const struct walk_entry *e)
 {
+	/* a list entry may be a directory: the reader decides after its stat */
+	if (walk_listed(e))
+		return true;
 	return !w->shard_n || walk_entry_hash(e) % w->shard_n == w->shard_k - 1;
+}
+
+bool walk_entry_listed_in_shard(const struct walk *w, const struct walk_entry *e, bool is_dir)
+{
+	if (!w->shard_n || !walk_listed(e) || is_dir)
+		return true;
+	return walk_entry_hash(e) % w->shard_n == w->shard_k - 1;
+}
+
+int walk_expand_dir(struct walk *w, struct walk_entry *e)
+{
+	if (!walk_listed(e))
+		return -EISDIR;
+	char *base = walk_resolve(w->cwd, e->name);
+	if (!base)
+		return -ENOMEM;
+	int r = walk_enter(w, NULL, NULL, e->name, base);
+	xfree(base);
+	if (r >= 0 || w->depth)
+		w->reopened = true;
+	return r;
+}
+
+bool walk_take_reopened(struct walk *w)
+{
+	bool r = w->reopened;
+	w->reopened = false;
+	return r;
 }
 
 static int walk_next_any(struct walk *w, struct walk_entry **out);
@@ -682,7 +947,7 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 				continue;
 			}
 			w->next_source++;
-			int r = walk_enter(w, NULL, NULL, s->path);
+			int r = s->shown ? -ENOTDIR : walk_enter(w, NULL, NULL, s->path, s->base);
 			if (r == -ENOMEM)
 				return r;
 			if (r < 0) {
@@ -694,6 +959,8 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 					return -ENOMEM;
 				e->dir = x;
 				e->name = s->path;
+				e->base = s->base;
+				e->shown = s->shown;
 				e->d_type = DT_UNKNOWN;
 				e->follow = true;
 				if (r != -ENOTDIR) {
@@ -714,7 +981,7 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 		}
 		if (top->next_sub < top->n_subs) {
 			struct walk_entry *sub = &top->subs[top->next_sub++];
-			int r = walk_enter(w, top, sub, NULL);
+			int r = walk_enter(w, top, sub, NULL, NULL);
 			if (r == -ENOMEM)
 				return r;
 			if (r < 0) {
@@ -774,6 +1041,11 @@ static struct mail_str walk_copy_(const char *site, struct arena *a, const char 
 	return (struct mail_str){ d, n };
 }
 
+static void walk_describe_flags(struct record_io *io, const char *base, size_t n)
+{
+	maildir_flags_view(base, n, &io->flags.p, &io->flags.n);
+}
+
 int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct record_io *io)
 {
 	const struct walk_dir *d = e->dir;
@@ -789,34 +1061,35 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 		memcpy(p + d->relpath_len + 1, e->name, nl + 1);
 		io->path = (struct mail_str){ p, d->relpath_len + 1 + nl };
 	} else {
-		io->path = walk_copy(a, e->name, nl, &r);
+		const char *shown = e->shown ? e->shown : e->name;
+		io->path = walk_copy(a, shown, strlen(shown), &r);
 	}
 	if (r < 0)
 		return r;
-	const char *sub = NULL;
-	if (d->in_maildir && e->d_type != DT_DIR) {
-		sub = d->relpath + d->relpath_len - 3;
-		io->folder = walk_copy(a, d->folder, strlen(d->folder), &r);
-	} else if (e->follow) {
-		/* An explicit path inside a Maildir: ".../cur/name". */
-		const char *slash = strrchr(e->name, '/');
-		if (slash && slash - e->name >= 3 &&
-		    (!strncmp(slash - 3, "cur", 3) || !strncmp(slash - 3, "new", 3)) &&
-		    (slash - e->name == 3 || slash[-4] == '/')) {
-			sub = slash - 3;
-			io->folder = walk_copy(a, "", 0, &r);
+	if (e->follow) {
+		struct walk_explicit x;
+		if ((r = walk_explicit_parse(e, &x)) < 0)
+			return r;
+		io->id = x.id;
+		io->base = walk_copy(a, d->base, d->base_len, &r);
+		if (x.maildir) {
+			io->maildir = true;
+			io->folder = walk_copy(a, x.folder.p, x.folder.n, &r);
+			io->subdir = walk_copy(a, x.subdir.p, 3, &r);
+			const char *base = io->path.p + io->path.n - x.name.n;
+			walk_describe_flags(io, base, x.name.n);
 		}
+		xfree(x.abs);
+		return r;
 	}
-	if (sub) {
+	io->base = walk_copy(a, d->base, d->base_len, &r);
+	if (r < 0 || (r = walk_entry_id(e, &io->id)) < 0)
+		return r;
+	if (d->in_maildir && e->d_type != DT_DIR) {
 		io->maildir = true;
-		io->subdir = walk_copy(a, sub, 3, &r);
-		const char *base = strrchr(io->path.p, '/');
-		base = base ? base + 1 : io->path.p;
-		size_t off, n;
-		if (maildir_flags(base, strlen(base), &off, &n))
-			io->flags = (struct mail_str){ base + off, n };
-		else
-			io->flags = (struct mail_str){ base + strlen(base), 0 };
+		io->folder = walk_copy(a, d->folder, strlen(d->folder), &r);
+		io->subdir = walk_copy(a, d->relpath + d->relpath_len - 3, 3, &r);
+		walk_describe_flags(io, io->path.p + io->path.n - nl, nl);
 	}
 	return r;
 }
@@ -858,6 +1131,12 @@ void walk_stats_get(const struct walk *w, struct walk_stats *out)
 	*out = w->stats;
 }
 
+const char *walk_source_base(const struct walk *w, size_t i)
+{
+	/* standard input has no root: its base names its content */
+	return i < w->n_sources && !w->sources[i].shown ? w->sources[i].base : NULL;
+}
+
 uint64_t walk_total(const struct walk *w)
 {
 	uint64_t n = 0;
@@ -894,7 +1173,7 @@ static int walk_scan_for(int dirfd, const char *sub, const char *base, size_t bl
 			struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
 			off += de->d_reclen;
 			size_t nl = strlen(de->d_name);
-			if (maildir_base_len(de->d_name, nl) != blen || memcmp(de->d_name, base, blen))
+			if (maildir_unique_len(de->d_name, nl) != blen || memcmp(de->d_name, base, blen))
 				continue;
 			size_t pl = strlen(prefix);
 			char *n = arena_alloc(a, pl + nl + 1);
@@ -918,7 +1197,7 @@ int walk_entry_find_renamed(const struct walk_entry *e, struct arena *a, const c
 {
 	if (!e->dir->in_maildir)
 		return 0;
-	size_t blen = maildir_base_len(e->name, strlen(e->name));
+	size_t blen = maildir_unique_len(e->name, strlen(e->name));
 	/* cur/ first: new/ → cur/ is the usual move, and flags change in cur/ */
 	int r = walk_scan_for(e->dir->fd, "../cur", e->name, blen, a, "../cur/", name);
 	if (r == 0)

@@ -33,6 +33,8 @@ struct walk_entry {
 	uint64_t ino;
 	uint8_t d_type;           /* DT_REG, DT_UNKNOWN (stat says), ... */
 	bool follow;              /* an explicit path: symlinks followed */
+	const char *base;         /* a PATH argument's: resolved (NULL: lexically) */
+	const char *shown;        /* the path records show, when not name ("-") */
 	enum record_reason reason;/* set when the walk itself failed on it */
 	int err;                  /* positive errno with RECORD_IO */
 };
@@ -40,16 +42,39 @@ struct walk_entry {
 struct walk *walk_new(void);
 void walk_free(struct walk *w);
 
-/* Queues a PATH argument (a directory or a file). */
+/* Queues a PATH argument (a directory or a file), resolved now with
+ * realpath(3) (the ids of its inputs do not depend on its spelling): call
+ * it before the counted window (README, "Syscall accounting"). */
 int walk_add_path(struct walk *w, const char *path);
+/* Skips, while walking, every file or directory whose name or path below
+ * its root matches the fnmatch(3) pattern (FNM_PATHNAME off: '*' crosses
+ * '/').  The pattern is copied.  0 or -ENOMEM. */
+int walk_add_exclude(struct walk *w, const char *pattern);
+/* Queues standard input, already copied by the caller into a regular file
+ * on fd 0 (so that /dev/stdin opens it): one input, shown as "-", whose id
+ * is derived from its content (content_hash: 64-bit FNV-1a of the bytes),
+ * there being no file to name.  0 or -ENOMEM. */
+int walk_add_stdin(struct walk *w, uint64_t content_hash);
 /* Queues every name of a list (newline- or NUL-separated) read from fd. */
 int walk_add_list(struct walk *w, int fd, bool nul_separated);
 
-/* Keeps only the entries whose path hash falls in shard k of n (1 <= k <= n):
- * the other entries are never statted or read.  The hash covers the root as
- * given and the path below it, so every machine that is given the same
- * arguments splits the same way, and the shards' union is the whole run. */
+/* Keeps only the entries whose id hash falls in shard k of n (1 <= k <= n):
+ * the other entries are never statted or read.  The hash is the record's
+ * id's (record_file_id: the resolved root, not its spelling), so every
+ * machine that sees the corpus at the same path splits the same way, and
+ * the shards' union is the whole run. */
 void walk_set_shard(struct walk *w, unsigned k, unsigned n);
+/* For an entry of a --files-from list, whose type the walk does not know:
+ * whether the reader keeps it in this shard (a directory always: its
+ * files are sharded one by one).  True for every other entry (the walk
+ * sharded it already). */
+bool walk_entry_listed_in_shard(const struct walk *w, const struct walk_entry *e, bool is_dir);
+/* A --files-from entry that is a directory: walked next, as a PATH
+ * argument is.  0, or -errno when it cannot be (the entry's error). */
+int walk_expand_dir(struct walk *w, struct walk_entry *e);
+/* True once after walk_expand_dir() gave a walk that had ended more to
+ * walk: a reader that saw the end must ask again. */
+bool walk_take_reopened(struct walk *w);
 /* The 64-bit hash sharding uses (exposed for tests). */
 uint64_t walk_entry_hash(const struct walk_entry *e);
 
@@ -83,6 +108,9 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
  * the walk has ended. */
 bool walk_unlisted(struct walk *w, struct mail_str root, struct mail_str path);
 
+/* The resolved path of source i (walk_add_path's order, lists counted),
+ * or NULL for a list, standard input or past the end. */
+const char *walk_source_base(const struct walk *w, size_t i);
 /* Inputs queued from lists so far (paths' contents are not known ahead). */
 uint64_t walk_total(const struct walk *w);
 
@@ -90,6 +118,8 @@ struct walk_stats {
 	uint64_t dirs, entries, getdents_calls;
 	uint64_t relisted;   /* names dropped: a Maildir message listed twice (its flags
 	                      * changed mid-listing: same inode, same unique name) */
+	uint64_t skipped;    /* mail software's files (maildir_is_software_file) */
+	uint64_t excluded;   /* names matching an --exclude pattern */
 };
 void walk_stats_get(const struct walk *w, struct walk_stats *out);
 

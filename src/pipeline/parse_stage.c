@@ -13,6 +13,7 @@
  * mbox_is_separator()'s rule (docs/LENIENCY.md, "mbox"). */
 #include "pipeline/parse_stage.h"
 #include "pipeline/writer.h"
+#include "pipeline/threads.h"
 #include "core/clock.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -57,21 +58,45 @@ int parse_stage_emit(const struct emit_options *eo, record_visit_fn *visit, void
 	return r;
 }
 
-/* Parses one message and formats its record into out. */
+/* Parses one message and formats its record into out, its thread note
+ * (if any) into notes. */
 static void parse_record(struct parse_stage *s, unsigned w, struct record rec, const uint8_t *data,
-                         size_t len, struct dynbuf *out, uint32_t *count,
+                         size_t len, struct dynbuf *out, struct dynbuf *notes, uint32_t *count,
                          struct state_entry *state_entry)
 {
+	size_t start = out->len;
 	(*count)++;
 	if (state_entry && rec.io.reason == RECORD_IO)
 		state_mark_unread(state_entry);
 	struct mail_message msg;
 	if (s->parse && rec.io.reason == RECORD_NONE && data) {
 		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
-		if (state_entry && rec.mail)
-			state_set_message_id(state_entry, msg.message_id);
 	}
-	parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out);
+	if (parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out) == 0 && s->thread_notes &&
+	    rec.mail && rec.mail->is_mail && notes)
+		/* out of memory: the record keeps its References root's thread */
+		(void)thread_note_add(notes, out, start, rec.mail);
+}
+
+struct parse_vanished {
+	struct parse_stage *s;
+	unsigned w;
+	struct record rec;
+	struct dynbuf *out;
+	uint32_t *count;
+};
+
+/* A message of the archive's last run that this run did not find: its
+ * document goes (README, "Incremental runs"). */
+static int parse_vanished(void *ctx, uint64_t off)
+{
+	struct parse_vanished *v = ctx;
+	struct record rec = v->rec;
+	rec.io.kind = RECORD_DELETED;
+	rec.io.offset = off;
+	rec.io.length = 0;
+	parse_record(v->s, v->w, rec, NULL, 0, v->out, NULL, v->count, NULL);
+	return 0;
 }
 
 static bool one_message_file(const struct record_io *io)
@@ -93,7 +118,8 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 	i -= s->group_first[g];
 	struct batch_item *it = &b->items[i];
 	struct dynbuf *out = &b->out[w];
-	size_t off = out->len;
+	struct dynbuf *notes = &b->notes[w];
+	size_t off = out->len, notes_off = notes->len;
 	it->out_records = 0;
 	/* The batch owns its bytes: unquoting ">From " in place is ours to do. */
 	uint8_t *data = (uint8_t *)(uintptr_t)it->data;
@@ -101,7 +127,8 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 	if (it->no_output) {
 		/* a streamed file: its messages are records of later batches */
 	} else if (rec.io.in_mbox && data) {
-		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, &it->out_records, NULL);
+		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, notes, &it->out_records,
+		             NULL);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
 		size_t pos = 0, next;
@@ -110,20 +137,40 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
+			if (state_add_mbox_offset(it->state, m.start) < 0)
+				state_mark_unread(it->state);   /* the next run reads it again */
 			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
-			             out, &it->out_records, NULL);
+			             out, notes, &it->out_records, NULL);
 			if (next <= pos)
 				break;
 			pos = next;
 		}
+		struct parse_vanished v = { s, w, rec, out, &it->out_records };
+		state_each_vanished(it->state, parse_vanished, &v);
 	} else if (rec.io.kind != RECORD_MESSAGE) {
-		parse_record(s, w, rec, NULL, 0, out, &it->out_records, NULL);
+		parse_record(s, w, rec, NULL, 0, out, NULL, &it->out_records, NULL);
 	} else {
-		parse_record(s, w, rec, data, it->len, out, &it->out_records, it->state);
+		parse_record(s, w, rec, data, it->len, out, notes, &it->out_records, it->state);
 	}
 	it->out_worker = w;
 	it->out_off = off;
 	it->out_len = out->len - off;
+	it->notes_off = (uint32_t)(notes_off / sizeof(struct thread_note));
+	it->notes_n = (uint32_t)((notes->len - notes_off) / sizeof(struct thread_note));
+}
+
+/* In input order, on this stage's thread: each record joins the thread a
+ * message it names already has in this run (pipeline/threads.h). */
+static void parse_settle_threads(struct parse_stage *s, struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const struct batch_item *it = &b->items[i];
+		const struct thread_note *v = (const struct thread_note *)(const void *)b->notes[it->out_worker].p;
+		for (uint32_t k = 0; k < it->notes_n; k++) {
+			const struct thread_note *n = &v[it->notes_off + k];
+			thread_map_resolve(s->threads, n, b->out[it->out_worker].p + n->off);
+		}
+	}
 }
 
 static uint64_t batch_bytes(const struct batch *b)
@@ -141,6 +188,8 @@ static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, uns
 	unsigned used = pool_run_max(s->pool, items, bytes, max_workers, parse_item, s);
 	for (unsigned g = 0; g < s->group_n; g++) {
 		s->group[g]->workers_used = used;
+		if (s->threads)
+			parse_settle_threads(s, s->group[g]);
 		writer_put(s->writer, s->group[g]);
 	}
 }
@@ -188,6 +237,13 @@ int parse_stage_init(struct parse_stage *s, unsigned workers)
 	if (!s->pool)
 		return -ENOMEM;
 	s->workers = workers;
+	/* JSON records with a thread_id: TSV's columns are not rewritten, and a
+	 * visitor (the Python module) builds its own objects, with the
+	 * References root's thread */
+	s->thread_notes = s->parse && !s->visit && s->emit->format != EMIT_TSV &&
+	                  (s->emit->fields & EMIT_FIELD_BIT(EMIT_F_THREAD_ID));
+	if (s->thread_notes && !(s->threads = thread_map_new()))
+		return -ENOMEM;
 	s->mctx = xcalloc(workers, sizeof(*s->mctx));
 	if (!s->mctx)
 		return -ENOMEM;
@@ -223,4 +279,6 @@ void parse_stage_release(struct parse_stage *s)
 			mail_ctx_free(s->mctx[i]);
 	xfree(s->mctx);
 	s->mctx = NULL;
+	thread_map_free(s->threads);
+	s->threads = NULL;
 }

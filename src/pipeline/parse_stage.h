@@ -45,6 +45,7 @@ void parse_stage_message(struct mail_ctx *mctx, const struct mail_options *mo, s
  * -errno (out unchanged) when not even that fits. */
 int parse_stage_emit(const struct emit_options *eo, record_visit_fn *visit, void *visit_ctx,
                      struct record *rec, struct dynbuf *out);
+struct thread_map;
 
 struct parse_stage {
 	/* set before parse_stage_start() */
@@ -60,6 +61,8 @@ struct parse_stage {
 	struct pool *pool;
 	unsigned workers;
 	struct mail_ctx **mctx;            /* one per worker */
+	bool thread_notes;                 /* records carry a thread_id to settle */
+	struct thread_map *threads;        /* this stage's thread only */
 	/* the batches of the current pool run: group[k] holds items
 	 * [group_first[k], group_first[k] + group[k]->n) of the run */
 	struct batch *group[LIMIT_PIPELINE_DEPTH];

@@ -84,7 +84,10 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
-	snprintf(text, sizeof(text), "%s: %s", head, strerror(-err));
+	if (err)
+		snprintf(text, sizeof(text), "%s: %s", head, strerror(-err));
+	else
+		snprintf(text, sizeof(text), "%s", head);   /* the text says it all */
 	report_put_error(r, text);
 }
 
@@ -229,6 +232,11 @@ int ingest_report_format_errors(const struct ingest_report *r, char **out, size_
 	return *out ? 0 : -ENOMEM;
 }
 
+uint64_t ingest_report_error_records(const struct ingest_report *r)
+{
+	return r ? r->errors : 0;
+}
+
 uint64_t report_records(const struct ingest_report *r, uint64_t *bytes, uint64_t *errors)
 {
 	*bytes = r->bytes_in;
@@ -287,9 +295,11 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	dynbuf_printf(b, "  batches      %llu, peak in flight %llu bytes, peak RSS %ld KiB\n",
 	              (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
 	              r->peak_rss_kib);
-	dynbuf_printf(b, "  walk         %llu dirs, %llu entries, %llu getdents64\n",
+	dynbuf_printf(b, "  walk         %llu dirs, %llu entries, %llu getdents64, %llu mail-software "
+	              "files skipped, %llu excluded\n",
 	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries,
-	              (unsigned long long)r->ws.getdents_calls);
+	              (unsigned long long)r->ws.getdents_calls, (unsigned long long)r->ws.skipped,
+	              (unsigned long long)r->ws.excluded);
 	dynbuf_printf(b, "  pool         %llu threads started, %llu batches inline, workers per batch:",
 	              (unsigned long long)r->ps.threads_started, (unsigned long long)r->ps.inline_batches);
 	for (unsigned k = 1; k <= LIMIT_MAX_THREADS; k++)
@@ -354,9 +364,11 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	              (unsigned long long)r->rs.grew, (unsigned long long)r->rs.shrank,
 	              (unsigned long long)r->rs.renamed, (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
 	              r->peak_rss_kib);
-	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu,\"relisted\":%llu},",
+	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu,\"relisted\":%llu,"
+	              "\"skipped\":%llu,\"excluded\":%llu},",
 	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries,
-	              (unsigned long long)r->ws.relisted);
+	              (unsigned long long)r->ws.relisted, (unsigned long long)r->ws.skipped,
+	              (unsigned long long)r->ws.excluded);
 	dynbuf_printf(b, "\"pool\":{\"threads_started\":%llu,\"batches\":%llu,\"inline_batches\":%llu,"
 	              "\"workers_per_batch\":{",
 	              (unsigned long long)r->ps.threads_started, (unsigned long long)r->ps.batches,

@@ -15,7 +15,8 @@ struct pool;
 struct budget;
 
 struct ingest_report *report_new(void);
-/* Records why the run failed: the formatted text, then strerror(-err). */
+/* Records why the run failed: the formatted text, then strerror(-err)
+ * unless err is 0. */
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Records why the run failed, the text alone (no strerror). */

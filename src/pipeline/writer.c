@@ -28,7 +28,7 @@
 static bool output_cut(struct writer *w, uint64_t wrote)
 {
 	if (w->regular)
-		return sys_ftruncate(w->fd, w->bytes) == 0;
+		return sys_ftruncate(w->fd, w->split_bytes ? w->file_bytes : w->bytes) == 0;
 	struct stat st;
 	if (sys_fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return false;
@@ -116,11 +116,103 @@ static uint64_t records_out(const struct batch *b, size_t from, size_t to, uint6
 	return n;
 }
 
+/* Opens path.NNN, the next file of a split output. */
+static int split_open(struct writer *w)
+{
+	char name[PATH_MAX];
+	int n = snprintf(name, sizeof(name), "%s.%03u", w->path, w->file_no);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		return -ENAMETOOLONG;
+	int fd = sys_openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fd;
+	w->fd = fd;
+	w->file_bytes = 0;
+	return 0;
+}
+
+static int split_next(struct writer *w)
+{
+	int r = sys_close(w->fd);
+	w->fd = -1;
+	if (r < 0)
+		return r;
+	w->file_no++;
+	return split_open(w);
+}
+
+/* Where the record after p[0..n) may start a new file: a line start, and
+ * for _bulk an action line ({"index":, {"update":, {"delete":), never the
+ * source line that belongs to the action before it. */
+static bool split_boundary(const struct writer *w, const char *p, size_t n)
+{
+	if (!w->es_bulk)
+		return true;
+	return (n >= 9 && !memcmp(p, "{\"index\":", 9)) || (n >= 10 && !memcmp(p, "{\"update\":", 10)) ||
+	       (n >= 10 && !memcmp(p, "{\"delete\":", 10));
+}
+
+/* One input's records into the split files: a file is closed before a
+ * record that would take it past split_bytes. */
+static int split_write(struct writer *w, const char *p, size_t n)
+{
+	while (n) {
+		/* the longest run of whole records that fits the room left */
+		uint64_t room = w->split_bytes > w->file_bytes ? w->split_bytes - w->file_bytes : 0;
+		size_t take = 0, first = 0;
+		for (size_t at = 0; at < n;) {
+			const char *nl = memchr(p + at, '\n', n - at);
+			size_t end = nl ? (size_t)(nl - p) + 1 : n;
+			if (end < n && !split_boundary(w, p + end, n - end)) {
+				at = end;
+				continue;
+			}
+			if (!first)
+				first = end;
+			if (end > room)
+				break;
+			take = end;
+			at = end;
+		}
+		if (!take && w->file_bytes) {
+			int r = split_next(w);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!take)
+			take = first;   /* one record larger than a file: a file alone */
+		struct iovec iov = { (void *)(uintptr_t)p, take };
+		uint64_t wrote;
+		int r = write_all(w, &iov, 1, &wrote);
+		if (r < 0) {
+			if (wrote)
+				output_cut(w, wrote);
+			return r;
+		}
+		w->bytes += take;
+		w->file_bytes += take;
+		p += take;
+		n -= take;
+	}
+	return 0;
+}
+
 static int write_batch(struct writer *w, struct batch *b)
 {
 	if (w->sink)
 		return sink_batch(w, b);
 
+	if (w->split_bytes) {
+		for (size_t i = 0; i < b->n; i++) {
+			struct batch_item *it = &b->items[i];
+			int r = it->out_len ? split_write(w, b->out[it->out_worker].p + it->out_off, it->out_len) : 0;
+			if (r < 0)
+				return r;
+			w->records += it->out_records;
+		}
+		return 0;
+	}
 	struct iovec iov[IOV_MAX];
 	int n = 0;
 	size_t from = 0;   /* the first item of the writev being built */
@@ -231,6 +323,15 @@ int writer_open(struct writer *w)
 		return 0;
 	if (w->given_fd >= 0) {
 		w->fd = w->given_fd;
+		return 0;
+	}
+	if (w->split_bytes) {
+		int r = split_open(w);
+		if (r < 0) {
+			w->fail(w->fail_ctx, r, "cannot open the output", w->path);
+			return r;
+		}
+		w->regular = true;
 		return 0;
 	}
 	if (w->path && strcmp(w->path, "-")) {

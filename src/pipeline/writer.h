@@ -50,6 +50,10 @@ struct writer {
 	ingest_progress_fn *progress; /* told how the run goes; or NULL */
 	void *progress_ctx;
 	struct dynbuf sink_buf;      /* a batch's records made contiguous for the sink */
+	uint64_t split_bytes;        /* > 0: files path.000, .001, ... of at most
+	                              * this many bytes, each ending on a whole
+	                              * record (a record larger is a file alone) */
+	bool es_bulk;                /* records are _bulk actions (where to cut) */
 	uint64_t total;              /* inputs, when known before the end */
 
 	/* the writer's own */
@@ -57,6 +61,8 @@ struct writer {
 	bool regular;                /* a file we opened and may truncate */
 	uint64_t bytes;              /* bytes of whole records written */
 	uint64_t records;            /* records whose bytes all went out */
+	uint64_t file_bytes;         /* ... to the current file (--split-bytes) */
+	unsigned file_no;            /* the current file's number */
 	atomic_bool output_closed;   /* the reader of the pipe went away */
 	bool writing;                /* no write has failed yet */
 	bool threaded;               /* writer_put runs on the parse thread */

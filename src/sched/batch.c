@@ -15,13 +15,18 @@ struct batch *batch_new(unsigned n_workers)
 	arena_init(&b->meta, 0);
 	arena_init(&b->data, 0);
 	b->out = xcalloc(n_workers, sizeof(*b->out));
-	if (!b->out) {
+	b->notes = xcalloc(n_workers, sizeof(*b->notes));
+	if (!b->out || !b->notes) {
+		xfree(b->out);
+		xfree(b->notes);
 		xfree(b);
 		return NULL;
 	}
 	b->n_out = n_workers;
-	for (unsigned i = 0; i < n_workers; i++)
+	for (unsigned i = 0; i < n_workers; i++) {
 		dynbuf_init(&b->out[i], 0);
+		dynbuf_init(&b->notes[i], 0);
+	}
 	return b;
 }
 
@@ -29,9 +34,12 @@ void batch_free(struct batch *b)
 {
 	if (!b)
 		return;
-	for (unsigned i = 0; i < b->n_out; i++)
+	for (unsigned i = 0; i < b->n_out; i++) {
 		dynbuf_release(&b->out[i]);
+		dynbuf_release(&b->notes[i]);
+	}
 	xfree(b->out);
+	xfree(b->notes);
 	arena_release(&b->meta);
 	arena_release(&b->data);
 	xfree(b);
@@ -47,6 +55,7 @@ void batch_reset(struct batch *b, uint64_t keep_bytes)
 	arena_reset(&b->meta);
 	for (unsigned i = 0; i < b->n_out; i++) {
 		dynbuf_reset(&b->out[i]);
+		dynbuf_reset(&b->notes[i]);
 		/* an output buffer that once held a huge record is not kept */
 		if (b->out[i].cap > 4 * keep_bytes + (1 << 20))
 			dynbuf_release(&b->out[i]);

@@ -34,6 +34,7 @@ struct batch_item {
 	uint32_t out_worker;
 	uint64_t out_off, out_len;
 	uint32_t out_records;       /* records it produced (an mbox read whole: many) */
+	uint32_t notes_off, notes_n;   /* its thread notes in notes[out_worker] */
 };
 
 struct batch {
@@ -44,6 +45,7 @@ struct batch {
 	uint64_t budget;            /* bytes acquired from the budget */
 	struct arena meta;          /* names and other per-item strings */
 	struct dynbuf *out;         /* one output buffer per worker */
+	struct dynbuf *notes;       /* per worker: struct thread_note of its records */
 	unsigned n_out;
 	unsigned workers_used;
 	bool last;                  /* no batch follows */

@@ -7,6 +7,7 @@ Usage: test_hardening.py --ingest PATH --mkcorpus PATH --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import json
 import os
+import zlib
 import random
 import resource
 import signal
@@ -228,10 +229,26 @@ sys.stdin.read()
     print("second run refused with the holder's pid; --wait-state waited; 8 rounds of two runs")
 
 
-def state_bytes(entries):
-    out = [b"ingest-state 1\n"]
+def run_description(d, tmp):
+    """The run block of a state a run over d writes ("run N\\n" + N bytes +
+    "\\n"): a hand-made state with it is one this run accepts."""
+    st = os.path.join(tmp, "state-real")
+    run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
+    data = open(st, "rb").read()
+    head = data.index(b"\n") + 1
+    nl = data.index(b"\n", head)
+    n = int(data[head + 4:nl])
+    return data[head:nl + 1 + n + 1]
+
+
+def state_bytes(entries, desc):
+    """A state of format 2: the header, the run's description, then each
+    entry's numbers and its root, path and 16-digit id."""
+    out = [b"ingest-state 2\n", desc]
     for nums, root, path in entries:
-        out.append(b"%s %d %d 0\n%s%s\n" % (nums.encode(), len(root), len(path), root, path))
+        # the id of a file follows from its root and path: copies share it
+        out.append(b"%s %d %d 16\n%s%s%016x\n" % (nums.encode(), len(root), len(path), root, path,
+                                                  zlib.crc32(root + path)))
     return b"".join(out)
 
 
@@ -242,15 +259,24 @@ def case_state_corrupt(tmp):
     and emitting n deletions."""
     d = state_corpus(tmp, 20)
     st = os.path.join(tmp, "state")
+    desc = run_description(d, tmp)
+    # entries start after the header, "run N" and the description's lines
+    first = 3 + desc.count(b"\n") - 1
+
+    def at(k):
+        return "line %d:" % (first + k)
+
+    def sb(entries):
+        return state_bytes(entries, desc)
     cases = [
         (b"not a state\n", "line 1: not an ingest state file"),
-        (state_bytes([("1 2 3 4 5", b"r", b"a"), ("1 2 x 4 5", b"r", b"b")]),
-         "line 4: expected 8 numbers"),
-        (state_bytes([("1 2 3 -9223372036854775809 0", b"r", b"a")]), "line 2: a number out of range"),
-        (state_bytes([("1 2 3 4 1000000000", b"r", b"a")]), "line 2: nanoseconds"),
-        (state_bytes([("1 2 3 4 5", b"r", b"a")])[:-3], "line 2: lengths"),
-        (state_bytes([("1 2 3 4 5", b"r", b"a\nb"), ("1 2 3 4 5", b"r", b"a\nb")]),
-         "line 5: a second entry for the same file"),
+        (b"ingest-state 1\n1 2 3 4 5 1 1 0\nra\n", "line 1: a state of an older ingest"),
+        (sb([("1 2 3 4 5", b"r", b"a"), ("1 2 x 4 5", b"r", b"b")]), at(2) + " expected 8 numbers"),
+        (sb([("1 2 3 -9223372036854775809 0", b"r", b"a")]), at(0) + " a number out of range"),
+        (sb([("1 2 3 4 1000000000", b"r", b"a")]), at(0) + " nanoseconds"),
+        (sb([("1 2 3 4 5", b"r", b"a")])[:-3], at(0) + " lengths"),
+        (sb([("1 2 3 4 5", b"r", b"a\nb"), ("1 2 3 4 5", b"r", b"a\nb")]),
+         at(3) + " a second entry for the same file"),
     ]
     for data, want in cases:
         with open(st, "wb") as f:
@@ -270,17 +296,17 @@ def case_state_corrupt(tmp):
     run(["--state=" + st, "-o", os.devnull, d], check_rc=0)
     # INT64_MIN is a valid mtime: loads, and its entry is reported deleted
     with open(st, "wb") as f:
-        f.write(state_bytes([("1 2 3 -9223372036854775808 0", b"r", b"a")]))
+        f.write(sb([("1 2 3 -9223372036854775808 0", b"r", b"a")]))
     p = run(["--state=" + st, d], check_rc=0)
     if p.stdout.count(b'"deleted"') != 1:
         fail(f"INT64_MIN mtime: {p.stdout[:200]!r}")
     n = 100000
     with open(st, "wb") as f:
-        f.write(state_bytes([("1 2 3 4 5", b"r", b"cur/1.x:2,S")] * n))
+        f.write(sb([("1 2 3 4 5", b"r", b"cur/1.x:2,S")] * n))
     t0 = time.monotonic()
     p = run(["--state=" + st, "-o", os.devnull, d])
     took = time.monotonic() - t0
-    if p.returncode != 2 or b"line 4: a second entry" not in p.stderr:
+    if p.returncode != 2 or (at(2) + " a second entry").encode() not in p.stderr:
         fail(f"{n} copies of one entry: exit {p.returncode}, {p.stderr[:300]!r}")
     print(f"corrupt states named by line; {n} copies refused in {took:.2f} s")
 

@@ -293,8 +293,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct dynbuf out;
 		dynbuf_init(&out, 0);
 		FUZZ_CHECK(dynbuf_append(&out, "prev\n", 5) == 0);
+		o.es_errors = true;   /* every record has a shape to check */
 		FUZZ_CHECK(emit_record(&o, &rec, &out) == 0);
 		check_record(&o, out.p + 5, out.len - 5);
+		if (o.format == EMIT_ES_BULK) {
+			/* without --es-errors: the same record, or none at all */
+			struct dynbuf plain;
+			dynbuf_init(&plain, 0);
+			o.es_errors = false;
+			FUZZ_CHECK(emit_record(&o, &rec, &plain) == 0);
+			FUZZ_CHECK(plain.len == 0 ||
+			           (plain.len == out.len - 5 && !memcmp(plain.p, out.p + 5, plain.len)));
+			dynbuf_release(&plain);
+			o.es_errors = true;
+		}
 
 		/* All or nothing at a cap: the same record into a buffer that
 		 * cannot hold it either fits whole or leaves it untouched. */

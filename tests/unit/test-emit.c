@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -146,13 +147,13 @@ static void test_emit_jsonl_io_only(void **state)
 	check_emit(&o, &r,
 	           "{\"path\":\"cur/1:2,S\",\"root\":\"mail\",\"size\":1234,"
 	           "\"mtime\":\"2023-11-14T22:13:20Z\",\"folder\":\"\",\"subdir\":\"cur\","
-	           "\"flags\":\"S\"}\n");
+	           "\"flags\":\"S\",\"id\":\"0000000000000000\",\"tags\":[\"seen\"]}\n");
 
 	/* Not Maildir, no stat, no root: only the path is left. */
 	r.io.maildir = false;
 	r.io.have_stat = false;
 	r.io.root = MAIL_STR_NULL;
-	check_emit(&o, &r, "{\"path\":\"cur/1:2,S\"}\n");
+	check_emit(&o, &r, "{\"path\":\"cur/1:2,S\",\"id\":\"0000000000000000\"}\n");
 }
 
 static void test_emit_jsonl_full_message(void **state)
@@ -186,7 +187,8 @@ static void test_emit_jsonl_full_message(void **state)
 	           "{\"filename\":null,\"content_type\":\"image/png\",\"detected_type\":null,"
 	           "\"disposition\":null,\"content_id\":null,\"size\":7}],"
 	           "\"parts\":3,\"warnings\":[\"duplicated-header\",\"bad-date\"],"
-	           "\"headers\":[[\"From\",\"Ann <ann@example.org>\"],[\"Subject\",\"Hi\\tthere\"]]}\n");
+	           "\"headers\":[[\"From\",\"Ann <ann@example.org>\"],[\"Subject\",\"Hi\\tthere\"]],"
+	           "\"id\":\"0000000000000000\",\"thread_id\":\"0a563697f39080be\",\"tags\":[\"seen\"]}\n");
 }
 
 static void test_emit_jsonl_no_text_no_headers(void **state)
@@ -259,10 +261,10 @@ static void test_emit_jsonl_mbox_and_notes(void **state)
 	r.io.length = 0;
 	r.io.notes = RECORD_GREW | RECORD_SHRANK;
 	check_emit(&o, &r, "{\"path\":\"\",\"root\":\"archive.mbox\",\"offset\":1234,"
-	                   "\"length\":0,\"notes\":[\"grew\",\"shrank\"]}\n");
+	                   "\"length\":0,\"notes\":[\"grew\",\"shrank\"],\"id\":\"b90b8d36fa0d52d9\"}\n");
 	r.io.notes = RECORD_SHRANK;
 	r.io.in_mbox = false;
-	check_emit(&o, &r, "{\"path\":\"\",\"root\":\"archive.mbox\",\"notes\":[\"shrank\"]}\n");
+	check_emit(&o, &r, "{\"path\":\"\",\"root\":\"archive.mbox\",\"notes\":[\"shrank\"],\"id\":\"0000000000000000\"}\n");
 }
 
 /* ---- error and not-mail records ------------------------------------------ */
@@ -279,7 +281,7 @@ static void test_emit_error_records(void **state)
 	check_emit(&o, &r,
 	           "{\"path\":\"cur/1:2,S\",\"root\":\"mail\",\"folder\":\"\",\"subdir\":\"cur\","
 	           "\"flags\":\"S\",\"error\":{\"reason\":\"io-error\",\"errno\":\"ENOENT\","
-	           "\"message\":\"No such file or directory\"}}\n");
+	           "\"message\":\"No such file or directory\"},\"id\":\"0000000000000000\",\"tags\":[\"seen\"]}\n");
 
 	assert_int_equal(emit_fields_parse(&o, "path,error", NULL, NULL), 0);
 	r.io.err = EACCES;
@@ -322,7 +324,8 @@ static void test_emit_not_mail(void **state)
 	check_emit(&o, &r,
 	           "{\"path\":\"cur/1:2,S\",\"root\":\"mail\",\"size\":1234,"
 	           "\"mtime\":\"2023-11-14T22:13:20Z\",\"error\":{\"reason\":\"not-mail\","
-	           "\"message\":\"not a mail message\"},\"detected_type\":\"image/png\"}\n");
+	           "\"message\":\"not a mail message\"},\"detected_type\":\"image/png\","
+	           "\"id\":\"0000000000000000\"}\n");
 
 	o.format = EMIT_TSV;
 	assert_int_equal(emit_fields_parse(&o, "path,error,subject,detected_type", NULL, NULL), 0);
@@ -337,37 +340,128 @@ static void test_emit_es_bulk(void **state)
 	struct emit_options o;
 	emit_options_init(&o);
 	o.format = EMIT_ES_BULK;
-	assert_int_equal(emit_fields_parse(&o, "path,subject", NULL, NULL), 0);
+	assert_int_equal(emit_fields_parse(&o, "path,subject,id", NULL, NULL), 0);
 	struct record r = io_record();
 	struct mail_message m = full_message();
 	r.mail = &m;
-	check_emit(&o, &r, "{\"index\":{\"_id\":\"id1@example.org\"}}\n"
-	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\"}\n");
+	r.io.id = UINT64_C(0x0123456789abcdef);
+	/* _id is the record's id, whatever the Message-ID says */
+	check_emit(&o, &r, "{\"index\":{\"_id\":\"0123456789abcdef\"}}\n"
+	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\",\"id\":\"0123456789abcdef\"}\n");
 
 	o.es_index = "mail-2024";
-	m.message_id = MAIL_STR_NULL;   /* FNV-1a("mail/cur/1:2,S") */
-	check_emit(&o, &r, "{\"index\":{\"_index\":\"mail-2024\",\"_id\":\"baa04d73f290aee6\"}}\n"
-	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\"}\n");
+	m.message_id = MAIL_STR_NULL;
+	check_emit(&o, &r, "{\"index\":{\"_index\":\"mail-2024\",\"_id\":\"0123456789abcdef\"}}\n"
+	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\",\"id\":\"0123456789abcdef\"}\n");
 
-	/* An mbox message: the offset makes the id; no message at all. */
+	/* An mbox message: the archive's id and the offset make the id. */
 	struct record mb;
 	memset(&mb, 0, sizeof(mb));
 	mb.io.root = S("archive.mbox");
 	mb.io.path = S("");
+	mb.io.id = UINT64_C(0x0123456789abcdef);
 	mb.io.in_mbox = true;
 	mb.io.offset = 1234;
 	o.es_index = NULL;
-	check_emit(&o, &mb, "{\"index\":{\"_id\":\"e13fe041a917c39f\"}}\n{\"path\":\"\"}\n");
-	char id[17];
-	emit_record_hash_id(&mb, id);
-	assert_string_equal(id, "e13fe041a917c39f");
+	char hex[17], want[128];
+	record_id_hex(record_id(&mb.io), hex);
+	assert_string_not_equal(hex, "0123456789abcdef");
+	snprintf(want, sizeof(want), "{\"index\":{\"_id\":\"%s\"}}\n{\"path\":\"\",\"id\":\"%s\"}\n", hex, hex);
+	check_emit(&o, &mb, want);
+	mb.io.offset = 1235;
+	char hex2[17];
+	record_id_hex(record_id(&mb.io), hex2);
+	assert_string_not_equal(hex, hex2);
+}
 
-	/* A Message-ID too long for Elasticsearch's _id falls back too. */
-	static char longid[600];
-	memset(longid, 'x', sizeof(longid));
-	m.message_id = (struct mail_str){ longid, sizeof(longid) };
+/* Two copies of a message (one Message-ID, two files) are two documents:
+ * a sender-chosen Message-ID of any length never reaches _id, and _id is
+ * 16 hex digits, far below Elasticsearch's 512 bytes. */
+static void test_emit_es_bulk_id_not_message_id(void **state)
+{
+	(void)state;
+	struct emit_options o;
+	emit_options_init(&o);
+	o.format = EMIT_ES_BULK;
 	assert_int_equal(emit_fields_parse(&o, "path", NULL, NULL), 0);
-	check_emit(&o, &r, "{\"index\":{\"_id\":\"baa04d73f290aee6\"}}\n{\"path\":\"cur/1:2,S\"}\n");
+	struct record r = io_record();
+	struct mail_message m = full_message();
+	static char longid[600];
+	memset(longid, 0xff, sizeof(longid));   /* invalid UTF-8: 3 bytes each once escaped */
+	m.message_id = (struct mail_str){ longid, sizeof(longid) };
+	r.mail = &m;
+	r.io.id = 1;
+	check_emit(&o, &r, "{\"index\":{\"_id\":\"0000000000000001\"}}\n{\"path\":\"cur/1:2,S\"}\n");
+	r.io.id = 2;
+	check_emit(&o, &r, "{\"index\":{\"_id\":\"0000000000000002\"}}\n{\"path\":\"cur/1:2,S\"}\n");
+}
+
+/* thread_id: the first References id, else In-Reply-To, else the message's
+ * own Message-ID; a message naming none is a thread of its own (its id). */
+static void test_emit_thread_id(void **state)
+{
+	(void)state;
+	struct mail_message m = full_message();
+	struct mail_str refs[2] = { S("root@x"), S("mid@x") };
+	m.references = refs;
+	m.n_references = 2;
+	m.in_reply_to = S("mid@x");
+	m.message_id = S("leaf@x");
+	struct record rec = io_record();
+	rec.io.id = UINT64_C(0xfeed);
+	rec.mail = &m;
+	uint64_t t = emit_record_thread_id(&rec);
+	struct mail_message root = full_message();
+	root.references = NULL;
+	root.n_references = 0;
+	root.in_reply_to = MAIL_STR_NULL;
+	root.message_id = S("root@x");
+	rec.mail = &root;
+	assert_int_equal(emit_record_thread_id(&rec), t);
+	struct mail_message reply = root;
+	reply.message_id = S("r1@x");
+	reply.in_reply_to = S("root@x");
+	rec.mail = &reply;
+	assert_int_equal(emit_record_thread_id(&rec), t);
+	reply.in_reply_to = MAIL_STR_NULL;
+	reply.message_id = MAIL_STR_NULL;
+	/* no msg-id at all: a thread of its own, its id */
+	assert_int_equal(emit_record_thread_id(&rec), UINT64_C(0xfeed));
+
+	struct emit_options o;
+	emit_options_init(&o);
+	assert_int_equal(emit_fields_parse(&o, "thread_id", NULL, NULL), 0);
+	struct record r = io_record();
+	r.io.id = UINT64_C(0xfeed);
+	r.mail = &reply;
+	check_emit(&o, &r, "{\"thread_id\":\"000000000000feed\"}\n");
+	r.mail = &root;
+	char hex[17], want[64];
+	record_id_hex(t, hex);
+	snprintf(want, sizeof(want), "{\"thread_id\":\"%s\"}\n", hex);
+	check_emit(&o, &r, want);
+}
+
+/* tags: the words of the flags (mbsync's ';' separator too, which
+ * walk.c hands over as the same flags). */
+static void test_emit_tags(void **state)
+{
+	(void)state;
+	struct emit_options o;
+	emit_options_init(&o);
+	assert_int_equal(emit_fields_parse(&o, "flags,tags", NULL, NULL), 0);
+	struct record r = io_record();
+	r.io.flags = S("DFPRSTa");
+	check_emit(&o, &r, "{\"flags\":\"DFPRSTa\",\"tags\":[\"draft\",\"flagged\",\"passed\","
+	                   "\"replied\",\"seen\",\"trashed\"]}\n");
+	r.io.flags = S("");
+	check_emit(&o, &r, "{\"flags\":\"\",\"tags\":[]}\n");
+	r.io.maildir = false;
+	check_emit(&o, &r, "{}\n");
+	o.format = EMIT_TSV;
+	r.io.maildir = true;
+	r.io.flags = S("RS");
+	check_emit(&o, &r, "RS\treplied, seen\n");
 }
 
 /* ---- TSV ------------------------------------------------------------------ */
@@ -570,35 +664,6 @@ static void test_emit_rollback_on_failure(void **state)
 	dynbuf_release(&b);
 }
 
-/* es-bulk's fallback _id must survive Maildir renames (flag changes, new/ to
- * cur/), or an update after a rename would miss the indexed document. */
-static void test_emit_hash_id_stable_across_maildir_renames(void **state)
-{
-	(void)state;
-	struct record r = io_record();
-	char a[17], b[17], c[17], d[17];
-	r.io.path = S("new/1.M2.host");
-	r.io.subdir = S("new");
-	emit_record_hash_id(&r, a);
-	r.io.path = S("cur/1.M2.host:2,RS");
-	r.io.subdir = S("cur");
-	emit_record_hash_id(&r, b);
-	assert_string_equal(a, b);
-	r.io.path = S(".Sent/cur/1.M2.host:2,RS");
-	emit_record_hash_id(&r, c);
-	assert_string_not_equal(b, c);
-	r.io.path = S("cur/1.M3.host:2,RS");
-	emit_record_hash_id(&r, d);
-	assert_string_not_equal(b, d);
-	/* outside a Maildir the whole path names the document */
-	r.io.subdir = MAIL_STR_NULL;
-	r.io.path = S("a/cur/1.M2.host");
-	emit_record_hash_id(&r, c);
-	r.io.path = S("b/cur/1.M2.host");
-	emit_record_hash_id(&r, d);
-	assert_string_not_equal(c, d);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,7 +683,9 @@ int main(void)
 		cmocka_unit_test(test_emit_fields_parse),
 		cmocka_unit_test(test_emit_fields_deselect_path),
 		cmocka_unit_test(test_emit_rollback_on_failure),
-		cmocka_unit_test(test_emit_hash_id_stable_across_maildir_renames),
+		cmocka_unit_test(test_emit_es_bulk_id_not_message_id),
+		cmocka_unit_test(test_emit_thread_id),
+		cmocka_unit_test(test_emit_tags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,9 @@
  * the three subdirectory names.
  *
  * Flags follow https://cr.yp.to/proto/maildir.html ("uniq:2,FLAGS"); like
- * mutt and Dovecot, the info is the last ":2," of the name.  '!' is accepted
- * as the separator too (Windows-hosted clients); ';' is not. */
+ * mutt and Dovecot, the info is the last ":2," of the name.  '!' and ';' are
+ * accepted as the separator too (Windows-hosted clients, mbsync's
+ * InfoDelimiter). */
 #include "io/maildir.h"
 
 #include <stdarg.h>
@@ -48,8 +49,19 @@ static void test_maildir_flags_bang(void **state)
 {
 	(void)state;
 	check_flags("1700000000.M1P2.host!2,S", "S");
-	/* ';' is not a separator: a name merely containing one has no info */
-	check_flags("1700000000.M1P2.host;2,S", NULL);
+}
+
+/* mbsync's `InfoDelimiter ;` (file systems where ':' is not allowed): the
+ * same flags, the same unique name, so a flag change is a rename. */
+static void test_maildir_flags_semicolon(void **state)
+{
+	(void)state;
+	check_flags("1700000000.M1P2.host;2,RS", "RS");
+	check_base("1700000000.M1P2.host;2,RS", "1700000000.M1P2.host");
+	/* a semicolon that does not start an info stays in the name */
+	check_flags("a;b.host", NULL);
+	check_base("a;b.host;2,S", "a;b.host");
+	assert_int_equal(maildir_id("/m", 2, "1.2.h;2,S", 9), maildir_id("/m", 2, "1.2.h:2,", 8));
 }
 
 static void test_maildir_flags_none(void **state)
@@ -125,6 +137,73 @@ static void test_maildir_is_subdir(void **state)
 	assert_false(maildir_is_subdir(".Sent"));
 }
 
+static void check_unique(const char *name, const char *want)
+{
+	size_t n = maildir_unique_len(name, strlen(name));
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(name, want, n);
+}
+
+static void test_maildir_unique(void **state)
+{
+	(void)state;
+	check_unique("1.2.h:2,S", "1.2.h");
+	check_unique("1.2.h:1,x", "1.2.h");        /* the experimental info */
+	check_unique("1.2.h:1,x:2,S", "1.2.h");
+	check_unique("1.2.h", "1.2.h");
+}
+
+static void test_maildir_flag_tag(void **state)
+{
+	(void)state;
+	assert_string_equal(maildir_flag_tag('S'), "seen");
+	assert_string_equal(maildir_flag_tag('R'), "replied");
+	assert_string_equal(maildir_flag_tag('F'), "flagged");
+	assert_string_equal(maildir_flag_tag('D'), "draft");
+	assert_string_equal(maildir_flag_tag('T'), "trashed");
+	assert_string_equal(maildir_flag_tag('P'), "passed");
+	assert_null(maildir_flag_tag('a'));        /* Dovecot keyword letters */
+	assert_null(maildir_flag_tag('X'));
+}
+
+static void check_split(const char *path, bool want, size_t want_dir, size_t want_base)
+{
+	size_t dir = 99, base = 99;
+	assert_int_equal(maildir_split(path, strlen(path), &dir, &base), want);
+	if (want) {
+		assert_int_equal(dir, want_dir);
+		assert_int_equal(base, want_base);
+	}
+}
+
+static void test_maildir_split(void **state)
+{
+	(void)state;
+	check_split("cur/1.2.h:2,S", true, 0, 4);
+	check_split("new/1.2.h", true, 0, 4);
+	check_split(".Sent/cur/1.2.h:2,S", true, 5, 10);
+	check_split("a/b/new/x", true, 3, 8);
+	check_split("tmp/x", false, 0, 0);
+	check_split("xcur/x", false, 0, 0);
+	check_split("cur/", false, 0, 0);
+	check_split("x", false, 0, 0);
+	check_split("", false, 0, 0);
+}
+
+/* Folder-free and flag-free: a move between folders keeps the id; another
+ * base (another Maildir) or another unique name does not. */
+static void test_maildir_id(void **state)
+{
+	(void)state;
+	uint64_t a = maildir_id("/m", 2, "1.2.h:2,S", 9);
+	assert_int_equal(a, maildir_id("/m", 2, "1.2.h", 5));
+	assert_int_equal(a, maildir_id("/m", 2, "1.2.h:2,RS", 10));
+	assert_true(a != maildir_id("/n", 2, "1.2.h:2,S", 9));
+	assert_true(a != maildir_id("/m", 2, "1.3.h:2,S", 9));
+	/* the base and the name are apart: "/m" + "x1" is not "/mx" + "1" */
+	assert_true(maildir_id("/m", 2, "x1", 2) != maildir_id("/mx", 3, "1", 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -136,6 +215,11 @@ int main(void)
 		cmocka_unit_test(test_maildir_flags_length_bounded),
 		cmocka_unit_test(test_maildir_base),
 		cmocka_unit_test(test_maildir_is_subdir),
+		cmocka_unit_test(test_maildir_flags_semicolon),
+		cmocka_unit_test(test_maildir_unique),
+		cmocka_unit_test(test_maildir_flag_tag),
+		cmocka_unit_test(test_maildir_split),
+		cmocka_unit_test(test_maildir_id),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -252,7 +252,8 @@ static bool read_all(enum reader_backend be, struct walk *w, const struct run_op
 	assert_int_equal(nfree, FREE_BATCHES);
 	assert_int_equal(run->budget.used, 0);
 	assert_int_equal(run->st.batches, run->n_batches);
-	assert_int_equal(run->st.files, run->n_items);
+	/* a listed directory is an input handed back to the walk: no record */
+	assert_int_equal(run->st.files, run->n_items + run->st.expanded);
 	assert_int_equal(run->st.backend, be);
 	return true;
 }
@@ -576,7 +577,7 @@ static void test_reader_symlink_and_dir_entries(void **state)
 	assert_int_equal(run.st.files, 3);
 	run_free(&run);
 	/* Given explicitly: followed (a dangling one is ENOENT); a directory
-	 * named in a --files-from list is EISDIR. */
+	 * named in a --files-from list is walked as a PATH argument is. */
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	char *list = t_asprintf("%s\n%s\n%s\n", link, dangling, base);
 	int fds[2];
@@ -590,10 +591,24 @@ static void test_reader_symlink_and_dir_entries(void **state)
 	const char *why;
 	assert_true(read_all(be, w, NULL, &run, &why));
 	walk_free(w);
-	assert_int_equal(run.n_items, 3);
+	assert_int_equal(run.n_items, 5);
 	assert_bytes(&run.items[0], 100, 4);
 	assert_error(&run.items[1], RECORD_IO, ENOENT);
-	assert_error(&run.items[2], RECORD_IO, EISDIR);
+	assert_int_equal(run.st.expanded, 1);
+	/* the directory's own entries, as a walk of it gives them: a root of
+	 * their own (the list's entries have none) */
+	size_t walked = 0;
+	for (size_t i = 0; i < run.n_items; i++) {
+		const struct got_item *g = &run.items[i];
+		if (strcmp(g->path, "target") && strcmp(g->path, "link") && strcmp(g->path, "dangling"))
+			continue;
+		walked++;
+		if (!strcmp(g->path, "target"))
+			assert_bytes(g, 100, 4);
+		else
+			assert_error(g, RECORD_SYMLINK, 0);
+	}
+	assert_int_equal(walked, 3);
 	run_free(&run);
 	free(list);
 	free(link);

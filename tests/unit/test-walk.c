@@ -255,7 +255,7 @@ static void test_walk_maildirpp_folders(void **state)
 		".Archive.2019", ".Archive.2019/cur", ".Archive.2019/new", ".Archive.2019/tmp",
 		NULL });
 	put_files(base, (const char *const[]){
-		"dovecot-uidlist",                       /* a file in the Maildir root */
+		"notes.txt",                             /* a file in the Maildir root */
 		"cur/a:2,S", ".Sent/cur/b:2,RS", ".Sent/tmp/half-written",
 		".Archive.2019/new/c", ".Archive.2019/cur/d!2,T", NULL });
 	struct sb sent = { 0 }, arch = { 0 }, want = { 0 };
@@ -268,7 +268,7 @@ static void test_walk_maildirpp_folders(void **state)
 		{ ".Archive.2019/new", ".Archive.2019/new/c reg maildir=Archive.2019|new|\n" },
 		{ ".Archive.2019/tmp", "" },
 	}, 3);
-	sb_printf(&want, "dovecot-uidlist reg\n");   /* files before subdirectories */
+	sb_printf(&want, "notes.txt reg\n");   /* files before subdirectories */
 	by_ino(&want, base, (struct block[]){
 		{ "cur", "cur/a:2,S reg maildir=|cur|S\n" },
 		{ "new", "" }, { "tmp", "" },

@@ -1,0 +1,138 @@
+/* The run's thread map: see threads.h.  Open addressing over 64-bit keys
+ * (FNV-1a of a msg-id, record_thread_key) with their thread; it doubles up
+ * to LIMIT_THREAD_MAP_SLOTS and then takes no new ids. */
+#include "pipeline/threads.h"
+#include "core/limits.h"
+#include "core/xalloc.h"
+#include "core/record.h"
+
+#include <errno.h>
+#include <string.h>
+
+struct thread_slot {
+	uint64_t key, thread;      /* key 0: empty (record_thread_key is never 0 for an id) */
+};
+
+struct thread_map {
+	struct thread_slot *v;
+	size_t mask, n;
+};
+
+struct thread_map *thread_map_new(void)
+{
+	return xcalloc(1, sizeof(struct thread_map));
+}
+
+void thread_map_free(struct thread_map *m)
+{
+	if (!m)
+		return;
+	xfree(m->v);
+	xfree(m);
+}
+
+static size_t thread_slot_of(uint64_t key, size_t mask)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	return (size_t)key & mask;
+}
+
+static uint64_t thread_map_get(const struct thread_map *m, uint64_t key)
+{
+	if (!m->v || !key)
+		return 0;
+	for (size_t i = thread_slot_of(key, m->mask); m->v[i].key; i = (i + 1) & m->mask)
+		if (m->v[i].key == key)
+			return m->v[i].thread;
+	return 0;
+}
+
+static bool thread_map_grow(struct thread_map *m)
+{
+	size_t size = m->v ? 2 * (m->mask + 1) : 4096;
+	if (size > LIMIT_THREAD_MAP_SLOTS)
+		return false;
+	struct thread_slot *v = xcalloc(size, sizeof(*v));
+	if (!v)
+		return false;
+	for (size_t i = 0; m->v && i <= m->mask; i++) {
+		if (!m->v[i].key)
+			continue;
+		size_t j = thread_slot_of(m->v[i].key, size - 1);
+		while (v[j].key)
+			j = (j + 1) & (size - 1);
+		v[j] = m->v[i];
+	}
+	xfree(m->v);
+	m->v = v;
+	m->mask = size - 1;
+	return true;
+}
+
+/* Enters key under thread unless it has one; a full map takes no more. */
+static void thread_map_put(struct thread_map *m, uint64_t key, uint64_t thread)
+{
+	if (!key)
+		return;
+	if ((!m->v || 2 * (m->n + 1) > m->mask + 1) && !thread_map_grow(m) &&
+	    (!m->v || m->n + 1 > m->mask - m->mask / 4))
+		return;
+	size_t i = thread_slot_of(key, m->mask);
+	for (; m->v[i].key; i = (i + 1) & m->mask)
+		if (m->v[i].key == key)
+			return;
+	m->v[i] = (struct thread_slot){ key, thread };
+	m->n++;
+}
+
+static int thread_hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+void thread_map_resolve(struct thread_map *m, const struct thread_note *n, char *hex)
+{
+	uint64_t thread = 0;
+	for (int i = 0; i < 4 && !thread; i++)
+		thread = thread_map_get(m, n->keys[i]);
+	if (thread) {
+		char d[17];
+		record_id_hex(thread, d);
+		memcpy(hex, d, 16);
+	} else {
+		/* the thread the worker wrote: its References root's */
+		for (int i = 0; i < 16; i++)
+			thread = thread << 4 | (uint64_t)thread_hexval(hex[i]);
+	}
+	/* the root, In-Reply-To and itself: what later messages name */
+	thread_map_put(m, n->keys[0], thread);
+	thread_map_put(m, n->keys[2], thread);
+	thread_map_put(m, n->keys[3], thread);
+}
+
+int thread_note_add(struct dynbuf *notes, const struct dynbuf *out, size_t start,
+                    const struct mail_message *m)
+{
+	static const char key[] = "\"thread_id\":\"";
+	size_t kn = sizeof(key) - 1;
+	if (!m || out->len - start < kn + 16)
+		return 0;
+	const char *at = memmem(out->p + start, out->len - start, key, kn);
+	if (!at || (size_t)(out->p + out->len - at) < kn + 16)
+		return 0;
+	struct thread_note note = {
+		.off = (uint64_t)(at + kn - out->p),
+		.keys = {
+			m->n_references ? record_thread_key(m->references[0]) : 0,
+			m->n_references ? record_thread_key(m->references[m->n_references - 1]) : 0,
+			record_thread_key(m->in_reply_to),
+			record_thread_key(m->message_id),
+		},
+	};
+	if (!note.keys[0] && !note.keys[2] && !note.keys[3])
+		return 0;   /* no id at all: a thread of its own, nothing to join */
+	int r = dynbuf_append(notes, &note, sizeof(note));
+	return r < 0 ? r : 1;
+}

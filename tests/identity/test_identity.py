@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""Nothing lost downstream: es-bulk streams applied to a model index.
+
+    test_identity.py --ingest PATH --case NAME --backend sync|uring
+
+Each case builds a Maildir, runs ingest --state --format=es-bulk, changes
+the Maildir the way mail clients do (flag changes, new/ -> cur/, moves and
+copies between folders, deletions), runs again (often with another spelling
+of the root) and applies both streams, in order, to a model of an
+Elasticsearch index: a dict keyed by _id where `index` puts a whole
+document, `update` merges "doc" into an existing one (a missing one is
+Elasticsearch's document_missing_exception: a failure here) and `delete`
+removes one (a delete that finds nothing is "not_found" in Elasticsearch;
+here it is a failure too, since it means an _id that named no document).
+The documents left must be the messages on disk: one per file, at its path,
+with its flags and its own content.  README, "Records" and "Incremental
+runs", say what identity rules make that hold.
+
+Exit 0 pass, 1 fail, 77 skip (io_uring unavailable for --backend=uring).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+class Fail(Exception):
+    pass
+
+
+def check(ok, what):
+    if not ok:
+        raise Fail(what)
+
+
+class Index:
+    """The _bulk semantics of Elasticsearch's "Bulk API" page, as a dict."""
+
+    def __init__(self):
+        self.docs = {}
+
+    def apply(self, stream):
+        lines = stream.decode("utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            action = json.loads(lines[i])
+            i += 1
+            check(len(action) == 1, "an action line names one action: %r" % action)
+            (op, meta), = action.items()
+            _id = meta["_id"]
+            check(isinstance(_id, str) and 0 < len(_id.encode()) <= 512,
+                  "_id must be 1 to 512 bytes: %r" % _id)
+            if op == "index":
+                self.docs[_id] = json.loads(lines[i])
+                i += 1
+            elif op == "update":
+                body = json.loads(lines[i])
+                i += 1
+                check(_id in self.docs, "update of a missing document %s: %r" % (_id, body))
+                self.docs[_id].update(body["doc"])
+            elif op == "delete":
+                check(_id in self.docs, "delete of a missing document %s" % _id)
+                del self.docs[_id]
+            else:
+                raise Fail("unknown action %r" % op)
+
+
+def message(n, msgid=True, refs=None):
+    head = "From: a%d@example.org\nSubject: message %d\n" % (n, n)
+    if msgid is True:
+        head += "Message-ID: <m%d@example.org>\n" % n
+    elif msgid:
+        head += "Message-ID: <%s>\n" % msgid
+    if refs:
+        head += "References: <%s>\nIn-Reply-To: <%s>\n" % (refs, refs)
+    return (head + "\nbody %d\n" % n).encode()
+
+
+def name(n, flags=None):
+    base = "1700000000.M%dP1.host" % n
+    return base if flags is None else base + ":2," + flags
+
+
+def make_maildir(root):
+    for d in ["cur", "new", "tmp", ".Archive/cur", ".Archive/new", ".Archive/tmp"]:
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    with open(os.path.join(root, ".Archive", "maildirfolder"), "wb"):
+        pass
+    files = {
+        "cur/" + name(1, "S"): message(1),
+        "cur/" + name(2, "RS"): message(2),
+        "cur/" + name(3, "S"): message(3, msgid=False),
+        "cur/" + name(4, ""): message(4, msgid=False),
+        "new/" + name(5): message(5),
+        "new/" + name(6): message(6, msgid=False),
+        ".Archive/cur/" + name(7, "S"): message(7),
+    }
+    for rel, data in files.items():
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+
+
+def on_disk(root):
+    """(path below root, subject) of every message file of the Maildir."""
+    out = set()
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "tmp"]
+        if os.path.basename(dirpath) not in ("cur", "new"):
+            continue
+        for n in names:
+            p = os.path.join(dirpath, n)
+            with open(p, "rb") as f:
+                subject = [l for l in f.read().decode().splitlines() if l.startswith("Subject: ")]
+            out.add((os.path.relpath(p, root), subject[0][len("Subject: "):]))
+    return out
+
+
+class Ctx:
+    def __init__(self, ingest, backend, work):
+        self.ingest = ingest
+        self.backend = backend
+        self.work = work
+        self.md = os.path.join(work, "Maildir")
+        os.symlink("Maildir", os.path.join(work, "link"))
+
+    def run(self, roots, state="state", extra=(), want_rc=0):
+        args = [self.ingest, "--backend=" + self.backend, "--format=es-bulk", "-q"]
+        if state:
+            args.append("--state=" + os.path.join(self.work, state))
+        r = subprocess.run(args + list(extra) + list(roots), cwd=self.work,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(r.returncode == want_rc, "%s: exit %d, want %d: %s" % (
+            " ".join(args[1:] + list(extra) + list(roots)), r.returncode, want_rc,
+            r.stderr.decode(errors="replace")))
+        return r
+
+    def mv(self, a, b):
+        os.makedirs(os.path.dirname(os.path.join(self.md, b)), exist_ok=True)
+        os.rename(os.path.join(self.md, a), os.path.join(self.md, b))
+
+    def cp(self, a, b):
+        shutil.copyfile(os.path.join(self.md, a), os.path.join(self.md, b))
+
+    def rm(self, a):
+        os.unlink(os.path.join(self.md, a))
+
+
+def documents(index):
+    for d in index.docs.values():
+        check("subject" in d, "a document that is no message (an error record?): %r" % d)
+    return {(d["path"], d["subject"]) for d in index.docs.values()}
+
+
+def check_index(ctx, index, what):
+    """The documents are the files on disk, each once, with its flags."""
+    disk = on_disk(ctx.md)
+    docs = documents(index)
+    check(len(docs) == len(index.docs), "%s: two documents of one file: %r" % (what, index.docs))
+    check(docs == disk, "%s: documents %s, files on disk %s (missing %s, extra %s)" % (
+        what, len(docs), len(disk), sorted(disk - docs), sorted(docs - disk)))
+    for d in index.docs.values():
+        base = os.path.basename(d["path"])
+        flags = base.split(":2,")[1] if ":2," in base else ""
+        check(d.get("flags") == flags, "%s: %s has flags %r" % (what, d["path"], d.get("flags")))
+        folder = d["path"].split("/")[0][1:] if d["path"].startswith(".") else ""
+        check(d.get("folder") == folder, "%s: %s has folder %r" % (what, d["path"], d.get("folder")))
+
+
+def incremental(ctx, change, first=("Maildir",), second=("./Maildir/",)):
+    """A first run, a change, an incremental run: both streams applied."""
+    make_maildir(ctx.md)
+    index = Index()
+    index.apply(ctx.run(first).stdout)
+    check_index(ctx, index, "first run")
+    change(ctx)
+    second_out = ctx.run(second).stdout
+    index.apply(second_out)
+    check_index(ctx, index, "incremental run")
+    return index, second_out
+
+
+def actions(stream):
+    return [next(iter(json.loads(l))) for l in stream.decode().splitlines()
+            if l.startswith('{"index"') or l.startswith('{"update"') or l.startswith('{"delete"')]
+
+
+def case_flag_change(ctx):
+    def change(c):
+        c.mv("cur/" + name(1, "S"), "cur/" + name(1, "RS"))
+        c.mv("cur/" + name(3, "S"), "cur/" + name(3, "FS"))   # no Message-ID
+    _, out = incremental(ctx, change)
+    check(actions(out) == ["update", "update"], "flag changes are updates: %s" % actions(out))
+
+
+def case_new_to_cur(ctx):
+    def change(c):
+        c.mv("new/" + name(5), "cur/" + name(5, "S"))
+        c.mv("new/" + name(6), "cur/" + name(6, ""))
+    _, out = incremental(ctx, change)
+    check(actions(out) == ["update", "update"], "new/ to cur/ is an update: %s" % actions(out))
+
+
+def case_move_folder(ctx):
+    def change(c):
+        c.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
+        c.mv("cur/" + name(4, ""), ".Archive/cur/" + name(4, "S"))   # no Message-ID
+        c.mv(".Archive/cur/" + name(7, "S"), "cur/" + name(7, "S"))
+    _, out = incremental(ctx, change)
+    check(actions(out) == ["update"] * 3, "a move is one update: %s" % actions(out))
+
+
+def case_copy_folder(ctx):
+    def change(c):
+        # a mail client's copy: the same message under a new unique name
+        c.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(101, "S"))
+        c.cp("cur/" + name(3, "S"), ".Archive/cur/" + name(103, "S"))
+    index, out = incremental(ctx, change)
+    check(actions(out) == ["index", "index"], "a copy is a new document: %s" % actions(out))
+
+
+def case_delete_copy(ctx):
+    def change(c):
+        c.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(101, "S"))
+    index, _ = incremental(ctx, change)
+    # one copy goes: the other's document stays
+    ctx.rm("cur/" + name(1, "S"))
+    out = ctx.run(["link"]).stdout
+    index.apply(out)
+    check_index(ctx, index, "after deleting one copy")
+    check(actions(out) == ["delete"], "one copy deleted: %s" % actions(out))
+
+
+def case_no_message_id(ctx):
+    def change(c):
+        c.rm("cur/" + name(4, ""))
+        c.mv("cur/" + name(3, "S"), ".Archive/cur/" + name(3, "RS"))
+        c.mv("new/" + name(6), "cur/" + name(6, "S"))
+    _, out = incremental(ctx, change)
+    check(sorted(actions(out)) == ["delete", "update", "update"], "%s" % actions(out))
+
+
+def case_root_spellings(ctx):
+    make_maildir(ctx.md)
+    index = Index()
+    for i, root in enumerate(["Maildir", "./Maildir", "Maildir/", "link", ctx.md]):
+        out = ctx.run([root]).stdout
+        index.apply(out)
+        check_index(ctx, index, "run %d (%s)" % (i + 1, root))
+        if i:
+            check(actions(out) == [], "%s: nothing changed, nothing emitted: %s" % (root, actions(out)))
+
+
+def case_same_path_twice(ctx):
+    make_maildir(ctx.md)
+    index = Index()
+    out = ctx.run(["Maildir", "Maildir"]).stdout
+    index.apply(out)
+    check_index(ctx, index, "PATH twice")
+    out = ctx.run(["Maildir", "./Maildir"]).stdout
+    check(actions(out) == [], "PATH twice again: no renames: %s" % actions(out))
+    out = ctx.run(["Maildir"]).stdout
+    index.apply(out)
+    check(actions(out) == [], "PATH once: nothing deleted: %s" % actions(out))
+    check_index(ctx, index, "PATH once")
+
+
+def case_shards_mixed(ctx):
+    make_maildir(ctx.md)
+    whole = Index()
+    whole.apply(ctx.run(["Maildir"], state=None).stdout)
+    union = Index()
+    spellings = ["Maildir", "./Maildir/", "link"]
+    for k in range(1, 4):
+        union.apply(ctx.run([spellings[k - 1]], state="state-%d" % k,
+                            extra=["--shard=%d/3" % k]).stdout)
+    check(union.docs.keys() == whole.docs.keys(),
+          "shards with mixed spellings: %d ids, one run %d" % (len(union.docs), len(whole.docs)))
+    check_index(ctx, union, "shards, first run")
+    ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "RS"))
+    ctx.mv("new/" + name(6), "cur/" + name(6, "S"))
+    for k in range(1, 4):
+        union.apply(ctx.run([spellings[k % 3]], state="state-%d" % k,
+                            extra=["--shard=%d/3" % k]).stdout)
+    check_index(ctx, union, "shards, incremental run")
+
+
+def case_state_refused(ctx):
+    make_maildir(ctx.md)
+    ctx.run(["Maildir"], state="state-1", extra=["--shard=1/2"])
+    for extra in (["--shard=2/2"], [], ["--no-text"], ["--fields=path,subject"]):
+        r = ctx.run(["Maildir"], state="state-1", extra=extra + (["--shard=1/2"] if extra == ["--no-text"] else []),
+                    want_rc=2)
+        check(r.stdout == b"", "a refused run writes nothing: %r" % r.stdout[:200])
+        check(b"state" in r.stderr and b"shard" in r.stderr or b"text" in r.stderr or b"fields" in r.stderr,
+              "the message names the difference: %s" % r.stderr.decode())
+    ctx.run(["Maildir"], state="state-2", extra=["--no-text"])
+    r = ctx.run(["Maildir"], state="state-2", want_rc=2)
+    check(b"no-text=1" in r.stderr, "names --no-text: %s" % r.stderr.decode())
+    # another root is another run
+    other = os.path.join(ctx.work, "Other")
+    shutil.copytree(ctx.md, other)
+    r = ctx.run(["Other"], state="state-2", extra=["--no-text"], want_rc=2)
+    check(b"root=" in r.stderr, "names the root: %s" % r.stderr.decode())
+
+
+def case_thread_later(ctx):
+    make_maildir(ctx.md)
+    first = ctx.run(["Maildir"], extra=["--fields=path,thread_id,message_id"]).stdout
+    threads = {json.loads(l)["path"]: json.loads(l)["thread_id"]
+               for l in first.decode().splitlines() if '"path"' in l}
+    with open(os.path.join(ctx.md, "new", name(50)), "wb") as f:
+        f.write(message(50, refs="m1@example.org"))
+    second = ctx.run(["link"], extra=["--fields=path,thread_id,message_id"]).stdout
+    recs = [json.loads(l) for l in second.decode().splitlines() if '"path"' in l]
+    check(len(recs) == 1 and recs[0]["path"] == "new/" + name(50), "one new record: %r" % recs)
+    check(recs[0]["thread_id"] == threads["cur/" + name(1, "S")],
+          "a reply in a later run joins its thread: %r, root %r" % (recs[0], threads))
+
+
+def mbox_message(n):
+    return b"From a%d@example.org Mon Jan  1 00:00:00 2024\n" % n + message(n) + b"\n"
+
+
+def case_mbox(ctx, extra=()):
+    """An archive's messages are documents under the archive's id and
+    their offsets: appending keeps them, a message removed by a rewrite
+    and a deleted archive delete exactly theirs."""
+    os.makedirs(ctx.md)
+    box = os.path.join(ctx.md, "archive.mbox")
+
+    def write(ns):
+        with open(box, "wb") as f:
+            for n in ns:
+                f.write(mbox_message(n))
+
+    def subjects(index):
+        for d in index.docs.values():
+            check("subject" in d, "a document that is no message: %r" % d)
+        return sorted(d["subject"] for d in index.docs.values())
+
+    index = Index()
+    steps = [([1, 2, 3], "first run"), ([1, 2, 3, 4], "appended"), ([1, 3, 4], "one removed"),
+             (None, "archive deleted")]
+    for i, (ns, what) in enumerate(steps):
+        if ns is None:
+            os.unlink(box)
+        else:
+            write(ns)
+        # another spelling of the root each time
+        index.apply(ctx.run([["Maildir", "./Maildir/", "link", ctx.md][i]], extra=extra).stdout)
+        want = sorted("message %d" % n for n in (ns or []))
+        check(subjects(index) == want, "%s: documents %s, messages %s" % (what, subjects(index), want))
+
+
+def case_mbox_streamed(ctx):
+    """The same when the archive is streamed in chunks (past --max-size,
+    an mbox is streamed: README, "mbox archives")."""
+    case_mbox(ctx, extra=["--max-size=150"])
+
+
+def case_split_bytes(ctx):
+    """--split-bytes: files of at most SIZE, each a valid _bulk body on its
+    own (no action parted from its source line), together the one output."""
+    make_maildir(ctx.md)
+    for n in range(8, 40):
+        with open(os.path.join(ctx.md, "cur", name(n, "S")), "wb") as f:
+            f.write(message(n, msgid=n % 3 != 0))
+    size = 1500
+    # deletions are one-line actions: a second run makes some
+    ctx.run(["Maildir"], extra=["-o", os.path.join(ctx.work, "first")])
+    for n in range(8, 20):
+        ctx.rm("cur/" + name(n, "S"))
+    ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "RS"))
+    ctx.run(["Maildir"], state=None, extra=["--split-bytes=%d" % size, "-o",
+                                              os.path.join(ctx.work, "part")])
+    parts = sorted(p for p in os.listdir(ctx.work) if p.startswith("part."))
+    check(len(parts) > 3, "several files: %s" % parts)
+    check(parts[0] == "part.000", "named PREFIX.000, ...: %s" % parts)
+    joined = b""
+    index = Index()
+    for p in parts:
+        data = open(os.path.join(ctx.work, p), "rb").read()
+        check(0 < len(data) <= size, "%s: %d bytes, at most %d" % (p, len(data), size))
+        Index().apply(data)   # a whole _bulk body by itself
+        index.apply(data)
+        joined += data
+    # the incremental run's deletions and updates, split, applied in order
+    # after the first run's stream
+    inc = Index()
+    inc.apply(open(os.path.join(ctx.work, "first"), "rb").read())
+    ctx.run(["Maildir"], extra=["--split-bytes=%d" % size, "-o", os.path.join(ctx.work, "inc")])
+    deletes = 0
+    for p in sorted(p for p in os.listdir(ctx.work) if p.startswith("inc.")):
+        data = open(os.path.join(ctx.work, p), "rb").read()
+        check(len(data) <= size, "%s: %d bytes" % (p, len(data)))
+        inc.apply(data)
+        deletes += data.count(b'{"delete"')
+    check(deletes == 12, "12 deletions in the split files: %d" % deletes)
+    check_index(ctx, inc, "incremental split files applied")
+    whole_now = ctx.run(["Maildir"], state=None).stdout
+    check(joined == whole_now, "the files together are the unsplit output")
+    check_index(ctx, index, "split files applied")
+    r = ctx.run(["Maildir"], state=None, extra=["--split-bytes=1K"], want_rc=2)
+    check(b"-o" in r.stderr, "--split-bytes without -o is refused: %s" % r.stderr.decode())
+
+
+def conforms(value, mapping, where):
+    """A value Elasticsearch would index under mapping without a
+    mapper_parsing_exception (and as the type meant, not coerced)."""
+    if isinstance(value, list) and not (mapping.get("type") == "object" and
+                                        mapping.get("enabled") is False):
+        for v in value:
+            conforms(v, mapping, where)
+        return
+    if value is None or mapping.get("enabled") is False:
+        return
+    t = mapping.get("type", "object")
+    if t == "object":
+        check(isinstance(value, dict), "%s: an object, got %r" % (where, value))
+        for k, v in value.items():
+            check(k in mapping["properties"], "%s.%s is not in the mapping" % (where, k))
+            conforms(v, mapping["properties"][k], where + "." + k)
+    elif t in ("keyword", "text"):
+        check(isinstance(value, str), "%s: a string, got %r" % (where, value))
+    elif t in ("long", "integer"):
+        check(isinstance(value, int) and not isinstance(value, bool), "%s: %r" % (where, value))
+    elif t == "boolean":
+        check(isinstance(value, bool), "%s: %r" % (where, value))
+    elif t == "date":
+        check(isinstance(value, str) and len(value) == 20 and value.endswith("Z") and value[10] == "T",
+              "%s: an ISO 8601 date, got %r" % (where, value))
+    else:
+        raise Fail("%s: unknown type %s" % (where, t))
+
+
+def case_es_mapping(ctx):
+    """--es-mapping is an index template every es-bulk document conforms to,
+    error records (--es-errors) and change records included."""
+    make_maildir(ctx.md)
+    with open(os.path.join(ctx.md, "cur", name(60, "S")), "wb") as f:
+        f.write(b"From: Ann <ann@example.org>\nTo: team: bob@example.org;\nCc: c@example.org\n"
+                b"Subject: att\nDate: Tue, 14 Nov 2023 22:13:20 +0000\nMessage-ID: <att@x>\n"
+                b"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\n"
+                b"Content-Type: text/plain\n\nhi\n--b\nContent-Type: application/pdf\n"
+                b"Content-Disposition: attachment; filename=a.pdf\nContent-Transfer-Encoding: base64\n\n"
+                b"JVBERi0xLjQK\n--b--\n")
+    with open(os.path.join(ctx.md, "box.mbox"), "wb") as f:
+        f.write(mbox_message(61) + mbox_message(62))
+    os.mkfifo(os.path.join(ctx.md, "cur", "fifo"))
+    m = subprocess.run([ctx.ingest, "--es-mapping"], stdout=subprocess.PIPE, check=True).stdout
+    template = json.loads(m)
+    mapping = {"properties": template["template"]["mappings"]["properties"]}
+    out = ctx.run(["Maildir"], extra=["--headers", "--es-errors"]).stdout
+    ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "RS"))
+    ctx.rm("cur/" + name(2, "RS"))
+    out += ctx.run(["Maildir"], extra=["--headers", "--es-errors"]).stdout
+    lines = out.decode().splitlines()
+    seen = set()
+    for i, l in enumerate(lines):
+        action = json.loads(l)
+        if not any(k in action for k in ("index", "update", "delete")) or "delete" in action:
+            continue
+        doc = json.loads(lines[i + 1])
+        doc = doc.get("doc", doc)
+        conforms(doc, mapping, "doc")
+        seen |= set(doc)
+    for want in ("id", "thread_id", "tags", "date", "from", "attachments", "error", "headers",
+                 "offset", "flags"):
+        check(want in seen, "no document had %s: the check proves nothing for it" % want)
+
+
+def case_copy_same_name(ctx):
+    """A copy that keeps the unique name (cp, not a mail client) shares the
+    id (README, "Records"); deleting the original must not delete the
+    document while the copy is on disk."""
+    make_maildir(ctx.md)
+    index = Index()
+    index.apply(ctx.run(["Maildir"]).stdout)
+    ctx.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
+    index.apply(ctx.run(["Maildir"]).stdout)   # one document for the two files
+    ctx.rm("cur/" + name(1, "S"))
+    out = ctx.run(["Maildir"]).stdout
+    index.apply(out)
+    check_index(ctx, index, "the original deleted, the copy left")
+    check(b'"delete"' not in out, "no delete of the id the copy still has: %s" % out.decode())
+
+
+def case_explicit_file(ctx):
+    """A Maildir message named explicitly gets the folder and id a walk of
+    its Maildir gives it."""
+    make_maildir(ctx.md)
+    walked = {json.loads(l)["path"]: json.loads(l) for l in subprocess.run(
+        [ctx.ingest, "--fields=path,folder,id", "Maildir"], cwd=ctx.work, check=True,
+        stdout=subprocess.PIPE).stdout.decode().splitlines()}
+    rel = ".Archive/cur/" + name(7, "S")
+    for spelling in ("Maildir/" + rel, "./Maildir//" + rel, os.path.join(ctx.md, rel)):
+        r = json.loads(subprocess.run([ctx.ingest, "--fields=path,folder,id", spelling], cwd=ctx.work,
+                                      check=True, stdout=subprocess.PIPE).stdout)
+        check(r["folder"] == "Archive" and r["id"] == walked[rel]["id"],
+              "%s: %r, walked %r" % (spelling, r, walked[rel]))
+
+
+CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
+
+
+def uring_available(ingest, work):
+    probe = os.path.join(work, "probe.eml")
+    with open(probe, "wb") as f:
+        f.write(message(0))
+    r = subprocess.run([ingest, "--backend=uring", "-q", probe], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    os.unlink(probe)
+    return r.returncode == 0, r.stderr.decode(errors="replace").strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ingest", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ap.add_argument("--backend", required=True, choices=["sync", "uring"])
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="ingest-identity-")
+    try:
+        if a.backend == "uring":
+            ok, why = uring_available(a.ingest, work)
+            if not ok:
+                print("SKIP: io_uring is not available here: %s" % why)
+                return SKIP
+        CASES[a.case](Ctx(os.path.abspath(a.ingest), a.backend, work))
+    except Fail as e:
+        print("FAIL %s (%s): %s" % (a.case, a.backend, e))
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("ok %s (%s)" % (a.case, a.backend))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
