@@ -224,6 +224,41 @@ int state_load(const char *path, struct state **out)
 	return r;
 }
 
+int state_load_bytes(char *buf, size_t n, struct state **out)
+{
+	struct state *s = xcalloc(1, sizeof(*s));
+	if (!s) {
+		xfree(buf);
+		return -ENOMEM;
+	}
+	*out = s;
+	s->old_bytes = buf;
+	return state_parse(s, buf, n);
+}
+
+int state_format_begin(struct dynbuf *b)
+{
+	return dynbuf_puts(b, STATE_MAGIC);
+}
+
+int state_format_entry(struct dynbuf *b, struct mail_str root, struct mail_str path,
+                       struct mail_str msgid, uint64_t dev, uint64_t ino, uint64_t size,
+                       int64_t mtime_sec, uint32_t mtime_nsec)
+{
+	size_t in = msgid.p ? msgid.n : 0;
+	int r = dynbuf_printf(b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
+	                      dev, ino, size, mtime_sec, mtime_nsec, root.n, path.n, in);
+	if (r == 0)
+		r = dynbuf_append(b, root.p, root.n);
+	if (r == 0)
+		r = dynbuf_append(b, path.p, path.n);
+	if (r == 0 && in)
+		r = dynbuf_append(b, msgid.p, in);
+	if (r == 0)
+		r = dynbuf_putc(b, '\n');
+	return r;
+}
+
 void state_free(struct state *s)
 {
 	if (!s)
@@ -469,7 +504,7 @@ int state_save(struct state *s, const char *path)
 	}
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
-	int r = dynbuf_puts(&b, STATE_MAGIC);
+	int r = state_format_begin(&b);
 	for (struct state_chunk *c = s->head; c && r == 0; c = c->next) {
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
@@ -478,18 +513,10 @@ int state_save(struct state *s, const char *path)
 			if (e->unread && !(e = e->was))
 				continue;
 			char *id = atomic_load(&e->msgid);
-			size_t in = id ? e->msgid_n : 0;
-			r = dynbuf_printf(&b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
-			                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
-			                  e->path_n, in);
-			if (r == 0)
-				r = dynbuf_append(&b, e->root, e->root_n);
-			if (r == 0)
-				r = dynbuf_append(&b, e->path, e->path_n);
-			if (r == 0 && in)
-				r = dynbuf_append(&b, id, in);
-			if (r == 0)
-				r = dynbuf_putc(&b, '\n');
+			r = state_format_entry(&b, (struct mail_str){ e->root, e->root_n },
+			                       (struct mail_str){ e->path, e->path_n },
+			                       (struct mail_str){ id, id ? e->msgid_n : 0 }, e->dev, e->ino,
+			                       e->size, e->mtime_sec, e->mtime_nsec);
 			if (r == 0 && b.len >= (1 << 20))
 				r = state_flush(fd, &b);
 		}

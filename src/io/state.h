@@ -25,6 +25,7 @@
 
 struct state;
 struct state_entry;
+struct dynbuf;
 struct walk;
 
 enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
@@ -32,7 +33,16 @@ enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
 /* Loads FILE (a missing file is an empty state).  0 or -errno (-EINVAL for
  * a file that is not a state file: refused rather than overwritten). */
 int state_load(const char *path, struct state **out);
+/* The same from a buffer in the file format (state_format_*), which it
+ * takes over (freed by state_free, or here on failure to allocate): a
+ * state kept somewhere else than a file, such as an --index database. */
+int state_load_bytes(char *buf, size_t n, struct state **out);
 void state_free(struct state *s);
+/* The file format: the version line, then one entry each. 0 or -ENOMEM. */
+int state_format_begin(struct dynbuf *b);
+int state_format_entry(struct dynbuf *b, struct mail_str root, struct mail_str path,
+                       struct mail_str msgid, uint64_t dev, uint64_t ino, uint64_t size,
+                       int64_t mtime_sec, uint32_t mtime_nsec);
 
 /* Classifies a statted regular file and adds it to the new state.  For a
  * rename, *old gets the previous entry's path and Message-ID.  *entry is
