@@ -20,7 +20,7 @@
  * bench/run verifies and reads all of them the same way. */
 #include "core/dynbuf.h"
 #include "mail/mail.h"
-#include "out/emit.h"
+#include "emit/emit.h"
 #include "record.h"
 #include "core/limits.h"
 #include "sched/pool.h"

@@ -7,7 +7,7 @@
 #include "ingest.h"
 #include "io/reader.h"
 #include "mail/mail.h"
-#include "out/emit.h"
+#include "emit/emit.h"
 
 #include <stdbool.h>
 #include <stdint.h>

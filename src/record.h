@@ -1,6 +1,6 @@
 /* One output record: what the I/O layer knows of an input, and, when its
  * bytes were parsed, the message.  Built by the worker that parsed the input,
- * formatted by out/emit.c on that same worker. */
+ * formatted by emit/emit.c on that same worker. */
 #ifndef INGEST_RECORD_H
 #define INGEST_RECORD_H
 

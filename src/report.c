@@ -1,6 +1,7 @@
 /* The run's report: see report.h.  Counters are snapshotted at the end of
  * the counted window, so what --stats prints is what strace saw between the
  * markers (README, "Syscall accounting"). */
+#include "core/clock.h"
 #include "report.h"
 #include "core/dynbuf.h"
 #include "core/stats.h"
@@ -10,6 +11,7 @@
 #include "io/walk.h"
 #include "record.h"
 #include "sched/batch.h"
+#include "sched/budget.h"
 #include "sched/chan.h"
 #include "sched/pool.h"
 
@@ -44,12 +46,6 @@ struct ingest_report {
 	uint64_t errors;
 };
 
-static uint64_t report_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct ingest_report *report_new(void)
 {
@@ -68,7 +64,7 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 
 void report_start(struct ingest_report *r)
 {
-	r->t0 = report_now();
+	r->t0 = clock_now_ns();
 }
 
 void report_count_batch(struct ingest_report *r, const struct batch *b)
@@ -119,7 +115,7 @@ void report_finish(struct ingest_report *r, const struct reader *rd, const struc
                    const struct pool *p, const struct budget *bu, uint64_t parse_wait_ns,
                    uint64_t write_wait_ns, uint64_t read_wait_ns)
 {
-	r->t1 = report_now();
+	r->t1 = clock_now_ns();
 	stats_merge(&r->counts);
 	if (rd)
 		reader_stats_get(rd, &r->rs);

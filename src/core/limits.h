@@ -26,6 +26,10 @@
 /* Scheduling: one worker per this many bytes of a batch. */
 #define LIMIT_BYTES_PER_WORKER      (64 * KiB)
 #define LIMIT_MAX_THREADS           256
+/* Batches circulating between the reader, the parse stage and the writer:
+ * one being read, one parsed, one written, one spare; the byte budget, not
+ * this count, bounds their memory. */
+#define LIMIT_PIPELINE_DEPTH        4
 
 /* Parser (RFC 5322 / MIME). */
 #define LIMIT_MIME_DEPTH            64

@@ -16,6 +16,7 @@
 #define INGEST_READER_H
 
 #include "sched/batch.h"
+#include "sched/budget.h"
 #include "sched/chan.h"
 
 #include <stdatomic.h>

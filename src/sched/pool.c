@@ -58,6 +58,7 @@
  * Worker k is always thread k: per-worker state (parser contexts, iconv
  * descriptors, libmagic cookies) indexed by the worker number is therefore
  * touched by one thread only, and stays warm in its cache. */
+#include "core/clock.h"
 #include "sched/pool.h"
 
 #include "core/sys.h"
@@ -155,13 +156,6 @@ static inline void pool_cpu_relax(void)
 #endif
 }
 
-static uint64_t pool_now_ns(void)
-{
-	struct timespec ts;
-	/* vDSO: no syscall, so the counters are not disturbed. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* FUTEX_WAKE on a valid private word cannot fail; a failure can therefore
  * only be injected (core/fault), and a lost wake-up would hang the run, so
@@ -257,7 +251,7 @@ static void pool_wait(struct pool *p, uint64_t t0)
 		pool_cpu_relax();
 		/* A clock read (vDSO, ~20 ns) every 16 pauses: the pause costs
 		 * 10 to 150 cycles depending on the CPU, so count time. */
-		if (i % 16 == 0 && pool_now_ns() - t0 >= POOL_CALLER_SPIN_NS)
+		if (i % 16 == 0 && clock_now_ns() - t0 >= POOL_CALLER_SPIN_NS)
 			break;
 	}
 	/* Acquire for the case where the count reached 0 just now. */
@@ -383,9 +377,9 @@ unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void
 		pool_post(&p->w[k]);
 	pool_work(p, 0);
 
-	uint64_t t0 = pool_now_ns();
+	uint64_t t0 = clock_now_ns();
 	pool_wait(p, t0);
-	p->stats.caller_wait_ns += pool_now_ns() - t0;
+	p->stats.caller_wait_ns += clock_now_ns() - t0;
 	return n;
 }
 

@@ -9,7 +9,7 @@
  * every record ends in '\n'; and at a small dynbuf cap, a failed record
  * leaves the buffer exactly as it was (emit.h: all or nothing). */
 #include "check_message.h"
-#include "out/emit.h"
+#include "emit/emit.h"
 
 #include <errno.h>
 

@@ -14,7 +14,7 @@
 
 #include "mail/mail.h"
 #include "mail/mail_ctx.h"
-#include "out/json.h"
+#include "emit/json.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
  * A blocked acquirer is observed through the budget's `waiters` count (it is
  * raised just before the futex wait), so the tests do not depend on sleeps
  * being long enough. */
+#include "sched/budget.h"
 #include "sched/chan.h"
 
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* Unit tests for out/emit and record.c: every format, the field selection,
+/* Unit tests for emit/emit and record.c: every format, the field selection,
  * error and not-mail records, groups, es-bulk ids, and the all-or-nothing
  * rule, each against the exact expected bytes.
  *
@@ -7,7 +7,7 @@
  * the CLI suite with an independent parser; here the exact strings hold. */
 #include "core/dynbuf.h"
 #include "mail/mail.h"
-#include "out/emit.h"
+#include "emit/emit.h"
 #include "record.h"
 
 #include <errno.h>

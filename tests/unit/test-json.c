@@ -1,11 +1,11 @@
-/* Unit tests for out/json: escaping, UTF-8 repair, lossless byte strings,
+/* Unit tests for emit/json: escaping, UTF-8 repair, lossless byte strings,
  * base64, integers and timestamps, each against the exact expected bytes.
  *
  * The UTF-8 cases follow Unicode 15 §3.9 (Table 3-7 and "U+FFFD substitution
  * of maximal subparts"); Python's bytes.decode('utf-8', 'replace') gives the
  * same answers and was used to check them. */
 #include "core/dynbuf.h"
-#include "out/json.h"
+#include "emit/json.h"
 
 #include <errno.h>
 #include <stdarg.h>

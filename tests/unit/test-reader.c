@@ -32,6 +32,7 @@
 #include "core/limits.h"
 #include "core/stats.h"
 #include "sched/batch.h"
+#include "sched/budget.h"
 #include "sched/chan.h"
 #include "record.h"
 

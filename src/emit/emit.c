@@ -19,8 +19,8 @@
  * that dynbuf: no globals written, no syscalls (strerrorname_np and
  * strerrordesc_np return static strings and never touch errno or locale
  * files, unlike strerror_l), no printf. */
-#include "out/emit.h"
-#include "out/json.h"
+#include "emit/emit.h"
+#include "emit/json.h"
 #include "io/maildir.h"
 
 #include <errno.h>

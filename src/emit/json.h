@@ -10,8 +10,8 @@
  * What comes out is always valid UTF-8 JSON whatever bytes go in: invalid
  * UTF-8 becomes U+FFFD (one per maximal ill-formed subpart, Unicode 15 §3.9
  * "U+FFFD substitution of maximal subparts", as WHATWG and Python do). */
-#ifndef INGEST_OUT_JSON_H
-#define INGEST_OUT_JSON_H
+#ifndef INGEST_EMIT_JSON_H
+#define INGEST_EMIT_JSON_H
 
 #include "core/dynbuf.h"
 

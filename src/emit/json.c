@@ -15,7 +15,7 @@
  * UTF-8 and valid JSON.  json_room() is called before every store, so the
  * dynbuf cap is never exceeded; an optimistic reserve of n + 2 up front makes
  * those calls a compare in the usual case. */
-#include "out/json.h"
+#include "emit/json.h"
 
 #include <errno.h>
 #include <string.h>

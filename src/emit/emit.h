@@ -6,8 +6,8 @@
  * syscalls, no locale.  A record is all or nothing: on failure the output
  * buffer is truncated back to where it was, so no partial line can reach a
  * file.  The schema is documented in README ("Output schema"). */
-#ifndef INGEST_OUT_EMIT_H
-#define INGEST_OUT_EMIT_H
+#ifndef INGEST_EMIT_EMIT_H
+#define INGEST_EMIT_EMIT_H
 
 #include "core/dynbuf.h"
 #include "record.h"

@@ -1,0 +1,196 @@
+/* The parse stage: see parse_stage.h.
+ *
+ * One pool run per group of batches.  A group starts with the next batch
+ * (waiting for it if need be) and takes the batches already queued behind
+ * it, without waiting, for as long as pool_wants_more() says the byte gate
+ * would give the group fewer workers than it has: a batch of one 768 KiB
+ * message otherwise gets one worker whatever the thread count.  A batch
+ * that is not there yet is never waited for, so grouping adds no latency
+ * and no syscall.  Records keep their order: items are numbered across the
+ * group in batch order, and the batches go to the writer in that order.
+ *
+ * Which inputs are split as mbox archives is mbox_never_split()'s and
+ * mbox_is_separator()'s rule (docs/LENIENCY.md, "mbox"). */
+#include "pipeline/parse_stage.h"
+#include "core/clock.h"
+#include "core/sys.h"
+#include "core/xalloc.h"
+#include "emit/emit.h"
+#include "io/state.h"
+#include "mail/mail.h"
+#include "mail/mbox.h"
+#include "sched/batch.h"
+#include "sched/pool.h"
+
+#include <errno.h>
+
+/* Parses one message and formats its record into out. */
+static void parse_record(struct parse_stage *s, unsigned w, struct record rec, const uint8_t *data,
+                         size_t len, struct dynbuf *out, uint32_t *count,
+                         struct state_entry *state_entry)
+{
+	(*count)++;
+	if (state_entry && rec.io.reason == RECORD_IO)
+		state_mark_unread(state_entry);
+	struct mail_message msg;
+	if (s->parse && rec.io.reason == RECORD_NONE && data) {
+		int r = mail_parse(s->mctx[w], s->mail, data, len, &msg);
+		if (r < 0) {
+			rec.io.reason = RECORD_INTERNAL;
+			rec.io.err = -r;
+			rec.io.message = "parser scratch limit reached";
+		} else {
+			rec.mail = &msg;
+			if (state_entry)
+				state_set_message_id(state_entry, msg.message_id);
+			if (!msg.is_mail) {
+				rec.io.reason = RECORD_NOT_MAIL;
+				rec.io.message = "not a mail message";
+			}
+		}
+	}
+	if (emit_record(s->emit, &rec, out) < 0) {
+		/* A record too large to format still gets a record. */
+		rec.mail = NULL;
+		rec.io.reason = RECORD_INTERNAL;
+		rec.io.err = ENOMEM;
+		rec.io.message = "record could not be formatted";
+		emit_record(s->emit, &rec, out);
+	}
+}
+
+static bool one_message_file(const struct record_io *io)
+{
+	const char *p = io->path.n ? io->path.p : io->root.p;
+	size_t n = io->path.n ? io->path.n : io->root.n;
+	return mbox_never_split(io->maildir, p, n);
+}
+
+/* Turns one input into its records in the worker's output buffer: one,
+ * or one per message of an mbox read whole. */
+static void parse_item(void *ctx, size_t i, unsigned w)
+{
+	struct parse_stage *s = ctx;
+	unsigned g = s->group_n - 1;
+	while (g && i < s->group_first[g])
+		g--;
+	struct batch *b = s->group[g];
+	i -= s->group_first[g];
+	struct batch_item *it = &b->items[i];
+	struct dynbuf *out = &b->out[w];
+	size_t off = out->len;
+	it->out_records = 0;
+	/* The batch owns its bytes: unquoting ">From " in place is ours to do. */
+	uint8_t *data = (uint8_t *)(uintptr_t)it->data;
+	struct record rec = { .io = it->io, .mail = NULL };
+	if (it->no_output) {
+		/* a streamed file: its messages are records of later batches */
+	} else if (rec.io.in_mbox && data) {
+		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, &it->out_records, NULL);
+	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
+	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
+		size_t pos = 0, next;
+		struct mbox_span m;
+		rec.io.in_mbox = true;
+		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
+			rec.io.offset = m.start;
+			rec.io.length = m.end - m.start;
+			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
+			             out, &it->out_records, NULL);
+			if (next <= pos)
+				break;
+			pos = next;
+		}
+	} else if (rec.io.kind != RECORD_MESSAGE) {
+		parse_record(s, w, rec, NULL, 0, out, &it->out_records, NULL);
+	} else {
+		parse_record(s, w, rec, data, it->len, out, &it->out_records, it->state);
+	}
+	it->out_worker = w;
+	it->out_off = off;
+	it->out_len = out->len - off;
+}
+
+static uint64_t batch_bytes(const struct batch *b)
+{
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < b->n; i++)
+		bytes += b->items[i].len;
+	return bytes;
+}
+
+static void *parse_stage_main(void *arg)
+{
+	struct parse_stage *s = arg;
+	sys_set_thread_name("ingest-parse");
+	for (;;) {
+		uint64_t t0 = clock_now_ns();
+		struct batch *b = chan_pop(s->full);
+		s->wait_ns += clock_now_ns() - t0;
+		if (!b)
+			break;
+		size_t items = b->n;
+		uint64_t bytes = batch_bytes(b);
+		s->group[0] = b;
+		s->group_first[0] = 0;
+		s->group_n = 1;
+		while (s->group_n < LIMIT_PIPELINE_DEPTH && pool_wants_more(s->pool, items, bytes) &&
+		       (b = chan_try_pop(s->full))) {
+			s->group[s->group_n] = b;
+			s->group_first[s->group_n] = items;
+			s->group_n++;
+			items += b->n;
+			bytes += batch_bytes(b);
+		}
+		unsigned used = pool_run(s->pool, items, bytes, parse_item, s);
+		for (unsigned g = 0; g < s->group_n; g++) {
+			s->group[g]->workers_used = used;
+			chan_push(s->done, s->group[g]);
+		}
+	}
+	chan_close(s->done);
+	return NULL;
+}
+
+int parse_stage_init(struct parse_stage *s, unsigned workers)
+{
+	s->pool = pool_new(workers);
+	if (!s->pool)
+		return -ENOMEM;
+	s->workers = workers;
+	s->mctx = xcalloc(workers, sizeof(*s->mctx));
+	if (!s->mctx)
+		return -ENOMEM;
+	if (s->parse)
+		for (unsigned i = 0; i < workers; i++)
+			if (!(s->mctx[i] = mail_ctx_new()))
+				return -ENOMEM;
+	return 0;
+}
+
+int parse_stage_start(struct parse_stage *s)
+{
+	int r = sys_thread_create(&s->thread, NULL, parse_stage_main, s);
+	if (r == 0)
+		s->started = true;
+	return r;
+}
+
+void parse_stage_join(struct parse_stage *s)
+{
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	s->started = false;
+}
+
+void parse_stage_release(struct parse_stage *s)
+{
+	parse_stage_join(s);
+	pool_free(s->pool);
+	s->pool = NULL;
+	if (s->mctx)
+		for (unsigned i = 0; i < s->workers; i++)
+			mail_ctx_free(s->mctx[i]);
+	xfree(s->mctx);
+	s->mctx = NULL;
+}

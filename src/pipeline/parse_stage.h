@@ -1,0 +1,62 @@
+/* The parse stage: takes full batches from the reader, parses every input
+ * on the worker pool and formats its records into the worker's output
+ * buffer, then passes the batch on to the writer, in input order.
+ *
+ *   reader ──[full]──▶ ingest-parse (the pool's caller, worker 0)
+ *                         + ingest-w1..N: mail_parse + emit_record
+ *                      ──[done]──▶ writer
+ *
+ * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses
+ * batch k while the reader reads k+1 and the writer writes k-1.  Each worker
+ * has its own parser context; options are shared and only read. */
+#ifndef INGEST_PIPELINE_PARSE_STAGE_H
+#define INGEST_PIPELINE_PARSE_STAGE_H
+
+#include "core/limits.h"
+#include "sched/chan.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct batch;
+struct pool;
+struct mail_ctx;
+struct mail_options;
+struct emit_options;
+
+struct parse_stage {
+	/* set before parse_stage_start() */
+	bool parse;                        /* false: --io-only, records of file facts */
+	const struct mail_options *mail;
+	const struct emit_options *emit;
+	struct chan *full;                 /* from the reader */
+	struct chan *done;                 /* to the writer; closed when `full` is */
+
+	/* the stage's own */
+	struct pool *pool;
+	unsigned workers;
+	struct mail_ctx **mctx;            /* one per worker */
+	/* the batches of the current pool run: group[k] holds items
+	 * [group_first[k], group_first[k] + group[k]->n) of the run */
+	struct batch *group[LIMIT_PIPELINE_DEPTH];
+	size_t group_first[LIMIT_PIPELINE_DEPTH];
+	unsigned group_n;
+	uint64_t wait_ns;                  /* time blocked on `full` */
+	pthread_t thread;
+	bool started;
+};
+
+/* Creates the pool (threads start with the first batch that needs them)
+ * and one parser context per worker.  0 or -ENOMEM. */
+int parse_stage_init(struct parse_stage *s, unsigned workers);
+/* Starts the stage's thread.  0 or -errno. */
+int parse_stage_start(struct parse_stage *s);
+/* Waits for the thread to end (if started); the pool stays for its
+ * statistics. */
+void parse_stage_join(struct parse_stage *s);
+/* Joins if need be; frees the pool and the contexts. */
+void parse_stage_release(struct parse_stage *s);
+
+#endif

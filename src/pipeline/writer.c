@@ -1,0 +1,232 @@
+/* The writer stage: see writer.h.
+ *
+ * Never leave half a record.  A write that fails part-way cuts a regular
+ * output back to the last whole record (output_cut); a pipe cannot be
+ * mended, and a closed pipe has no reader to mislead.  The cut's fstat and
+ * lseek are made on the failure path only, never in a run that succeeds. */
+#include "pipeline/writer.h"
+#include "core/clock.h"
+#include "core/sys.h"
+#include "emit/emit.h"
+#include "sched/batch.h"
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* After a failed write of which `wrote` bytes went out, cut a regular file
+ * back to the last whole record.  A file we opened started empty; a stdout
+ * redirected to a file (`> out`, `>> out`) started wherever the shell left
+ * it, so it is cut at the current offset minus what this attempt wrote. */
+static void output_cut(struct writer *w, uint64_t wrote)
+{
+	if (w->regular) {
+		sys_ftruncate(w->fd, w->bytes);
+		return;
+	}
+	struct stat st;
+	if (sys_fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	int64_t off = sys_lseek(w->fd, 0, SEEK_CUR);
+	if (off >= 0 && (uint64_t)off >= wrote)
+		sys_ftruncate(w->fd, (uint64_t)off - wrote);
+}
+
+/* Writes all of iov; -errno on failure with *written set to what went. */
+static int write_all(struct writer *w, struct iovec *iov, int n, uint64_t *written)
+{
+	*written = 0;
+	while (n > 0) {
+		ssize_t r = sys_writev(w->fd, iov, n);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return (int)r;
+		*written += (uint64_t)r;
+		while (n > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
+static int write_batch(struct writer *w, struct batch *b)
+{
+	struct iovec iov[IOV_MAX];
+	int n = 0;
+	for (size_t i = 0; i <= b->n; i++) {
+		if (i < b->n) {
+			struct batch_item *it = &b->items[i];
+			char *p = b->out[it->out_worker].p + it->out_off;
+			if (!it->out_len)
+				continue;
+			/* consecutive records of one worker are one iovec */
+			if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
+				iov[n - 1].iov_len += it->out_len;
+				continue;
+			}
+			if (n < IOV_MAX) {
+				iov[n++] = (struct iovec){ p, it->out_len };
+				continue;
+			}
+		}
+		if (!n)
+			continue;
+		uint64_t want = 0, wrote;
+		for (int k = 0; k < n; k++)
+			want += iov[k].iov_len;
+		int r = write_all(w, iov, n, &wrote);
+		if (r < 0) {
+			if (wrote)
+				output_cut(w, wrote);
+			return r;
+		}
+		w->bytes += want;
+		n = 0;
+		if (i < b->n)
+			i--;   /* the record that did not fit starts the next writev */
+	}
+	return 0;
+}
+
+/* The progress line: redrawn at most ten times a second by the writer,
+ * which knows what is done; nothing at all unless asked for (main.c asks
+ * when stderr is a terminal, a check it makes before the run). */
+static void progress_draw(struct writer *w, bool final)
+{
+	uint64_t now = clock_now_ns();
+	if (!final && now - w->progress_last < 100000000u)
+		return;
+	w->progress_last = now;
+	uint64_t bytes, errors;
+	uint64_t files = report_records(w->rep, &bytes, &errors);
+	double secs = (double)(now - report_started_ns(w->rep)) / 1e9;
+	char line[160];
+	int n = snprintf(line, sizeof(line), "\r\033[K%llu files, %.1f MB, %.0f files/s, %llu errors",
+	                 (unsigned long long)files, (double)bytes / 1e6,
+	                 secs > 0 ? (double)files / secs : 0.0, (unsigned long long)errors);
+	if (w->total && files < w->total && files && n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", ETA %.0f s",
+		              secs / (double)files * (double)(w->total - files));
+	if (final)
+		n = snprintf(line, sizeof(line), "\r\033[K");
+	if (n > 0)
+		sys_write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	bool writing = true;
+	sys_set_thread_name("ingest-out");
+	for (;;) {
+		uint64_t t0 = clock_now_ns();
+		struct batch *b = chan_pop(w->done);
+		w->wait_ns += clock_now_ns() - t0;
+		if (!b)
+			break;
+		report_count_batch(w->rep, b);
+		if (writing && !atomic_load(w->failed)) {
+			int r = write_batch(w, b);
+			if (r == -EPIPE) {
+				atomic_store(&w->output_closed, true);
+				budget_cancel(w->budget);
+				writing = false;
+			} else if (r < 0) {
+				w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
+				writing = false;
+			}
+		}
+		if (w->progress)
+			progress_draw(w, false);
+		/* the reader resets it: its arenas were allocated on the reader's
+		 * thread, and freeing them there keeps glibc's arena lock (an
+		 * uncounted futex) out of the way.  Pushed before the budget is
+		 * released, so that a reader woken by the release finds it and
+		 * frees its memory before reading more. */
+		uint64_t held = b->budget;
+		b->budget = 0;
+		chan_push(w->free_batches, b);
+		budget_release(w->budget, held);
+	}
+	if (w->progress)
+		progress_draw(w, true);
+	atomic_store(&w->drained, 1);
+	sys_futex_wake((uint32_t *)(uintptr_t)&w->drained, 1);
+	/* the wake above is the writer's last counted syscall: the end marker
+	 * waits for this, so that strace and the counters see the same calls */
+	atomic_store(&w->exited, 1);
+	return NULL;
+}
+
+int writer_open(struct writer *w)
+{
+	w->fd = STDOUT_FILENO;
+	if (w->path && strcmp(w->path, "-")) {
+		int fd = sys_openat(AT_FDCWD, w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			w->fail(w->fail_ctx, fd, "cannot open the output", w->path);
+			return fd;
+		}
+		w->fd = fd;
+		w->regular = true;
+	}
+	return 0;
+}
+
+int writer_write_header(struct writer *w, const struct emit_options *eo)
+{
+	struct dynbuf h;
+	dynbuf_init(&h, 0);
+	int r = emit_tsv_header(eo, &h);
+	uint64_t wrote;
+	struct iovec iov = { h.p, h.len };
+	if (r == 0 && h.len)
+		r = write_all(w, &iov, 1, &wrote);
+	if (r == 0)
+		w->bytes += h.len;
+	dynbuf_release(&h);
+	return r;
+}
+
+int writer_start(struct writer *w)
+{
+	int r = sys_thread_create(&w->thread, NULL, writer_main, w);
+	if (r == 0)
+		w->started = true;
+	return r;
+}
+
+void writer_wait_drained(struct writer *w)
+{
+	if (!w->started)
+		return;
+	/* Our own futex rather than pthread_join: glibc's join makes an
+	 * uncounted futex, which must fall after the end marker. */
+	while (atomic_load(&w->drained) == 0)
+		sys_futex_wait((uint32_t *)(uintptr_t)&w->drained, 0);
+	while (!atomic_load(&w->exited))
+		;   /* a few instructions: the wake syscall returning */
+}
+
+void writer_finish(struct writer *w)
+{
+	if (w->started)
+		pthread_join(w->thread, NULL);
+	w->started = false;
+	if (w->regular)
+		sys_close(w->fd);
+	w->regular = false;
+}

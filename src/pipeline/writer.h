@@ -1,0 +1,71 @@
+/* The writer stage: takes parsed batches in input order, writes their
+ * records with one writev per batch (IOV_MAX records a call at most), then
+ * hands the batch back to the reader and releases its bytes from the
+ * budget.  It owns the output descriptor and the progress line.
+ *
+ *   parse stage ──[done]──▶ writer thread: writev ──▶ [free] + budget_release ──▶ reader
+ *
+ * One thread ("ingest-out") runs it; writer_start() creates it and
+ * writer_wait_drained() waits on a futex word of its own, so that the
+ * counted window (docs/ARCHITECTURE.md, "Syscall accounting") ends before
+ * glibc's join makes its uncounted futex. */
+#ifndef INGEST_PIPELINE_WRITER_H
+#define INGEST_PIPELINE_WRITER_H
+
+#include "ingest.h"
+#include "sched/budget.h"
+#include "sched/chan.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct iovec;
+struct emit_options;
+
+/* Called once, on the writer's thread, when a write fails for a reason
+ * other than a closed pipe: err is -errno, what and arg name the step. */
+typedef void writer_fail_fn(void *ctx, int err, const char *what, const char *arg);
+
+struct writer {
+	/* set before writer_open() */
+	const char *path;            /* -o FILE; NULL or "-": standard output */
+	struct chan *done;           /* parsed batches, in input order */
+	struct chan *free_batches;   /* where written batches go back */
+	struct budget *budget;
+	struct ingest_report *rep;
+	const atomic_int *failed;    /* the run's first fatal error, or 0 */
+	writer_fail_fn *fail;
+	void *fail_ctx;
+	bool progress;               /* draw a progress line on stderr */
+	uint64_t total;              /* inputs, when known before the end */
+
+	/* the writer's own */
+	int fd;
+	bool regular;                /* a file we opened and may truncate */
+	uint64_t bytes;              /* bytes of whole records written */
+	atomic_bool output_closed;   /* the reader of the pipe went away */
+	uint64_t wait_ns;            /* time blocked on `done` */
+	uint64_t progress_last;      /* ns of the last progress line */
+	_Atomic uint32_t drained;    /* futex word: no batch will be written */
+	atomic_int exited;           /* ...and its last syscall has returned */
+	pthread_t thread;
+	bool started;
+};
+
+/* Opens the output (or takes standard output).  0 or -errno, in which case
+ * w->fail has been told. */
+int writer_open(struct writer *w);
+/* Writes TSV's header row before any record.  0 or -errno (-EPIPE: the
+ * reader went away, which is not a failure of the run). */
+int writer_write_header(struct writer *w, const struct emit_options *eo);
+/* Starts the writer thread.  0 or -errno. */
+int writer_start(struct writer *w);
+/* Blocks until the writer has drained `done` (closed by the parse stage)
+ * and made its last counted syscall.  Returns at once if never started. */
+void writer_wait_drained(struct writer *w);
+/* Joins the thread and closes a descriptor the writer opened. */
+void writer_finish(struct writer *w);
+
+#endif

@@ -1,0 +1,76 @@
+/* The channel: see chan.h.
+ *
+ *   reader ──push──▶ [full] ──pop── parse stage ──push──▶ [done] ──pop── writer
+ *
+ * Waiting follows the protocol of sched/futex_wait.h. */
+#include "sched/chan.h"
+#include "sched/batch.h"
+#include "sched/futex_wait.h"
+
+#include <limits.h>
+
+void chan_init(struct chan *c)
+{
+	atomic_flag_clear(&c->lock);
+	c->head = c->tail = NULL;
+	c->closed = false;
+	atomic_init(&c->seq, 0);
+	atomic_init(&c->waiters, 0);
+	atomic_init(&c->waited_ns, 0);
+}
+
+void chan_push(struct chan *c, struct batch *b)
+{
+	b->next = NULL;
+	spin_lock(&c->lock);
+	if (c->tail)
+		c->tail->next = b;
+	else
+		c->head = b;
+	c->tail = b;
+	spin_unlock(&c->lock);
+	futex_notify(&c->seq, &c->waiters, 1);
+}
+
+void chan_close(struct chan *c)
+{
+	spin_lock(&c->lock);
+	c->closed = true;
+	spin_unlock(&c->lock);
+	/* every blocked pop must see the close, not just one */
+	futex_notify(&c->seq, &c->waiters, INT_MAX);
+}
+
+/* Unlinks the head, if any; the lock is held. */
+static struct batch *chan_take(struct chan *c)
+{
+	struct batch *b = c->head;
+	if (b) {
+		c->head = b->next;
+		if (!c->head)
+			c->tail = NULL;
+	}
+	return b;
+}
+
+struct batch *chan_pop(struct chan *c)
+{
+	for (;;) {
+		uint32_t seen = atomic_load_explicit(&c->seq, memory_order_seq_cst);
+		spin_lock(&c->lock);
+		struct batch *b = chan_take(c);
+		bool closed = c->closed;
+		spin_unlock(&c->lock);
+		if (b || closed)
+			return b;
+		futex_sleep(&c->seq, &c->waiters, seen, &c->waited_ns);
+	}
+}
+
+struct batch *chan_try_pop(struct chan *c)
+{
+	spin_lock(&c->lock);
+	struct batch *b = chan_take(c);
+	spin_unlock(&c->lock);
+	return b;
+}
