@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-"Usage: ingest [OPTIONS] PATH...\n"
+"Usage: ingest [OPTIONS] PATH...    or: ingest search FILE QUERY [--limit=N]\n"
 "Turn Maildirs, trees of .eml files and single messages into JSON records,\n"
 "one per input, with as few system calls as the kernel allows.\n"
 "\n"
@@ -21,8 +21,8 @@ static const char usage_text[] =
 "  --files-from=FILE      also read paths from FILE ('-' for stdin), one a line\n"
 "  -0, --null             paths in --files-from are NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
-"  --state=FILE           incremental: only new and changed messages, plus\n"
-"                         deleted/renamed records; FILE is updated atomically\n"
+"  --state=FILE           incremental: new and changed, plus deleted/renamed\n"
+"  --index=FILE           into an SQLite database, incremental (no output)\n"
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout)\n"
 "  --format=FMT           jsonl (default), es-bulk, tsv\n"
@@ -49,7 +49,7 @@ static const char usage_text[] =
 "  ingest ~/Maildir > mail.jsonl\n"
 "  ingest --stats --fields=path,from,subject,date ~/Maildir | head\n"
 "  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n"
-"  ingest --state=~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
+"  ingest --index=mail.db ~/Maildir && ingest search mail.db from:ann\n"
 "  ingest --format=es-bulk --es-index=mail ~/Maildir > bulk.ndjson   # for _bulk\n"
 "  ingest --shard=2/4 -o part2.jsonl /srv/archive    # one of 4 machines\n";
 
@@ -89,6 +89,7 @@ int main(int argc, char **argv)
 		{ "es-index", required_argument, NULL, OPT_SET },
 		{ "shard", required_argument, NULL, OPT_SET },
 		{ "state", required_argument, NULL, OPT_SET },
+		{ "index", required_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },

@@ -90,6 +90,7 @@ void ingest_options_free(struct ingest_options *o)
 	xfree(o->files_from);
 	xfree(o->output);
 	xfree(o->state);
+	xfree(o->index);
 	xfree(o->es_index);
 	xfree(o);
 }
@@ -159,6 +160,8 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		return options_string(v, &o->output);
 	if (!strcmp(name, "state"))
 		return v && *v ? options_string(v, &o->state) : -EINVAL;
+	if (!strcmp(name, "index"))
+		return v && *v ? options_string(v, &o->index) : -EINVAL;
 	if (!strcmp(name, "files-from"))
 		return options_string(v, &o->files_from);
 	if (!strcmp(name, "null")) {

@@ -31,6 +31,7 @@ struct ingest_options {
 	unsigned shard_k, shard_n;  /* --shard=K/N; 0/0 none */
 	bool progress;              /* draw a progress line on stderr */
 	char *state;                /* --state=FILE */
+	char *index;                /* --index=FILE: records into that database */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

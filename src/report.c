@@ -44,6 +44,8 @@ struct ingest_report {
 	char *samples[REPORT_SAMPLES];       /* the first error records, as text */
 	unsigned n_samples;
 	uint64_t errors;
+	bool have_index;
+	uint64_t index[6];                   /* report_set_index's, in order */
 };
 
 
@@ -138,6 +140,14 @@ void report_set_flags(struct ingest_report *r, bool output_closed, bool interrup
 {
 	r->output_closed = output_closed;
 	r->interrupted = interrupted;
+}
+
+void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t messages,
+                      uint64_t errors, uint64_t deleted, uint64_t renamed, uint64_t ns)
+{
+	r->have_index = true;
+	uint64_t v[6] = { transactions, messages, errors, deleted, renamed, ns };
+	memcpy(r->index, v, sizeof(v));
 }
 
 const char *ingest_report_error(const struct ingest_report *r)
@@ -254,6 +264,12 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	if (r->rs.cq_overflows)
 		dynbuf_printf(b, ", CQ overflowed at %llu enters", (unsigned long long)r->rs.cq_overflows);
 	dynbuf_putc(b, '\n');
+	if (r->have_index)
+		dynbuf_printf(b, "  index        %llu transactions, %llu messages, %llu errors, %llu deleted,"
+		              " %llu renamed, %.1f ms in SQLite (its syscalls are not counted above)\n",
+		              (unsigned long long)r->index[0], (unsigned long long)r->index[1],
+		              (unsigned long long)r->index[2], (unsigned long long)r->index[3],
+		              (unsigned long long)r->index[4], (double)r->index[5] / 1e6);
 }
 
 static void report_json(const struct ingest_report *r, struct dynbuf *b)
@@ -315,6 +331,12 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
 	for (int i = 0; i < STATS_OP__COUNT; i++)
 		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
+	if (r->have_index)
+		dynbuf_printf(b, "},\"index\":{\"transactions\":%llu,\"messages\":%llu,\"errors\":%llu,"
+		              "\"deleted\":%llu,\"renamed\":%llu,\"sqlite_ms\":%.3f",
+		              (unsigned long long)r->index[0], (unsigned long long)r->index[1],
+		              (unsigned long long)r->index[2], (unsigned long long)r->index[3],
+		              (unsigned long long)r->index[4], (double)r->index[5] / 1e6);
 	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu,"
 	              "\"io_uring_cq_overflow\":%llu,\"io_uring_cqe_retries\":%llu}\n",
 	              (unsigned long long)r->rs.enters, (unsigned long long)r->rs.enter_retries,

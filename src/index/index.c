@@ -23,6 +23,7 @@
 #include "io/state.h"
 #include "core/dynbuf.h"
 #include "core/xalloc.h"
+#include "sched/batch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -585,9 +586,16 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 	sqlite3_bind_blob(s, 1, io->root.p, (int)io->root.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	if (k == ST_UPSERT_FILE) {
+		/* An mbox streamed over several batches (so several transactions)
+		 * is its messages' items: the row claims the bytes up to the end
+		 * of the last message stored, which equals the file's size only
+		 * once the last one is in.  A run killed half-way therefore leaves
+		 * a row that differs from the file, and the next run reads the
+		 * archive again. */
+		uint64_t size = io->in_mbox ? io->offset + io->length : io->size;
 		sqlite3_bind_int64(s, 3, (int64_t)io->dev);
 		sqlite3_bind_int64(s, 4, (int64_t)io->ino);
-		sqlite3_bind_int64(s, 5, (int64_t)io->size);
+		sqlite3_bind_int64(s, 5, (int64_t)size);
 		sqlite3_bind_int64(s, 6, io->mtime_sec);
 		sqlite3_bind_int64(s, 7, io->mtime_nsec);
 	}
@@ -658,8 +666,10 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		r = index_rename(ix, io, records, len);
 	} else if (len) {
 		/* a file read again replaces what it held: an mbox rewritten
-		 * has other messages at other offsets */
-		r = index_delete_file(ix, io);
+		 * has other messages at other offsets (a streamed one was
+		 * cleared by its placeholder, index_add_batch) */
+		if (!io->in_mbox)
+			r = index_delete_file(ix, io);
 		for (size_t at = 0; r == 0 && at < len;) {
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;
@@ -680,5 +690,25 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			r = index_file_row(ix, ST_UPSERT_FILE, io);
 	}
 	ix->stats.ns += index_now_ns() - t0;
+	return r;
+}
+
+int index_add_batch(struct index *ix, const struct batch *b)
+{
+	int r = index_begin(ix);
+	for (size_t i = 0; r == 0 && i < b->n; i++) {
+		const struct batch_item *it = &b->items[i];
+		if (it->no_output && it->stream) {
+			/* an archive about to be streamed: its old messages go */
+			uint64_t t0 = index_now_ns();
+			r = index_delete_file(ix, &it->io);
+			ix->stats.ns += index_now_ns() - t0;
+		} else if (!it->no_output) {
+			r = index_add_item(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len);
+		}
+	}
+	if (r == 0)
+		return index_commit(ix);
+	index_rollback(ix);
 	return r;
 }

@@ -47,6 +47,10 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 int index_commit(struct index *ix);
 void index_rollback(struct index *ix);
 const char *index_error(const struct index *ix);
+/* The same for a whole batch of the pipeline, in one transaction (items
+ * with no output are files --state found unchanged). */
+struct batch;
+int index_add_batch(struct index *ix, const struct batch *b);
 
 /* What the database did, for --stats: transactions committed, rows
  * written by kind, nanoseconds spent inside SQLite. */

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/sys.h"
 #include "emit/emit.h"
+#include "index/index.h"
 #include "sched/batch.h"
 #include "report.h"
 
@@ -138,7 +139,18 @@ static void *writer_main(void *arg)
 		if (!b)
 			break;
 		report_count_batch(w->rep, b);
-		if (writing && !atomic_load(w->failed)) {
+		if (writing && !atomic_load(w->failed) && w->index) {
+			/* the sink: one transaction per batch, rolled back whole
+			 * on failure (ENOSPC, EIO), so the next run resumes */
+			int r = index_add_batch(w->index, b);
+			if (r < 0) {
+				char what[320];
+				snprintf(what, sizeof(what), "cannot write the index (%s)",
+				         index_error(w->index) ? index_error(w->index) : "SQLite");
+				w->fail(w->fail_ctx, r, what, w->index_path);
+				writing = false;
+			}
+		} else if (writing && !atomic_load(w->failed)) {
 			int r = write_batch(w, b);
 			if (r == -EPIPE) {
 				atomic_store(&w->output_closed, true);

@@ -23,6 +23,7 @@
 
 struct iovec;
 struct emit_options;
+struct index;
 
 /* Called once, on the writer's thread, when a write fails for a reason
  * other than a closed pipe: err is -errno, what and arg name the step. */
@@ -39,6 +40,8 @@ struct writer {
 	writer_fail_fn *fail;
 	void *fail_ctx;
 	bool progress;               /* draw a progress line on stderr */
+	struct index *index;         /* --index: batches go there, not to fd */
+	const char *index_path;
 	uint64_t total;              /* inputs, when known before the end */
 
 	/* the writer's own */

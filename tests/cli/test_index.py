@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""CLI tests for --index and `ingest search`: the database checked with
+Python's sqlite3 module (an SQL client independent of ours) against the
+records the same binary writes as JSON Lines.
+
+Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
+Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+ARGS = None
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(args, check_rc=0, env=None, pre=()):
+    p = subprocess.run(list(pre) + [ARGS.ingest] + args, capture_output=True, env=env, timeout=300)
+    if check_rc is not None and p.returncode != check_rc:
+        fail(f"{args}: exit {p.returncode}, expected {check_rc}\nstderr: {p.stderr.decode(errors='replace')}")
+    return p
+
+
+def records(out):
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+def mkcorpus(dest, *extra):
+    subprocess.run([sys.executable, ARGS.mkcorpus, "--out", dest] + list(extra),
+                   check=True, capture_output=True)
+
+
+def stats(p):
+    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
+    if not lines:
+        fail(f"no --stats=json line: {p.stderr!r}")
+    return json.loads(lines[-1])
+
+
+def q(db, sql, *params):
+    c = sqlite3.connect(db)
+    try:
+        return c.execute(sql, params).fetchall()
+    finally:
+        c.close()
+
+
+def dump(db):
+    """Every table's rows, without the docids and thread numbers a run
+    chooses: messages by id, their children by message id, threads as the
+    partition of message ids they make."""
+    c = sqlite3.connect(db)
+    try:
+        cols = [r[1] for r in c.execute("PRAGMA table_info(messages)")
+                if r[1] not in ("docid", "thread_id", "mtime")]
+        out = {"messages": sorted(c.execute("SELECT " + ", ".join(f'"{x}"' for x in cols) + " FROM messages").fetchall())}
+        for t in ("addresses", "attachments", "refs"):
+            tc = [r[1] for r in c.execute(f"PRAGMA table_info({t})") if r[1] != "message"]
+            out[t] = sorted(c.execute(
+                "SELECT m.id, " + ", ".join(f'x."{x}"' for x in tc) + f" FROM {t} x"
+                f" JOIN messages m ON m.docid = x.message").fetchall(), key=repr)
+        out["fts"] = sorted(c.execute("SELECT m.id, f.subject, f.\"from\", f.\"to\", f.text, f.attachments"
+                                      " FROM mail_fts f JOIN messages m ON m.docid = f.rowid").fetchall())
+        out["errors"] = sorted(c.execute("SELECT root, path, offset, reason, errno, message FROM errors"
+                                         ).fetchall(), key=repr)
+        out["files"] = sorted(c.execute("SELECT root, path, size FROM files").fetchall())
+        threads = {}
+        for mid, t in c.execute("SELECT id, thread_id FROM messages"):
+            threads.setdefault(t, set()).add(mid)
+        out["threads"] = sorted(sorted(s) for s in threads.values())
+        out["integrity"] = c.execute("PRAGMA integrity_check").fetchall()
+        return out
+    finally:
+        c.close()
+
+
+def differ(a, b):
+    return [k for k in a if a[k] != b[k]]
+
+
+def count_inputs(root):
+    n = 0
+    for d, dirs, files in os.walk(root):
+        if "cur" in dirs and "new" in dirs and "tmp" in dirs:
+            dirs.remove("tmp")
+        n += len(files)
+    return n
+
+
+def sample():
+    return os.path.join(ARGS.source, "tests", "sample", "Maildir")
+
+
+def case_sample(tmp):
+    """Every input a row (messages + errors = the JSONL records), every
+    field of the records findable in the tables, and an unchanged re-run
+    that reads no body and writes no row."""
+    db = os.path.join(tmp, "mail.db")
+    src = sample()
+    recs = records(run([src]).stdout)
+    p = run(["--index=" + db, "--stats=json", src])
+    if p.stdout:
+        fail(f"--index wrote records to stdout: {p.stdout[:200]!r}")
+    n_msg = q(db, "SELECT count(*) FROM messages")[0][0]
+    n_err = q(db, "SELECT count(*) FROM errors")[0][0]
+    if n_msg + n_err != len(recs) or n_err != sum(1 for r in recs if "error" in r):
+        fail(f"{n_msg} messages + {n_err} errors for {len(recs)} records")
+    if stats(p)["index"]["messages"] != n_msg:
+        fail(f"--stats says {stats(p)['index']}")
+    for r in recs:
+        if "error" in r:
+            continue
+        row = q(db, "SELECT docid, subject, message_id, date, flags, folder, size, content_type, parts,"
+                    " in_reply_to, text_truncated FROM messages WHERE root = ? AND path = ?",
+                r["root"], r["path"])
+        if len(row) != 1:
+            fail(f"{r['path']}: {len(row)} rows")
+        docid, *vals = row[0]
+        want = [r.get(k) for k in ("subject", "message_id", "date", "flags", "folder", "size",
+                                   "content_type", "parts", "in_reply_to")] + [int(r["text_truncated"])]
+        if vals != want:
+            fail(f"{r['path']}: row {vals} != record {want}")
+        for role in ("from", "sender", "reply_to", "to", "cc", "bcc"):
+            flat = []
+            for a in r.get(role, []):
+                flat += [(x["name"], x["address"]) for x in a["members"]] if "group" in a else \
+                        [(a["name"], a["address"])]
+            got = q(db, "SELECT name, address FROM addresses WHERE message = ? AND role = ?"
+                        " AND address IS NOT NULL ORDER BY position, member", docid, role)
+            if got != flat:
+                fail(f"{r['path']} {role}: {got} != {flat}")
+        refs = [x[0] for x in q(db, "SELECT msgid FROM refs WHERE message = ? ORDER BY position", docid)]
+        if refs != r.get("references", []):
+            fail(f"{r['path']}: refs {refs}")
+        att = q(db, "SELECT filename, content_type, detected_type, disposition, content_id, size"
+                    " FROM attachments WHERE message = ? ORDER BY position", docid)
+        if att != [tuple(a[k] for k in ("filename", "content_type", "detected_type", "disposition",
+                                         "content_id", "size")) for a in r.get("attachments", [])]:
+            fail(f"{r['path']}: attachments {att}")
+        text = q(db, "SELECT text FROM mail_fts WHERE rowid = ?", docid)[0][0]
+        if text != r.get("text"):
+            fail(f"{r['path']}: the indexed text differs from the record's")
+    p = run(["--index=" + db, "--stats=json", src])
+    s = stats(p)
+    if s["ring_ops"]["read"] or s["syscalls"]["read"] or s["index"]["messages"]:
+        fail(f"unchanged re-run read or wrote: {s['ring_ops']} {s['index']}")
+    print(f"{n_msg} messages and {n_err} errors; the re-run read nothing")
+
+
+def case_refused(tmp):
+    """Databases that are not ours, a newer schema and bad combinations are
+    refused with a message, exit 1, the file untouched and no input read."""
+    db = os.path.join(tmp, "x.db")
+    c = sqlite3.connect(db)
+    c.execute("CREATE TABLE notes(x)")
+    c.commit()
+    c.close()
+    junk = os.path.join(tmp, "junk.db")
+    with open(junk, "wb") as f:
+        f.write(b"SQLite format 2? no: plain text\n")
+    newer = os.path.join(tmp, "newer.db")
+    c = sqlite3.connect(newer)
+    c.execute("PRAGMA application_id = 1768843124")
+    c.execute("PRAGMA user_version = 99")
+    c.execute("CREATE TABLE messages(x)")
+    c.commit()
+    c.close()
+    for path, why in ((db, "another application"), (junk, "not an SQLite database"),
+                      (newer, "newer ingest")):
+        before = open(path, "rb").read()
+        p = run(["--index=" + path, "--stats=json", sample()], check_rc=1)
+        if why not in p.stderr.decode():
+            fail(f"{path}: {p.stderr!r}")
+        if open(path, "rb").read() != before or os.path.exists(path + "-wal"):
+            fail(f"{path} was modified")
+        if stats(p)["walk"]["entries"]:
+            fail(f"{path}: input was read before the refusal")
+    good = os.path.join(tmp, "good.db")
+    for extra in (["--state=" + os.path.join(tmp, "st")], ["-o", os.path.join(tmp, "o")],
+                  ["--format=tsv"], ["--fields=path"], ["--io-only"]):
+        p = run(["--index=" + good] + extra + [sample()], check_rc=1)
+        if b"--index cannot be combined" not in p.stderr or os.path.exists(good):
+            fail(f"{extra}: {p.stderr!r}")
+    print("refused: a foreign table, not SQLite, a newer schema, five combinations")
+
+
+def unprivileged_prefix(why):
+    if os.geteuid() != 0:
+        return []
+    pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+    if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
+                                                     capture_output=True).returncode:
+        print(f"SKIP: running as root and cannot drop to nobody with setpriv ({why})")
+        sys.exit(77)
+    return pre
+
+
+def case_read_only(tmp):
+    """A database file the user may not write, and one in a directory the
+    user may not write (WAL needs its -wal and -shm files there): refused
+    before any input is read, the file untouched."""
+    pre = unprivileged_prefix("root writes a read-only file anyway")
+    os.chmod(tmp, 0o755)
+    d = os.path.join(tmp, "ro")
+    os.mkdir(d)
+    db = os.path.join(d, "mail.db")
+    run(["--index=" + db, sample()])
+    os.chmod(db, 0o444)
+    os.chmod(d, 0o777)
+    before = open(db, "rb").read()
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1, pre=pre)
+    if b"not writable" not in p.stderr or stats(p)["walk"]["entries"]:
+        fail(f"read-only file: {p.stderr!r}")
+    os.chmod(db, 0o666)
+    os.chmod(d, 0o555)
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1, pre=pre)
+    if stats(p)["walk"]["entries"]:
+        fail(f"read-only directory: input read before the refusal: {p.stderr!r}")
+    os.chmod(d, 0o755)
+    if open(db, "rb").read() != before:
+        fail("the refused database changed")
+    print("read-only file and directory refused before reading")
+
+
+def incremental_scenario(tmp, backend):
+    """Add, delete, flag change, new/ → cur/, move between folders, copy,
+    changed file, mbox append: after each step the tables equal those of a
+    clean run over the same tree."""
+    d = os.path.join(tmp, "md")
+    db = os.path.join(tmp, "inc.db")
+    mkcorpus(d, "--seed", "14", "--layout", "maildir", "--count", "200")
+    os.makedirs(os.path.join(d, ".Archive", "cur"))
+    os.makedirs(os.path.join(d, ".Archive", "new"))
+    os.makedirs(os.path.join(d, ".Archive", "tmp"))
+    mbox = os.path.join(tmp, "list.mbox")
+    with open(mbox, "wb") as f:
+        f.write(b"From a@b.example Mon Jan  2 10:00:00 2023\nMessage-ID: <m1@x>\nSubject: one\n\nbody one\n\n"
+                b"From a@b.example Mon Jan  2 11:00:00 2023\nMessage-ID: <m2@x>\nIn-Reply-To: <m1@x>\n"
+                b"Subject: two\n\nbody two\n")
+
+    def check(step):
+        p = run([backend, "--index=" + db, "--stats=json", d, mbox])
+        clean = os.path.join(tmp, f"clean-{step}.db")
+        run([backend, "--index=" + clean, d, mbox])
+        a, b = dump(db), dump(clean)
+        bad = differ(a, b)
+        if bad:
+            k = bad[0]
+            extra = [x for x in a[k] if x not in b[k]][:3]
+            missing = [x for x in b[k] if x not in a[k]][:3]
+            fail(f"{backend} {step}: {bad} differ from a clean run; extra {extra}, missing {missing}")
+        os.unlink(clean)
+        return stats(p)
+
+    check("first")
+    s = check("unchanged")
+    if s["index"]["messages"] or s["ring_ops"]["read"] or s["syscalls"]["read"]:
+        fail(f"{backend}: unchanged re-run read or wrote {s['index']}")
+    cur = sorted(os.listdir(os.path.join(d, "cur")))
+    new = sorted(os.listdir(os.path.join(d, "new")))
+    base, flags = cur[0].split(":2,")
+    os.rename(os.path.join(d, "cur", cur[0]), os.path.join(d, "cur", base + ":2,FRS"))
+    os.rename(os.path.join(d, "new", new[0]), os.path.join(d, "cur", new[0] + ":2,S"))
+    s = check("flags")
+    if s["index"]["renamed"] != 2 or s["index"]["messages"]:
+        fail(f"{backend}: two renames as {s['index']}")
+    if q(db, "SELECT tags FROM messages WHERE path = ?", "cur/" + base + ":2,FRS") != \
+            [('["flagged","replied","seen"]',)]:
+        fail(f"{backend}: tags after the flag change")
+    os.unlink(os.path.join(d, "cur", cur[1]))
+    s = check("delete")
+    if s["index"]["deleted"] != 1:
+        fail(f"{backend}: deletion as {s['index']}")
+    os.rename(os.path.join(d, "cur", cur[2]), os.path.join(d, ".Archive", "cur", cur[2]))
+    shutil.copy(os.path.join(d, "cur", cur[3]), os.path.join(d, "cur", "1999999999.copy.host:2,S"))
+    with open(os.path.join(d, "cur", cur[4]), "ab") as f:
+        f.write(b"\nmore text\n")
+    with open(os.path.join(d, "new", "1.added.host"), "wb") as f:
+        f.write(b"From: a@b.example\nMessage-ID: <added@x>\nSubject: added\n\nhi\n")
+    with open(mbox, "ab") as f:
+        f.write(b"\nFrom a@b.example Mon Jan  2 12:00:00 2023\nMessage-ID: <m3@x>\nReferences: <m1@x>\n"
+                b"Subject: three\n\nbody three\n")
+    s = check("changes")
+    if s["index"]["messages"] != 1 + 1 + 1 + 1 + 3 or s["index"]["deleted"] != 1:
+        fail(f"{backend}: move, copy, change, add, mbox append as {s['index']}")
+    t = q(db, "SELECT count(DISTINCT thread_id) FROM messages WHERE message_id IN ('m1@x', 'm2@x', 'm3@x')")
+    if t != [(1,)]:
+        fail(f"{backend}: the mbox thread split: {t}")
+
+
+def case_incremental(tmp):
+    for backend in ("uring", "sync"):
+        sub = os.path.join(tmp, backend)
+        os.mkdir(sub)
+        incremental_scenario(sub, "--backend=" + backend)
+    print("incremental scenarios equal clean runs on both backends")
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ingest", required=True)
+    ap.add_argument("--mkcorpus", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ARGS = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ingest-index-")
+    try:
+        CASES[ARGS.case](tmp)
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwX", tmp], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
