@@ -79,6 +79,17 @@ INGEST_API int ingest_report_format_errors(const struct ingest_report *r, char *
 /* Frees r; accepts NULL. */
 INGEST_API void ingest_report_free(struct ingest_report *r);
 
+/* Searches a database written with the "index" option (README, "The
+ * index"): QUERY is FTS5 syntax plus from:, to:, subject:, date:A..B, tag:,
+ * folder:, thread:, id: and has:attachment.  Writes at most `limit` hits,
+ * best first (bm25; by date when the query has no words), one a line: a
+ * JSON object (tsv 0) or tab-separated date, from, subject, thread, root,
+ * path, snippet (tsv 1), to fd.  Returns the number of hits, or -errno with
+ * *error a heap string (free()) saying why when there is one: a database
+ * that is not an index, a query FTS5 cannot parse. */
+INGEST_API int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit,
+                             int fd, char **error);
+
 /* Asks a running ingest_run() to stop reading, write what it has parsed
  * and return.  Async-signal-safe: call it from a SIGINT handler. */
 INGEST_API void ingest_interrupt(void);
