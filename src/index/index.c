@@ -40,7 +40,7 @@
 
 enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
-	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS, ST_DELETE_ID,
+	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,
 	ST_INSERT_MESSAGE, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
 	ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
@@ -56,60 +56,63 @@ static const char *const index_sql[ST__COUNT] = {
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_DELETE_PATH] = "DELETE FROM messages WHERE root = ?2 AND path = ?3",
 	[ST_DELETE_PATH_ERRORS] = "DELETE FROM errors WHERE root = ?2 AND path = ?3",
-	[ST_DELETE_ID] = "DELETE FROM messages WHERE id = ingest_id(?2, ?3, ?1->>'subdir', ?1->>'offset')",
+	/* REPLACE under recursive_triggers: a message read again replaces
+	 * its row, and the delete trigger takes its children along.  The
+	 * record is parsed once: RETURNING hands the children their parts */
 	[ST_INSERT_MESSAGE] =
-		"INSERT INTO messages(id, root, path, folder, subdir, flags, tags, \"offset\", length, size,"
-		" mtime, message_id, in_reply_to, date, date_raw, subject, list_id, content_type, parts,"
-		" warnings, notes, text_truncated, headers)"
+		"INSERT OR REPLACE INTO messages(id, root, path, folder, subdir, flags, tags, \"offset\","
+		" length, size, mtime, message_id, in_reply_to, date, date_raw, subject, list_id,"
+		" content_type, parts, warnings, notes, text_truncated, headers)"
 		" VALUES (ingest_id(?2, ?3, ?1->>'subdir', ?1->>'offset'), ?2, ?3, ?1->>'folder',"
 		" ?1->>'subdir', ?1->>'flags', ingest_tags(?1->>'subdir', ?1->>'flags'), ?1->>'offset',"
 		" ?1->>'length', ?1->>'size', ?1->>'mtime', ?1->>'message_id', ?1->>'in_reply_to',"
 		" ?1->>'date', ?1->>'date_raw', ?1->>'subject', ?1->>'list_id', ?1->>'content_type',"
-		" ?1->>'parts', ?1->'warnings', ?1->'notes', ?1->>'text_truncated', ?1->'headers')",
-	/* a group's members are rows with its name in "group"; an empty group
+		" ?1->>'parts', ?1->'warnings', ?1->'notes', ?1->>'text_truncated', ?1->'headers')"
+		" RETURNING docid, ?1->'from', ?1->'sender', ?1->'reply_to', ?1->'to', ?1->'cc', ?1->'bcc',"
+		" ?1->'attachments', ?1->'references', ?1->>'text', ?1->>'message_id', ?1->>'in_reply_to'",
+	/* ?1..?6 the address lists by role, ?7 the docid.  A group's members
+	 * are rows with its name in "group"; an empty group
 	 * (undisclosed-recipients:;) is one row with no address */
 	[ST_INSERT_ADDRESSES] =
-		"WITH r(role) AS (VALUES ('from'), ('sender'), ('reply_to'), ('to'), ('cc'), ('bcc'))"
+		"WITH r(role, list) AS (VALUES ('from', ?1), ('sender', ?2), ('reply_to', ?3), ('to', ?4),"
+		"  ('cc', ?5), ('bcc', ?6)),"
+		" e AS (SELECT r.role, e.key, e.value FROM r, json_each(r.list) e WHERE r.list IS NOT NULL)"
 		" INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
-		" SELECT ?4, r.role, e.key, NULL, e.value->>'name', e.value->>'address', NULL"
-		"  FROM r, json_each(?1, '$.' || r.role) e WHERE e.value->>'group' IS NULL"
+		" SELECT ?7, e.role, e.key, NULL, e.value->>'name', e.value->>'address', NULL"
+		"  FROM e WHERE e.value->>'group' IS NULL"
 		" UNION ALL"
-		" SELECT ?4, r.role, e.key, m.key, m.value->>'name', m.value->>'address', e.value->>'group'"
-		"  FROM r, json_each(?1, '$.' || r.role) e, json_each(e.value, '$.members') m"
-		"  WHERE e.value->>'group' IS NOT NULL"
+		" SELECT ?7, e.role, e.key, m.key, m.value->>'name', m.value->>'address', e.value->>'group'"
+		"  FROM e, json_each(e.value, '$.members') m WHERE e.value->>'group' IS NOT NULL"
 		" UNION ALL"
-		" SELECT ?4, r.role, e.key, NULL, NULL, NULL, e.value->>'group'"
-		"  FROM r, json_each(?1, '$.' || r.role) e"
+		" SELECT ?7, e.role, e.key, NULL, NULL, NULL, e.value->>'group' FROM e"
 		"  WHERE e.value->>'group' IS NOT NULL AND json_array_length(e.value, '$.members') = 0",
+	/* ?1 the list, ?7 the docid */
 	[ST_INSERT_ATTACHMENTS] =
 		"INSERT INTO attachments(message, position, filename, content_type, detected_type,"
 		" disposition, content_id, size)"
-		" SELECT ?4, key, value->>'filename', value->>'content_type', value->>'detected_type',"
-		" value->>'disposition', value->>'content_id', value->>'size'"
-		" FROM json_each(?1, '$.attachments')",
+		" SELECT ?7, key, value->>'filename', value->>'content_type', value->>'detected_type',"
+		" value->>'disposition', value->>'content_id', value->>'size' FROM json_each(?1)",
 	[ST_INSERT_REFS] =
-		"INSERT INTO refs(message, position, msgid)"
-		" SELECT ?4, key, value FROM json_each(?1, '$.references')",
-	/* names and addresses as words: from:ann and from:example.org match */
+		"INSERT INTO refs(message, position, msgid) SELECT ?7, key, value FROM json_each(?1)",
+	/* ?1 the attachments, ?2 the text, ?7 the docid; subject from the row.
+	 * Names and addresses as words: from:ann and from:example.org match */
 	[ST_INSERT_FTS] =
 		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
-		" SELECT ?4, ?1->>'subject',"
+		" SELECT ?7, (SELECT subject FROM messages WHERE docid = ?7),"
 		" (SELECT group_concat(coalesce(name || ' ', '') || coalesce(address, ''), ' ')"
-		"   FROM addresses WHERE message = ?4 AND role IN ('from', 'sender')),"
+		"   FROM addresses WHERE message = ?7 AND role IN ('from', 'sender')),"
 		" (SELECT group_concat(coalesce(\"group\" || ' ', '') || coalesce(name || ' ', '')"
 		"   || coalesce(address, ''), ' ') FROM addresses"
-		"   WHERE message = ?4 AND role IN ('to', 'cc', 'bcc')),"
-		" ?1->>'text',"
-		" (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1, '$.attachments'))",
+		"   WHERE message = ?7 AND role IN ('to', 'cc', 'bcc')),"
+		" ?2, (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))",
 	/* the threads of the messages this one is linked to, through its own
-	 * Message-ID and every msg-id it names */
+	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3) */
 	[ST_THREAD_LINKS] =
-		"WITH ids(v) AS (SELECT ?1->>'message_id' UNION SELECT ?1->>'in_reply_to'"
-		"  UNION SELECT value FROM json_each(?1, '$.references'))"
+		"WITH ids(v) AS (SELECT ?1 UNION SELECT ?2 UNION SELECT value FROM json_each(?3))"
 		" SELECT thread_id FROM messages WHERE message_id IN ids AND thread_id IS NOT NULL"
 		" UNION SELECT thread_id FROM messages WHERE in_reply_to IN ids AND thread_id IS NOT NULL"
 		" UNION SELECT m.thread_id FROM refs r JOIN messages m ON m.docid = r.message"
-		"  WHERE r.msgid IN ids AND m.thread_id IS NOT NULL AND m.docid <> ?4",
+		"  WHERE r.msgid IN ids AND m.thread_id IS NOT NULL AND m.docid <> ?7",
 	[ST_THREAD_SET] = "UPDATE messages SET thread_id = ?2 WHERE docid = ?1",
 	[ST_THREAD_MERGE] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
 	[ST_INSERT_ERROR] =
@@ -392,7 +395,9 @@ int index_open(const char *path, struct index **out, const char **why)
 	/* WAL: a reader (sqlite3 mail.db) queries while a run writes; with
 	 * synchronous=NORMAL a commit is durable at the next checkpoint, and a
 	 * crash loses at most the last commits, never consistency. */
-	if (r == 0 && (r = index_exec(ix, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")) < 0)
+	if (r == 0 && (r = index_exec(ix, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+	                              " PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;"
+	                              " PRAGMA recursive_triggers = ON")) < 0)
 		*why = "cannot set up the database";
 	for (int i = 0; i < ST__COUNT && r == 0; i++) {
 		rc = sqlite3_prepare_v3(ix->db, index_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ix->st[i], NULL);
@@ -464,6 +469,7 @@ int index_load_state(struct index *ix, struct state **out)
 }
 
 /* Runs statement k to completion with what the caller bound. */
+
 static int index_run(struct index *ix, enum index_stmt k)
 {
 	sqlite3_stmt *s = ix->st[k];
@@ -519,15 +525,30 @@ void index_rollback(struct index *ix)
 	ix->in_tx = false;
 }
 
+/* The parts of a message record its children need, from RETURNING. */
+enum index_part {
+	PART_DOCID, PART_FROM, PART_SENDER, PART_REPLY_TO, PART_TO, PART_CC, PART_BCC,
+	PART_ATTACHMENTS, PART_REFERENCES, PART_TEXT, PART_MESSAGE_ID, PART_IN_REPLY_TO,
+};
+
+static void index_bind_part(sqlite3_stmt *to, int param, sqlite3_stmt *from, enum index_part k)
+{
+	const char *p = (const char *)sqlite3_column_text(from, k);
+	if (p)
+		sqlite3_bind_text(to, param, p, sqlite3_column_bytes(from, k), SQLITE_STATIC);
+}
+
 /* Joins the message (docid) to the threads it links to, merging them. */
-static int index_thread(struct index *ix, const char *rec, size_t n, int64_t docid)
+static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 {
 	sqlite3_stmt *s = ix->st[ST_THREAD_LINKS];
-	sqlite3_bind_text(s, 1, rec, (int)n, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, docid);
 	int64_t found[16], thread = docid;
 	size_t nf = 0;
 	int rc;
+	index_bind_part(s, 1, msg, PART_MESSAGE_ID);
+	index_bind_part(s, 2, msg, PART_IN_REPLY_TO);
+	index_bind_part(s, 3, msg, PART_REFERENCES);
+	sqlite3_bind_int64(s, 7, docid);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t t = sqlite3_column_int64(s, 0);
 		if (nf < sizeof(found) / sizeof(found[0]))
@@ -558,23 +579,40 @@ static int index_thread(struct index *ix, const char *rec, size_t n, int64_t doc
 
 static int index_add_message(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
-	static const enum index_stmt children[] = {
-		ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS, ST_INSERT_FTS,
-	};
-	index_bind(ix, ST_DELETE_ID, rec, n, io);
-	int r = index_run(ix, ST_DELETE_ID);
-	if (r == 0) {
-		index_bind(ix, ST_INSERT_MESSAGE, rec, n, io);
-		r = index_run(ix, ST_INSERT_MESSAGE);
+	sqlite3_stmt *msg = ix->st[ST_INSERT_MESSAGE];
+	index_bind(ix, ST_INSERT_MESSAGE, rec, n, io);
+	int rc = sqlite3_step(msg);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(msg);
+		return index_fail(ix, rc);
 	}
-	int64_t docid = sqlite3_last_insert_rowid(ix->db);
-	for (size_t i = 0; r == 0 && i < sizeof(children) / sizeof(children[0]); i++) {
-		sqlite3_bind_text(ix->st[children[i]], 1, rec, (int)n, SQLITE_STATIC);
-		sqlite3_bind_int64(ix->st[children[i]], 4, docid);
-		r = index_run(ix, children[i]);
+	/* the row's values stay valid until msg is stepped again */
+	int64_t docid = sqlite3_column_int64(msg, PART_DOCID);
+	sqlite3_stmt *st = ix->st[ST_INSERT_ADDRESSES];
+	for (int k = PART_FROM; k <= PART_BCC; k++)
+		index_bind_part(st, k, msg, k);
+	sqlite3_bind_int64(st, 7, docid);
+	int r = index_run(ix, ST_INSERT_ADDRESSES);
+	static const struct { enum index_stmt st; enum index_part part; } lists[] = {
+		{ ST_INSERT_ATTACHMENTS, PART_ATTACHMENTS }, { ST_INSERT_REFS, PART_REFERENCES },
+		{ ST_INSERT_FTS, PART_ATTACHMENTS },
+	};
+	for (size_t i = 0; r == 0 && i < sizeof(lists) / sizeof(lists[0]); i++) {
+		st = ix->st[lists[i].st];
+		index_bind_part(st, 1, msg, lists[i].part);
+		if (lists[i].st == ST_INSERT_FTS)
+			index_bind_part(st, 2, msg, PART_TEXT);
+		sqlite3_bind_int64(st, 7, docid);
+		r = index_run(ix, lists[i].st);
 	}
 	if (r == 0)
-		r = index_thread(ix, rec, n, docid);
+		r = index_thread(ix, msg, docid);
+	while (rc == SQLITE_ROW)
+		rc = sqlite3_step(msg);
+	sqlite3_reset(msg);
+	sqlite3_clear_bindings(msg);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = index_fail(ix, rc);
 	if (r == 0)
 		ix->stats.messages++;
 	return r;
@@ -707,8 +745,13 @@ int index_add_batch(struct index *ix, const struct batch *b)
 			r = index_add_item(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len);
 		}
 	}
-	if (r == 0)
-		return index_commit(ix);
-	index_rollback(ix);
-	return r;
+	if (r < 0) {
+		index_rollback(ix);
+		return r;
+	}
+	/* One transaction per batch (about --batch-bytes of input): against
+	 * one per 32 MB of records the CPU time was the same within noise
+	 * (bench/INDEX.md), and a batch is what a crash or Ctrl-C can lose */
+	return index_commit(ix);
 }
+
