@@ -208,6 +208,11 @@ static const char *const report_kind_names[] = {
 	"ok", "io-error", "not-regular", "symlink", "too-large", "not-mail", "internal", "?",
 };
 
+/* report_set_index's counters, in order (the sixth is SQLite's time) */
+static const char *const report_index_names[] = {
+	"transactions", "messages", "errors", "deleted", "renamed",
+};
+
 static void report_human(const struct ingest_report *r, struct dynbuf *b)
 {
 	double secs = (double)(r->t1 - r->t0) / 1e9;
@@ -264,12 +269,13 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	if (r->rs.cq_overflows)
 		dynbuf_printf(b, ", CQ overflowed at %llu enters", (unsigned long long)r->rs.cq_overflows);
 	dynbuf_putc(b, '\n');
-	if (r->have_index)
-		dynbuf_printf(b, "  index        %llu transactions, %llu messages, %llu errors, %llu deleted,"
-		              " %llu renamed, %.1f ms in SQLite (its syscalls are not counted above)\n",
-		              (unsigned long long)r->index[0], (unsigned long long)r->index[1],
-		              (unsigned long long)r->index[2], (unsigned long long)r->index[3],
-		              (unsigned long long)r->index[4], (double)r->index[5] / 1e6);
+	if (r->have_index) {
+		dynbuf_puts(b, "  index       ");
+		for (int i = 0; i < 5; i++)
+			dynbuf_printf(b, " %llu %s,", (unsigned long long)r->index[i], report_index_names[i]);
+		dynbuf_printf(b, " %.1f ms in SQLite (its syscalls are not counted above)\n",
+		              (double)r->index[5] / 1e6);
+	}
 }
 
 static void report_json(const struct ingest_report *r, struct dynbuf *b)
@@ -331,12 +337,12 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
 	for (int i = 0; i < STATS_OP__COUNT; i++)
 		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
-	if (r->have_index)
-		dynbuf_printf(b, "},\"index\":{\"transactions\":%llu,\"messages\":%llu,\"errors\":%llu,"
-		              "\"deleted\":%llu,\"renamed\":%llu,\"sqlite_ms\":%.3f",
-		              (unsigned long long)r->index[0], (unsigned long long)r->index[1],
-		              (unsigned long long)r->index[2], (unsigned long long)r->index[3],
-		              (unsigned long long)r->index[4], (double)r->index[5] / 1e6);
+	if (r->have_index) {
+		dynbuf_puts(b, "},\"index\":{");
+		for (int i = 0; i < 5; i++)
+			dynbuf_printf(b, "\"%s\":%llu,", report_index_names[i], (unsigned long long)r->index[i]);
+		dynbuf_printf(b, "\"sqlite_ms\":%.3f", (double)r->index[5] / 1e6);
+	}
 	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu,"
 	              "\"io_uring_cq_overflow\":%llu,\"io_uring_cqe_retries\":%llu}\n",
 	              (unsigned long long)r->rs.enters, (unsigned long long)r->rs.enter_retries,

@@ -90,6 +90,14 @@ static struct record_io maildir_io(const char *path)
 	return io;
 }
 
+static struct index *open_index(void)
+{
+	struct index *ix;
+	const char *why;
+	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	return ix;
+}
+
 static void add(struct index *ix, const struct record_io *io, const char *rec)
 {
 	assert_int_equal(index_begin(ix), 0);
@@ -184,9 +192,7 @@ static const char rec_a[] =
 static void test_index_message_rows(void **state)
 {
 	(void)state;
-	struct index *ix;
-	const char *why;
-	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	struct index *ix = open_index();
 	struct record_io io = maildir_io("cur/1.M1.h:2,S");
 	add(ix, &io, rec_a);
 	index_close(ix);
@@ -209,9 +215,7 @@ static void test_index_message_rows(void **state)
 static void test_index_error_records(void **state)
 {
 	(void)state;
-	struct index *ix;
-	const char *why;
-	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	struct index *ix = open_index();
 	struct record_io io = maildir_io("cur/2.M2.h:2,");
 	io.reason = RECORD_IO;
 	io.err = EACCES;
@@ -228,9 +232,7 @@ static void test_index_error_records(void **state)
 static void test_index_threads_merge(void **state)
 {
 	(void)state;
-	struct index *ix;
-	const char *why;
-	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	struct index *ix = open_index();
 	struct record_io io = maildir_io("cur/1.M1.h:2,");
 	add(ix, &io, "{\"path\":\"cur/1.M1.h:2,\",\"message_id\":\"a@x\"}\n");
 	io.path = S("cur/3.M3.h:2,");
@@ -249,9 +251,7 @@ static void test_index_threads_merge(void **state)
 static void test_index_rename_delete(void **state)
 {
 	(void)state;
-	struct index *ix;
-	const char *why;
-	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	struct index *ix = open_index();
 	struct record_io io = maildir_io("new/1.M1.h");
 	add(ix, &io, "{\"path\":\"new/1.M1.h\",\"root\":\"Maildir\",\"folder\":\"\",\"subdir\":\"new\","
 	             "\"flags\":\"\",\"message_id\":\"a@x\",\"subject\":\"hello\"}\n");
@@ -281,9 +281,7 @@ static void test_index_rename_delete(void **state)
 static void test_index_state_view(void **state)
 {
 	(void)state;
-	struct index *ix;
-	const char *why;
-	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	struct index *ix = open_index();
 	struct record_io io = maildir_io("cur/1.M1.h:2,S");
 	add(ix, &io, rec_a);
 	struct state *st;
