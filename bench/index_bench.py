@@ -241,10 +241,16 @@ def main():
             sys.exit(f"{t.name}: {t.count()} after the changes, {expect} inputs")
     shutil.rmtree(copy, ignore_errors=True)
 
+    def ratio(peer, t):
+        """The median of the per-round ratios time(peer)/time(t), and their range:
+        both ran in the same round, under the same load."""
+        rs = [p / x for p, x in zip(fresh[peer], fresh[t])]
+        return f"{med(rs):.1f}x ({min(rs):.1f}–{max(rs):.1f})"
+
     def row(t):
         f = fresh[t]
         return (f"| {t} | {med(f):.2f} ({min(f):.2f}–{max(f):.2f}) | {n / med(f):,.0f} | "
-                f"{med(fresh[tools[1].name]) / med(f):.1f}x | {med(fresh[tools[2].name]) / med(f):.1f}x | "
+                f"{ratio(tools[1].name, t)} | {ratio(tools[2].name, t)} | "
                 f"{rerun[t]:.3f} | {changed[t]:.2f} | {size[t] / 1e6:.0f} | {max(rss[t]) / 1024:.0f} |")
 
     git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=False).stdout.strip()
@@ -263,11 +269,14 @@ def main():
         "Method: " + __doc__.split("Method (the house method of bench/README.md, reduced to what an indexer is):")[1]
         .split("Usage:")[0].strip().replace("\n", " "),
         "",
-        "| tool | fresh index, s: median (min–max) | messages/s | vs notmuch | vs mu | re-run, nothing changed, s | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
+        "Rounds (wall s): " + "; ".join(
+            f"{t.name} " + ", ".join(f"{w:.2f}" for w in fresh[t.name]) for t in tools) + ".",
+        "",
+        "| tool | fresh index, s: median (min–max) | messages/s | speed vs notmuch (per round) | vs mu | re-run, nothing changed, s | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ] + [row(t.name) for t in tools] + [
         "",
-        "Search latency, median of 50 queries each (ms, whole command):",
+        "Search latency, median of 50 queries of each kind (ms, whole command):",
         "",
         "| tool | word query | from: query |",
         "|---|---:|---:|",
