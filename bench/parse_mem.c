@@ -1,4 +1,4 @@
-/* The parser alone, on one core: what issue 3's "parse throughput per core"
+/* The parser alone, on one core: what "parse throughput per core"
  * means.  Every file of a list is read into memory first (untimed), then
  * each pass parses every message and formats its JSON record into a reused
  * buffer, exactly as a pool worker does (mail_parse + emit_record), with no
@@ -21,7 +21,7 @@
 #include "core/dynbuf.h"
 #include "mail/mail.h"
 #include "emit/emit.h"
-#include "record.h"
+#include "core/record.h"
 #include "core/limits.h"
 #include "sched/pool.h"
 

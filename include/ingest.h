@@ -13,16 +13,24 @@
  *     ingest_report_free(rep);
  *     ingest_options_free(o);
  *
- * Errors are negative errno values.  The library never prints and never
- * changes signal dispositions (a caller writing to a pipe should ignore
- * SIGPIPE, as the command does).  Objects are not thread-safe; distinct
- * objects may be used from distinct threads, but a process runs one
- * ingest_run() at a time (syscall counters are per process).
+ * Errors are negative errno values.  The library never prints, never
+ * writes to a descriptor it was not given and never changes signal
+ * dispositions (a caller writing to a pipe should ignore SIGPIPE, as the
+ * command does).  Objects are not thread-safe; distinct objects may be
+ * used from distinct threads.  A process runs one ingest_run() at a time
+ * (syscall counters are per process): a second one, concurrent, returns
+ * -EBUSY.  ingest_parse() and ingest_parse_many() may run on any number of
+ * threads at once, during a run too.  Nothing of a run outlives it, so a
+ * long-lived process may run forever without growing.
+ *
+ * ABI: soname libingest.so.1, every symbol in version node INGEST_1.0; a
+ * later 1.x adds functions, never changes one.  man libingest(3).
  * Output schema: README.md, "Records". */
 #ifndef INGEST_H
 #define INGEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,24 +38,95 @@ extern "C" {
 
 #define INGEST_API __attribute__((visibility("default")))
 
+/* The version of this header.  ingest_check_version() tells whether the
+ * library loaded at run time is at least that. */
+#define INGEST_VERSION_MAJOR 1
+#define INGEST_VERSION_MINOR 0
+#define INGEST_VERSION_MICRO 0
+/* True when this header is version a.b.c or later (same major). */
+#define INGEST_CHECK_VERSION(a, b, c)                                     \
+	(INGEST_VERSION_MAJOR == (a) &&                                       \
+	 (INGEST_VERSION_MINOR > (b) ||                                       \
+	  (INGEST_VERSION_MINOR == (b) && INGEST_VERSION_MICRO >= (c))))
+
 struct ingest_options;
 struct ingest_report;
 
-/* The version string ("0.1.0"). */
+/* The library's version string ("1.0.0"). */
 INGEST_API const char *ingest_version(void);
+/* 1 when the library loaded at run time has major version `major` and is
+ * at least major.minor.micro, else 0.  Call it as
+ * ingest_check_version(INGEST_VERSION_MAJOR, INGEST_VERSION_MINOR,
+ * INGEST_VERSION_MICRO) to refuse an older library than the header. */
+INGEST_API int ingest_check_version(int major, int minor, int micro);
 
 /* A new option set with every default; NULL when out of memory. */
 INGEST_API struct ingest_options *ingest_options_new(void);
 /* Frees o; accepts NULL. */
 INGEST_API void ingest_options_free(struct ingest_options *o);
 
-/* Sets an option by its command-line long name without the dashes
- * ("backend", "batch-bytes", "max-inflight", "max-size", "threads", "output",
- * "format", "fields", "max-text", "no-text", "headers", "files-from",
- * "null", "stats", "shard" (K/N), "progress"...).  Sizes take K/M/G suffixes.  Flags take "1"/"0".
- * Returns 0, -ENOENT for an unknown name, -EINVAL for a bad value.  The
+/* Sets an option by its command-line long name without the dashes.  Every
+ * name there is (README.md, "Usage", says what each does):
+ *   backend       "auto", "uring", "sync"
+ *   batch-bytes   SIZE            max-inflight  SIZE
+ *   max-size      SIZE            max-text      SIZE
+ *   threads       N (1..256)      format        "jsonl", "es-bulk", "tsv"
+ *   fields        "a,b,..."       es-index      NAME
+ *   no-text       flag            headers       flag
+ *   parse         flag ("0" is --io-only)
+ *   output        FILE ("-": standard output)
+ *   files-from    FILE ("-": standard input)      null  flag
+ *   state         FILE            shard         "K/N"
+ *   index         FILE (records into that SQLite database, not to output)
+ *   stats         "0", "human", "json"
+ * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
+ * yes/no; NULL is "1").  Returns 0; -EINVAL for an unknown name or a bad
+ * value, and then ingest_options_error() names the option; -ENOMEM.  The
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
+
+/* The value of an option, in the form ingest_options_set() takes (sizes in
+ * bytes, flags "0"/"1", an unset FILE ""), NUL-terminated into buf like
+ * snprintf: returns the length it needed (truncated if size was too
+ * small), or -EINVAL for an unknown name (ingest_options_error() says). */
+INGEST_API int ingest_options_get(const struct ingest_options *o, const char *name, char *buf,
+                                  size_t size);
+
+/* Why the last ingest_options_set() or ingest_options_get() on o failed
+ * ("unknown option 'fromat'", "invalid value for 'threads': '0'"), or
+ * NULL.  The string is o's, valid until its next call. */
+INGEST_API const char *ingest_options_error(const struct ingest_options *o);
+
+/* Receives the records of a run instead of a descriptor: `len` bytes of
+ * `count` whole records (count 0 for TSV's header row), one call per batch,
+ * in input order, on the library's writer thread (one thread: calls never
+ * overlap).  The bytes are the library's until the call returns.  Return 0
+ * to go on, or a negative errno to stop the run: ingest_run() then returns
+ * that error and the report says "the sink failed". */
+typedef int ingest_sink_fn(void *ctx, const char *records, size_t len, size_t count);
+
+/* Sends records to fn (NULL: back to the output option or standard
+ * output).  A sink takes precedence over "output" and the output fd.
+ * Returns 0. */
+INGEST_API int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn *fn, void *ctx);
+
+/* Writes records to fd, which the caller opened and keeps (the library
+ * never closes it); -1 goes back to the output option or standard output.
+ * Takes precedence over "output".  0, or -EINVAL for fd < -1. */
+INGEST_API int ingest_options_set_output_fd(struct ingest_options *o, int fd);
+
+/* Told how a run goes, at most ten times a second and once more at the end
+ * (done 1), on the library's writer thread: inputs written so far, their
+ * bytes, how many were error records, the inputs expected (0 when not
+ * known before the end: only a --files-from list alone is counted ahead)
+ * and the nanoseconds since the run began.  The library itself draws
+ * nothing; the command draws its progress line from this. */
+typedef void ingest_progress_fn(void *ctx, uint64_t inputs, uint64_t bytes, uint64_t errors,
+                                uint64_t total, uint64_t elapsed_ns, int done);
+
+/* Calls fn as the run goes (NULL: no progress).  Returns 0. */
+INGEST_API int ingest_options_set_progress(struct ingest_options *o, ingest_progress_fn *fn,
+                                           void *ctx);
 
 /* Adds a PATH to ingest: a Maildir, a tree of messages or a file.  The
  * string is copied.  0 or -ENOMEM. */
@@ -56,7 +135,8 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
 /* Runs the pipeline once.  Returns 0 when every input became a record
  * (error records included), -errno when the run itself failed (the
  * report's message says why).  *report receives a report the caller frees,
- * or NULL when even that could not be allocated.  Output that could not be
+ * or NULL when even that could not be allocated, or with -EBUSY, when
+ * another ingest_run() is going on in the process.  Output that could not be
  * written because the reader of a pipe went away is not a failure: the run
  * stops early and ingest_report_output_closed() says so. */
 INGEST_API int ingest_run(const struct ingest_options *o, struct ingest_report **report);
@@ -78,6 +158,52 @@ INGEST_API int ingest_report_format(const struct ingest_report *r, int json, cha
 INGEST_API int ingest_report_format_errors(const struct ingest_report *r, char **out, size_t *len);
 /* Frees r; accepts NULL. */
 INGEST_API void ingest_report_free(struct ingest_report *r);
+
+/* What one buffer became. */
+enum ingest_kind {
+	INGEST_KIND_MESSAGE = 0,    /* a parsed message */
+	INGEST_KIND_NOT_MAIL = 1,   /* not mail: an error record, reason "not-mail" */
+	INGEST_KIND_ERROR = 2       /* an error record: a limit of the parser, no memory */
+};
+
+/* The result of parsing one buffer. */
+struct ingest_result {
+	char *record;        /* the record in the options' format (JSONL: one line
+	                      * with its newline), NUL-terminated, malloc'd:
+	                      * ingest_result_release() frees it.  NULL only when
+	                      * there was no memory for it (kind ERROR, err ENOMEM) */
+	size_t len;          /* its bytes, the NUL aside */
+	int kind;            /* enum ingest_kind */
+	int err;             /* kind ERROR: a positive errno; else 0 */
+	uint64_t warnings;   /* bit i: the warning named ingest_warning_name(i) */
+};
+
+/* Parses len bytes at buf as one message (as a .eml file: never split as
+ * an mbox) with o's options (NULL: the defaults): format, fields, no-text,
+ * max-text, headers, parse.  The record's path is "" and it has no root,
+ * size or mtime: there is no file.  Malformed input is an error record,
+ * never a failure.  Returns 0, or -ENOMEM when even the result could not
+ * be made.  Thread-safe: any number of threads may parse at once. */
+INGEST_API int ingest_parse(const void *buf, size_t len, const struct ingest_options *o,
+                            struct ingest_result *result);
+
+/* Parses n buffers, results[i] for bufs[i] (lens[i] bytes), exactly as
+ * ingest_parse() would, on the process's worker pool: one worker per 64
+ * KiB of the batch, at most one per buffer and at most o's "threads"; the
+ * calling thread is a worker; the pool's threads start with the first
+ * batch that needs them and live as long as the process.  A slot that
+ * fails is an error record; the batch goes on.  Returns 0 or -ENOMEM (no
+ * result was made).  Thread-safe; a batch that finds the pool busy with
+ * another thread's runs on its calling thread alone. */
+INGEST_API int ingest_parse_many(const void *const *bufs, const size_t *lens, size_t n,
+                                 const struct ingest_options *o, struct ingest_result *results);
+
+/* Frees r->record; accepts NULL and released results. */
+INGEST_API void ingest_result_release(struct ingest_result *r);
+
+/* The stable name of warning bit `bit` ("bad-date"), as records list it,
+ * or NULL past the last. */
+INGEST_API const char *ingest_warning_name(unsigned bit);
 
 /* Searches a database written with the "index" option (README, "The
  * index"): QUERY is FTS5 syntax plus from:, to:, subject:, date:A..B, tag:,

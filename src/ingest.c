@@ -33,7 +33,7 @@
 #include "sched/parallelism.h"
 #include "pipeline/parse_stage.h"
 #include "pipeline/writer.h"
-#include "report.h"
+#include "pipeline/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +48,8 @@
 #include <unistd.h>
 
 static atomic_int ingest_stop;
+/* One run at a time: the syscall counters and ingest_stop are the process's. */
+static atomic_flag ingest_running = ATOMIC_FLAG_INIT;
 
 void ingest_interrupt(void)
 {
@@ -153,6 +155,8 @@ static int run_start(struct run *run)
 	ps->parse = o->parse;
 	ps->mail = &o->mail;
 	ps->emit = &o->emit;
+	ps->visit = o->visit;
+	ps->visit_ctx = o->visit_ctx;
 	ps->full = &run->full_batches;
 	ps->done = &run->done_batches;
 	int r = parse_stage_init(ps, threads);
@@ -175,7 +179,7 @@ static int run_start(struct run *run)
 	return parse_stage_start(ps);
 }
 
-int ingest_run(const struct ingest_options *o, struct ingest_report **report)
+static int run_once(const struct ingest_options *o, struct ingest_report **report)
 {
 	struct run run_storage, *run = &run_storage;
 	memset(run, 0, sizeof(*run));
@@ -183,7 +187,8 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	run->writer = (struct writer){
 		.path = o->output, .done = &run->done_batches, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
-		.progress = o->progress, .fd = -1,
+		.progress = o->progress, .progress_ctx = o->progress_ctx, .fd = -1,
+		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
 	};
 	*report = run->rep = report_new();
 	if (!run->rep)
@@ -299,4 +304,18 @@ int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 	walk_free(run->walk);
 	int failed = atomic_load(&run->failed);
 	return failed ? failed : 0;
+}
+
+int ingest_run(const struct ingest_options *o, struct ingest_report **report)
+{
+	if (atomic_flag_test_and_set(&ingest_running)) {
+		*report = NULL;
+		return -EBUSY;
+	}
+	int r = run_once(o, report);
+	/* the run's threads have been joined and their counts are in the
+	 * report: their counter blocks go */
+	stats_reap();
+	atomic_flag_clear(&ingest_running);
+	return r;
 }

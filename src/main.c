@@ -59,6 +59,26 @@ static void on_sigint(int sig)
 	ingest_interrupt();
 }
 
+/* The progress line on stderr, from the library's progress callback (the
+ * library draws nothing itself): redrawn in place, cleared at the end. */
+static void draw_progress(void *ctx, uint64_t files, uint64_t bytes, uint64_t errors,
+                          uint64_t total, uint64_t elapsed_ns, int done)
+{
+	(void)ctx;
+	double secs = (double)elapsed_ns / 1e9;
+	char line[160];
+	int n = snprintf(line, sizeof(line), "\r\033[K%llu files, %.1f MB, %.0f files/s, %llu errors",
+	                 (unsigned long long)files, (double)bytes / 1e6,
+	                 secs > 0 ? (double)files / secs : 0.0, (unsigned long long)errors);
+	if (total && files < total && files && n > 0 && (size_t)n < sizeof(line))
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", ETA %.0f s",
+		              secs / (double)files * (double)(total - files));
+	if (done)
+		n = snprintf(line, sizeof(line), "\r\033[K");
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		return;   /* a progress line that cannot be drawn is not worth a failure */
+}
+
 static int usage_error(const char *what, const char *arg)
 {
 	fprintf(stderr, "ingest: %s%s%s (see ingest --help)\n", what, arg ? arg : "", arg ? "'" : "");
@@ -231,7 +251,7 @@ int main(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		/* Likewise a file-size limit (ulimit -f): EFBIG, which the writer
 		 * reports and cuts back to the last whole record, instead of a
-		 * kill that leaves half a record behind (issue 7). */
+		 * kill that leaves half a record behind. */
 		signal(SIGXFSZ, SIG_IGN);
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
@@ -242,7 +262,8 @@ int main(int argc, char **argv)
 	 * no syscall for it (isatty is an ioctl). */
 	if (progress < 0)
 		progress = !quiet && isatty(STDERR_FILENO);
-	ingest_options_set(o, "progress", progress ? "1" : "0");
+	if (progress)
+		ingest_options_set_progress(o, draw_progress, NULL);
 	struct ingest_report *rep = NULL;
 	int r = ingest_run(o, &rep);
 	if (stats && rep) {

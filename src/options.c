@@ -6,6 +6,7 @@
 #include "core/limits.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,13 @@ const char *ingest_version(void)
 	return INGEST_VERSION;
 }
 
+int ingest_check_version(int major, int minor, int micro)
+{
+	/* the library was built with its own header: the macro's answer is
+	 * the loaded library's */
+	return INGEST_CHECK_VERSION(major, minor, micro);
+}
+
 struct ingest_options *ingest_options_new(void)
 {
 	struct ingest_options *o = xcalloc(1, sizeof(*o));
@@ -76,6 +84,7 @@ struct ingest_options *ingest_options_new(void)
 	o->mail.max_text = LIMIT_MAX_TEXT_DEFAULT;
 	o->mail.want_text = true;
 	o->parse = true;
+	o->output_fd = -1;
 	emit_options_init(&o->emit);
 	return o;
 }
@@ -107,6 +116,28 @@ int ingest_options_add_path(struct ingest_options *o, const char *path)
 	return 0;
 }
 
+int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn *fn, void *ctx)
+{
+	o->sink = fn;
+	o->sink_ctx = fn ? ctx : NULL;
+	return 0;
+}
+
+int ingest_options_set_progress(struct ingest_options *o, ingest_progress_fn *fn, void *ctx)
+{
+	o->progress = fn;
+	o->progress_ctx = fn ? ctx : NULL;
+	return 0;
+}
+
+int ingest_options_set_output_fd(struct ingest_options *o, int fd)
+{
+	if (fd < -1)
+		return -EINVAL;
+	o->output_fd = fd;
+	return 0;
+}
+
 static int options_size_in(const char *v, uint64_t min, uint64_t max, uint64_t *out)
 {
 	uint64_t x;
@@ -116,7 +147,24 @@ static int options_size_in(const char *v, uint64_t min, uint64_t max, uint64_t *
 	return 0;
 }
 
-int ingest_options_set(struct ingest_options *o, const char *name, const char *v)
+/* Every name ingest_options_set() takes, as include/ingest.h lists them:
+ * the getter answers for these, and an unknown name is told apart from a
+ * bad value by this table. */
+static const char *const options_names[] = {
+	"backend", "batch-bytes", "max-inflight", "max-size", "max-text", "threads", "format",
+	"fields", "es-index", "no-text", "headers", "parse", "output", "files-from", "null",
+	"state", "shard", "stats", "index",
+};
+
+static bool options_known(const char *name)
+{
+	for (size_t i = 0; i < sizeof(options_names) / sizeof(options_names[0]); i++)
+		if (!strcmp(name, options_names[i]))
+			return true;
+	return false;
+}
+
+static int options_set_one(struct ingest_options *o, const char *name, const char *v)
 {
 	uint64_t x;
 	bool b;
@@ -215,12 +263,6 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		o->shard_n = (unsigned)n;
 		return 0;
 	}
-	if (!strcmp(name, "progress")) {
-		if ((r = options_flag(v, &b)) < 0)
-			return r;
-		o->progress = b;
-		return 0;
-	}
 	if (!strcmp(name, "format"))
 		return v ? emit_format_parse(v, &o->emit.format) : -EINVAL;
 	if (!strcmp(name, "fields"))
@@ -231,5 +273,98 @@ int ingest_options_set(struct ingest_options *o, const char *name, const char *v
 		o->emit.es_index = o->es_index;
 		return 0;
 	}
-	return -ENOENT;
+	return -ENOENT;   /* a name of the table without a case: a bug */
+}
+
+int ingest_options_set(struct ingest_options *o, const char *name, const char *v)
+{
+	o->error[0] = '\0';
+	if (!name || !options_known(name)) {
+		snprintf(o->error, sizeof(o->error), "unknown option '%.100s'", name ? name : "(null)");
+		return -EINVAL;
+	}
+	int r = options_set_one(o, name, v);
+	if (r == -EINVAL)
+		snprintf(o->error, sizeof(o->error), "invalid value for '%s': '%.100s'", name,
+		         v ? v : "(null)");
+	return r;
+}
+
+const char *ingest_options_error(const struct ingest_options *o)
+{
+	return o->error[0] ? o->error : NULL;
+}
+
+static const char *options_flag_text(bool b)
+{
+	return b ? "1" : "0";
+}
+
+int ingest_options_get(const struct ingest_options *o, const char *name, char *buf, size_t size)
+{
+	struct ingest_options *mo = (struct ingest_options *)(uintptr_t)o;   /* the error slot only */
+	mo->error[0] = '\0';
+	char tmp[32];
+	const char *s = NULL;
+	unsigned long long n = 0;
+	bool number = false;
+	if (!name || !options_known(name)) {
+		snprintf(mo->error, sizeof(mo->error), "unknown option '%.100s'", name ? name : "(null)");
+		return -EINVAL;
+	}
+	if (!strcmp(name, "backend"))
+		s = o->reader.backend == READER_URING ? "uring" : o->reader.backend == READER_SYNC ? "sync" : "auto";
+	else if (!strcmp(name, "batch-bytes"))
+		number = true, n = o->reader.batch_bytes;
+	else if (!strcmp(name, "max-inflight"))
+		number = true, n = o->max_inflight;
+	else if (!strcmp(name, "max-size"))
+		number = true, n = o->reader.max_size;
+	else if (!strcmp(name, "max-text"))
+		number = true, n = o->mail.max_text;
+	else if (!strcmp(name, "threads"))
+		number = true, n = o->threads;   /* 0: the machine's parallelism */
+	else if (!strcmp(name, "format"))
+		s = o->emit.format == EMIT_TSV ? "tsv" : o->emit.format == EMIT_ES_BULK ? "es-bulk" : "jsonl";
+	else if (!strcmp(name, "es-index"))
+		s = o->es_index ? o->es_index : "";
+	else if (!strcmp(name, "no-text"))
+		s = options_flag_text(o->emit.no_text);
+	else if (!strcmp(name, "headers"))
+		s = options_flag_text(o->emit.headers);
+	else if (!strcmp(name, "parse"))
+		s = options_flag_text(o->parse);
+	else if (!strcmp(name, "null"))
+		s = options_flag_text(o->null_separated);
+	else if (!strcmp(name, "output"))
+		s = o->output ? o->output : "";
+	else if (!strcmp(name, "files-from"))
+		s = o->files_from ? o->files_from : "";
+	else if (!strcmp(name, "state"))
+		s = o->state ? o->state : "";
+	else if (!strcmp(name, "index"))
+		s = o->index ? o->index : "";
+	else if (!strcmp(name, "stats"))
+		s = o->stats == OPTIONS_STATS_JSON ? "json" : o->stats == OPTIONS_STATS_HUMAN ? "human" : "0";
+	if (number || s)
+		return snprintf(buf, size, "%s", number ? (snprintf(tmp, sizeof(tmp), "%llu", n), tmp) : s);
+	if (!strcmp(name, "shard")) {
+		if (!o->shard_n)
+			return snprintf(buf, size, "%s", "");
+		return snprintf(buf, size, "%u/%u", o->shard_k, o->shard_n);
+	}
+	/* fields: the selection in its order, comma-separated */
+	size_t len = 0;
+	if (size)
+		buf[0] = '\0';
+	for (size_t i = 0; i < o->emit.n_order; i++) {
+		enum emit_field f = (enum emit_field)o->emit.order[i];
+		if (!(o->emit.fields & EMIT_FIELD_BIT(f)))
+			continue;
+		const char *fn = emit_field_name(f);
+		int w = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s%s",
+		                 len ? "," : "", fn);
+		len += (size_t)w;
+	}
+	return (int)len;
 }

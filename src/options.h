@@ -20,6 +20,9 @@ struct ingest_options {
 	char *files_from;           /* "-" for stdin */
 	bool null_separated;
 	char *output;               /* NULL: stdout */
+	int output_fd;              /* the caller's descriptor, or -1 */
+	ingest_sink_fn *sink;       /* records to a function; NULL: a descriptor */
+	void *sink_ctx;
 	struct reader_options reader;
 	uint64_t max_inflight;
 	unsigned threads;           /* 0: the machine's parallelism */
@@ -29,9 +32,13 @@ struct ingest_options {
 	enum options_stats stats;
 	bool parse;                 /* false: records carry I/O fields only */
 	unsigned shard_k, shard_n;  /* --shard=K/N; 0/0 none */
-	bool progress;              /* draw a progress line on stderr */
+	ingest_progress_fn *progress;   /* told as the run goes; or NULL */
+	void *progress_ctx;
 	char *state;                /* --state=FILE */
 	char *index;                /* --index=FILE: records into that database */
+	record_visit_fn *visit;     /* internal: records formatted by this, not emit */
+	void *visit_ctx;
+	char error[160];            /* ingest_options_error(); "" for none */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */

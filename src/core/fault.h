@@ -1,4 +1,4 @@
-/* Fault injection (issue 7), compiled in with -Dfault_injection=true.
+/* Fault injection, compiled in with -Dfault_injection=true.
  *
  * Every fallible call ingest makes passes through fault_check_at(): the
  * syscall wrappers of core/sys.c (and the ring's own calls in io/uring.c),

@@ -14,6 +14,20 @@
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stats_thread *stats_list;
 static __thread struct stats_thread *stats_tls;
+static pthread_key_t stats_key;
+static pthread_once_t stats_key_once = PTHREAD_ONCE_INIT;
+
+/* A thread's end marks its block; stats_reap() frees it later, under the
+ * lock, so that a merge never reads freed memory. */
+static void stats_thread_ended(void *p)
+{
+	__atomic_store_n(&((struct stats_thread *)p)->exited, 1, __ATOMIC_RELEASE);
+}
+
+static void stats_key_create(void)
+{
+	pthread_key_create(&stats_key, stats_thread_ended);
+}
 
 struct stats_thread *stats_self(void)
 {
@@ -29,6 +43,8 @@ struct stats_thread *stats_self(void)
 	stats_list = t;
 	pthread_mutex_unlock(&stats_lock);
 	stats_tls = t;
+	pthread_once(&stats_key_once, stats_key_create);
+	pthread_setspecific(stats_key, t);
 	return t;
 }
 
@@ -76,4 +92,19 @@ void stats_free_all(void)
 		t = next;
 	}
 	stats_tls = NULL;
+}
+
+void stats_reap(void)
+{
+	pthread_mutex_lock(&stats_lock);
+	for (struct stats_thread **pp = &stats_list; *pp;) {
+		struct stats_thread *t = *pp;
+		if (__atomic_load_n(&t->exited, __ATOMIC_ACQUIRE)) {
+			*pp = t->next;
+			free(t);
+		} else {
+			pp = &t->next;
+		}
+	}
+	pthread_mutex_unlock(&stats_lock);
 }

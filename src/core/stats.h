@@ -24,6 +24,7 @@ struct stats_thread {
 	uint64_t sys[SC__COUNT];
 	uint64_t ring[STATS_OP__COUNT];
 	struct stats_thread *next;     /* registration list */
+	int exited;                    /* its thread has ended (atomic) */
 };
 
 /* The calling thread's counters, created and registered on first use;
@@ -51,5 +52,9 @@ void stats_merge(struct stats_thread *out);
 void stats_reset_all(void);
 /* Frees the registered blocks (at process end, all threads joined). */
 void stats_free_all(void);
+/* Frees the blocks of threads that have ended, after their counts were
+ * merged: a run's threads end with it, and a process that runs forever
+ * must not keep a block per thread it ever had. */
+void stats_reap(void);
 
 #endif

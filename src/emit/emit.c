@@ -19,7 +19,9 @@
  * that dynbuf: no globals written, no syscalls (strerrorname_np and
  * strerrordesc_np return static strings and never touch errno or locale
  * files, unlike strerror_l), no printf. */
+#include "core/hash.h"
 #include "emit/emit.h"
+#include "mail/mail.h"
 #include "emit/json.h"
 #include "io/maildir.h"
 
@@ -151,6 +153,7 @@ static uint64_t emit_active(const struct emit_options *o)
 /* ---- what a record says ---------------------------------------------- */
 
 struct emit_ctx {
+	const struct record *rec;
 	const struct record_io *io;
 	const struct mail_message *m;   /* the message, NULL unless it is mail */
 	const struct mail_message *raw; /* r->mail as given (not-mail too) */
@@ -161,25 +164,12 @@ struct emit_ctx {
 static void emit_ctx_init(struct emit_ctx *c, const struct record *r,
                           struct dynbuf *b)
 {
+	c->rec = r;
 	c->io = &r->io;
 	c->raw = r->mail;
-	c->m = r->mail && r->mail->is_mail ? r->mail : NULL;
-	c->reason = r->io.reason;
-	if (c->reason == RECORD_NONE && r->mail && !r->mail->is_mail)
-		c->reason = RECORD_NOT_MAIL;
+	c->m = emit_record_message(r);
+	c->reason = emit_record_reason(r);
 	c->b = b;
-}
-
-static const char *emit_reason_text(enum record_reason r)
-{
-	switch (r) {
-	case RECORD_IO:          return "input/output error";
-	case RECORD_NOT_REGULAR: return "not a regular file";
-	case RECORD_SYMLINK:     return "symbolic link, not followed";
-	case RECORD_TOO_LARGE:   return "larger than --max-size";
-	case RECORD_NOT_MAIL:    return "not a mail message";
-	default:                 return "internal error";
-	}
 }
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
@@ -192,20 +182,57 @@ static const char *emit_errno_name(int e) { (void)e; return NULL; }
 static const char *emit_errno_desc(int e) { return strerror(e); }
 #endif
 
-/* The parts of the error field; *name NULL when there is no errno. */
-static void emit_error_parts(const struct emit_ctx *c, const char **reason,
-                             int *err, const char **name, const char **msg)
+enum record_reason emit_record_reason(const struct record *r)
 {
-	*reason = record_reason_name(c->reason);
+	if (r->io.reason == RECORD_NONE && r->mail && !r->mail->is_mail)
+		return RECORD_NOT_MAIL;
+	return r->io.reason;
+}
+
+const struct mail_message *emit_record_message(const struct record *r)
+{
+	return r->mail && r->mail->is_mail ? r->mail : NULL;
+}
+
+void emit_record_error(const struct record *r, const char **reason, int *err,
+                       const char **name, const char **msg)
+{
+	enum record_reason why = emit_record_reason(r);
+	*reason = record_reason_name(why);
 	if (!*reason)
 		*reason = "internal";   /* an out-of-range reason is our bug */
-	*err = c->io->err < 0 ? -c->io->err : c->io->err;
+	*err = r->io.err < 0 ? -r->io.err : r->io.err;
 	*name = *err ? emit_errno_name(*err) : NULL;
-	*msg = c->io->message;
+	*msg = r->io.message;
 	if (!*msg && *err)
 		*msg = emit_errno_desc(*err);
 	if (!*msg)
-		*msg = emit_reason_text(c->reason);
+		*msg = record_reason_text(why);
+}
+
+struct mail_str emit_message_str(const struct mail_message *m, enum emit_field f)
+{
+	return f == EMIT_F_MESSAGE_ID ? m->message_id
+	     : f == EMIT_F_IN_REPLY_TO ? m->in_reply_to
+	     : f == EMIT_F_SUBJECT ? m->subject
+	     : f == EMIT_F_LIST_ID ? m->list_id
+	     : f == EMIT_F_CONTENT_TYPE ? m->content_type
+	     : m->text;
+}
+
+const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, enum emit_field f)
+{
+	return f == EMIT_F_FROM ? &m->from : f == EMIT_F_SENDER ? &m->sender
+	     : f == EMIT_F_REPLY_TO ? &m->reply_to : f == EMIT_F_TO ? &m->to
+	     : f == EMIT_F_CC ? &m->cc : &m->bcc;
+}
+
+uint64_t emit_record_fields(const struct emit_options *o, const struct record *r)
+{
+	uint64_t act = emit_active(o);
+	if (!emit_record_message(r))
+		act &= EMIT_IO_FIELDS | BIT(DETECTED_TYPE);
+	return act;
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -360,7 +387,7 @@ static int emit_json_error(const struct emit_ctx *c)
 	const char *reason, *name, *msg;
 	int err, r;
 
-	emit_error_parts(c, &reason, &err, &name, &msg);
+	emit_record_error(c->rec, &reason, &err, &name, &msg);
 	if ((r = json_put_lit(b, "{\"reason\":")) < 0 ||
 	    (r = json_put_cstr(b, reason)) < 0)
 		return r;
@@ -455,12 +482,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_LIST_ID:
 	case EMIT_F_CONTENT_TYPE:
 	case EMIT_F_TEXT: {
-		struct mail_str s = f == EMIT_F_MESSAGE_ID ? m->message_id
-		                  : f == EMIT_F_IN_REPLY_TO ? m->in_reply_to
-		                  : f == EMIT_F_SUBJECT ? m->subject
-		                  : f == EMIT_F_LIST_ID ? m->list_id
-		                  : f == EMIT_F_CONTENT_TYPE ? m->content_type
-		                  : m->text;
+		struct mail_str s = emit_message_str(m, f);
 		if (!s.p)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
@@ -501,10 +523,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_TO:
 	case EMIT_F_CC:
 	case EMIT_F_BCC: {
-		const struct mail_addr_list *l =
-			f == EMIT_F_FROM ? &m->from : f == EMIT_F_SENDER ? &m->sender
-			: f == EMIT_F_REPLY_TO ? &m->reply_to : f == EMIT_F_TO ? &m->to
-			: f == EMIT_F_CC ? &m->cc : &m->bcc;
+		const struct mail_addr_list *l = emit_message_addrs(m, f);
 		if (!l->present)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
@@ -548,11 +567,9 @@ static int emit_json_object(const struct emit_options *o, const struct emit_ctx 
 {
 	struct dynbuf *b = c->b;
 	size_t start = b->len;
-	uint64_t act = emit_active(o);
+	uint64_t act = emit_record_fields(o, c->rec);
 	int r;
 
-	if (!c->m)
-		act &= EMIT_IO_FIELDS | BIT(DETECTED_TYPE);
 	while (act) {
 		enum emit_field f = (enum emit_field)__builtin_ctzll(act);
 		act &= act - 1;
@@ -567,22 +584,12 @@ static int emit_json_object(const struct emit_options *o, const struct emit_ctx 
 
 /* ---- es-bulk ---------------------------------------------------------- */
 
-static uint64_t emit_fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
 void emit_record_hash_id(const struct record *r, char id[17])
 {
 	static const char hex[] = "0123456789abcdef";
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-	h = emit_fnv1a(h, r->io.root.p, r->io.root.n);
-	h = emit_fnv1a(h, "/", 1);
+	uint64_t h = HASH_FNV1A_INIT;
+	h = hash_fnv1a(h, r->io.root.p, r->io.root.n);
+	h = hash_fnv1a(h, "/", 1);
 	const char *path = r->io.path.p;
 	size_t n = r->io.path.n;
 	const char *slash = n ? memrchr(path, '/', n) : NULL;
@@ -592,10 +599,10 @@ void emit_record_hash_id(const struct record *r, char id[17])
 		 * and the unique name, without cur|new and the flags. */
 		const char *base = slash + 1;
 		size_t base_n = n - (size_t)(base - path);
-		h = emit_fnv1a(h, path, (size_t)(slash - path) - 3);
-		h = emit_fnv1a(h, base, maildir_base_len(base, base_n));
+		h = hash_fnv1a(h, path, (size_t)(slash - path) - 3);
+		h = hash_fnv1a(h, base, maildir_base_len(base, base_n));
 	} else {
-		h = emit_fnv1a(h, path, n);
+		h = hash_fnv1a(h, path, n);
 	}
 	if (r->io.in_mbox) {
 		char tmp[21];
@@ -606,7 +613,7 @@ void emit_record_hash_id(const struct record *r, char id[17])
 			v /= 10;
 		} while (v);
 		*--q = '#';
-		h = emit_fnv1a(h, q, (size_t)(e - q));
+		h = hash_fnv1a(h, q, (size_t)(e - q));
 	}
 	for (int i = 15; i >= 0; i--) {
 		id[i] = hex[h & 15];
@@ -797,7 +804,7 @@ static int emit_tsv_error(const struct emit_ctx *c)
 	const char *reason, *name, *msg;
 	int err, r;
 
-	emit_error_parts(c, &reason, &err, &name, &msg);
+	emit_record_error(c->rec, &reason, &err, &name, &msg);
 	if ((r = emit_tsv_cstr(b, reason)) < 0 || (r = json_put_lit(b, ": ")) < 0)
 		return r;
 	if (err) {

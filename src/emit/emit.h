@@ -10,7 +10,7 @@
 #define INGEST_EMIT_EMIT_H
 
 #include "core/dynbuf.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -113,6 +113,31 @@ int emit_format_parse(const char *s, enum emit_format *f);
  * dynbuf's cap, -ENOMEM) with out->len as it was on entry. */
 int emit_record(const struct emit_options *o, const struct record *r,
                 struct dynbuf *out);
+
+/* The fields r's JSON record has keys for, at most (each is left out when
+ * the record has no value for it): the selection, minus what the options
+ * turn off, minus the mail fields when r has no message.  In enum order;
+ * the Python module's dicts walk the same set (python/). */
+uint64_t emit_record_fields(const struct emit_options *o, const struct record *r);
+
+/* The string of a string field of m (message_id, in_reply_to, subject,
+ * list_id, content_type, text), and the list of an address field (from,
+ * sender, reply_to, to, cc, bcc): one selection for every format. */
+struct mail_str emit_message_str(const struct mail_message *m, enum emit_field f);
+const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, enum emit_field f);
+
+/* r's message when it is mail, else NULL. */
+const struct mail_message *emit_record_message(const struct record *r);
+
+/* Why r is an error record (RECORD_NONE: it is not), the parser's
+ * not-mail included. */
+enum record_reason emit_record_reason(const struct record *r);
+
+/* The members of r's "error" object: the reason's name, the positive
+ * errno (0: none), its symbolic name (NULL: none, or unknown here, when
+ * the number is written as a string) and the message. */
+void emit_record_error(const struct record *r, const char **reason, int *err,
+                       const char **name, const char **msg);
 
 /* Appends TSV's header line (the column names, tab-separated, '\n').
  * 0 or -errno with out unchanged. */

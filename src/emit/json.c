@@ -401,17 +401,6 @@ int json_put_u64(struct dynbuf *b, uint64_t v)
 	return json_put_raw(b, q, (size_t)(e - q));
 }
 
-int json_put_i64(struct dynbuf *b, int64_t v)
-{
-	if (v >= 0)
-		return json_put_u64(b, (uint64_t)v);
-	int r = json_put_lit(b, "-");
-	if (r < 0)
-		return r;
-	/* -(INT64_MIN) overflows int64; in uint64 it is exact. */
-	return json_put_u64(b, -(uint64_t)v);
-}
-
 /* Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
  * civil_from_days, valid over the whole int64 day range we can reach). */
 static void json_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)

@@ -92,7 +92,6 @@ int json_put_base64(struct dynbuf *b, const void *p, size_t n);
 
 /* Appends decimal integers (no printf: this is per field per record). */
 int json_put_u64(struct dynbuf *b, uint64_t v);
-int json_put_i64(struct dynbuf *b, int64_t v);
 
 /* Appends t (seconds since the epoch) as UTC ISO 8601,
  * `YYYY-MM-DDTHH:MM:SSZ`, unquoted.  Proleptic Gregorian over the whole

@@ -16,7 +16,7 @@
 #ifndef INGEST_INDEX_H
 #define INGEST_INDEX_H
 
-#include "record.h"
+#include "core/record.h"
 
 #include <stddef.h>
 #include <stdint.h>

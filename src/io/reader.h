@@ -1,5 +1,5 @@
 /* The reader: walk entries into filled batches, with the syscall contract of
- * ARCHITECTURE.md (one size query whose answer is cached, one read of
+ * docs/ARCHITECTURE.md (one size query whose answer is cached, one read of
  * size+1 bytes, a close; nothing else per file).
  *
  * Two backends keep that contract:

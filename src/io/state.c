@@ -11,6 +11,7 @@
 #include "io/state.h"
 #include "io/maildir.h"
 #include "io/walk.h"
+#include "core/hash.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -55,20 +56,11 @@ struct state {
 	struct walk *walk;         /* what it could not list is not gone */
 };
 
-static uint64_t state_hash(uint64_t h, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static uint64_t state_path_key(const char *root, size_t rn, const char *path, size_t pn)
 {
-	uint64_t h = state_hash(0xcbf29ce484222325ull, root, rn);
-	h = state_hash(h, "", 1);
-	return state_hash(h, path, pn);
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root, rn);
+	h = hash_fnv1a(h, "", 1);
+	return hash_fnv1a(h, path, pn);
 }
 
 /* The rename key: root, the Maildir (the path above cur/ or new/) and the
@@ -83,11 +75,11 @@ static bool state_name_key(const char *root, size_t rn, const char *path, size_t
 		return false;
 	const char *base = slash + 1;
 	size_t bn = maildir_base_len(base, pn - (size_t)(base - path));
-	uint64_t h = state_hash(0xcbf29ce484222325ull, root, rn);
-	h = state_hash(h, "", 1);
-	h = state_hash(h, path, (size_t)(sub - path));
-	h = state_hash(h, "", 1);
-	*key = state_hash(h, base, bn);
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root, rn);
+	h = hash_fnv1a(h, "", 1);
+	h = hash_fnv1a(h, path, (size_t)(sub - path));
+	h = hash_fnv1a(h, "", 1);
+	*key = hash_fnv1a(h, base, bn);
 	return true;
 }
 

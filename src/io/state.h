@@ -19,7 +19,7 @@
 #ifndef INGEST_STATE_H
 #define INGEST_STATE_H
 
-#include "record.h"
+#include "core/record.h"
 
 #include <stdint.h>
 

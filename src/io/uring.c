@@ -20,7 +20,7 @@
  *
  * Slots are reused only after every CQE of the previous batch has been
  * reaped, so a slot's close has always completed before it is opened again.
- * Facts this relies on (liburing 2.3, kernel 6.x) are in ARCHITECTURE.md:
+ * Facts this relies on (liburing 2.3, kernel 6.x) are in docs/ARCHITECTURE.md:
  * explicit slots (IORING_FILE_INDEX_ALLOC is broken in liburing 2.3), no
  * O_CLOEXEC on a direct open, a chain is never split across two submits.
  *
@@ -29,7 +29,7 @@
  * always enters, and so does a submit with SQEs queued; CQEs are reaped with
  * io_uring_for_each_cqe, which never does).
  *
- * Completions with errors (issue 7).  Every SQE yields exactly one CQE,
+ * Completions with errors.  Every SQE yields exactly one CQE,
  * whatever its result, and the reader counts CQEs, not successes, so an
  * error never leaves it waiting:
  *   statx, openat, read  -ERRNO: the file becomes an error record naming
@@ -126,7 +126,7 @@ struct uring_reader {
 	/* a streamed file's chunk read */
 	bool chunk_pending;
 	int chunk_res;
-	/* issue 7: what the ring did besides reading (see the header) */
+	/* what the ring did besides reading (see the header) */
 	bool cqe_faults;         /* test: INGEST_FAULT names a cqe_ target */
 };
 
@@ -306,7 +306,7 @@ static int uring_enter(struct uring_reader *u, unsigned want)
 		}
 		if (r >= 0)
 			return 0;
-		/* counted so that --stats says the ring pushed back (issue 7) */
+		/* counted so that --stats says the ring pushed back */
 		if (r == -EINTR || r == -EAGAIN || r == -EBUSY)
 			u->r.c.st.enter_retries++;
 		/* EINTR: a signal; EAGAIN/EBUSY: the kernel is short of memory

@@ -12,6 +12,7 @@
  * close when it is done; no stat unless the filesystem gives no d_type. */
 #include "io/walk.h"
 #include "io/maildir.h"
+#include "core/hash.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "core/limits.h"
@@ -585,7 +586,7 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 		r = walk_push_dir(w, d);
 	if (r < 0) {
 		/* the files listed hold refs too (walk_list_dir): none was
-		 * handed out, so they go with the directory (issue 7: no leak) */
+		 * handed out, so they go with the directory (no leak) */
 		d->refs -= (unsigned)d->n_files;
 		walk_dir_unref(d);
 		return r;
@@ -596,7 +597,7 @@ static int walk_enter(struct walk *w, struct walk_dir *parent, struct walk_entry
 	 * directory also gets an error record.  For a PATH argument the caller
 	 * makes that record from a negative return (the directory is pushed
 	 * already, so what was listed is still walked after it); without this
-	 * a root whose listing failed vanished from the output (issue 7). */
+	 * a root whose listing failed vanished from the output. */
 	if (err && !parent)
 		return -err;
 	if (err) {
@@ -613,15 +614,6 @@ void walk_set_shard(struct walk *w, unsigned k, unsigned n)
 	w->shard_n = n;
 }
 
-static uint64_t walk_fnv(uint64_t h, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 uint64_t walk_entry_hash(const struct walk_entry *e)
 {
 	const struct walk_dir *d = e->dir;
@@ -629,8 +621,8 @@ uint64_t walk_entry_hash(const struct walk_entry *e)
 	size_t rn = strlen(d->root);
 	while (rn > 1 && d->root[rn - 1] == '/')
 		rn--;
-	uint64_t h = walk_fnv(0xcbf29ce484222325ull, d->root, rn);
-	h = walk_fnv(h, "/", 1);
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, d->root, rn);
+	h = hash_fnv1a(h, "/", 1);
 	/* A Maildir message keeps its shard through flag changes and the move
 	 * from new/ to cur/ (renames), or each shard's --state would see a
 	 * deletion and a new message: its key is the folder and the unique
@@ -641,10 +633,10 @@ uint64_t walk_entry_hash(const struct walk_entry *e)
 		name_n = walk_unique_len(e->name);
 	}
 	if (dir_n) {
-		h = walk_fnv(h, d->relpath, dir_n);
-		h = walk_fnv(h, "/", 1);
+		h = hash_fnv1a(h, d->relpath, dir_n);
+		h = hash_fnv1a(h, "/", 1);
 	}
-	h = walk_fnv(h, e->name, name_n);
+	h = hash_fnv1a(h, e->name, name_n);
 	/* FNV's low bits are weak for short keys: finish with a mixer
 	 * (the murmur3 fmix64 constants) before taking a modulus. */
 	h ^= h >> 33;

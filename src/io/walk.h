@@ -19,7 +19,8 @@
 #ifndef INGEST_WALK_H
 #define INGEST_WALK_H
 
-#include "record.h"
+#include "core/record.h"
+#include "core/arena.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,10 +35,6 @@ struct walk_entry {
 	bool follow;              /* an explicit path: symlinks followed */
 	enum record_reason reason;/* set when the walk itself failed on it */
 	int err;                  /* positive errno with RECORD_IO */
-};
-
-struct walk_options {
-	bool maildir_only_flags;  /* reserved */
 };
 
 struct walk *walk_new(void);

@@ -308,6 +308,9 @@ struct addr_entry {
 	bool angle_open;          /* the `<` had no `>` */
 	size_t angle_s, angle_e;  /* span of the address inside `<...>` */
 	bool angle_plain;         /* that span is atoms and `@` only: a view */
+	bool angle_junk;          /* words after the addr-spec inside `<...>` */
+	bool angle_prose;         /* words and no `@` inside `<...>` */
+	bool closed;              /* the addr-spec is over: the rest is junk */
 	size_t name_end;          /* where the phrase before `<` ends */
 	bool has_comment;
 	size_t com_s, com_e;      /* first comment, parentheses included */
@@ -321,8 +324,14 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 	int r;
 	*m = (struct mail_addr){ 0 };
 	if (en->has_angle) {
+		/* Words and no `@` inside the brackets: no address, and none
+		 * is made up by gluing them (RFC 5322 3.4.1 addr-spec). */
+		if (en->angle_prose) {
+			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
+			return 0;
+		}
 		/* RFC 5322 3.4 angle-addr: recovered, but not well formed. */
-		if (en->angle_open)
+		if (en->angle_open || en->angle_junk)
 			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
 		if (en->angle_plain)
 			m->address = (struct mail_str){ (const char *)p + en->angle_s, en->angle_e - en->angle_s };
@@ -401,8 +410,12 @@ named:
 	if (!m->name.p && en->has_comment &&
 	    (r = addr_comment_name(ctx, p, en->com_s, en->com_e, &m->name, warnings)) < 0)
 		return r;
+	/* `<>` alone is the null reverse-path, nobody; with a name
+	 * (`MAILER DAEMON <>`, as bounces are sent) the name is all there is
+	 * of the sender, and is kept with an empty address, as postal-mime
+	 * and Python's email keep it. */
 	if (!m->address.n && !m->name.p)
-		return 0;     /* `<>`: the null reverse-path, nobody */
+		return 0;
 	return 1;
 }
 
@@ -430,6 +443,13 @@ static void addr_angle(const uint8_t *p, size_t n, size_t *i, struct addr_entry 
 	struct addr_tok t = addr_next(p, n, &j);
 	bool route = t.type == ADDR_SPECIAL && t.ch == '@';
 	size_t s = t.start, e = t.start;
+	/* The addr-spec ends with its domain: a word after it across white
+	 * space (`<stable@vger.kernel.org # 3.11>`, the kernel's stable
+	 * convention) is junk, not more address.  Words with no `@` at all
+	 * (`<no To-header on input>`) are no address.  A dot joins words
+	 * across white space (RFC 5322 4.4). */
+	bool at = false, domain = false, prev_dot = false, spaced = false;
+	size_t words = 0;
 	for (;; t = addr_next(p, n, &j)) {
 		if (t.type == ADDR_END) {
 			*i = j;
@@ -449,17 +469,35 @@ static void addr_angle(const uint8_t *p, size_t n, size_t *i, struct addr_entry 
 			if (t.ch == ':' && route) {
 				route = false;
 				s = e = j;
+				at = domain = prev_dot = spaced = false;
+				words = 0;
 				continue;
 			}
 		}
-		if (t.type != ADDR_COMMENT)
-			e = t.end;
+		if (t.type == ADDR_COMMENT || en->angle_junk)
+			continue;
+		bool word = addr_is_word(&t);
+		bool dot = t.type == ADDR_ATOM && p[t.start] == '.';
+		if (word && domain && t.space_before && !dot && !prev_dot) {
+			en->angle_junk = true;
+			continue;
+		}
+		if (word && words && t.space_before && !dot && !prev_dot)
+			spaced = true;
+		words += word;
+		if (t.type == ADDR_SPECIAL && t.ch == '@')
+			at = true;
+		else if (word && at)
+			domain = true;
+		prev_dot = t.type == ADDR_ATOM && p[t.end - 1] == '.';
+		e = t.end;
 	}
 	if (route)
 		s = e;        /* a route with no mailbox after it */
 	en->has_angle = true;
 	en->angle_s = s;
 	en->angle_e = e < s ? s : e;
+	en->angle_prose = !at && spaced;
 }
 
 int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
@@ -508,6 +546,8 @@ int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
 		}
 		if (end_entry)
 			continue;    /* `;` outside a group: a separator, as Outlook uses it */
+		if (en.closed)
+			continue;
 		if (t.type == ADDR_COMMENT) {
 			if (!en.has_comment) {
 				en.has_comment = true;
@@ -519,6 +559,16 @@ int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
 		if (t.type == ADDR_SPECIAL && t.ch == '<') {
 			en.name_end = t.start;
 			addr_angle(p, n, &i, &en);
+			continue;
+		}
+		if (t.type == ADDR_SPECIAL && t.ch == ':' && en.has_at && !en.has_angle &&
+		    p[en.start] != '@') {
+			/* A colon after an addr-spec starts nothing: the address
+			 * is what came before (`user@example.de Thu Sep 19
+			 * 17:31:10 2013`, as some scripts write), the rest is
+			 * junk. */
+			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
+			en.closed = true;
 			continue;
 		}
 		if (t.type == ADDR_SPECIAL && t.ch == ':') {
@@ -547,8 +597,12 @@ int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
 			en = (struct addr_entry){ 0 };
 			continue;
 		}
-		if (en.has_angle)
-			continue;    /* junk after `<addr>`: dropped */
+		if (en.has_angle) {
+			/* junk after `<addr>` (`<stable@vger.kernel.org> [3.13]`):
+			 * dropped */
+			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
+			continue;
+		}
 		if (!en.any) {
 			en.any = true;
 			en.start = t.start;

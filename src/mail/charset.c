@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <iconv.h>
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 #if defined(__SSE2__)
@@ -56,9 +57,11 @@ struct charset_cache {
 };
 
 enum charset_kind {
-	CHARSET_UTF8,      /* US-ASCII or UTF-8: validate, replace invalid bytes */
+	CHARSET_UTF8,      /* UTF-8: validate, replace invalid bytes */
+	CHARSET_ASCII,     /* US-ASCII or no charset: UTF-8 where valid, other
+	                    * bytes windows-1252 (README, Leniency) */
 	CHARSET_CP1252,    /* built-in table */
-	CHARSET_UNKNOWN,   /* a placeholder label: windows-1252 plus a warning */
+	CHARSET_UNKNOWN,   /* a label we cannot read: windows-1252 plus a warning */
 	CHARSET_ICONV,     /* name to hand to iconv_open */
 };
 
@@ -76,12 +79,12 @@ static const struct charset_alias charset_aliases[] = {
 	{ "utf8", CHARSET_UTF8, NULL },
 	{ "unicode-1-1-utf-8", CHARSET_UTF8, NULL },
 	{ "x-unicode20utf8", CHARSET_UTF8, NULL },
-	{ "us-ascii", CHARSET_UTF8, NULL },
-	{ "ascii", CHARSET_UTF8, NULL },
-	{ "us", CHARSET_UTF8, NULL },
-	{ "ansi_x3.4-1968", CHARSET_UTF8, NULL },
-	{ "iso646-us", CHARSET_UTF8, NULL },
-	{ "646", CHARSET_UTF8, NULL },
+	{ "us-ascii", CHARSET_ASCII, NULL },
+	{ "ascii", CHARSET_ASCII, NULL },
+	{ "us", CHARSET_ASCII, NULL },
+	{ "ansi_x3.4-1968", CHARSET_ASCII, NULL },
+	{ "iso646-us", CHARSET_ASCII, NULL },
+	{ "646", CHARSET_ASCII, NULL },
 	{ "windows-1252", CHARSET_CP1252, NULL },
 	{ "cp1252", CHARSET_CP1252, NULL },
 	{ "x-cp1252", CHARSET_CP1252, NULL },
@@ -97,12 +100,17 @@ static const struct charset_alias charset_aliases[] = {
 	{ "ibm819", CHARSET_CP1252, NULL },
 	{ "iso-ir-100", CHARSET_CP1252, NULL },
 	{ "csisolatin1", CHARSET_CP1252, NULL },
-	{ "x-unknown", CHARSET_UNKNOWN, NULL },
-	{ "unknown-8bit", CHARSET_UNKNOWN, NULL },
-	{ "unknown", CHARSET_UNKNOWN, NULL },
-	{ "x-user-defined", CHARSET_UNKNOWN, NULL },
-	{ "default", CHARSET_UNKNOWN, NULL },
-	{ "charset", CHARSET_UNKNOWN, NULL },
+	{ "us_ascii", CHARSET_ASCII, NULL },
+	/* Placeholders that say "no charset" (RFC 1428's unknown-8bit,
+	 * templates never filled in): read as a missing charset is. */
+	{ "x-unknown", CHARSET_ASCII, NULL },
+	{ "unknown-8bit", CHARSET_ASCII, NULL },
+	{ "x-unknown-8bit", CHARSET_ASCII, NULL },
+	{ "unknown", CHARSET_ASCII, NULL },
+	{ "x-user-defined", CHARSET_ASCII, NULL },
+	{ "default", CHARSET_ASCII, NULL },
+	{ "default_charset", CHARSET_ASCII, NULL },
+	{ "charset", CHARSET_ASCII, NULL },
 	{ "ks_c_5601-1987", CHARSET_ICONV, "CP949" },
 	{ "ks_c_5601-1989", CHARSET_ICONV, "CP949" },
 	{ "ks_c_5601", CHARSET_ICONV, "CP949" },
@@ -136,6 +144,7 @@ static const struct charset_alias charset_aliases[] = {
 	{ "unicode-1-1-utf-7", CHARSET_ICONV, "UTF-7" },
 	{ "utf7", CHARSET_ICONV, "UTF-7" },
 	{ "x-utf-7", CHARSET_ICONV, "UTF-7" },
+	{ "x-unicode-2-0-utf-7", CHARSET_ICONV, "UTF-7" },   /* Outlook */
 	{ "x-mac-roman", CHARSET_ICONV, "MACINTOSH" },
 	{ "macintosh", CHARSET_ICONV, "MACINTOSH" },
 	{ "mac", CHARSET_ICONV, "MACINTOSH" },
@@ -345,8 +354,13 @@ bool utf8_valid(const uint8_t *p, size_t n)
 	return true;
 }
 
-static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
-                            size_t *replaced)
+static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out);
+
+/* Appends p[0..n) with each invalid UTF-8 sequence replaced: by U+FFFD
+ * (counted in *replaced), or, when cp1252, by its bytes read as
+ * windows-1252 (nothing is replaced: that table maps every byte). */
+static int charset_sanitize_as(const uint8_t *p, size_t n, struct dynbuf *out,
+                               size_t *replaced, bool cp1252)
 {
 	size_t i = 0, run = 0, bad;
 	int r;
@@ -357,14 +371,24 @@ static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
 			continue;
 		}
 		/* Flush the valid run before i, then the replacement. */
-		if ((r = dynbuf_append(out, p + run, i - run)) < 0 ||
-		    (r = dynbuf_append(out, CHARSET_FFFD, 3)) < 0)
+		if ((r = dynbuf_append(out, p + run, i - run)) < 0)
 			return r;
-		(*replaced)++;
+		if (cp1252)
+			r = charset_decode_cp1252(p + i, bad, out);
+		else if ((r = dynbuf_append(out, CHARSET_FFFD, 3)) >= 0)
+			(*replaced)++;
+		if (r < 0)
+			return r;
 		i += bad;
 		run = i;
 	}
 	return dynbuf_append(out, p + run, n - run);
+}
+
+static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
+                            size_t *replaced)
+{
+	return charset_sanitize_as(p, n, out, replaced, false);
 }
 
 /* On allocation failure the output stops early (the count stays right for
@@ -761,7 +785,7 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 		replaced = &r_dummy;
 
 	char norm[CHARSET_LABEL_MAX + 1];
-	enum charset_kind kind = CHARSET_UTF8;
+	enum charset_kind kind = CHARSET_ASCII;
 	const char *iconv_name = NULL;
 	if (label.p) {
 		if (!charset_normalise(label, norm)) {
@@ -831,11 +855,13 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 	if (kind == CHARSET_CP1252)
 		return charset_decode_cp1252(p, n, out);
 
-	/* UTF-8 (and US-ASCII, which real mail uses to mean "whatever"). */
+	/* UTF-8, and US-ASCII, which real mail uses to mean "whatever": as
+	 * UTF-8 where that is valid, the rest as windows-1252 (what 8-bit
+	 * mail without a charset was written in), with nothing replaced. */
 	if (utf8_valid(p, n))
 		return dynbuf_append(out, p, n);
 	size_t k = 0;
-	int r = charset_sanitize(p, n, out, &k);
+	int r = charset_sanitize_as(p, n, out, &k, kind == CHARSET_ASCII);
 	if (r < 0)
 		return r;
 	if (k) {
@@ -843,4 +869,59 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 		mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 	}
 	return 0;
+}
+
+/* The value of the first "charset=" in s (quoted or a token), or
+ * MAIL_STR_NULL. */
+static struct mail_str charset_param_in(struct mail_str s)
+{
+	for (size_t i = 0; s.p && i + 8 < s.n; i++) {
+		if (strncasecmp(s.p + i, "charset=", 8) || (i && isalnum((unsigned char)s.p[i - 1])))
+			continue;
+		size_t b = i + 8, e;
+		if (s.p[b] == '"')
+			b++;
+		for (e = b; e < s.n && (isalnum((unsigned char)s.p[e]) || strchr("-_.:+()", s.p[e])); e++)
+			;
+		return e > b ? (struct mail_str){ s.p + b, e - b } : MAIL_STR_NULL;
+	}
+	return MAIL_STR_NULL;
+}
+
+/* Looked up only when a header needs it: the top-level Content-Type's
+ * charset, or, for a multipart, the first one its body declares within
+ * CHARSET_HINT_BODY bytes (the first text part's, as a rule). */
+#define CHARSET_HINT_BODY 4096
+static struct mail_str charset_hint(struct mail_ctx *ctx)
+{
+	if (!ctx->hint_done) {
+		ctx->hint_done = true;
+		struct mail_str t = ctx->hint_type, b = ctx->hint_body;
+		ctx->header_charset = charset_param_in(t);
+		if (!ctx->header_charset.p && t.n >= 9 && !strncasecmp(t.p + strspn(t.p, " \t"), "multipart", 9)) {
+			b.n = b.n < CHARSET_HINT_BODY ? b.n : CHARSET_HINT_BODY;
+			ctx->header_charset = charset_param_in(b);
+		}
+	}
+	return ctx->header_charset;
+}
+
+int charset_decode_header(struct mail_ctx *ctx, const uint8_t *p, size_t n, struct dynbuf *out,
+                          uint64_t *warnings)
+{
+	if (utf8_valid(p, n))
+		return dynbuf_append(out, p, n);
+	mail_warn(warnings, MAIL_W_UNENCODED_8BIT_HEADER);
+	struct mail_str hint = ctx ? charset_hint(ctx) : MAIL_STR_NULL;
+	if (hint.p) {
+		/* Big5, GB2312 and KOI8-R mail wrote its headers in the body's
+		 * charset; one that does not read them cleanly did not. */
+		size_t base = out->len;
+		uint64_t w = 0, replaced = 0;
+		int r = charset_decode(ctx, hint, p, n, out, &w, &replaced);
+		if (r < 0 || (!replaced && !(w & (UINT64_C(1) << MAIL_W_UNKNOWN_CHARSET))))
+			return r;
+		out->len = base;
+	}
+	return charset_decode(ctx, (struct mail_str){ "windows-1252", 12 }, p, n, out, warnings, NULL);
 }

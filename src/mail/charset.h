@@ -23,11 +23,20 @@ void charset_cache_free(struct charset_cache *c);
 size_t charset_cache_count(const struct charset_cache *c);
 
 /* Appends the UTF-8 form of p[0..n) to out.  label MAIL_STR_NULL means
- * US-ASCII with UTF-8 accepted (the RFC default as real mail uses it).
+ * US-ASCII as real mail uses it: UTF-8 where valid, the other bytes
+ * windows-1252 (nothing replaced).
  * *replaced is incremented per invalid byte sequence.  0 or -errno. */
 int charset_decode(struct mail_ctx *ctx, struct mail_str label,
                    const uint8_t *p, size_t n, struct dynbuf *out,
                    uint64_t *warnings, uint64_t *replaced);
+
+/* Raw 8-bit header text (RFC 6532 allows UTF-8; older clients wrote their
+ * own charset unlabelled): appends p[0..n) as is when it is valid UTF-8,
+ * else decoded in ctx->header_charset (the charset the message's body
+ * declares) when that reads it with nothing replaced, else as
+ * windows-1252.  Sets MAIL_W_UNENCODED_8BIT_HEADER unless valid UTF-8. */
+int charset_decode_header(struct mail_ctx *ctx, const uint8_t *p, size_t n, struct dynbuf *out,
+                          uint64_t *warnings);
 
 /* True when p[0..n) is valid UTF-8 (no overlongs, no surrogates). */
 bool utf8_valid(const uint8_t *p, size_t n);

@@ -46,6 +46,30 @@ static const char *const date_month_names[12] = {
 	"august", "september", "october", "november", "december",
 };
 
+/* Month names as localised clients write them (German, French, Spanish,
+ * Italian, Dutch, Portuguese; ASCII spellings only: an accented one is not
+ * in this table), each also matched by a prefix of three letters or more.
+ * No three-letter prefix names two months. */
+static const struct {
+	const char *name;
+	int month;
+} date_foreign_months[] = {
+	{ "janvier", 1 }, { "janeiro", 1 }, { "januari", 1 }, { "enero", 1 }, { "gennaio", 1 },
+	{ "fevrier", 2 }, { "fevereiro", 2 }, { "februari", 2 }, { "febrero", 2 }, { "febbraio", 2 },
+	{ "mrz", 3 }, { "mrt", 3 }, { "mars", 3 }, { "marzo", 3 }, { "marco", 3 }, { "maart", 3 },
+	{ "avril", 4 }, { "abril", 4 }, { "aprile", 4 },
+	{ "mai", 5 }, { "mayo", 5 }, { "maggio", 5 }, { "maio", 5 }, { "mei", 5 },
+	{ "juni", 6 }, { "juin", 6 }, { "junio", 6 }, { "junho", 6 }, { "giugno", 6 },
+	{ "juli", 7 }, { "juillet", 7 }, { "julio", 7 }, { "julho", 7 }, { "luglio", 7 },
+	{ "augustus", 8 }, { "agosto", 8 },
+	{ "septembre", 9 }, { "septiembre", 9 }, { "setiembre", 9 }, { "settembre", 9 },
+	{ "setembro", 9 },
+	{ "oktober", 10 }, { "octobre", 10 }, { "octubre", 10 }, { "ottobre", 10 }, { "outubro", 10 },
+	{ "novembre", 11 }, { "noviembre", 11 }, { "novembro", 11 },
+	{ "dezember", 12 }, { "decembre", 12 }, { "diciembre", 12 }, { "dicembre", 12 },
+	{ "dezembro", 12 },
+};
+
 /* RFC 5322 4.3 names, then common names seen in the wild (used only when no
  * numeric zone is present). */
 static const struct {
@@ -90,14 +114,23 @@ static bool date_word(struct date_tokens *t, const uint8_t *p, size_t len)
 		w[k] = (char)(p[k] | 0x20);
 	w[len] = '\0';
 	/* Months: the three-letter form, or any longer prefix of the full name
-	 * (`Sept`, `January`). */
+	 * (`Sept`, `January`), in English or, as clients localise them, in
+	 * the languages of date_foreign_months.  The last month word wins: a
+	 * weekday that is also a month's prefix comes first (`mar 12 gen`,
+	 * martedi in Italian). */
 	if (len >= 3) {
 		for (int m = 0; m < 12; m++) {
 			if (memcmp(w, date_months[m], 3) == 0 &&
 			    strncmp(w, date_month_names[m], len) == 0 &&
 			    len <= strlen(date_month_names[m])) {
-				if (!t->month)
-					t->month = m + 1;
+				t->month = m + 1;
+				return false;
+			}
+		}
+		for (size_t k = 0; k < sizeof(date_foreign_months) / sizeof(date_foreign_months[0]); k++) {
+			const char *name = date_foreign_months[k].name;
+			if (name[0] == w[0] && len <= strlen(name) && strncmp(w, name, len) == 0) {
+				t->month = date_foreign_months[k].month;
 				return false;
 			}
 		}
@@ -143,6 +176,16 @@ static size_t date_colon(const uint8_t *p, size_t n, size_t i)
 	return i < n && date_is_digit(p[i]) ? i : 0;
 }
 
+/* At p[i], after a number of one or two digits: `.mm.ss` (two digits
+ * each, then no digit or dot), a dotted time.  `12.01.2004` is a date. */
+static bool date_dotted_time(const uint8_t *p, size_t n, size_t i)
+{
+	for (int part = 0; part < 2; part++, i += 3)
+		if (i + 2 >= n || p[i] != '.' || !date_is_digit(p[i + 1]) || !date_is_digit(p[i + 2]))
+			return false;
+	return i >= n || (!date_is_digit(p[i]) && p[i] != '.');
+}
+
 static int date_tokenize(const uint8_t *p, size_t n, struct date_tokens *t)
 {
 	size_t i = 0;
@@ -177,7 +220,9 @@ static int date_tokenize(const uint8_t *p, size_t n, struct date_tokens *t)
 					if (!date_number(p, n, &i, &s))
 						return -EINVAL;
 				}
-				if (t->have_time || a.digits > 2 || b.digits != 2 || s.digits > 2)
+				/* h:m:s with one-digit fields, as some clients
+				 * write (`18:9:31`); the peers read them. */
+				if (t->have_time || a.digits > 2 || b.digits > 2 || s.digits > 2)
 					return -EINVAL;
 				t->have_time = true;
 				t->hour = a.v;
@@ -187,6 +232,11 @@ static int date_tokenize(const uint8_t *p, size_t n, struct date_tokens *t)
 				space_before = false;
 				continue;
 			}
+			/* `10.52.37`: a time in a form we do not read.  Taken
+			 * as numbers it would give the date at midnight, a
+			 * time that is not the one written: reject. */
+			if (!t->have_time && a.digits <= 2 && date_dotted_time(p, n, i))
+				return -EINVAL;
 			if (t->n_num < DATE_MAX_NUMS)
 				t->num[t->n_num++] = a;
 			last_was_time = false;
@@ -312,9 +362,9 @@ int date_parse(struct mail_str in, int64_t *utc)
 		return -EINVAL;
 
 	int hour = t.hour;
-	if (t.ampm) {
-		if (hour < 1 || hour > 12)
-			return -EINVAL;
+	/* AM/PM after a 24-hour time (`20:48:11 PM`, `00:15 AM`, as some
+	 * clients write) says nothing more: the hour stands. */
+	if (t.ampm && hour >= 1 && hour <= 12) {
 		if (t.ampm == 'p' && hour < 12)
 			hour += 12;
 		else if (t.ampm == 'a' && hour == 12)

@@ -7,7 +7,8 @@
  * a character across words, but real senders split UTF-8 sequences, and
  * mail readers join them.  White space between adjacent words is dropped
  * (section 6.2).  Raw text is kept when it is valid UTF-8 (RFC 6532) and
- * read as windows-1252 otherwise, with MAIL_W_UNENCODED_8BIT_HEADER.
+ * read in the body's charset or as windows-1252 otherwise, with
+ * MAIL_W_UNENCODED_8BIT_HEADER (charset_decode_header).
  *
  * Cost: a word attempt at `=?` scans to at most its third `?`, and the next
  * attempt cannot start before the first of those, so each byte is scanned a
@@ -172,7 +173,7 @@ static int ew_flush(struct ew_state *st)
 	return r;
 }
 
-/* Raw text between words: UTF-8 if it is, else windows-1252. */
+/* Raw text between words: charset_decode_header(). */
 static int ew_raw(struct ew_state *st, const uint8_t *p, size_t n)
 {
 	if (!n)
@@ -180,11 +181,7 @@ static int ew_raw(struct ew_state *st, const uint8_t *p, size_t n)
 	int r = ew_flush(st);
 	if (r < 0)
 		return r;
-	if (utf8_valid(p, n))
-		return dynbuf_append(&st->ctx->scratch, p, n);
-	mail_warn(st->warnings, MAIL_W_UNENCODED_8BIT_HEADER);
-	return charset_decode(st->ctx, (struct mail_str){ "windows-1252", 12 },
-	                      p, n, &st->ctx->scratch, st->warnings, NULL);
+	return charset_decode_header(st->ctx, p, n, &st->ctx->scratch, st->warnings);
 }
 
 static bool ew_same_charset(struct mail_str a, struct mail_str b)

@@ -11,7 +11,10 @@
  * stored on Unix uses LF).  A CR not followed by LF is an ordinary byte.
  * The blank line that ends the block is part of the block: body_offset is
  * the byte after it.  A line that is neither a field nor a continuation
- * ends the block too, but belongs to the body: body_offset is its start. */
+ * is dropped when a field of a known name follows it (after its
+ * continuations, at most HEADER_SKIP_LOOK); else it ends the block, and
+ * belongs to the body:
+ * body_offset is its start. */
 #include "mail/header.h"
 #include "core/limits.h"
 
@@ -109,6 +112,52 @@ static size_t header_skip_block(const uint8_t *p, size_t n, size_t from)
 	return n;
 }
 
+/* Field names that mail headers hold and body text does not start a line
+ * with: "It: looks like a field" after a body line is the body. */
+static bool header_known_name(const uint8_t *p, size_t n)
+{
+	static const char *const prefixes[] = { "x-", "content-", "list-", "resent-", "arc-" };
+	static const char *const names[] = {
+		"to", "cc", "bcc", "from", "sender", "reply-to", "date", "subject", "message-id",
+		"in-reply-to", "references", "mime-version", "received", "return-path", "delivered-to",
+		"organization", "user-agent", "comments", "keywords", "dkim-signature", "precedence",
+		"authentication-results", "received-spf", "thread-topic", "thread-index", "importance",
+		"priority", "status", "errors-to", "envelope-to", "mail-followup-to", "newsgroups",
+	};
+	for (size_t k = 0; k < sizeof(prefixes) / sizeof(prefixes[0]); k++) {
+		size_t l = strlen(prefixes[k]);
+		if (n > l && !strncasecmp((const char *)p, prefixes[k], l))
+			return true;
+	}
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (strlen(names[k]) == n && !strncasecmp((const char *)p, names[k], n))
+			return true;
+	return false;
+}
+
+/* Is the line at p[i], after at most HEADER_SKIP_LOOK continuation
+ * lines, a header field of a name mail uses (header_known_name)?  What
+ * tells a broken line inside the block from the first line of a body that
+ * lacks its blank line. */
+#define HEADER_SKIP_LOOK 4
+static bool header_field_follows(const uint8_t *p, size_t n, size_t i)
+{
+	for (int k = 0; k <= HEADER_SKIP_LOOK && i < n; k++) {
+		if (!header_is_wsp(p[i])) {
+			size_t j = header_ftext_run(p, i, n);
+			size_t name_end = j;
+			while (j < n && header_is_wsp(p[j]))
+				j++;
+			return name_end > i && j < n && p[j] == ':' && header_known_name(p + i, name_end - i);
+		}
+		const uint8_t *nl = header_find_lf(p + i, n - i);
+		if (!nl)
+			return false;
+		i = (size_t)(nl - p) + 1;
+	}
+	return false;
+}
+
 static int header_push(struct arena *a, struct header_block *out, size_t *cap,
                        struct header_field f)
 {
@@ -202,12 +251,20 @@ int header_parse(struct arena *a, const uint8_t *p, size_t n,
 				continue;
 			}
 		}
-		/* Neither a field nor a continuation: the body starts here (a
-		 * message or part that lacks the blank line loses no body
-		 * line), as in Python's email.  On the first line that is
-		 * simply a block with no fields. */
+		/* Neither a field nor a continuation.  Inside the block and
+		 * followed by a field, it is a broken line the block goes on
+		 * after (GMime skips it too): dropped, and so are its
+		 * continuations.  Otherwise the body starts here (a message
+		 * or part that lacks the blank line loses no body line), as in
+		 * Python's email; a "--" line is a boundary, always the body.
+		 * On the first line that is simply a block with no fields. */
 		if (!first)
 			mail_warn(warnings, MAIL_W_MALFORMED_HEADER);
+		if (!first && p[start] != '-' && header_field_follows(p, n, next)) {
+			cur = NULL;
+			i = next;
+			continue;
+		}
 		out->body_offset = start;
 		return 0;
 	}

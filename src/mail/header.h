@@ -5,10 +5,15 @@
  * CRLF are both line ends; a UTF-8 BOM before the first field is skipped; a
  * block may end at EOF with no blank line.  Obsolete syntax (RFC 5322 4.5:
  * white space before the colon) is accepted.  A line that is neither a field
- * nor a continuation ends the block and starts the body (body_offset is that
- * line), with MAIL_W_MALFORMED_HEADER unless it is the first line (then the
- * block simply has no fields): a message or MIME part that lacks the blank
- * line keeps all its body lines, as with Python's email.  (An mbox From_
+ * nor a continuation, after the first line, is MAIL_W_MALFORMED_HEADER: when
+ * a field of a name mail headers use (To, Message-ID, X-*, Content-*, ...)
+ * follows it (after at most four continuation lines, themselves dropped)
+ * it is dropped and the block goes on, as GMime does, so that the
+ * fields after a broken line are kept; otherwise, or when it starts with
+ * "-" (a boundary), it ends the block and starts the body (body_offset is
+ * that line).  On the first line the block simply has no fields: a message
+ * or MIME part that lacks the blank line keeps all its body lines, as with
+ * Python's email.  (An mbox From_
  * line is not seen here: mail_parse skips it first.)  A continuation line
  * with no field before it is dropped with MAIL_W_MALFORMED_HEADER.  Past
  * LIMIT_HEADER_BYTES the rest of the block is skipped with

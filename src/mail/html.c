@@ -13,71 +13,19 @@
 #include "mail/html.h"
 
 #include <string.h>
+#include <strings.h>
 
 struct html_entity {
 	const char *name;
-	int32_t cp;
+	int32_t cp, cp2;
 };
 
-/* HTML 4.01 (section 24: Latin-1, symbols, special) plus &apos;, sorted by
- * strcmp for a binary search. */
-static const struct html_entity entities[] = {
-	{ "AElig", 198 }, { "Aacute", 193 }, { "Acirc", 194 }, { "Agrave", 192 }, { "Alpha", 913 },
-	{ "Aring", 197 }, { "Atilde", 195 }, { "Auml", 196 }, { "Beta", 914 }, { "Ccedil", 199 },
-	{ "Chi", 935 }, { "Dagger", 8225 }, { "Delta", 916 }, { "ETH", 208 }, { "Eacute", 201 },
-	{ "Ecirc", 202 }, { "Egrave", 200 }, { "Epsilon", 917 }, { "Eta", 919 }, { "Euml", 203 },
-	{ "Gamma", 915 }, { "Iacute", 205 }, { "Icirc", 206 }, { "Igrave", 204 }, { "Iota", 921 },
-	{ "Iuml", 207 }, { "Kappa", 922 }, { "Lambda", 923 }, { "Mu", 924 }, { "Ntilde", 209 },
-	{ "Nu", 925 }, { "OElig", 338 }, { "Oacute", 211 }, { "Ocirc", 212 }, { "Ograve", 210 },
-	{ "Omega", 937 }, { "Omicron", 927 }, { "Oslash", 216 }, { "Otilde", 213 }, { "Ouml", 214 },
-	{ "Phi", 934 }, { "Pi", 928 }, { "Prime", 8243 }, { "Psi", 936 }, { "Rho", 929 },
-	{ "Scaron", 352 }, { "Sigma", 931 }, { "THORN", 222 }, { "Tau", 932 }, { "Theta", 920 },
-	{ "Uacute", 218 }, { "Ucirc", 219 }, { "Ugrave", 217 }, { "Upsilon", 933 }, { "Uuml", 220 },
-	{ "Xi", 926 }, { "Yacute", 221 }, { "Yuml", 376 }, { "Zeta", 918 }, { "aacute", 225 },
-	{ "acirc", 226 }, { "acute", 180 }, { "aelig", 230 }, { "agrave", 224 }, { "alefsym", 8501 },
-	{ "alpha", 945 }, { "amp", 38 }, { "and", 8743 }, { "ang", 8736 }, { "apos", 39 },
-	{ "aring", 229 }, { "asymp", 8776 }, { "atilde", 227 }, { "auml", 228 }, { "bdquo", 8222 },
-	{ "beta", 946 }, { "brvbar", 166 }, { "bull", 8226 }, { "cap", 8745 }, { "ccedil", 231 },
-	{ "cedil", 184 }, { "cent", 162 }, { "chi", 967 }, { "circ", 710 }, { "clubs", 9827 },
-	{ "cong", 8773 }, { "copy", 169 }, { "crarr", 8629 }, { "cup", 8746 }, { "curren", 164 },
-	{ "dArr", 8659 }, { "dagger", 8224 }, { "darr", 8595 }, { "deg", 176 }, { "delta", 948 },
-	{ "diams", 9830 }, { "divide", 247 }, { "eacute", 233 }, { "ecirc", 234 }, { "egrave", 232 },
-	{ "empty", 8709 }, { "emsp", 8195 }, { "ensp", 8194 }, { "epsilon", 949 }, { "equiv", 8801 },
-	{ "eta", 951 }, { "eth", 240 }, { "euml", 235 }, { "euro", 8364 }, { "exist", 8707 },
-	{ "fnof", 402 }, { "forall", 8704 }, { "frac12", 189 }, { "frac14", 188 }, { "frac34", 190 },
-	{ "frasl", 8260 }, { "gamma", 947 }, { "ge", 8805 }, { "gt", 62 }, { "hArr", 8660 },
-	{ "harr", 8596 }, { "hearts", 9829 }, { "hellip", 8230 }, { "iacute", 237 },
-	{ "icirc", 238 }, { "iexcl", 161 }, { "igrave", 236 }, { "image", 8465 }, { "infin", 8734 },
-	{ "int", 8747 }, { "iota", 953 }, { "iquest", 191 }, { "isin", 8712 }, { "iuml", 239 },
-	{ "kappa", 954 }, { "lArr", 8656 }, { "lambda", 955 }, { "lang", 9001 }, { "laquo", 171 },
-	{ "larr", 8592 }, { "lceil", 8968 }, { "ldquo", 8220 }, { "le", 8804 }, { "lfloor", 8970 },
-	{ "lowast", 8727 }, { "loz", 9674 }, { "lrm", 8206 }, { "lsaquo", 8249 }, { "lsquo", 8216 },
-	{ "lt", 60 }, { "macr", 175 }, { "mdash", 8212 }, { "micro", 181 }, { "middot", 183 },
-	{ "minus", 8722 }, { "mu", 956 }, { "nabla", 8711 }, { "nbsp", 160 }, { "ndash", 8211 },
-	{ "ne", 8800 }, { "ni", 8715 }, { "not", 172 }, { "notin", 8713 }, { "nsub", 8836 },
-	{ "ntilde", 241 }, { "nu", 957 }, { "oacute", 243 }, { "ocirc", 244 }, { "oelig", 339 },
-	{ "ograve", 242 }, { "oline", 8254 }, { "omega", 969 }, { "omicron", 959 },
-	{ "oplus", 8853 }, { "or", 8744 }, { "ordf", 170 }, { "ordm", 186 }, { "oslash", 248 },
-	{ "otilde", 245 }, { "otimes", 8855 }, { "ouml", 246 }, { "para", 182 }, { "part", 8706 },
-	{ "permil", 8240 }, { "perp", 8869 }, { "phi", 966 }, { "pi", 960 }, { "piv", 982 },
-	{ "plusmn", 177 }, { "pound", 163 }, { "prime", 8242 }, { "prod", 8719 }, { "prop", 8733 },
-	{ "psi", 968 }, { "quot", 34 }, { "rArr", 8658 }, { "radic", 8730 }, { "rang", 9002 },
-	{ "raquo", 187 }, { "rarr", 8594 }, { "rceil", 8969 }, { "rdquo", 8221 }, { "real", 8476 },
-	{ "reg", 174 }, { "rfloor", 8971 }, { "rho", 961 }, { "rlm", 8207 }, { "rsaquo", 8250 },
-	{ "rsquo", 8217 }, { "sbquo", 8218 }, { "scaron", 353 }, { "sdot", 8901 }, { "sect", 167 },
-	{ "shy", 173 }, { "sigma", 963 }, { "sigmaf", 962 }, { "sim", 8764 }, { "spades", 9824 },
-	{ "sub", 8834 }, { "sube", 8838 }, { "sum", 8721 }, { "sup", 8835 }, { "sup1", 185 },
-	{ "sup2", 178 }, { "sup3", 179 }, { "supe", 8839 }, { "szlig", 223 }, { "tau", 964 },
-	{ "there4", 8756 }, { "theta", 952 }, { "thetasym", 977 }, { "thinsp", 8201 },
-	{ "thorn", 254 }, { "tilde", 732 }, { "times", 215 }, { "trade", 8482 }, { "uArr", 8657 },
-	{ "uacute", 250 }, { "uarr", 8593 }, { "ucirc", 251 }, { "ugrave", 249 }, { "uml", 168 },
-	{ "upsih", 978 }, { "upsilon", 965 }, { "uuml", 252 }, { "weierp", 8472 }, { "xi", 958 },
-	{ "yacute", 253 }, { "yen", 165 }, { "yuml", 255 }, { "zeta", 950 }, { "zwj", 8205 },
-	{ "zwnj", 8204 },
-};
+#include "mail/html_entities.h"
 
-int32_t html_entity_lookup(const char *name, size_t n)
+int32_t html_entity_lookup(const char *name, size_t n, int32_t *second)
 {
+	if (second)
+		*second = 0;
 	size_t lo = 0, hi = sizeof(entities) / sizeof(entities[0]);
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -86,8 +34,11 @@ int32_t html_entity_lookup(const char *name, size_t n)
 		int c = memcmp(name, e, n < en ? n : en);
 		if (c == 0)
 			c = n < en ? -1 : n > en ? 1 : 0;
-		if (c == 0)
+		if (c == 0) {
+			if (second)
+				*second = entities[mid].cp2;
 			return entities[mid].cp;
+		}
 		if (c < 0)
 			hi = mid;
 		else
@@ -115,6 +66,8 @@ struct html {
 	bool in_head;
 	unsigned pre;
 	bool full;
+	bool in_link;             /* inside <a href>: its text starts at link_out */
+	size_t link_out, href_s, href_e;
 };
 
 /* Byte classes of text content. */
@@ -245,12 +198,12 @@ static bool entity(struct html *h)
 		while (j < n && j - i < 32 && is_alnum(p[j]))
 			j++;
 		if (j > i) {
-			int32_t cp = html_entity_lookup((const char *)p + i, j - i);
+			int32_t cp2, cp = html_entity_lookup((const char *)p + i, j - i, &cp2);
 			if (cp >= 0) {
 				if (j < n && p[j] == ';')
 					j++;
 				h->i = j;
-				return put_cp(h, (uint32_t)cp);
+				return put_cp(h, (uint32_t)cp) && (!cp2 || put_cp(h, (uint32_t)cp2));
 			}
 		}
 	}
@@ -355,6 +308,136 @@ static void skip_raw(struct html *h, const char *name, size_t k)
 	h->i = n;
 }
 
+/* The value of attribute `want` (lower case) among the attributes at
+ * p[s..e) (after the tag name, up to its `>`), as browsers split them. */
+static bool attr_get(const uint8_t *p, size_t s, size_t e, const char *want, size_t *vs, size_t *ve)
+{
+	size_t i = s, wn = strlen(want);
+	while (i < e) {
+		while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n' || p[i] == '/'))
+			i++;
+		size_t ns = i;
+		while (i < e && p[i] != '=' && p[i] != ' ' && p[i] != '\t' && p[i] != '\r' &&
+		       p[i] != '\n' && p[i] != '/')
+			i++;
+		size_t ne = i;
+		while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+			i++;
+		size_t a = i, b = i;
+		if (i < e && p[i] == '=') {
+			i++;
+			while (i < e && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+				i++;
+			if (i < e && (p[i] == '"' || p[i] == '\'')) {
+				const uint8_t *q = memchr(p + i + 1, p[i], e - i - 1);
+				a = i + 1;
+				b = q ? (size_t)(q - p) : e;
+				i = q ? b + 1 : e;
+			} else {
+				a = i;
+				while (i < e && p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n')
+					i++;
+				b = i;
+			}
+		}
+		if (ne - ns == wn) {
+			size_t k = 0;
+			while (k < wn && (p[ns + k] | 0x20) == want[k])
+				k++;
+			if (k == wn) {
+				*vs = a;
+				*ve = b;
+				return true;
+			}
+		}
+		if (ne == ns && i == a)
+			i++;      /* a stray byte: never stall */
+	}
+	return false;
+}
+
+/* Writes p[s..e) (an attribute value) as text: references decoded, white
+ * space collapsed. */
+static bool put_value(struct html *h, size_t s, size_t e)
+{
+	const uint8_t *p = h->p;
+	size_t n = h->n, i = h->i;
+	h->n = e;
+	h->i = s;
+	bool ok = true;
+	while (ok && h->i < e) {
+		ok = text(h);
+		if (ok && h->i < e) {       /* a `<` inside the value is text */
+			ok = put(h, (const uint8_t *)"<", 1);
+			h->i++;
+		}
+	}
+	h->p = p;
+	h->n = n;
+	h->i = i;
+	return ok;
+}
+
+/* "scheme://" and a trailing "/" left out, for comparing a target with
+ * the text that shows it. */
+static void strip_url(const char **s, size_t *k)
+{
+	static const char *const schemes[] = { "mailto:", "http://", "https://", NULL };
+	for (const char *const *sc = schemes; *sc; sc++) {
+		size_t l = strlen(*sc);
+		if (*k >= l && !strncasecmp(*s, *sc, l)) {
+			*s += l;
+			*k -= l;
+			break;
+		}
+	}
+	if (*k && (*s)[*k - 1] == '/')
+		(*k)--;
+}
+
+/* At the end of a link: its target in parentheses after its text, unless
+ * the text shows it already (`http://x.org` for http://x.org/, `a@b` for
+ * mailto:a@b), there is no text (an image without alt: a tracking link,
+ * most often), or it leads nowhere a reader can go (`#top`, javascript:).
+ * The target is written, then compared with the text, and taken back when
+ * it is not wanted. */
+static bool link_end(struct html *h)
+{
+	h->in_link = false;
+	const char *u = (const char *)h->p + h->href_s;
+	size_t un = h->href_e - h->href_s;
+	while (un && (*u == ' ' || *u == '\t' || *u == '\r' || *u == '\n'))
+		u++, un--;
+	if (h->in_head || !un || *u == '#' || (un >= 11 && !strncasecmp(u, "javascript:", 11)))
+		return true;
+	size_t before = h->len;
+	enum sep sep = h->sep;
+	want_sep(h, SEP_SPACE);
+	if (!put(h, (const uint8_t *)"(", 1))
+		return false;
+	size_t url_at = h->len;
+	if (!put_value(h, (size_t)(u - (const char *)h->p), h->href_e))
+		return false;
+	size_t url_end = h->len;
+	if (!put(h, (const uint8_t *)")", 1))
+		return false;
+	const char *t = h->out + h->link_out, *v = h->out + url_at;
+	size_t tn = before - h->link_out, vn = url_end - url_at;
+	while (tn && (*t == ' ' || *t == '\n'))
+		t++, tn--;
+	while (tn && (t[tn - 1] == ' ' || t[tn - 1] == '\n'))
+		tn--;
+	strip_url(&t, &tn);
+	strip_url(&v, &vn);
+	if (tn == 0 || (tn == vn && !strncasecmp(t, v, tn))) {
+		h->len = before;
+		h->sep = sep;
+	} else {
+		want_sep(h, SEP_SPACE);
+	}
+	return true;
+}
+
 /* At `<`.  Returns false when the output is full. */
 static bool tag(struct html *h)
 {
@@ -412,6 +495,7 @@ static bool tag(struct html *h)
 	}
 	if (k > sizeof(name))
 		k = 0;          /* too long to be one we know */
+	size_t name_end_at = i;
 	/* Attributes, to `>`.  A quote opens a value only after `=`, as in
 	 * browsers; an unclosed quote or tag runs to the end of the input. */
 	bool after_eq = false, self_close = false;
@@ -430,9 +514,33 @@ static bool tag(struct html *h)
 		self_close = c == '/';
 		i++;
 	}
+	size_t attrs = name_end_at, attrs_end = i;
 	h->i = i < n ? i + 1 : n;
 	if (k == 0)
 		return true;
+
+	if (name_is(name, k, "a")) {
+		if (h->in_link && !link_end(h))
+			return false;
+		size_t vs, ve;
+		if (!end && attr_get(p, attrs, attrs_end, "href", &vs, &ve)) {
+			h->in_link = true;
+			h->link_out = h->len;
+			h->href_s = vs;
+			h->href_e = ve;
+		}
+		return true;
+	}
+	if (name_is(name, k, "img") && !end) {
+		size_t vs, ve;
+		if (attr_get(p, attrs, attrs_end, "alt", &vs, &ve) && ve > vs) {
+			want_sep(h, SEP_SPACE);
+			if (!put_value(h, vs, ve))
+				return false;
+			want_sep(h, SEP_SPACE);
+		}
+		return true;
+	}
 
 	if (!end && (name_is(name, k, "script") || name_is(name, k, "style") ||
 	             name_is(name, k, "title") || name_is(name, k, "textarea") ||
@@ -484,6 +592,8 @@ size_t html_to_text(const uint8_t *in, size_t n, char *out, size_t cap, bool *fu
 		if (h.i < n && !tag(&h))
 			break;
 	}
+	if (h.in_link && !h.full)
+		link_end(&h);     /* an unclosed <a> ends with the input */
 	if (full)
 		*full = h.full;
 	return h.len;

@@ -1,8 +1,9 @@
 /* HTML to plain text for search (the HTML part of a message when it has no
  * text/plain alternative).
  *
- * Not a browser: tags are removed, character references decoded (the HTML 4
- * named set plus &apos;, and numeric ones), the content of script, style and
+ * Not a browser: tags are removed, character references decoded (the HTML5
+ * named set, and numeric ones), a link's target kept after its text when
+ * it differs (`text (url)`), an image's alt text kept, the content of script, style and
  * head dropped, comments dropped, block elements turned into line breaks and
  * white space collapsed.  Robust to unclosed tags, comments and quotes: the
  * way browsers treat them (the rest of the input is inside them).  One
@@ -20,7 +21,9 @@
 size_t html_to_text(const uint8_t *in, size_t n, char *out, size_t cap, bool *full);
 
 /* The code point of a named character reference (name without & and ;),
- * or -1 when unknown.  Case-sensitive, as in HTML. */
-int32_t html_entity_lookup(const char *name, size_t n);
+ * or -1 when unknown; *second (if not NULL) is the second code point of the
+ * few references that have two (`&NotEqualTilde;`), else 0.  The HTML5
+ * list; case-sensitive, as in HTML. */
+int32_t html_entity_lookup(const char *name, size_t n, int32_t *second);
 
 #endif

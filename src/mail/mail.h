@@ -18,18 +18,11 @@
 
 #include "core/arena.h"
 #include "core/dynbuf.h"
+#include "core/str.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-struct mail_str {
-	const char *p;
-	size_t n;
-};
-
-#define MAIL_STR_NULL ((struct mail_str){ NULL, 0 })
-static inline bool mail_str_present(struct mail_str s) { return s.p != NULL; }
 
 /* An address list entry: a mailbox ({name, address}) or a group (RFC 5322
  * 3.4: `name: member, member;`) whose members are mailboxes. */
@@ -86,7 +79,8 @@ struct mail_header {
 	X(MALFORMED_HEADER, "malformed-header")               \
 	X(BAD_PARAMETER, "bad-parameter")                     \
 	X(UNKNOWN_TRANSFER_ENCODING, "unknown-transfer-encoding") \
-	X(TEXT_TRUNCATED, "text-truncated")
+	X(TEXT_TRUNCATED, "text-truncated")                   \
+	X(ENCODED_MESSAGE, "encoded-message")
 
 enum mail_warning {
 #define MAIL_WARNING_ENUM(id, name) MAIL_W_##id,

@@ -13,6 +13,12 @@ struct mail_ctx {
 	struct dynbuf scratch;         /* reusable work buffer for decoders */
 	struct charset_cache *charsets;
 	struct sniff_cookie *sniff;
+	/* Where raw 8-bit header text finds the message's charset
+	 * (charset_decode_header), set by mail_parse(): the top-level
+	 * Content-Type value, the start of the body, and the answer once
+	 * looked up. */
+	struct mail_str hint_type, hint_body, header_charset;
+	bool hint_done;
 };
 
 #endif

@@ -33,18 +33,31 @@
  *      A body paragraph after an empty line that merely starts "From " is
  *      not a separator ("From the logs...", "From here on...").
  *
+ *   3. or, for writers that leave no date or no empty line (Netscape,
+ *      Mozilla, id-only lines as in MimeKit's and GMime's test archives):
+ *      "From -" (dated or not) after any line, or "From " and at most one
+ *      word after an empty line, when the next MBOX_PEEK_LINES lines are
+ *      header fields (folded lines allowed after the first) up to one of
+ *      the fields a stored message starts with (mbox_fields).  Prose
+ *      after "From " has more than one word, and a body line after it is
+ *      not a field; three lines bound the look-ahead.
+ *
  * What this does not recover: an archive whose writer left no empty line
- * before a From_ line (two files concatenated without one) keeps the two
- * messages as one; an unquoted body line after an empty line that is a
- * complete From_ line still splits (mboxo cannot tell; Content-Length
- * can, and is honoured when it lands on a From_ line).
+ * before a dated From_ line that is not Mozilla's (two files concatenated
+ * without one) keeps the two messages as one; an unquoted body line after
+ * an empty line that is a complete From_ line still splits (mboxo cannot
+ * tell; Content-Length can, and is honoured when it lands on a From_
+ * line), as does a lone "From word" body line followed by lines such as
+ * "Date: ...".
  *
  * Chunked input: every decision that depends on a line (the From_ line
- * check, the line a Content-Length lands on) waits for the whole line, and
+ * check, the lines after it that rule 3 reads, the line a Content-Length
+ * lands on) waits for those lines, and
  * a Content-Length that reaches past n waits for its bytes, so cutting the
  * input anywhere gives the same messages as reading it whole. */
 #include "mail/mbox.h"
 
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -211,18 +224,34 @@ static bool mbox_date(const uint8_t *p, size_t n, size_t i, bool need_wday)
 	return mbox_day(p, w[0]) && mbox_month(p, w[1]) && mbox_year(p, w[2]) && mbox_time(p, w[3]);
 }
 
-bool mbox_is_separator(const uint8_t *p, size_t n)
+/* The length of the line at p (its line end excluded) when it starts with
+ * "From ", is at most MBOX_LINE_MAX bytes and holds no control bytes but
+ * HTAB; else SIZE_MAX. */
+static size_t mbox_from_len(const uint8_t *p, size_t n)
 {
 	if (n < 5 || memcmp(p, "From ", 5))
-		return false;
+		return SIZE_MAX;
 	size_t len = mbox_line_len(p, n);
 	if (len && p[len - 1] == '\r')
 		len--;
 	if (len > MBOX_LINE_MAX)
-		return false;
+		return SIZE_MAX;
 	for (size_t k = 5; k < len; k++)
 		if (p[k] < 0x20 ? p[k] != '\t' : p[k] == 0x7f)
-			return false;
+			return SIZE_MAX;
+	return len;
+}
+
+bool mbox_is_separator(const uint8_t *p, size_t n)
+{
+	return mbox_from_len(p, n) != SIZE_MAX;
+}
+
+bool mbox_is_from_line(const uint8_t *p, size_t n)
+{
+	size_t len = mbox_from_len(p, n);
+	if (len == SIZE_MAX)
+		return false;
 	/* no sender: the date comes right after "From " (mutt) */
 	if (mbox_date(p, len, 5, true))
 		return true;
@@ -254,6 +283,82 @@ bool mbox_is_separator(const uint8_t *p, size_t n)
 	return mbox_date(p, len, i, false);
 }
 
+/* An undated From_ line: "From ", at most one word, blanks ("From - " as
+ * Netscape writes, "From 1844...@xxx").  Prose has more words. */
+static bool mbox_undated(const uint8_t *p, size_t len)
+{
+	size_t i = 5;
+	while (i < len && mbox_blank(p[i]))
+		i++;
+	while (i < len && !mbox_blank(p[i]))
+		i++;
+	while (i < len && mbox_blank(p[i]))
+		i++;
+	return i == len;
+}
+
+/* Mozilla's "From -", dated or not. */
+static bool mbox_dash(const uint8_t *p, size_t len)
+{
+	return len >= 6 && p[5] == '-' && (len == 6 || mbox_blank(p[6]));
+}
+
+/* Fields a message's header block starts with, as mail stores and
+ * clients write them: one of them in the lines after a From_ line that
+ * needs it is what tells a message from a body paragraph. */
+static const char *const mbox_fields[] = {
+	"return-path", "received", "from", "to", "cc", "date", "subject", "message-id",
+	"delivered-to", "sender", "reply-to", "mime-version", "x-mozilla-status",
+	"x-mozilla-status2", "x-mozilla-keys", "x-account-key", "x-uidl", "envelope-to",
+	"x-original-to", "x-gm-thrid", "x-gmail-labels", "status", "x-status", "content-type",
+};
+
+/* The line at p[0..len): 2 a field of mbox_fields, 1 another header field
+ * (or a folded line, when cont), 0 neither.  Only the field name and its
+ * colon are looked at. */
+static int mbox_field(const uint8_t *p, size_t len, bool cont)
+{
+	if (cont && len && mbox_blank(p[0])) {
+		for (size_t k = 1; k < len; k++)
+			if (!mbox_blank(p[k]) && p[k] != '\r')
+				return 1;
+		return 0;
+	}
+	size_t k = 0;
+	while (k < len && k < 77 && p[k] > 0x20 && p[k] < 0x7f && p[k] != ':')
+		k++;
+	size_t name = k;
+	while (k < len && mbox_blank(p[k]))
+		k++;
+	if (!name || k == len || p[k] != ':')
+		return 0;
+	for (size_t t = 0; t < sizeof(mbox_fields) / sizeof(mbox_fields[0]); t++)
+		if (strlen(mbox_fields[t]) == name && !strncasecmp((const char *)p, mbox_fields[t], name))
+			return 2;
+	return 1;
+}
+
+/* Does a header block start at p[j..n)?  Of the next MBOX_PEEK_LINES
+ * lines, each one is a header field (the first not folded) until one of
+ * mbox_fields comes.  1 yes, 0 no, -1 bytes past n decide (never when
+ * at_eof).  Looks at most MBOX_PEEK_LINES * (MBOX_LINE_MAX + 2) bytes. */
+static int mbox_headers_follow(const uint8_t *p, size_t n, size_t j, bool at_eof)
+{
+	for (int l = 0; l < MBOX_PEEK_LINES; l++) {
+		size_t rest = n - j, look = rest < MBOX_LINE_MAX + 2 ? rest : MBOX_LINE_MAX + 2;
+		const uint8_t *nl = memchr(p + j, '\n', look);
+		int f = mbox_field(p + j, nl ? (size_t)(nl - (p + j)) : look, l > 0);
+		if (f == 2)
+			return 1;
+		if (!nl)
+			return at_eof || look == MBOX_LINE_MAX + 2 ? 0 : -1;
+		if (f == 0)
+			return 0;
+		j = (size_t)(nl - p) + 1;
+	}
+	return 0;
+}
+
 /* True when the line that ends at p[i - 1] (a '\n') is empty: "\n" or
  * "\r\n".  Offset 0 is a line start. */
 static bool mbox_after_empty_line(const uint8_t *p, size_t i)
@@ -263,21 +368,6 @@ static bool mbox_after_empty_line(const uint8_t *p, size_t i)
 	return p[i - 2] == '\r' && (i == 2 || p[i - 3] == '\n');
 }
 
-size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from)
-{
-	size_t i = from;
-	while (i < n) {
-		const uint8_t *nl = memchr(p + i, '\n', n - i);
-		if (!nl)
-			return n;
-		i = (size_t)(nl - p) + 1;
-		if (i + 5 <= n && p[i] == 'F' && mbox_after_empty_line(p, i) &&
-		    mbox_is_separator(p + i, n - i))
-			return i;
-	}
-	return n;
-}
-
 /* Could the unfinished line at p[i..n) still turn out a From_ line? */
 static bool mbox_may_be_separator(const uint8_t *p, size_t n, size_t i)
 {
@@ -285,15 +375,66 @@ static bool mbox_may_be_separator(const uint8_t *p, size_t n, size_t i)
 	return !memcmp(p + i, "From ", k) && n - i <= MBOX_LINE_MAX + 1;
 }
 
+/* Does the line at p[i..n) (i a line start after the first) separate
+ * messages?  1 yes, 0 no, -1 bytes past n decide (never when at_eof). */
+static int mbox_splits(const uint8_t *p, size_t n, size_t i, bool at_eof)
+{
+	size_t rest = n - i;
+	const uint8_t *nl = memchr(p + i, '\n', rest);
+	if (!nl && !at_eof)
+		return mbox_may_be_separator(p, n, i) ? -1 : 0;
+	size_t len = mbox_from_len(p + i, rest);
+	if (len == SIZE_MAX)
+		return 0;
+	bool empty = mbox_after_empty_line(p, i);
+	if (empty && mbox_is_from_line(p + i, rest))
+		return 1;
+	if (!nl || !(mbox_dash(p + i, len) || (empty && mbox_undated(p + i, len))))
+		return 0;
+	return mbox_headers_follow(p, n, (size_t)(nl - p) + 1, at_eof);
+}
+
+/* The first line start after `from` that splits or is undecided (then
+ * *undecided is set), or n. */
+static size_t mbox_scan(const uint8_t *p, size_t n, size_t from, bool at_eof, bool *undecided)
+{
+	size_t i = from;
+	*undecided = false;
+	while (i < n) {
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
+		if (!nl)
+			return n;
+		i = (size_t)(nl - p) + 1;
+		if (i == n || p[i] != 'F')
+			continue;
+		int r = mbox_splits(p, n, i, at_eof);
+		if (r) {
+			*undecided = r < 0;
+			return i;
+		}
+	}
+	return n;
+}
+
+size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from)
+{
+	bool undecided;
+	size_t at = mbox_scan(p, n, from, false, &undecided);
+	return undecided ? n : at;
+}
+
 size_t mbox_scan_keep(const uint8_t *p, size_t n, size_t from)
 {
 	/* By default the last 3 bytes: the empty line ("\n\n", "\n\r\n")
-	 * that a line starting in the coming bytes may follow. */
+	 * that a line starting in the coming bytes may follow.  An undecided
+	 * line starts within MBOX_KEEP_MAX - 3 bytes of n: keep it, and the
+	 * empty line before it. */
 	size_t keep = n >= 3 ? n - 3 : 0;
-	const uint8_t *nl = from < n ? memrchr(p + from, '\n', n - from) : NULL;
-	size_t last = nl ? (size_t)(nl - p) + 1 : n;
-	if (last < n && mbox_may_be_separator(p, n, last))
-		keep = last >= 3 ? last - 3 : 0;
+	size_t tail = n > MBOX_KEEP_MAX ? n - MBOX_KEEP_MAX : 0;
+	bool undecided;
+	size_t at = mbox_scan(p, n, tail > from ? tail : from, false, &undecided);
+	if (undecided)
+		keep = at >= 3 ? at - 3 : 0;
 	return keep < from ? from : keep;
 }
 
@@ -361,7 +502,7 @@ static int mbox_lands(const uint8_t *p, size_t n, uint64_t at, bool at_eof, size
 	if (!at_eof && !memchr(p + s, '\n', n - s) && mbox_may_be_separator(p, n, s))
 		return -1;
 	if (!mbox_is_separator(p + s, n - s))
-		return 0;
+		return 0;   /* any From_ line, dated or not: the length vouches */
 	*next = s;
 	return 1;
 }
@@ -392,9 +533,10 @@ int mbox_next_max(const uint8_t *p, size_t n, size_t pos, bool at_eof, uint64_t 
 			return 1;
 		}
 	}
-	nxt = mbox_find_separator(p, n, m->start);
-	if (!at_eof && (nxt == n || !memchr(p + nxt, '\n', n - nxt)))
-		return 0;   /* no separator yet, or one whose line is unfinished */
+	bool undecided;
+	nxt = mbox_scan(p, n, m->start, at_eof, &undecided);
+	if (undecided || (!at_eof && nxt == n))
+		return 0;   /* no separator yet, or one that later bytes decide */
 	/* RFC 4155: the empty line before a separator belongs to the
 	 * separator, as does the one that ends the last message; the message
 	 * keeps its own last line end.  (An empty message is that line alone.) */

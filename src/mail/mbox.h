@@ -1,18 +1,24 @@
 /* mbox archives (RFC 4155 and the mboxo/mboxrd/mboxcl variants): finding
  * the messages in a run of bytes, and undoing ">From " quoting.
  *
- * A separator is a From_ line that follows an empty line (or starts the
- * data), as in qmail's mbox(5) ("a message ends with a blank line") and
- * the "\n\nFrom " rule that Netscape and Python's docs call the only
- * portable one.  The From_ line itself must look like one: "From ", an
- * envelope sender, then a ctime date with weekday, month, day, time and
- * year (mutt's is_from(), Python's old UnixMailbox pattern), or an RFC 5322
- * date.  Quoting (">From ") is then only needed for what a body can
- * really be confused with; unquoted "From " body lines are common in
- * mboxo and hand-made archives and must not split a message.
+ * A file whose first line starts "From " is an mbox, dated or not
+ * (Netscape's bare "From - ").  A later separator is a dated From_ line
+ * that follows an empty line, as in qmail's mbox(5) ("a message ends with
+ * a blank line") and the "\n\nFrom " rule that Netscape and Python's docs
+ * call the only portable one: "From ", an envelope sender, then a ctime
+ * date with weekday, month, day, time and year (mutt's is_from(), Python's
+ * old UnixMailbox pattern), or an RFC 5322 date.  Writers that leave
+ * undated or unseparated From_ lines are recovered where a header block
+ * follows: Mozilla's "From -" after any line, and an undated one-word
+ * From_ line after an empty line, when a known header field comes within
+ * MBOX_PEEK_LINES header lines.  Quoting (">From ") is then only needed
+ * for what a body can really be confused with; unquoted "From " body
+ * lines are common in mboxo and hand-made archives and must not split a
+ * message.
  *
  * Content-Length (mboxcl) is honoured only when the byte it points at
- * starts a From_ line (after the optional empty line) or is the end of the
+ * starts a "From " line, dated or not (after the optional empty line), or
+ * is the end of the
  * data, as mutt checks: a wrong length is common and must not swallow or
  * split messages.  CRLF and LF line ends both work.
  *
@@ -29,10 +35,24 @@
 /* A From_ line longer than this (its line end excluded) is not one. */
 #define MBOX_LINE_MAX 1000
 
+/* Lines a separator's header check looks at past the From_ line. */
+#define MBOX_PEEK_LINES 3
+
+/* The most mbox_scan_keep() keeps: a From_ line and the lines after it
+ * that decide it, with their line ends, and the empty line before it. */
+#define MBOX_KEEP_MAX ((MBOX_PEEK_LINES + 1) * (MBOX_LINE_MAX + 2) + 3)
+
 /* True when the line at p (a line start; at most n bytes, up to the first
- * '\n') is a From_ line.  Says nothing about the empty line that must come
- * before a separator: this is the check for the first line of a file. */
+ * '\n') starts an mbox: "From ", at most MBOX_LINE_MAX bytes, no control
+ * bytes but HTAB; dated or not ("From - " as Netscape writes, "From
+ * 1844...@xxx").  This is the check for the first line of a file (which
+ * later lines separate is mbox_next()'s business), and for the line a
+ * Content-Length lands on. */
 bool mbox_is_separator(const uint8_t *p, size_t n);
+
+/* True when the line at p is a dated From_ line: "From ", an envelope
+ * sender, a date (see the top).  Says nothing about the line before. */
+bool mbox_is_from_line(const uint8_t *p, size_t n);
 
 struct mbox_span {
 	size_t from;      /* offset of the separator line */
@@ -72,7 +92,7 @@ size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from);
  * unfinished last line, if it could still become a separator, and the
  * empty line before it).  Bytes before it can be dropped; the search
  * resumes over the kept bytes with from = 0, which is never a candidate
- * itself.  Keeps at most MBOX_LINE_MAX + 3 bytes. */
+ * itself.  Keeps at most MBOX_KEEP_MAX bytes. */
 size_t mbox_scan_keep(const uint8_t *p, size_t n, size_t from);
 
 /* Undoes mboxrd quoting in place (">From " → "From ", ">>From " →

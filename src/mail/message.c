@@ -4,13 +4,17 @@
  * or an mbox From_ line at the first byte, after a UTF-8 BOM); when it does
  * not, the input is not mail and, only if its first bytes look binary,
  * libmagic names its type (text is never sniffed: it costs about 1 ms,
- * ARCHITECTURE.md).  Then the header block (header_parse), the fields of the
+ * docs/ARCHITECTURE.md).  Then the header block (header_parse), the fields of the
  * record in one pass over it, and the MIME walk (mime_parse).
  *
  * Fields that RFC 5322 3.6 allows once (Date, From, Sender, Reply-To, To,
  * Cc, Bcc, Message-ID, In-Reply-To, References, Subject) take their first
  * occurrence; a second sets MAIL_W_DUPLICATED_HEADER.  The first is what
  * the sender's client wrote before any list software or relay added more.
+ * The recipient lists (To, Cc, Bcc) are the exception: list servers add a
+ * second Cc, and its recipients are as real as the first's, so every
+ * occurrence is appended in order (still with the warning), as GMime and
+ * Python's email do.
  *
  * Invariants: pure (no syscalls but libmagic's lazy load, no globals); all
  * output is views of p or lives in ctx->arena, which is reset on entry, so a
@@ -49,6 +53,7 @@ struct mail_ctx *mail_ctx_new(void)
 	if (!ctx)
 		return NULL;
 	arena_init(&ctx->arena, LIMIT_SCRATCH_BYTES);
+	ctx->hint_done = true;   /* no message, no hint */
 	dynbuf_init(&ctx->scratch, LIMIT_SCRATCH_BYTES);
 	ctx->charsets = charset_cache_new();
 	ctx->sniff = sniff_cookie_new();
@@ -278,6 +283,7 @@ static struct mail_str list_id(struct mail_str v)
 static int fields(struct mail_ctx *ctx, const struct header_block *hb, struct mail_message *m)
 {
 	const struct header_field *first[F__COUNT] = { 0 };
+	size_t first_at[F__COUNT] = { 0 }, count[F__COUNT] = { 0 };
 	uint64_t *w = &m->warnings;
 	struct arena *a = &ctx->arena;
 	int r;
@@ -286,10 +292,12 @@ static int fields(struct mail_ctx *ctx, const struct header_block *hb, struct ma
 		int f = field_of(hb->v[i].name);
 		if (f < 0)
 			continue;
-		if (!first[f])
+		if (!count[f]++) {
 			first[f] = &hb->v[i];
-		else if (field_names[f].once)
+			first_at[f] = i;
+		} else if (field_names[f].once) {
 			mail_warn(w, MAIL_W_DUPLICATED_HEADER);
+		}
 	}
 
 	for (int f = 0; f < F__COUNT; f++) {
@@ -319,6 +327,14 @@ static int fields(struct mail_ctx *ctx, const struct header_block *hb, struct ma
 			if ((r = address_parse_list(ctx, v, l, w)) < 0)
 				return r;
 			l->present = true;
+			bool merge = f == F_TO || f == F_CC || f == F_BCC;
+			for (size_t i = first_at[f] + 1; merge && count[f] > 1 && i < hb->n; i++) {
+				if (field_of(hb->v[i].name) != f)
+					continue;
+				if ((r = header_unfold(a, hb->v[i].value, &v)) < 0 ||
+				    (r = address_parse_list(ctx, v, l, w)) < 0)
+					return r;
+			}
 			break;
 		}
 		case F_MESSAGE_ID:
@@ -396,9 +412,17 @@ int mail_parse(struct mail_ctx *ctx, const struct mail_options *o,
 	int r = header_parse(&ctx->arena, p, n, &hb, &m->warnings);
 	if (r < 0)
 		return r;
-	if ((r = fields(ctx, &hb, m)) < 0)
-		return r;
-	if (o->want_headers && (r = all_headers(ctx, &hb, m)) < 0)
-		return r;
-	return mime_parse(ctx, o, p, n, &hb, m);
+	/* Raw 8-bit header text is read in the body's charset when it can
+	 * be (charset_decode_header); the hint points into p, so it ends with
+	 * this call. */
+	const struct header_field *ct = header_get(&hb, "content-type");
+	ctx->hint_type = ct ? ct->value : MAIL_STR_NULL;
+	ctx->hint_body = (struct mail_str){ (const char *)p + hb.body_offset, n - hb.body_offset };
+	ctx->header_charset = MAIL_STR_NULL;
+	ctx->hint_done = false;
+	if ((r = fields(ctx, &hb, m)) >= 0 && (!o->want_headers || (r = all_headers(ctx, &hb, m)) >= 0))
+		r = mime_parse(ctx, o, p, n, &hb, m);
+	ctx->hint_type = ctx->hint_body = ctx->header_charset = MAIL_STR_NULL;
+	ctx->hint_done = true;
+	return r;
 }

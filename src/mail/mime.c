@@ -784,6 +784,40 @@ static int frame_close(struct walk *w, size_t end, bool terminated)
 	return 0;
 }
 
+static int walk_run_at(struct walk *w, struct entity *top, size_t bs, unsigned depth);
+
+/* A message/rfc822 part in base64 or quoted-printable (RFC 2046 5.2.1
+ * forbids it; clients send it): its content decoded and walked like any
+ * attached message, by a walk of its own over the decoded bytes (the
+ * offsets of a walk are into its bytes), which adds its parts, texts and
+ * attachments to this one's.  The caller scans on past the part. */
+static int encoded_message(struct walk *w, const struct entity *e, size_t bs, size_t ce,
+                           unsigned depth)
+{
+	size_t n = ce - bs;
+	uint8_t *dec = arena_alloc(&w->ctx->arena, n ? n : 1);
+	struct walk *iw = arena_alloc(&w->ctx->arena, sizeof(*iw));
+	if (!dec || !iw)
+		return -ENOMEM;
+	mail_warn(w->w, MAIL_W_ENCODED_MESSAGE);
+	size_t dn = (size_t)transfer_decode(e->te, w->p + bs, n, dec, n, w->w);
+	memcpy(iw, w, sizeof(*iw));
+	iw->p = dec;
+	iw->n = dn;
+	iw->nfr = 0;
+	struct entity inner;
+	size_t ibs;
+	int r = part_headers(iw, 0, &inner, &ibs);
+	if (r >= 0)
+		r = walk_run_at(iw, &inner, ibs, depth);
+	/* What the inner walk found belongs to this one. */
+	w->cand = iw->cand, w->ncand = iw->ncand, w->capcand = iw->capcand;
+	w->att = iw->att, w->natt = iw->natt, w->capatt = iw->capatt;
+	w->parts = iw->parts, w->uu_blocks = iw->uu_blocks, w->sniffs = iw->sniffs;
+	w->stopped = iw->stopped;
+	return r;
+}
+
 /* Enters the entity whose headers are e and content starts at bs.  Returns
  * the position where scanning goes on: for a multipart, its body; for a
  * leaf, the delimiter that ends it (*d). */
@@ -844,6 +878,16 @@ static int entity(struct walk *w, struct entity *e, size_t bs, unsigned depth,
 			return 0;
 		}
 		if (str_is(type, "message") && (str_is(sub, "rfc822") || str_is(sub, "global")) &&
+		    !attach && (e->te == TRANSFER_BASE64 || e->te == TRANSFER_QP)) {
+			if (depth >= LIMIT_MIME_DEPTH) {
+				mail_warn(w->w, MAIL_W_NESTING_OVERFLOW);
+				*d = scan(w, bs);
+				return 0;
+			}
+			*d = scan(w, bs);
+			return encoded_message(w, e, bs, content_end(w->p, bs, d), depth + 1);
+		}
+		if (str_is(type, "message") && (str_is(sub, "rfc822") || str_is(sub, "global")) &&
 		    !attach && (e->te == TRANSFER_IDENTITY)) {
 			/* An inline encapsulated message: walk into it.  Its header
 			 * block is its own, never the outer message's. */
@@ -868,10 +912,10 @@ static int entity(struct walk *w, struct entity *e, size_t bs, unsigned depth,
 	}
 }
 
-static int walk_run(struct walk *w, struct entity *top, size_t bs)
+static int walk_run_at(struct walk *w, struct entity *top, size_t bs, unsigned depth0)
 {
 	struct delim d;
-	int r = entity(w, top, bs, 0, MP_MIXED, &d);
+	int r = entity(w, top, bs, depth0, MP_MIXED, &d);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -1043,7 +1087,7 @@ int mime_parse(struct mail_ctx *ctx, const struct mail_options *o,
 	if (!m->content_type.p)
 		return -ENOMEM;
 	size_t bs = hb->body_offset < n ? hb->body_offset : n;
-	if ((r = walk_run(w, &top, bs)) < 0)
+	if ((r = walk_run_at(w, &top, bs, 0)) < 0)
 		return r;
 	m->parts = w->parts;
 	m->attachments = w->att;

@@ -6,7 +6,7 @@
  * that never meets a binary attachment never pays for it.  Only
  * magic_buffer() is used, on a prefix already in memory (never magic_file(),
  * which would open the file again).  Text and encoding tests are switched
- * off: they cost about 1 ms on text (ARCHITECTURE.md, parser), and even
+ * off: they cost about 1 ms on text (docs/ARCHITECTURE.md, "Batches, the pool and the parser"), and even
  * with them off text costs 150 us, so a prefix with no control bytes is
  * answered "text/plain" without libmagic (unless it starts like PDF,
  * PostScript, RTF or PGP armour, which libmagic names quickly). */

@@ -24,6 +24,38 @@
 
 #include <errno.h>
 
+void parse_stage_message(struct mail_ctx *mctx, const struct mail_options *mo, struct record *rec,
+                         const uint8_t *data, size_t len, struct mail_message *msg)
+{
+	int r = mail_parse(mctx, mo, data, len, msg);
+	if (r < 0) {
+		rec->io.reason = RECORD_INTERNAL;
+		rec->io.err = -r;
+		rec->io.message = "parser scratch limit reached";
+		return;
+	}
+	rec->mail = msg;
+	if (!msg->is_mail) {
+		rec->io.reason = RECORD_NOT_MAIL;
+		rec->io.message = "not a mail message";
+	}
+}
+
+int parse_stage_emit(const struct emit_options *eo, record_visit_fn *visit, void *visit_ctx,
+                     struct record *rec, struct dynbuf *out)
+{
+	int r = visit ? visit(visit_ctx, rec, out) : emit_record(eo, rec, out);
+	if (r < 0) {
+		/* A record too large to format still gets a record. */
+		rec->mail = NULL;
+		rec->io.reason = RECORD_INTERNAL;
+		rec->io.err = ENOMEM;
+		rec->io.message = "record could not be formatted";
+		r = visit ? visit(visit_ctx, rec, out) : emit_record(eo, rec, out);
+	}
+	return r;
+}
+
 /* Parses one message and formats its record into out. */
 static void parse_record(struct parse_stage *s, unsigned w, struct record rec, const uint8_t *data,
                          size_t len, struct dynbuf *out, uint32_t *count,
@@ -34,29 +66,11 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 		state_mark_unread(state_entry);
 	struct mail_message msg;
 	if (s->parse && rec.io.reason == RECORD_NONE && data) {
-		int r = mail_parse(s->mctx[w], s->mail, data, len, &msg);
-		if (r < 0) {
-			rec.io.reason = RECORD_INTERNAL;
-			rec.io.err = -r;
-			rec.io.message = "parser scratch limit reached";
-		} else {
-			rec.mail = &msg;
-			if (state_entry)
-				state_set_message_id(state_entry, msg.message_id);
-			if (!msg.is_mail) {
-				rec.io.reason = RECORD_NOT_MAIL;
-				rec.io.message = "not a mail message";
-			}
-		}
+		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
+		if (state_entry && rec.mail)
+			state_set_message_id(state_entry, msg.message_id);
 	}
-	if (emit_record(s->emit, &rec, out) < 0) {
-		/* A record too large to format still gets a record. */
-		rec.mail = NULL;
-		rec.io.reason = RECORD_INTERNAL;
-		rec.io.err = ENOMEM;
-		rec.io.message = "record could not be formatted";
-		emit_record(s->emit, &rec, out);
-	}
+	parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out);
 }
 
 static bool one_message_file(const struct record_io *io)

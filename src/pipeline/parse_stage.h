@@ -13,6 +13,7 @@
 #define INGEST_PIPELINE_PARSE_STAGE_H
 
 #include "core/limits.h"
+#include "core/record.h"
 #include "sched/chan.h"
 
 #include <pthread.h>
@@ -26,11 +27,28 @@ struct mail_ctx;
 struct mail_options;
 struct emit_options;
 
+struct dynbuf;
+struct record;
+struct mail_message;
+
+/* Parses data as rec's message with mctx: rec->mail = msg, or rec becomes
+ * an error record (not-mail, or the parser's scratch limit).  The one way
+ * a message is parsed, for a run and for bytes in memory. */
+void parse_stage_message(struct mail_ctx *mctx, const struct mail_options *mo, struct record *rec,
+                         const uint8_t *data, size_t len, struct mail_message *msg);
+/* Formats rec into out with visit, or emit_record() when visit is NULL; a
+ * record that cannot be formatted becomes an error record that can.  0 or
+ * -errno (out unchanged) when not even that fits. */
+int parse_stage_emit(const struct emit_options *eo, record_visit_fn *visit, void *visit_ctx,
+                     struct record *rec, struct dynbuf *out);
+
 struct parse_stage {
 	/* set before parse_stage_start() */
 	bool parse;                        /* false: --io-only, records of file facts */
 	const struct mail_options *mail;
 	const struct emit_options *emit;
+	record_visit_fn *visit;            /* NULL: emit_record() */
+	void *visit_ctx;
 	struct chan *full;                 /* from the reader */
 	struct chan *done;                 /* to the writer; closed when `full` is */
 

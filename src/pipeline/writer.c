@@ -10,7 +10,7 @@
 #include "emit/emit.h"
 #include "index/index.h"
 #include "sched/batch.h"
-#include "report.h"
+#include "pipeline/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,8 +63,49 @@ static int write_all(struct writer *w, struct iovec *iov, int n, uint64_t *writt
 	return 0;
 }
 
+/* The sink's call for one batch: its records in order, in one buffer.
+ * Records of one worker that follow each other are contiguous already; a
+ * batch that is one such run (every inline batch) goes without a copy. */
+static int sink_batch(struct writer *w, struct batch *b)
+{
+	const char *first = NULL;
+	size_t len = 0, count = 0;
+	bool contiguous = true;
+	dynbuf_reset(&w->sink_buf);
+	for (size_t i = 0; i < b->n; i++) {
+		struct batch_item *it = &b->items[i];
+		count += it->out_records;
+		if (!it->out_len)
+			continue;
+		const char *p = b->out[it->out_worker].p + it->out_off;
+		if (contiguous && first && first + len != p) {
+			contiguous = false;
+			if (dynbuf_append(&w->sink_buf, first, len) < 0)
+				return -ENOMEM;
+		}
+		if (!contiguous) {
+			if (dynbuf_append(&w->sink_buf, p, it->out_len) < 0)
+				return -ENOMEM;
+		} else if (!first) {
+			first = p;
+		}
+		len += it->out_len;
+	}
+	if (!contiguous)
+		first = w->sink_buf.p;
+	if (!count && !len)
+		return 0;
+	int r = w->sink(w->sink_ctx, first, len, count);
+	if (r == 0)
+		w->bytes += len;
+	return r > 0 ? -EIO : r;
+}
+
 static int write_batch(struct writer *w, struct batch *b)
 {
+	if (w->sink)
+		return sink_batch(w, b);
+
 	struct iovec iov[IOV_MAX];
 	int n = 0;
 	for (size_t i = 0; i <= b->n; i++) {
@@ -102,10 +143,10 @@ static int write_batch(struct writer *w, struct batch *b)
 	return 0;
 }
 
-/* The progress line: redrawn at most ten times a second by the writer,
- * which knows what is done; nothing at all unless asked for (main.c asks
+/* Progress: told at most ten times a second by the writer, which knows
+ * what is done; nothing at all unless the embedder asked (the command asks
  * when stderr is a terminal, a check it makes before the run). */
-static void progress_draw(struct writer *w, bool final)
+static void progress_tell(struct writer *w, bool final)
 {
 	uint64_t now = clock_now_ns();
 	if (!final && now - w->progress_last < 100000000u)
@@ -113,18 +154,8 @@ static void progress_draw(struct writer *w, bool final)
 	w->progress_last = now;
 	uint64_t bytes, errors;
 	uint64_t files = report_records(w->rep, &bytes, &errors);
-	double secs = (double)(now - report_started_ns(w->rep)) / 1e9;
-	char line[160];
-	int n = snprintf(line, sizeof(line), "\r\033[K%llu files, %.1f MB, %.0f files/s, %llu errors",
-	                 (unsigned long long)files, (double)bytes / 1e6,
-	                 secs > 0 ? (double)files / secs : 0.0, (unsigned long long)errors);
-	if (w->total && files < w->total && files && n > 0 && (size_t)n < sizeof(line))
-		n += snprintf(line + n, sizeof(line) - (size_t)n, ", ETA %.0f s",
-		              secs / (double)files * (double)(w->total - files));
-	if (final)
-		n = snprintf(line, sizeof(line), "\r\033[K");
-	if (n > 0)
-		sys_write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	w->progress(w->progress_ctx, files, bytes, errors, w->total,
+	            now - report_started_ns(w->rep), final);
 }
 
 static void *writer_main(void *arg)
@@ -156,13 +187,16 @@ static void *writer_main(void *arg)
 				atomic_store(&w->output_closed, true);
 				budget_cancel(w->budget);
 				writing = false;
+			} else if (r < 0 && w->sink) {
+				w->fail(w->fail_ctx, r, "the sink failed", NULL);
+				writing = false;
 			} else if (r < 0) {
 				w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
 				writing = false;
 			}
 		}
 		if (w->progress)
-			progress_draw(w, false);
+			progress_tell(w, false);
 		/* the reader resets it: its arenas were allocated on the reader's
 		 * thread, and freeing them there keeps glibc's arena lock (an
 		 * uncounted futex) out of the way.  Pushed before the budget is
@@ -174,7 +208,7 @@ static void *writer_main(void *arg)
 		budget_release(w->budget, held);
 	}
 	if (w->progress)
-		progress_draw(w, true);
+		progress_tell(w, true);
 	atomic_store(&w->drained, 1);
 	sys_futex_wake((uint32_t *)(uintptr_t)&w->drained, 1);
 	/* the wake above is the writer's last counted syscall: the end marker
@@ -186,6 +220,13 @@ static void *writer_main(void *arg)
 int writer_open(struct writer *w)
 {
 	w->fd = STDOUT_FILENO;
+	dynbuf_init(&w->sink_buf, 0);
+	if (w->sink)
+		return 0;
+	if (w->given_fd >= 0) {
+		w->fd = w->given_fd;
+		return 0;
+	}
 	if (w->path && strcmp(w->path, "-")) {
 		int fd = sys_openat(AT_FDCWD, w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
@@ -205,7 +246,10 @@ int writer_write_header(struct writer *w, const struct emit_options *eo)
 	int r = emit_tsv_header(eo, &h);
 	uint64_t wrote;
 	struct iovec iov = { h.p, h.len };
-	if (r == 0 && h.len)
+	if (r == 0 && h.len && w->sink) {
+		r = w->sink(w->sink_ctx, h.p, h.len, 0);
+		r = r > 0 ? -EIO : r;
+	} else if (r == 0 && h.len)
 		r = write_all(w, &iov, 1, &wrote);
 	if (r == 0)
 		w->bytes += h.len;
@@ -241,4 +285,5 @@ void writer_finish(struct writer *w)
 	if (w->regular)
 		sys_close(w->fd);
 	w->regular = false;
+	dynbuf_release(&w->sink_buf);
 }

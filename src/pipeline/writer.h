@@ -1,7 +1,9 @@
 /* The writer stage: takes parsed batches in input order, writes their
  * records with one writev per batch (IOV_MAX records a call at most), then
  * hands the batch back to the reader and releases its bytes from the
- * budget.  It owns the output descriptor and the progress line.
+ * budget.  It owns the output descriptor and tells the progress callback.  With a
+ * sink (ingest_options_set_sink) the batch's records go to the sink in one
+ * call instead of a writev.
  *
  *   parse stage ──[done]──▶ writer thread: writev ──▶ [free] + budget_release ──▶ reader
  *
@@ -15,6 +17,7 @@
 #include "ingest.h"
 #include "sched/budget.h"
 #include "sched/chan.h"
+#include "core/dynbuf.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,6 +35,9 @@ typedef void writer_fail_fn(void *ctx, int err, const char *what, const char *ar
 struct writer {
 	/* set before writer_open() */
 	const char *path;            /* -o FILE; NULL or "-": standard output */
+	int given_fd;                /* the embedder's descriptor, or -1 */
+	ingest_sink_fn *sink;        /* records to a function instead; or NULL */
+	void *sink_ctx;
 	struct chan *done;           /* parsed batches, in input order */
 	struct chan *free_batches;   /* where written batches go back */
 	struct budget *budget;
@@ -39,7 +45,9 @@ struct writer {
 	const atomic_int *failed;    /* the run's first fatal error, or 0 */
 	writer_fail_fn *fail;
 	void *fail_ctx;
-	bool progress;               /* draw a progress line on stderr */
+	ingest_progress_fn *progress; /* told how the run goes; or NULL */
+	void *progress_ctx;
+	struct dynbuf sink_buf;      /* a batch's records made contiguous for the sink */
 	struct index *index;         /* --index: batches go there, not to fd */
 	const char *index_path;
 	uint64_t total;              /* inputs, when known before the end */

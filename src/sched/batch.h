@@ -12,7 +12,7 @@
 #include "core/arena.h"
 #include "core/dynbuf.h"
 #include "core/limits.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <stdint.h>
 

@@ -3,6 +3,7 @@
  *   reader ── budget_acquire(bytes) ... budget_release(bytes) ── writer
  *
  * Waiting follows the protocol of sched/futex_wait.h. */
+#include "core/diag.h"
 #include "sched/budget.h"
 #include "sched/futex_wait.h"
 
@@ -71,6 +72,9 @@ void budget_release(struct budget *b, uint64_t bytes)
 	if (!bytes)
 		return;
 	spin_lock(&b->lock);
+	/* releasing more than is in use is a double release: the budget
+	 * would then admit unbounded bytes */
+	ingest_verify(b->used >= bytes);
 	b->used -= bytes;
 	spin_unlock(&b->lock);
 	/* all waiters: with requests of different sizes, the one woken might

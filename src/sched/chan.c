@@ -3,6 +3,7 @@
  *   reader ──push──▶ [full] ──pop── parse stage ──push──▶ [done] ──pop── writer
  *
  * Waiting follows the protocol of sched/futex_wait.h. */
+#include "core/diag.h"
 #include "sched/chan.h"
 #include "sched/batch.h"
 #include "sched/futex_wait.h"
@@ -23,6 +24,9 @@ void chan_push(struct chan *c, struct batch *b)
 {
 	b->next = NULL;
 	spin_lock(&c->lock);
+	/* a batch pushed after close would never be popped: its records
+	 * and its budget bytes would be lost */
+	ingest_verify(!c->closed);
 	if (c->tail)
 		c->tail->next = b;
 	else

@@ -58,6 +58,7 @@
  * Worker k is always thread k: per-worker state (parser contexts, iconv
  * descriptors, libmagic cookies) indexed by the worker number is therefore
  * touched by one thread only, and stays warm in its cache. */
+#include "core/diag.h"
 #include "core/clock.h"
 #include "sched/pool.h"
 
@@ -176,6 +177,7 @@ static void pool_work(struct pool *p, unsigned worker)
 		size_t i = atomic_fetch_add_explicit(&p->cursor, 1, memory_order_relaxed);
 		if (i >= items)
 			return;
+		ingest_assert(worker < p->threads);
 		fn(ctx, i, worker);
 	}
 }
@@ -225,6 +227,9 @@ static void *pool_main(void *arg)
 		 * caller's acquire of pending == 0 (the decrements form one
 		 * release sequence, so the last value carries them all). */
 		uint32_t old = atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+		/* each participant decrements once per generation: a count
+		 * that was already 0 means a worker ran a job twice */
+		ingest_assert(old & ~POOL_WAITER);
 		if (old == (POOL_WAITER | 1))
 			pool_wake(&p->pending);
 	}
@@ -351,7 +356,15 @@ bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes)
 
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx)
 {
+	return pool_run_max(p, items, bytes, p->threads, fn, ctx);
+}
+
+unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max, pool_fn fn,
+                      void *ctx)
+{
 	unsigned n = pool_workers_for(p, items, bytes);
+	if (n > max)
+		n = max ? max : 1;
 	if (n > 1 && !p->launched)
 		pool_launch(p);
 	if (n > p->usable)
@@ -367,6 +380,8 @@ unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void
 		return n;
 	}
 
+	/* the job slot is the caller's only between batches */
+	ingest_assert((atomic_load_explicit(&p->pending, memory_order_relaxed) & ~POOL_WAITER) == 0);
 	p->fn = fn;
 	p->ctx = ctx;
 	p->items = items;

@@ -65,6 +65,11 @@ bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes);
  * number of workers used (0 for 0 items). */
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx);
 
+/* The same with at most max workers (the caller included): a caller's own
+ * thread count on a pool shared by callers that ask for different ones. */
+unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max, pool_fn fn,
+                      void *ctx);
+
 /* Copies the counters.  Same thread rules as pool_run(). */
 void pool_stats_get(const struct pool *p, struct pool_stats *out);
 

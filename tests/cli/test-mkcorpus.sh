@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# mkcorpus-deterministic: bench/mkcorpus must give byte-identical output
+# mkcorpus-deterministic: tools/mkcorpus must give byte-identical output
 # (names, contents, mtimes) for the same seed, under different hash seeds,
 # and different output for another seed.  Its own --selftest does the work.
-# usage: test-mkcorpus.sh PATH/TO/bench/mkcorpus
+# usage: test-mkcorpus.sh PATH/TO/tools/mkcorpus
 set -euo pipefail
 mkcorpus=${1:?usage: test-mkcorpus.sh PATH/TO/mkcorpus}
 if ! command -v python3 >/dev/null 2>&1; then

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
 """The options the command accepts are the ones --help, the man page and
 README document: each long option in main.c's getopt table must appear in
-all three, and --help must fit a screen (40 lines of at most 80 columns)."""
+all three, and --help must fit a screen (40 lines of at most 80 columns).
+
+With --cc and --libdir, README's "Library" example is compiled against
+include/ingest.h and the built libingest and run on the sample Maildir; with
+--python and --pythonpath, its "Python" example is run with the built
+module.  Each must do what README says it does."""
 import argparse
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 
 def fail(msg):
@@ -13,10 +21,58 @@ def fail(msg):
     sys.exit(1)
 
 
+def readme_block(readme, section, lang):
+    """The first ```lang block of README's `## section`."""
+    part = readme[readme.index("\n## " + section + "\n"):]
+    part = part[:part.find("\n## ", 4) if "\n## " in part[4:] else len(part)]
+    m = re.search(r"```" + lang + r"\n(.*?)```", part, re.S)
+    if not m:
+        fail(f"README's {section} section has no {lang} example")
+    return m.group(1)
+
+
+def check_library_example(a, readme):
+    code = readme_block(readme, "Library", "c")
+    sample = os.path.join(a.source, "tests", "sample", "Maildir")
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "example.c"), os.path.join(d, "example")
+        open(src, "w").write(code)
+        subprocess.run([a.cc, src, "-o", exe, "-I", os.path.join(a.source, "include"),
+                        "-L", a.libdir, "-Wl,-rpath," + a.libdir, "-lingest"] +
+                       (["-fsanitize=" + a.sanitize] if a.sanitize else []), check=True)
+        got = subprocess.run([exe, sample], capture_output=True, check=True).stdout
+    want = subprocess.run([a.ingest, "-q", "--fields=path,subject", sample], capture_output=True,
+                          check=True).stdout
+    want += json.dumps({"path": "", "subject": "hello"}, separators=(",", ":")).encode() + b"\n"
+    if got != want:
+        fail(f"README's Library example printed {got[-300:]!r}, not {want[-300:]!r}")
+    print(f"README's Library example: {len(got.splitlines())} records, as the command's")
+
+
+def check_python_example(a, readme):
+    code = readme_block(readme, "Python", "python")
+    env = dict(os.environ, PYTHONPATH=a.pythonpath)
+    if a.preload:
+        env["LD_PRELOAD"] = a.preload
+    p = subprocess.run([a.python, "-c", code], cwd=a.source, env=env, capture_output=True,
+                       text=True)
+    n = len(subprocess.run([a.ingest, "-q", os.path.join(a.source, "tests", "sample", "Maildir")],
+                           capture_output=True, check=True).stdout.splitlines())
+    if p.returncode or not p.stdout.startswith(f"{n} records"):
+        fail(f"README's Python example: exit {p.returncode}, {p.stdout!r} {p.stderr[-500:]!r}")
+    print("README's Python example: " + p.stdout.strip())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ingest", required=True)
     ap.add_argument("--source", required=True, help="the source tree")
+    ap.add_argument("--cc", help="compile README's Library example with this")
+    ap.add_argument("--libdir", help="where the built libingest.so is")
+    ap.add_argument("--python", help="run README's Python example with this interpreter")
+    ap.add_argument("--pythonpath", help="where the built module is")
+    ap.add_argument("--sanitize", help="the build's -fsanitize= list, for the example's link")
+    ap.add_argument("--preload", help="LD_PRELOAD for the Python example (a sanitized module)")
     a = ap.parse_args()
     main_c = open(a.source + "/src/main.c", encoding="utf-8").read()
     table = main_c[main_c.index("longopts[] = {"):]
@@ -25,7 +81,7 @@ def main():
     if len(options) < 20:
         fail(f"found only {len(options)} options in main.c's table: the parse is stale")
     helptext = subprocess.run([a.ingest, "--help"], capture_output=True, text=True, check=True).stdout
-    man = open(a.source + "/src/ingest.1", encoding="utf-8").read().replace("\\-", "-")
+    man = open(a.source + "/docs/ingest.1", encoding="utf-8").read().replace("\\-", "-")
     man = re.sub(r"\\f[BIRP]", "", man)
     readme = open(a.source + "/README.md", encoding="utf-8").read()
     missing = []
@@ -43,6 +99,10 @@ def main():
     if "Examples" not in helptext:
         fail("--help shows no examples")
     print(f"{len(options)} options documented in --help ({len(lines)} lines), the man page and README")
+    if a.cc and a.libdir:
+        check_library_example(a, readme)
+    if a.python and a.pythonpath:
+        check_python_example(a, readme)
 
 
 if __name__ == "__main__":

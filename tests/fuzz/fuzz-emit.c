@@ -10,6 +10,7 @@
  * leaves the buffer exactly as it was (emit.h: all or nothing). */
 #include "check_message.h"
 #include "emit/emit.h"
+#include "mail/mail.h"
 
 #include <errno.h>
 

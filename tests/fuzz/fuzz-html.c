@@ -26,8 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Named references: any name, any length, no NUL terminator. */
 	size_t k = size < 40 ? size : 40;
 	char *name = (char *)fuzz_dup(p, k);
-	int32_t cp = html_entity_lookup(name, k);
+	int32_t cp2, cp = html_entity_lookup(name, k, &cp2);
 	FUZZ_CHECK(cp == -1 || (cp > 0 && cp <= 0x10FFFF));
+	FUZZ_CHECK(cp2 >= 0 && cp2 <= 0x10FFFF);
 	free(name);
 
 	free(cut);

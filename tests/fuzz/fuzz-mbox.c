@@ -8,7 +8,7 @@
  * the pending separator), it gives the same spans, for a cut at one offset,
  * for fixed-size chunks, and for one byte at a time; an answer given
  * before EOF is the answer at EOF; mbox_find_separator() returns the first
- * From_ line after an empty line, as a plain reference scan finds it;
+ * separator, as a plain reference scan of the rule finds it;
  * mbox_scan_keep() keeps what a resumed search needs; mbox_unquote()
  * removes exactly one '>' from each ">+From " line. */
 #include "fuzz.h"
@@ -92,18 +92,84 @@ static void check_same(void)
 	}
 }
 
-/* The rule of mbox.h, written plainly: a line start after `from` whose
- * line is a From_ line and whose previous line is empty (offset 0 being a
- * line start). */
+/* The rule of mbox.h, written plainly, for a line start i > 0: 1 splits,
+ * 0 does not, -1 bytes past n decide.  A dated From_ line after an empty
+ * line; or "From -" anywhere, or an undated one-word From_ line after an
+ * empty line, when a known header field comes within the next
+ * MBOX_PEEK_LINES lines and all lines before it are header fields. */
+static int ref_splits(const uint8_t *p, size_t n, size_t i)
+{
+	static const char *const known[] = {
+		"return-path", "received", "from", "to", "cc", "date", "subject", "message-id",
+		"delivered-to", "sender", "reply-to", "mime-version", "x-mozilla-status",
+		"x-mozilla-status2", "x-mozilla-keys", "x-account-key", "x-uidl", "envelope-to",
+		"x-original-to", "x-gm-thrid", "x-gmail-labels", "status", "x-status", "content-type",
+	};
+	const uint8_t *nl = memchr(p + i, '\n', n - i);
+	if (!nl)
+		return n - i <= MBOX_LINE_MAX + 1 && !memcmp(p + i, "From ", n - i < 5 ? n - i : 5) ? -1 : 0;
+	if (!mbox_is_separator(p + i, n - i))
+		return 0;
+	bool empty = i == 1 || p[i - 2] == '\n' || (p[i - 2] == '\r' && (i == 2 || p[i - 3] == '\n'));
+	if (empty && mbox_is_from_line(p + i, n - i))
+		return 1;
+	char line[MBOX_LINE_MAX + 1], word[MBOX_LINE_MAX + 1], more[2];
+	size_t len = (size_t)(nl - (p + i));
+	memcpy(line, p + i, len);
+	line[len] = '\0';
+	if (len && line[len - 1] == '\r')
+		line[len - 1] = '\0';
+	for (char *t = line; *t; t++)
+		if (*t == '\t')
+			*t = ' ';
+	bool dash = !strcmp(line, "From -") || !strncmp(line, "From - ", 7);
+	bool undated = sscanf(line + 5, "%s %1s", word, more) <= 1;
+	if (!dash && !(empty && undated))
+		return 0;
+	size_t j = (size_t)(nl - p) + 1;
+	for (int l = 0; l < MBOX_PEEK_LINES; l++) {
+		size_t e = j;
+		while (e < n && e - j < MBOX_LINE_MAX + 2 && p[e] != '\n')
+			e++;
+		char name[80] = "";
+		size_t k = 0;
+		while (j + k < e && k < 77 && p[j + k] > ' ' && p[j + k] < 0x7f && p[j + k] != ':') {
+			name[k] = (char)p[j + k];
+			k++;
+		}
+		name[k] = '\0';
+		size_t c = j + k;
+		while (c < e && (p[c] == ' ' || p[c] == '\t'))
+			c++;
+		bool field = k && c < e && p[c] == ':';
+		for (size_t t = 0; field && t < sizeof(known) / sizeof(known[0]); t++)
+			if (!strcasecmp(name, known[t]))
+				return 1;
+		if (e == n && e - j < MBOX_LINE_MAX + 2)
+			return -1;
+		if (e == n || p[e] != '\n')
+			return 0;
+		bool folded = l > 0 && (p[j] == ' ' || p[j] == '\t');
+		if (folded) {
+			folded = false;
+			for (size_t t = j + 1; t < e; t++)
+				folded |= p[t] != ' ' && p[t] != '\t' && p[t] != '\r';
+		}
+		if (!field && !folded)
+			return 0;
+		j = e + 1;
+	}
+	return 0;
+}
+
 static size_t ref_find(const uint8_t *p, size_t n, size_t from)
 {
 	for (size_t i = from + 1; i < n; i++) {
 		if (p[i - 1] != '\n')
 			continue;
-		bool empty = i == 1 || p[i - 2] == '\n' ||
-		             (p[i - 2] == '\r' && (i == 2 || p[i - 3] == '\n'));
-		if (empty && mbox_is_separator(p + i, n - i))
-			return i;
+		int r = ref_splits(p, n, i);
+		if (r)
+			return r > 0 ? i : n;
 	}
 	return n;
 }
@@ -117,7 +183,7 @@ static void check_find(const uint8_t *p, size_t n, size_t cut)
 	if (cut > n || mbox_find_separator(p, cut, 0) != cut)
 		return;
 	size_t keep = mbox_scan_keep(p, cut, 0);
-	FUZZ_CHECK(keep <= cut && cut - keep <= MBOX_LINE_MAX + 4);
+	FUZZ_CHECK(keep <= cut && cut - keep <= MBOX_KEEP_MAX);
 	FUZZ_CHECK(keep + mbox_find_separator(p + keep, n - keep, 0) == mbox_find_separator(p, n, 0));
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Adversarial trees and files (issue 7).
+"""Adversarial trees and files.
 
     python3 adversarial.py --ingest PATH --case NAME [--as root|nobody|both]
 
@@ -665,7 +665,7 @@ def main():
         rl.note('SKIP: no mode could run')
         return rl.SKIP
     if skipped and os.geteuid() == 0 and not fails:
-        # as root both modes are required (issue 7): a mode that cannot run fails
+        # as root both modes are required: a mode that cannot run fails
         rl.note('FAIL: a mode could not run')
         return 1
     rl.note('PASS' if not fails else f'{len(fails)} failures')

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault-injection walk (issue 7): fail each fallible call site of a small
+"""Fault-injection walk: fail each fallible call site of a small
 run in turn, on both backends, and check that nothing is lost and nothing
 crashes.
 
@@ -51,7 +51,7 @@ Every run must end in one of two ways:
   exit 0: every input accounted for: each record of the fault-free run is
           there, in order, exactly once, or is covered by an error record
           naming it, its mbox or a directory above it (a failed getdents64
-          turns a directory into one error record: issue 2, "walk"); nothing
+          turns a directory into one error record); nothing
           else (a "deleted" record the fault-free run lacks is a false
           deletion); every line valid JSON; error records carry the reason
           and a message;
@@ -524,7 +524,7 @@ class Walk:
         got = [rl.record_key(r) for r in recs]
         # EPIPE on the output is a reader that went away (`| head`): exit 0,
         # the records written so far, whole, and no state saved
-        if f and f[1] == 'EPIPE' and f[2] in ('write', 'writev') and f[3].startswith('src/ingest.c:'):
+        if f and f[1] == 'EPIPE' and f[2] in ('write', 'writev') and f[3].startswith('src/pipeline/writer.c:'):
             if got != expected[:len(got)]:
                 problems.append(f'{what}: output closed, but what was written is not the '
                                 f'beginning of the output: {len(got)} records')

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Output faults (issue 7): the machine under ingest fails while it writes.
+"""Output faults: the machine under ingest fails while it writes.
 
     python3 output_faults.py --ingest PATH --case epipe|enospc|short-write
 

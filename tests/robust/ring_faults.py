@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ring faults (issue 7): completions with errors and a CQ overflow, on
+"""Ring faults: completions with errors and a CQ overflow, on
 --backend=uring.
 
     python3 ring_faults.py --ingest PATH --case cqe|overflow [--jobs 2]
@@ -20,7 +20,7 @@ core/fault.c prints "ingest-fault: fired N ERRNO at NAME ..." when a fault
 fires: every fault run below must show it (a run whose fault never fired
 would pass vacuously).
 
-The corpus: 300 .eml files (bench/mkcorpus --layout eml), and an mbox of 60
+The corpus: 300 .eml files (tools/mkcorpus --layout eml), and an mbox of 60
 messages (~650 KiB) read with --max-size=65536, so that it is streamed in
 chunks read on the ring.  Every run must: exit 0; write whole JSON lines
 only; give one record per input, in the order of the fault-free run; show no

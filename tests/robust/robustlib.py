@@ -1,7 +1,7 @@
-"""Shared helpers of the 'robust' suite (issue 7): corpora, running ingest
+"""Shared helpers of the 'robust' suite: corpora, running ingest
 under the sanitizers, and the output contract every run must keep.
 
-The contract (issue 2, "records and output"; issue 7): exit 0 means every
+The contract: exit 0 means every
 input became exactly one record (a message or an error naming the file and
 the reason); exit 1 means the run failed, with one line "ingest: ..." on
 stderr; nothing else.  Whatever the exit, stdout holds whole JSON lines only:
@@ -19,7 +19,7 @@ import tempfile
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'bench', 'mkcorpus'))
+MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'tools', 'mkcorpus'))
 
 # Our own sanitizer settings, whatever the caller exported: a distinct exit
 # status for a sanitizer report (ingest itself exits 0, 1, 2 or 130), leaks

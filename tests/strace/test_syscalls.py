@@ -6,7 +6,7 @@
 Exit 0: pass; 1: fail (every failed check is printed); 77: skipped, with the
 reason (no strace, ptrace refused, io_uring refused, no tracefs).
 
-What is measured and why (README, "Syscall accounting"; src/ingest.c):
+What is measured and why (README, "Syscall accounting"; src/ingest.c, docs/ARCHITECTURE.md):
   - strace -f sees every syscall of every thread of the process, start-up
     included, but not the operations inside an io_uring_enter;
   - ingest counts the syscalls it issues itself (src/core/sys.h) and the ring
@@ -19,7 +19,7 @@ What is measured and why (README, "Syscall accounting"; src/ingest.c):
 Corpora are written by make_maildir() below: deterministic, plain ASCII, one
 Maildir, every message in cur/ (new/ and tmp/ empty), so that parsing never
 loads iconv or libmagic and the per-directory costs are the same at every N.
-bench/mkcorpus writes realistic mail (charsets, attachments): right for
+tools/mkcorpus writes realistic mail (charsets, attachments): right for
 benchmarks, wrong for exact counts; the uring-realistic case runs on it
 anyway, with per-batch bounds, so the figures a user would see are checked
 too (there batches are cut by bytes, ~120 for 10,000 messages, and each
@@ -48,7 +48,7 @@ DEFAULT_LOGS = os.path.normpath(os.path.join(HERE, '..', '..', 'strace-logs'))
 # The names of src/core/sys.h that the I/O contract is about.
 CONTRACT_NAMES = ['openat', 'statx', 'newfstatat', 'fstat', 'read', 'pread64',
                   'lseek', 'ioctl', 'close']
-# Whole-process bound of the ring backend at N = 10,000 (issue 2).
+# Whole-process bound of the ring backend at N = 10,000.
 URING_TOTAL_PER_FILE = 0.05
 # futex per batch, at most (src/sched/budget.c, pool.c): each of the three
 # channels (reader -> parser -> writer -> free batches back to the reader)
@@ -347,7 +347,7 @@ def check_pipelined(fail, stats):
                f'longer share the enter of the reads (want about one a batch, at most 1.5)')
 
 
-MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'bench', 'mkcorpus'))
+MKCORPUS = os.path.normpath(os.path.join(HERE, '..', '..', 'tools', 'mkcorpus'))
 
 
 def case_uring_realistic(ctx):

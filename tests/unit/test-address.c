@@ -12,7 +12,7 @@
 #include "mail/address.h"
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
-#include "mail_fixture.h"
+#include "helpers.h"
 
 #define W(x) (UINT64_C(1) << MAIL_W_##x)
 
@@ -22,21 +22,7 @@ struct tcase {
 	uint64_t warnings;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	mail_fixture_init(&t->ctx);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	mail_fixture_release(&t->ctx);
-	free(t);
-	return 0;
-}
+T_CTX_CASE(struct tcase)
 
 static void parse_n(struct tcase *t, const char *in, size_t n)
 {
@@ -48,23 +34,11 @@ static void parse_n(struct tcase *t, const char *in, size_t n)
 
 #define PARSE(t, lit) parse_n((t), (lit), sizeof(lit) - 1)
 
-static void assert_str(struct mail_str s, const char *want)
-{
-	if (!want) {
-		assert_null(s.p);
-		return;
-	}
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
-
 static void assert_mbox(const struct mail_addr *a, const char *name, const char *addr)
 {
 	assert_false(a->is_group);
-	assert_str(a->name, name);
-	assert_str(a->address, addr);
+	t_assert_str(a->name, name);
+	t_assert_str(a->address, addr);
 }
 
 static void test_address_bare(void **state)
@@ -130,7 +104,7 @@ static void test_address_group(void **state)
 	PARSE(t, "Friends: a@b, C <c@d>;, e@f");
 	assert_int_equal(t->l.n, 2);
 	assert_true(t->l.v[0].is_group);
-	assert_str(t->l.v[0].name, "Friends");
+	t_assert_str(t->l.v[0].name, "Friends");
 	assert_int_equal(t->l.v[0].n_members, 2);
 	assert_mbox(&t->l.v[0].members[0], NULL, "a@b");
 	assert_mbox(&t->l.v[0].members[1], "C", "c@d");
@@ -144,7 +118,7 @@ static void test_address_undisclosed_recipients(void **state)
 	PARSE(t, "undisclosed-recipients:;");
 	assert_int_equal(t->l.n, 1);
 	assert_true(t->l.v[0].is_group);
-	assert_str(t->l.v[0].name, "undisclosed-recipients");
+	t_assert_str(t->l.v[0].name, "undisclosed-recipients");
 	assert_int_equal(t->l.v[0].n_members, 0);
 	assert_int_equal(t->warnings, 0);
 }
@@ -155,7 +129,7 @@ static void test_address_unlisted_recipients_with_comment(void **state)
 	PARSE(t, "unlisted-recipients:; (no To-header on input)");
 	assert_int_equal(t->l.n, 1);
 	assert_true(t->l.v[0].is_group);
-	assert_str(t->l.v[0].name, "unlisted-recipients");
+	t_assert_str(t->l.v[0].name, "unlisted-recipients");
 	assert_int_equal(t->l.v[0].n_members, 0);
 	assert_int_equal(t->warnings, 0);
 }
@@ -165,9 +139,9 @@ static void test_address_group_without_semicolon(void **state)
 	struct tcase *t = *state;
 	PARSE(t, "A: a@b, B: c@d");
 	assert_int_equal(t->l.n, 2);
-	assert_str(t->l.v[0].name, "A");
+	t_assert_str(t->l.v[0].name, "A");
 	assert_int_equal(t->l.v[0].n_members, 1);
-	assert_str(t->l.v[1].name, "B");
+	t_assert_str(t->l.v[1].name, "B");
 	assert_mbox(&t->l.v[1].members[0], NULL, "c@d");
 }
 
@@ -279,6 +253,62 @@ static void test_address_null_path(void **state)
 	assert_int_equal(t->l.n, 1);
 	assert_mbox(&t->l.v[0], "Mail System", "");
 	assert_int_equal(t->warnings, 0);
+}
+
+/* A date after the address, as some scripts write the From field: the
+ * colons of its time start no group. */
+static void test_address_date_after_address(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "user@example.de Thu Sep 19 17:31:10 2013");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "user@example.de");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "user@example.de Thu Sep 19 17:31:10 2013, other@example.org");
+	assert_int_equal(t->l.n, 2);
+	assert_mbox(&t->l.v[1], NULL, "other@example.org");
+	/* a group is still a group, a route still no address */
+	PARSE(t, "team: a@b, c@d;");
+	assert_int_equal(t->l.n, 1);
+	assert_true(t->l.v[0].is_group);
+	assert_int_equal(t->l.v[0].n_members, 2);
+}
+
+/* The kernel's Cc: stable convention: the address is the addr-spec, the
+ * note after it is dropped with a warning. */
+static void test_address_junk_after_addr_spec(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "<stable@vger.kernel.org # 3.11>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "stable@vger.kernel.org");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "stable@vger.kernel.org # 3.4+, <stable@vger.kernel.org> [3.13], x@y");
+	assert_int_equal(t->l.n, 3);
+	assert_mbox(&t->l.v[0], NULL, "stable@vger.kernel.org");
+	assert_mbox(&t->l.v[1], NULL, "stable@vger.kernel.org");
+	assert_mbox(&t->l.v[2], NULL, "x@y");
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	/* white space around the dots and the @ is still one address */
+	PARSE(t, "Name <john . doe @ example . org>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], "Name", "john.doe@example.org");
+}
+
+/* Words in brackets with no @ are no address: none is made up. */
+static void test_address_words_in_brackets(void **state)
+{
+	struct tcase *t = *state;
+	PARSE(t, "<no To-header on input>");
+	assert_int_equal(t->l.n, 0);
+	assert_int_equal(t->warnings, W(BAD_ADDRESS));
+	PARSE(t, "Someone <no address given>, b@c");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "b@c");
+	/* one word is a local mailbox, as without brackets */
+	PARSE(t, "<root>");
+	assert_int_equal(t->l.n, 1);
+	assert_mbox(&t->l.v[0], NULL, "root");
 }
 
 static void test_address_domain_literal(void **state)
@@ -442,6 +472,9 @@ int main(void)
 		T(test_address_local_only),
 		T(test_address_repairs_warn),
 		T(test_address_null_path),
+		T(test_address_date_after_address),
+		T(test_address_junk_after_addr_spec),
+		T(test_address_words_in_brackets),
 		T(test_address_domain_literal),
 		T(test_address_unencoded_8bit_name),
 		T(test_address_appends_to_list),

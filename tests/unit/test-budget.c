@@ -8,9 +8,13 @@
  * raised just before the futex wait), so the tests do not depend on sleeps
  * being long enough. */
 #include "sched/budget.h"
+#include "sched/batch.h"
 #include "sched/chan.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -101,6 +105,56 @@ static void test_budget_accounting(void **state)
 	assert_int_equal(b.used, 0);
 	/* nothing blocked, so no wait was ever made */
 	assert_int_equal(b.waited_ns, 0);
+}
+
+/* The always-on checks (core/diag.h) hold in every build, release
+ * included: a child process breaks the invariant and must die of SIGABRT. */
+static void expect_abort(void (*fn)(void))
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* keep the expected message out of the test log's noise */
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(2);
+		fn();
+		_exit(0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+}
+
+static void double_release(void)
+{
+	struct budget b;
+	budget_init(&b, 100);
+	assert_true(budget_acquire(&b, 10));
+	budget_release(&b, 10);
+	budget_release(&b, 10);
+}
+
+static void test_budget_double_release_aborts(void **state)
+{
+	(void)state;
+	expect_abort(double_release);
+}
+
+static void push_after_close(void)
+{
+	static struct batch b;
+	struct chan c;
+	chan_init(&c);
+	chan_close(&c);
+	chan_push(&c, &b);
+}
+
+static void test_chan_push_after_close_aborts(void **state)
+{
+	(void)state;
+	expect_abort(push_after_close);
 }
 
 static void test_budget_oversized_granted_when_idle(void **state)
@@ -305,6 +359,8 @@ int main(void)
 	alarm(60);     /* a deadlock fails the run instead of hanging it */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_accounting),
+		cmocka_unit_test(test_budget_double_release_aborts),
+		cmocka_unit_test(test_chan_push_after_close_aborts),
 		cmocka_unit_test(test_budget_oversized_granted_when_idle),
 		cmocka_unit_test(test_budget_blocking_acquire_released),
 		cmocka_unit_test(test_budget_blocked_oversized_granted_when_drained),

@@ -12,7 +12,7 @@
 
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
-#include "mail_fixture.h"
+#include "helpers.h"
 
 struct tcase {
 	struct mail_ctx ctx;
@@ -23,7 +23,7 @@ struct tcase {
 static int setup(void **state)
 {
 	struct tcase *t = calloc(1, sizeof(*t));
-	mail_fixture_init(&t->ctx);
+	t_mail_ctx_init(&t->ctx);
 	dynbuf_init(&t->out, 0);
 	*state = t;
 	return t->ctx.charsets ? 0 : -1;
@@ -32,7 +32,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct tcase *t = *state;
-	mail_fixture_release(&t->ctx);
+	t_mail_ctx_release(&t->ctx);
 	dynbuf_release(&t->out);
 	free(t);
 	return 0;
@@ -77,10 +77,10 @@ static void test_charset_utf8_maximal_subpart(void **state)
 {
 	struct tcase *t = *state;
 	/* E2 82 is a truncated three-byte sequence: one U+FFFD, then 'A'. */
-	assert_string_equal(DEC(t, NULL, "\xe2\x82" "A"), "\xef\xbf\xbd" "A");
+	assert_string_equal(DEC(t, "utf-8", "\xe2\x82" "A"), "\xef\xbf\xbd" "A");
 	assert_int_equal(t->replaced, 1);
 	/* An overlong form is two invalid bytes. */
-	assert_string_equal(DEC(t, NULL, "\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
+	assert_string_equal(DEC(t, "utf-8", "\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
 	assert_int_equal(t->replaced, 2);
 }
 
@@ -89,6 +89,27 @@ static void test_charset_us_ascii_means_utf8(void **state)
 	struct tcase *t = *state;
 	assert_string_equal(DEC(t, "us-ascii", "\xc3\xa9"), "\xc3\xa9");
 	assert_int_equal(t->warnings, 0);
+}
+
+/* 8-bit text without a charset (or us-ascii) that is not UTF-8 was
+ * written in windows-1252: its bytes are read so, and none is replaced;
+ * the valid UTF-8 around them stays UTF-8. */
+static void test_charset_no_charset_8bit_is_cp1252(void **state)
+{
+	struct tcase *t = *state;
+#define CLEAN() do { assert_int_equal(t->replaced, 0); assert_int_equal(t->warnings, 0); } while (0)
+	assert_string_equal(DEC(t, NULL, "caf\xe9"), "caf\xc3\xa9");
+	CLEAN();
+	assert_string_equal(DEC(t, "us-ascii", "\x80 5"), "\xe2\x82\xac 5");
+	CLEAN();
+	assert_string_equal(DEC(t, NULL, "\xe2\x82" "A"), "\xc3\xa2\xe2\x80\x9a" "A");
+	CLEAN();
+	assert_string_equal(DEC(t, "ascii", "\xc3\xa9 \xe9"), "\xc3\xa9 \xc3\xa9");
+	CLEAN();
+#undef CLEAN
+	/* a declared UTF-8 is still UTF-8 */
+	assert_string_equal(DEC(t, "utf-8", "caf\xe9"), "caf\xef\xbf\xbd");
+	assert_int_equal(t->replaced, 1);
 }
 
 static void test_charset_utf8_valid(void **state)
@@ -221,10 +242,24 @@ static void test_charset_template_label_unknown(void **state)
 	struct tcase *t = *state;
 	assert_string_equal(DEC(t, "%CHARSET", "\xe9"), "\xc3\xa9");
 	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
-	assert_string_equal(DEC(t, "x-unknown", "\xe9"), "\xc3\xa9");
-	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
-	assert_string_equal(DEC(t, "unknown-8bit", "\x80"), "\xe2\x82\xac");
-	assert_int_equal(t->warnings, W(UNKNOWN_CHARSET));
+}
+
+/* Labels seen in real mail: an Outlook alias of UTF-7, and placeholders
+ * that mean "no charset", read as a missing charset is (UTF-8 where
+ * valid, else windows-1252), with no unknown-charset. */
+static void test_charset_placeholder_labels(void **state)
+{
+	struct tcase *t = *state;
+	static const char *const none[] = {
+		"x-unknown", "unknown-8bit", "x-user-defined", "default_charset", "us_ascii", "US_ASCII",
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		assert_string_equal(dec(t, none[i], "caf\xe9 \xc3\xa9", 7), "caf\xc3\xa9 \xc3\xa9");
+		if (t->warnings || t->replaced)
+			fail_msg("%s: warnings %#llx", none[i], (unsigned long long)t->warnings);
+	}
+	assert_string_equal(DEC(t, "x-unicode-2-0-utf-7", "Hi +AOk-"), "Hi \xc3\xa9");
+	assert_int_equal(t->warnings, 0);
 }
 
 static void test_charset_label_injection_rejected(void **state)
@@ -440,6 +475,7 @@ int main(void)
 		T(test_charset_utf8_invalid_replaced_and_counted),
 		T(test_charset_utf8_maximal_subpart),
 		T(test_charset_us_ascii_means_utf8),
+		T(test_charset_no_charset_8bit_is_cp1252),
 		T(test_charset_utf8_valid),
 		T(test_charset_utf8_sanitize),
 		T(test_charset_latin1_is_windows1252),
@@ -456,6 +492,7 @@ int main(void)
 		T(test_charset_iconv_invalid_replaced),
 		T(test_charset_unknown_label_falls_back),
 		T(test_charset_template_label_unknown),
+		T(test_charset_placeholder_labels),
 		T(test_charset_label_injection_rejected),
 		T(test_charset_label_normalised),
 		T(test_charset_cache_reuses_descriptors),

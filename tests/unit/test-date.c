@@ -189,6 +189,47 @@ static void test_date_unparseable(void **state)
 	assert_string_equal(iso("12 Jan 2004 10:00:00:00:00"), "EINVAL");
 }
 
+/* What the peers read and real mail holds. */
+static void test_date_one_digit_fields(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Wed, 12 Sep 2001 18:9:31 +0800"), "2001-09-12T10:09:31Z");
+	assert_string_equal(iso("Wed, 12 Sep 2001 8:09:1 +0000"), "2001-09-12T08:09:01Z");
+	assert_string_equal(iso("Tue,24 Dec 2019 10:00:00 +0000"), "2019-12-24T10:00:00Z");
+}
+
+/* AM/PM after a 24-hour time is redundant: the hour stands. */
+static void test_date_am_pm_after_24_hour_time(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Fri, 3 Oct 2008 20:48:11 PM +0000"), "2008-10-03T20:48:11Z");
+	assert_string_equal(iso("Fri, 3 Oct 2008 00:15 AM +0000"), "2008-10-03T00:15:00Z");
+	assert_string_equal(iso("Fri, 3 Oct 2008 13:05 AM +0000"), "2008-10-03T13:05:00Z");
+	assert_string_equal(iso("Fri, 3 Oct 2008 8:05 PM +0000"), "2008-10-03T20:05:00Z");
+}
+
+static void test_date_localised_names(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Mittwoch, 3 Dezember 2008 10:00:00 +0100"), "2008-12-03T09:00:00Z");
+	assert_string_equal(iso("Mi, 3 Okt 2008 10:00:00 +0000"), "2008-10-03T10:00:00Z");
+	assert_string_equal(iso("mar., 12 janv. 2010 10:00:00 +0100"), "2010-01-12T09:00:00Z");
+	assert_string_equal(iso("mar 12 gen 2010 10:00:00 +0100"), "2010-01-12T09:00:00Z");
+	assert_string_equal(iso("lunes, 5 abril 2010 10:00:00 -0300"), "2010-04-05T13:00:00Z");
+	assert_string_equal(iso("do 14 mei 2009 09:00:00 +0200"), "2009-05-14T07:00:00Z");
+	assert_string_equal(iso("Thursday, 14 May 2009 09:00:00 +0200"), "2009-05-14T07:00:00Z");
+}
+
+/* A time written so it cannot be read is not midnight. */
+static void test_date_unreadable_time_rejected(void **state)
+{
+	(void)state;
+	assert_string_equal(iso("Wed, 12 Sep 2001 10.52.37 +0800"), "EINVAL");
+	assert_string_equal(iso("12 Sep 2001 9.52.37"), "EINVAL");
+	/* a dotted date is a date */
+	assert_string_equal(iso("Mon, 12 Jan 2004 10:00:00 +0000 (12.01.2004)"), "2004-01-12T10:00:00Z");
+}
+
 static void test_date_not_nul_terminated(void **state)
 {
 	(void)state;
@@ -277,6 +318,10 @@ int main(void)
 		cmocka_unit_test(test_date_leap_years),
 		cmocka_unit_test(test_date_leap_second),
 		cmocka_unit_test(test_date_unparseable),
+		cmocka_unit_test(test_date_one_digit_fields),
+		cmocka_unit_test(test_date_am_pm_after_24_hour_time),
+		cmocka_unit_test(test_date_localised_names),
+		cmocka_unit_test(test_date_unreadable_time_rejected),
 		cmocka_unit_test(test_date_not_nul_terminated),
 		cmocka_unit_test(test_date_format_iso),
 		cmocka_unit_test(test_date_huge_input_linear),

@@ -8,7 +8,7 @@
 #include "core/dynbuf.h"
 #include "mail/mail.h"
 #include "emit/emit.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <errno.h>
 #include <stdarg.h>

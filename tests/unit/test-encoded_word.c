@@ -12,7 +12,7 @@
 #include "mail/charset.h"
 #include "mail/encoded_word.h"
 #include "mail/mail_ctx.h"
-#include "mail_fixture.h"
+#include "helpers.h"
 
 struct tcase {
 	struct mail_ctx ctx;
@@ -20,21 +20,7 @@ struct tcase {
 	struct mail_str out;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	mail_fixture_init(&t->ctx);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	mail_fixture_release(&t->ctx);
-	free(t);
-	return 0;
-}
+T_CTX_CASE(struct tcase)
 
 static const char *dec_n(struct tcase *t, const char *in, size_t n)
 {

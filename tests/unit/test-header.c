@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "helpers.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,21 +22,7 @@ struct tcase {
 	uint64_t warnings;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	arena_init(&t->arena, 0);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	arena_release(&t->arena);
-	free(t);
-	return 0;
-}
+T_ARENA_CASE(struct tcase)
 
 static void parse(struct tcase *t, const char *p, size_t n)
 {
@@ -44,19 +32,11 @@ static void parse(struct tcase *t, const char *p, size_t n)
 
 #define PARSE(t, lit) parse((t), (lit), sizeof(lit) - 1)
 
-static void assert_str(struct mail_str s, const char *want)
-{
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
-
 static void assert_field(const struct tcase *t, size_t i, const char *name, const char *value)
 {
 	assert_true(i < t->h.n);
-	assert_str(t->h.v[i].name, name);
-	assert_str(t->h.v[i].value, value);
+	t_assert_str(t->h.v[i].name, name);
+	t_assert_str(t->h.v[i].value, value);
 }
 
 static void test_header_crlf_fields_and_body(void **state)
@@ -139,7 +119,7 @@ static void test_header_repeated_fields_kept_in_order(void **state)
 	assert_int_equal(header_count(&t->h, "cc"), 0);
 	const struct header_field *f = header_get(&t->h, "RECEIVED");
 	assert_non_null(f);
-	assert_str(f->value, " one");
+	t_assert_str(f->value, " one");
 	assert_field(t, 2, "received", " two");
 	assert_field(t, 3, "RECEIVED", " three");
 	assert_null(header_get(&t->h, "Cc"));
@@ -173,18 +153,55 @@ static void test_header_leading_continuation_dropped(void **state)
 	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
 }
 
-/* A line that is neither a field nor a continuation ends the block: the body
- * starts at that line (nothing of it is lost), with a warning. */
+/* A line that is neither a field nor a continuation: dropped with a
+ * warning when a field follows (the block goes on); else the body starts
+ * at that line (nothing of it is lost). */
+static void test_header_malformed_line_skipped(void **state)
+{
+	struct tcase *t = *state;
+	static const char m[] = "From: a@b\nthis is not a header\n continuation of junk\nTo: c@d\n"
+	                        "Message-ID: <1@x>\n\nbody\n";
+	PARSE(t, m);
+	assert_int_equal(t->h.n, 3);
+	assert_field(t, 0, "From", " a@b");
+	assert_field(t, 1, "To", " c@d");
+	assert_field(t, 2, "Message-ID", " <1@x>");
+	assert_int_equal(t->h.body_offset, sizeof(m) - 1 - 5);
+	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
+	/* CRLF */
+	PARSE(t, "A: 1\r\n>From x\r\nX-B: 2\r\n\r\n");
+	assert_int_equal(t->h.n, 2);
+	assert_field(t, 1, "X-B", " 2");
+	/* a field name body text could start a line with: the body */
+	PARSE(t, "A: 1\nThis is the body\nIt: looks like a field\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("A: 1\n"));
+	/* two broken lines in a row are a body that lacks its blank line
+	 * ("Hi,\nthanks\nNote: ..." keeps its lines) */
+	PARSE(t, "A: 1\n>From x\nno colon\nB: 2\n\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("A: 1\n"));
+	/* more continuations than the look-ahead: the body */
+	PARSE(t, "A: 1\njunk\n 1\n 2\n 3\n 4\n 5\nTo: b\n\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("A: 1\n"));
+}
+
 static void test_header_malformed_line_ends_block(void **state)
 {
 	struct tcase *t = *state;
-	static const char m[] = "From: a@b\nthis is not a header\n continuation of junk\nTo: c@d\n\n";
+	/* prose, then prose: the body of a message without its blank line */
+	static const char m[] = "From: a@b\nthis is not a header\nnor is this\nTo: c@d\n\n";
 	PARSE(t, m);
 	assert_int_equal(t->h.n, 1);
 	assert_field(t, 0, "From", " a@b");
 	assert_int_equal(t->h.body_offset, strlen("From: a@b\n"));
 	assert_int_equal(t->warnings, W(MALFORMED_HEADER));
 	assert_null(header_get(&t->h, "To"));
+	/* a boundary line is the body even with a field after it */
+	PARSE(t, "Content-Type: multipart/mixed; boundary=b\n--b\nContent-Type: text/plain\n\nx\n--b--\n");
+	assert_int_equal(t->h.n, 1);
+	assert_int_equal(t->h.body_offset, strlen("Content-Type: multipart/mixed; boundary=b\n"));
 
 	PARSE(t, "From: a@b\n: no name\n\n");
 	assert_int_equal(t->h.n, 1);
@@ -267,7 +284,7 @@ static void test_header_unfold(void **state)
 	struct mail_str out;
 	static const char v[] = " one\r\n two\n\tthree \r\n";
 	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
-	assert_str(out, "one two\tthree");
+	t_assert_str(out, "one two\tthree");
 }
 
 static void test_header_unfold_view_when_unchanged(void **state)
@@ -289,7 +306,7 @@ static void test_header_unfold_keeps_lone_cr(void **state)
 	struct mail_str out;
 	static const char v[] = "a\rb\r\n c";
 	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
-	assert_str(out, "a\rb c");
+	t_assert_str(out, "a\rb c");
 }
 
 /* Line ends at every offset of the inline blocks and past them (where the
@@ -379,6 +396,7 @@ int main(void)
 		T(test_header_empty_value),
 		T(test_header_repeated_fields_kept_in_order),
 		T(test_header_first_line_not_a_field),
+		T(test_header_malformed_line_skipped),
 		T(test_header_malformed_line_ends_block),
 		T(test_header_leading_continuation_dropped),
 		T(test_header_empty_input),

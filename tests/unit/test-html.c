@@ -24,7 +24,7 @@ static void test_html_tags_removed(void **state)
 {
 	(void)state;
 	check("<b>bold</b> and <i class=\"x\">it</i>", "bold and it");
-	check("<a href='x>y'>link</a>", "link");
+	check("<a href='x>y'>link</a>", "link (x>y)");
 	check("a < b and c > d", "a < b and c > d");
 }
 
@@ -36,9 +36,44 @@ static void test_html_named_entities(void **state)
 	check("&Omega;&alpha;&rarr;&hearts;", "\xce\xa9\xce\xb1\xe2\x86\x92\xe2\x99\xa5");
 	check("&amp without semicolon", "& without semicolon");
 	check("&unknown; & alone", "&unknown; & alone");
-	assert_int_equal(html_entity_lookup("yuml", 4), 255);
-	assert_int_equal(html_entity_lookup("Yuml", 4), 376);
-	assert_int_equal(html_entity_lookup("nope", 4), -1);
+	assert_int_equal(html_entity_lookup("yuml", 4, NULL), 255);
+	assert_int_equal(html_entity_lookup("Yuml", 4, NULL), 376);
+	assert_int_equal(html_entity_lookup("nope", 4, NULL), -1);
+}
+
+/* HTML5's named references, beyond HTML 4's: including the two that
+ * make two code points. */
+static void test_html_html5_entities(void **state)
+{
+	(void)state;
+	check("&check; &rightarrow; &NotEqualTilde; &half; &Tab;x", "\xe2\x9c\x93 \xe2\x86\x92 \xe2\x89\x82\xcc\xb8 \xc2\xbd x");
+	check("&lbrace;&rbrace; &ast; &commat;", "{} * @");
+	int32_t cp2;
+	assert_int_equal(html_entity_lookup("NotEqualTilde", 13, &cp2), 0x2242);
+	assert_int_equal(cp2, 0x338);
+	assert_int_equal(html_entity_lookup("check", 5, &cp2), 0x2713);
+	assert_int_equal(cp2, 0);
+}
+
+/* A link keeps its target after its text when the text does not show it;
+ * an image keeps its alt text. */
+static void test_html_links_and_alt(void **state)
+{
+	(void)state;
+	check("See <a href=\"http://example.org/page\">the docs</a> now.",
+	      "See the docs (http://example.org/page) now.");
+	check("<a href=\"http://example.org/\">http://example.org</a> x", "http://example.org x");
+	check("<a href=\"mailto:a@b.c\">a@b.c</a>", "a@b.c");
+	check("<a href=\"#top\">top</a> <a href=\"javascript:go()\">go</a>", "top go");
+	check("<A HREF=x.html>x.html </A>next", "x.html next");
+	check("<a href=\"http://t.co/x\"><img src=a.png></a>after", "after");
+	check("<a href='http://a?x=1&amp;y=2'>link</a>b", "link (http://a?x=1&y=2) b");
+	check("<p><a href=\"http://x\">one</a><a href=\"http://y\">two</a></p>",
+	      "one (http://x) two (http://y)");
+	check("<a href=\"u\">unclosed", "unclosed (u)");
+	check("<img alt=\"Company &amp; logo\" src=x>text <IMG ALT=chart>", "Company & logo text chart");
+	check("<img src=x alt=\"\">empty alt", "empty alt");
+	check("<a title=\"href=no\">no target</a>", "no target");
 }
 
 static void test_html_numeric_entities(void **state)
@@ -137,6 +172,8 @@ int main(void)
 		cmocka_unit_test(test_html_cap_never_splits_c2_char),
 		cmocka_unit_test(test_html_tags_removed),
 		cmocka_unit_test(test_html_named_entities),
+		cmocka_unit_test(test_html_html5_entities),
+		cmocka_unit_test(test_html_links_and_alt),
 		cmocka_unit_test(test_html_numeric_entities),
 		cmocka_unit_test(test_html_nbsp_is_space),
 		cmocka_unit_test(test_html_script_style_head_dropped),

@@ -4,7 +4,7 @@
 #include "core/dynbuf.h"
 #include "index/index.h"
 #include "io/state.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -196,13 +196,7 @@ static void test_json_integers(void **state)
 	assert_int_equal(json_put_u64(&b, 0), 0);
 	assert_int_equal(json_put_lit(&b, " "), 0);
 	assert_int_equal(json_put_u64(&b, 18446744073709551615u), 0);
-	assert_int_equal(json_put_lit(&b, " "), 0);
-	assert_int_equal(json_put_i64(&b, -1), 0);
-	assert_int_equal(json_put_lit(&b, " "), 0);
-	assert_int_equal(json_put_i64(&b, INT64_MIN), 0);
-	assert_int_equal(json_put_lit(&b, " "), 0);
-	assert_int_equal(json_put_i64(&b, 1234567890), 0);
-	const char *want = "0 18446744073709551615 -1 -9223372036854775808 1234567890";
+	const char *want = "0 18446744073709551615";
 	assert_int_equal(b.len, strlen(want));
 	assert_memory_equal(b.p, want, b.len);
 	dynbuf_release(&b);

@@ -1,4 +1,4 @@
-/* Adversarial inputs must cost time linear in their size (issue 3).
+/* Adversarial inputs must cost time linear in their size.
  *
  * Each case builds a hostile message at size S and 2S, parses each seven
  * times (interleaved) and keeps the minimum CPU time (CLOCK_PROCESS_CPUTIME_ID: other
@@ -20,6 +20,8 @@
 
 #include "core/limits.h"
 #include "mail/mail.h"
+#include "mail/mbox.h"
+#include "tests/mbox_chunks.h"
 
 static struct mail_ctx *ctx;
 
@@ -58,8 +60,9 @@ static double cpu_now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static double cost_once(const struct msg *b, struct mail_message *m)
+static double cost_once(const struct msg *b, void *arg)
 {
+	struct mail_message *m = arg;
 	struct mail_options o = { .max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true,
 	                          .want_headers = true };
 	double t0 = cpu_now();
@@ -68,22 +71,24 @@ static double cost_once(const struct msg *b, struct mail_message *m)
 }
 
 typedef void build_fn(struct msg *b, size_t size);
+typedef double cost_fn(const struct msg *b, void *arg);
 
-/* Parses build(size) and build(2 * size); returns the message of the larger
- * one for the caller's checks. */
-static void check_linear(const char *what, build_fn *build, size_t size, struct mail_message *m)
+/* Costs build(size) and build(2 * size) with cost(); arg describes the
+ * larger one afterwards, for the caller's checks. */
+static void check_linear_cost(const char *what, build_fn *build, size_t size, cost_fn *cost,
+                              void *arg)
 {
 	struct msg a = { 0 }, b = { 0 };
 	build(&a, size);
 	build(&b, size * 2);
 	/* Interleaved, so that a busy moment of the machine hits both sizes;
-	 * the minimum of each is kept.  The larger one runs last so that m
+	 * the minimum of each is kept.  The larger one runs last so that arg
 	 * describes it. */
 	double ta = 1e9, tb = 1e9;
 	for (int i = 0; i < 7; i++) {
-		double t = cost_once(&a, m);
+		double t = cost(&a, arg);
 		ta = t < ta ? t : ta;
-		t = cost_once(&b, m);
+		t = cost(&b, arg);
 		tb = t < tb ? t : tb;
 	}
 	double ratio = tb / (ta > 1e-6 ? ta : 1e-6);
@@ -94,6 +99,12 @@ static void check_linear(const char *what, build_fn *build, size_t size, struct 
 	free(a.p);
 	free(b.p);           /* callers only look at arena data and counts */
 	assert_true(ratio < 3.0 || tb < 1e-3);
+}
+
+/* Parses build(size) and build(2 * size); m describes the larger one. */
+static void check_linear(const char *what, build_fn *build, size_t size, struct mail_message *m)
+{
+	check_linear_cost(what, build, size, cost_once, m);
 }
 
 static void build_long_header(struct msg *b, size_t size)
@@ -253,6 +264,20 @@ static void test_linear_html(void **state)
 	assert_true(m.text_truncated || m.text.n > 0);
 }
 
+static void build_html_links(struct msg *b, size_t size)
+{
+	puts_(b, "Content-Type: text/html\n\n");
+	repeat(b, "<a href='http://x.org/?a=1&amp;b=2'>text</a><img alt='a &amp; b'><a href=#>", size / 64);
+}
+
+static void test_linear_html_links(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("HTML links and alt text", build_html_links, 256 * KiB, &m);
+	assert_true(m.text.n > 0);
+}
+
 static void build_uu_lures(struct msg *b, size_t size)
 {
 	/* `begin` lines that are not blocks, each followed by one data-like
@@ -267,6 +292,83 @@ static void test_linear_uuencode_lures(void **state)
 	struct mail_message m;
 	check_linear("uuencode lures", build_uu_lures, 2 * MiB, &m);
 	assert_true(m.n_attachments > 0);
+}
+
+/* Broken header lines, each making header_parse look past it for a field
+ * (header.c), some dropped, with their continuations. */
+static void build_broken_header_lines(struct msg *b, size_t size)
+{
+	puts_(b, "From: a@b\n");
+	repeat(b, "broken line\n c\n c\n c\n c\nX-A: 1\nbroken\nX-B: 2\n", size / 48);
+	puts_(b, "\nbody\n");
+}
+
+static void test_linear_broken_header_lines(void **state)
+{
+	(void)state;
+	struct mail_message m;
+	check_linear("broken header lines", build_broken_header_lines, 512 * KiB, &m);
+	assert_true(m.warnings & (UINT64_C(1) << MAIL_W_MALFORMED_HEADER));
+	assert_true(m.n_headers > 2);
+}
+
+/* mbox: From lines that each make the separator rule look at the lines
+ * after them (mbox.c) and never split, between real separators. */
+static void build_mbox_lures(struct msg *b, size_t size)
+{
+	puts_(b, "From - \nSubject: s\n\n");
+	for (size_t n = 0; n < size; n += 128) {
+		puts_(b, "From - \nX-A: 1\n folded\nX-C: 3\nbody\n"
+		         "\nFrom 1844@xxx\nERROR: a\nWARN: b\n"
+		         "From - Mon Jun  3 12:50:27 1996\n\nFrom x\n  \n");
+		if (n % 4096 == 0)
+			puts_(b, "From - \nSubject: next\n\n");
+	}
+}
+
+struct mbox_count {
+	size_t whole, chunked;
+};
+
+static bool mbox_count_one(void *ctx_, const uint8_t *buf, size_t len, size_t base, size_t pos,
+                           const struct mbox_span *m, size_t next)
+{
+	(void)buf, (void)len, (void)base, (void)pos, (void)m, (void)next;
+	((struct mbox_count *)ctx_)->chunked++;
+	return true;
+}
+
+/* The archive split whole, as ingest.c does, and streamed in 64 KiB
+ * chunks, as reader.c does. */
+static double cost_mbox(const struct msg *b, void *arg)
+{
+	struct mbox_count *c = arg;
+	const uint8_t *p = (const uint8_t *)b->p;
+	size_t cuts[4096], k = 0, pending;
+	for (size_t e = 64 * KiB; e < b->n && k < 4095; e += 64 * KiB)
+		cuts[k++] = e;
+	cuts[k++] = b->n;
+	double t0 = cpu_now();
+	c->whole = c->chunked = 0;
+	size_t pos = 0, next;
+	struct mbox_span m;
+	while (pos < b->n && mbox_next(p, b->n, pos, true, &m, &next)) {
+		c->whole++;
+		pos = next;
+	}
+	assert_int_equal(mbox_split_chunks(p, cuts, k, UINT64_MAX, mbox_count_one, c, &pending),
+	                 MBOX_CHUNKS_DONE);
+	return cpu_now() - t0;
+}
+
+static void test_linear_mbox_lures(void **state)
+{
+	(void)state;
+	struct mbox_count c;
+	check_linear_cost("mbox From lines that peek at headers", build_mbox_lures, 4 * MiB, cost_mbox,
+	                  &c);
+	assert_int_equal(c.whole, 2 * 4 * MiB / 4096 + 1);
+	assert_int_equal(c.chunked, c.whole);
 }
 
 static int setup(void **state)
@@ -296,6 +398,9 @@ int main(void)
 		cmocka_unit_test(test_linear_near_miss_boundaries),
 		cmocka_unit_test(test_linear_html),
 		cmocka_unit_test(test_linear_uuencode_lures),
+		cmocka_unit_test(test_linear_html_links),
+		cmocka_unit_test(test_linear_broken_header_lines),
+		cmocka_unit_test(test_linear_mbox_lures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -142,6 +142,10 @@ static void split_all(const char *in)
 #define FROM_B "From bob@example.org Tue Jan  2 10:00:00 2024\n"
 #define FROM_C "From carol@example.org Wed Jan  3 11:00:00 2024\n"
 
+/* Content-Length covers a body whose From_ line after an empty line would
+ * otherwise split it (the body is 50 bytes). */
+#define CL_BODY "line1\n\nFrom mallory Mon Jan  1 00:00:00 2024\nline3\n"
+
 static void test_mbox_from_lines(void **state)
 {
 	(void)state;
@@ -191,24 +195,54 @@ static void test_mbox_from_lines(void **state)
 		"",
 	};
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
-		if (!mbox_is_separator((const uint8_t *)yes[i], strlen(yes[i])))
+		if (!mbox_is_from_line((const uint8_t *)yes[i], strlen(yes[i])))
 			fail_msg("not taken for a From_ line: %s", yes[i]);
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
-		if (mbox_is_separator((const uint8_t *)no[i], strlen(no[i])))
+		if (mbox_is_from_line((const uint8_t *)no[i], strlen(no[i])))
 			fail_msg("taken for a From_ line: %s", no[i]);
 	/* only the first line counts, and a line end may follow */
 	const char two[] = "From alice\nMon Jan  1 00:00:00 2024\n";
-	assert_false(mbox_is_separator((const uint8_t *)two, sizeof(two) - 1));
+	assert_false(mbox_is_from_line((const uint8_t *)two, sizeof(two) - 1));
 	const char nl[] = "From a@b Mon Jan  1 00:00:00 2024\nx";
-	assert_true(mbox_is_separator((const uint8_t *)nl, sizeof(nl) - 1));
+	assert_true(mbox_is_from_line((const uint8_t *)nl, sizeof(nl) - 1));
 	/* a line longer than MBOX_LINE_MAX is not one */
 	char *big = malloc(MBOX_LINE_MAX + 64);
 	assert_non_null(big);
 	int k = snprintf(big, 64, "From a@b Mon Jan  1 00:00:00 2024 ");
 	memset(big + k, 'x', MBOX_LINE_MAX + 64 - k);
+	assert_true(mbox_is_from_line((const uint8_t *)big, MBOX_LINE_MAX));
+	assert_false(mbox_is_from_line((const uint8_t *)big, MBOX_LINE_MAX + 1));
+	free(big);
+}
+
+/* What starts an mbox: any "From " first line that may be a From_ line,
+ * dated or not (Netscape and Mozilla archives open with "From - "). */
+static void test_mbox_first_line(void **state)
+{
+	(void)state;
+	static const char *const yes[] = {
+		"From - ", "From -", "From 1844@xxx", "From ", "From alice@example.org",
+		"From - Tue Apr 27 19:42:22 2010\r", "From here on we meet Mar 3 at 10:30",
+	};
+	static const char *const no[] = {
+		"From: alice@example.org", "Fromage", "from - ", ">From - ", "From - \x01", "From",
+	};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!mbox_is_separator((const uint8_t *)yes[i], strlen(yes[i])))
+			fail_msg("does not start an mbox: %s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (mbox_is_separator((const uint8_t *)no[i], strlen(no[i])))
+			fail_msg("starts an mbox: %s", no[i]);
+	char big[MBOX_LINE_MAX + 8] = "From - ";
+	memset(big + 7, 'x', sizeof(big) - 7);
 	assert_true(mbox_is_separator((const uint8_t *)big, MBOX_LINE_MAX));
 	assert_false(mbox_is_separator((const uint8_t *)big, MBOX_LINE_MAX + 1));
-	free(big);
+	/* a Netscape archive: every message after the first starts at a bare
+	 * "From - " with no empty line before it */
+	split_all("From - \nSubject: one\n\nbody one\nFrom - \nMessage-ID: <2@x>\n\nbody two\n");
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.m[0].text, "Subject: one\n\nbody one\n");
+	assert_string_equal(got.m[1].text, "Message-ID: <2@x>\n\nbody two\n");
 }
 
 static void test_mbox_two_messages(void **state)
@@ -245,6 +279,102 @@ static void test_mbox_body_from_lines_do_not_split(void **state)
 	assert_int_equal(got.n, 2);
 	assert_string_equal(got.m[0].text, "Subject: one\n\nbody line\n");
 	assert_string_equal(got.m[1].text, "end\n");
+}
+
+/* The separators a dated-line rule alone misses, as Netscape, Mozilla and
+ * id-only writers leave them (GMime's and MimeKit's mbox test archives). */
+static void test_mbox_undated_separators(void **state)
+{
+	(void)state;
+	/* Mozilla's "From - <date>" right after a body line, headers next */
+	split_all(FROM_A "Subject: a\n\nbody\n--b--\nFrom - Mon Jun  3 12:50:27 1996\n"
+	          "Return-Path: x@y\nSubject: b\n\nb\n");
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.m[0].text, "Subject: a\n\nbody\n--b--\n");
+	/* an undated one-word line after an empty line, a folded and an
+	 * unknown field before the known one */
+	split_all(FROM_A "Subject: a\n\nbody\n\nFrom 1844@xxx\nX-GM-Foo: 1\n 2\nDate: now\n\nb\n");
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.m[1].text, "X-GM-Foo: 1\n 2\nDate: now\n\nb\n");
+	/* CRLF */
+	split_all("From - \r\nSubject: a\r\n\r\nbody\r\nFrom - \r\nSubject: b\r\n\r\nb\r\n");
+	assert_int_equal(got.n, 2);
+	/* a Content-Length that lands on an undated From_ line */
+	split_all(FROM_A "Content-Length: 51\n\n" CL_BODY "From - \nX-Foo: no known field\n\nafter\n");
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.m[0].text, "Content-Length: 51\n\n" CL_BODY);
+	assert_string_equal(got.m[1].text, "X-Foo: no known field\n\nafter\n");
+}
+
+/* Generated: a From line of every kind, after a body line or an empty
+ * line, before every kind of next line, in LF and CRLF.  It splits only
+ * as the rule says (mbox.c, top); every other combination is a body line
+ * that must stay in its message. */
+static void test_mbox_adversarial_bodies(void **state)
+{
+	(void)state;
+	enum { DATED = 1, DASH = 2, ONE_WORD = 4 };
+	static const struct {
+		const char *line;
+		int kind;
+	} froms[] = {
+		{ "From bob@example.org Tue Jan  2 10:00:00 2024", DATED },
+		{ "From - Tue Jan  2 10:00:00 2024", DATED | DASH },
+		{ "From - ", DASH | ONE_WORD },
+		{ "From -", DASH | ONE_WORD },
+		{ "From 1844@xxx", ONE_WORD },
+		{ "From Alice", ONE_WORD },
+		{ "From here on we meet Mar 3 at 10:30", 0 },
+		{ "From the logs:", 0 },
+		{ "From what I can tell, Date: and Subject: are both missing", 0 },
+		{ "From alice Mon Jan  1", 0 },
+		{ "From -- Tue", 0 },
+	};
+	static const struct {
+		const char *lines;
+		bool headers;   /* a known field within MBOX_PEEK_LINES header lines */
+	} nexts[] = {
+		{ "", false },
+		{ "more text\n", false },
+		{ "\n", false },
+		{ "> quoted\n", false },
+		{ "Date: Tuesday\n", true },
+		{ "ERROR: x\nSubject: y\n", true },
+		{ "X-A: 1\n folded\nReceived: z\n", true },
+		{ "ERROR: disk full\nWARN: retry\nINFO: done\nDate: now\n", false },
+		{ "  indented\nSubject: y\n", false },
+		{ "ERROR: x\n\nSubject: y\n", false },
+		{ "Subject : spaced\n", true },
+		{ "Note: see below\nthe Date: line\n", false },
+		{ "From: alice\n", true },
+	};
+	size_t checked = 0, splits = 0;
+	for (int crlf = 0; crlf < 2; crlf++)
+		for (int empty = 0; empty < 2; empty++)
+			for (size_t f = 0; f < sizeof(froms) / sizeof(froms[0]); f++)
+				for (size_t x = 0; x < sizeof(nexts) / sizeof(nexts[0]); x++) {
+					char lf[512], in[1024];
+					snprintf(lf, sizeof(lf), FROM_A "Subject: one\n\nbody line\n%s%s\n%send\n",
+					         empty ? "\n" : "", froms[f].line, nexts[x].lines);
+					size_t k = 0;
+					for (const char *c = lf; *c; c++) {
+						if (*c == '\n' && crlf)
+							in[k++] = '\r';
+						in[k++] = *c;
+					}
+					in[k] = '\0';
+					int kind = froms[f].kind;
+					bool want = (empty && (kind & DATED)) ||
+					            (nexts[x].headers && ((kind & DASH) || (empty && (kind & ONE_WORD))));
+					split_all(in);
+					if (got.n != 1 + (size_t)want)
+						fail_msg("%s, %s line, %s: %zu messages", froms[f].line,
+						         empty ? "after an empty" : "after a body", nexts[x].lines, got.n);
+					checked++;
+					splits += want;
+				}
+	print_message("%zu From lines in bodies, %zu of them separators, the rest kept\n", checked,
+	              splits);
 }
 
 static void test_mbox_unquote_mboxrd(void **state)
@@ -356,10 +486,6 @@ static void test_mbox_empty_messages(void **state)
 	assert_int_equal(got.n, 1);
 	assert_string_equal(got.m[0].text, "");
 }
-
-/* Content-Length covers a body whose From_ line after an empty line would
- * otherwise split it (the body is 50 bytes). */
-#define CL_BODY "line1\n\nFrom mallory Mon Jan  1 00:00:00 2024\nline3\n"
 
 static void test_mbox_content_length_lands(void **state)
 {
@@ -558,8 +684,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mbox_from_lines),
+		cmocka_unit_test(test_mbox_first_line),
 		cmocka_unit_test(test_mbox_two_messages),
 		cmocka_unit_test(test_mbox_body_from_lines_do_not_split),
+		cmocka_unit_test(test_mbox_undated_separators),
+		cmocka_unit_test(test_mbox_adversarial_bodies),
 		cmocka_unit_test(test_mbox_unquote_mboxrd),
 		cmocka_unit_test(test_mbox_unquote_mboxo),
 		cmocka_unit_test(test_mbox_crlf),

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "helpers.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,19 +23,7 @@ static const struct mail_options opts = {
 	.max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true, .want_headers = true,
 };
 
-static int setup(void **state)
-{
-	(void)state;
-	ctx = mail_ctx_new();
-	return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	mail_ctx_free(ctx);
-	return 0;
-}
+T_CTX_GLOBAL(ctx)
 
 static void parse_n(const void *msg, size_t n)
 {
@@ -43,18 +33,6 @@ static void parse_n(const void *msg, size_t n)
 static void parse(const char *msg)
 {
 	parse_n(msg, strlen(msg));
-}
-
-static void assert_str(struct mail_str s, const char *want)
-{
-	if (!want) {
-		assert_null(s.p);
-		return;
-	}
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
 }
 
 static void test_message_warning_names(void **state)
@@ -91,26 +69,26 @@ static void test_message_fields(void **state)
 	(void)state;
 	parse(full);
 	assert_true(m.is_mail);
-	assert_str(m.message_id, "abc@example.org");
-	assert_str(m.in_reply_to, "parent@example.org");
+	t_assert_str(m.message_id, "abc@example.org");
+	t_assert_str(m.in_reply_to, "parent@example.org");
 	assert_int_equal(m.n_references, 2);
-	assert_str(m.references[0], "root@example.org");
-	assert_str(m.references[1], "parent@example.org");
+	t_assert_str(m.references[0], "root@example.org");
+	t_assert_str(m.references[1], "parent@example.org");
 	assert_true(m.has_date);
 	assert_int_equal(m.date, 1000416522);
-	assert_str(m.date_raw, NULL);
+	t_assert_str(m.date_raw, NULL);
 	assert_int_equal(m.from.n, 1);
-	assert_str(m.from.v[0].name, "Barry W.");
-	assert_str(m.from.v[0].address, "barry@example.org");
+	t_assert_str(m.from.v[0].name, "Barry W.");
+	t_assert_str(m.from.v[0].address, "barry@example.org");
 	assert_int_equal(m.to.n, 2);
-	assert_str(m.to.v[1].address, "b@example.org");
+	t_assert_str(m.to.v[1].address, "b@example.org");
 	assert_int_equal(m.cc.n, 1);
 	assert_true(m.to.present);
 	assert_false(m.bcc.present);
-	assert_str(m.subject, "caf\xc3\xa9 time");
-	assert_str(m.list_id, "python-list.python.org");
-	assert_str(m.content_type, "text/plain");
-	assert_str(m.text, "body");
+	t_assert_str(m.subject, "caf\xc3\xa9 time");
+	t_assert_str(m.list_id, "python-list.python.org");
+	t_assert_str(m.content_type, "text/plain");
+	t_assert_str(m.text, "body");
 	assert_int_equal(m.parts, 1);
 	assert_int_equal(m.warnings, 0);
 }
@@ -120,10 +98,10 @@ static void test_message_headers_option(void **state)
 	(void)state;
 	parse(full);
 	assert_int_equal(m.n_headers, 10);
-	assert_str(m.headers[0].name, "Message-ID");
-	assert_str(m.headers[2].value, "<root@example.org> <parent@example.org>");
-	assert_str(m.headers[7].name, "Subject");
-	assert_str(m.headers[7].value, "caf\xc3\xa9 time");
+	t_assert_str(m.headers[0].name, "Message-ID");
+	t_assert_str(m.headers[2].value, "<root@example.org> <parent@example.org>");
+	t_assert_str(m.headers[7].name, "Subject");
+	t_assert_str(m.headers[7].value, "caf\xc3\xa9 time");
 	struct mail_options o = opts;
 	o.want_headers = false;
 	assert_int_equal(mail_parse(ctx, &o, (const uint8_t *)full, sizeof(full) - 1, &m), 0);
@@ -136,7 +114,7 @@ static void test_message_duplicated_header_first_wins(void **state)
 	(void)state;
 	parse("Subject: first\nsubject: second\nX-Any: 1\nX-Any: 2\n\n");
 	assert_int_equal(m.warnings, W(DUPLICATED_HEADER));
-	assert_str(m.subject, "first");
+	t_assert_str(m.subject, "first");
 	parse("Received: a\nReceived: b\nSubject: s\n\n");
 	assert_int_equal(m.warnings, 0);
 }
@@ -146,7 +124,7 @@ static void test_message_bad_date(void **state)
 	(void)state;
 	parse("Date: sometime last week\n\nx\n");
 	assert_false(m.has_date);
-	assert_str(m.date_raw, "sometime last week");
+	t_assert_str(m.date_raw, "sometime last week");
 	assert_int_equal(m.warnings, W(BAD_DATE));
 }
 
@@ -154,7 +132,7 @@ static void test_message_list_id_without_brackets(void **state)
 {
 	(void)state;
 	parse("List-Id: bare.list.example\n\n");
-	assert_str(m.list_id, "bare.list.example");
+	t_assert_str(m.list_id, "bare.list.example");
 }
 
 static void test_message_mbox_from_line_and_bom(void **state)
@@ -162,11 +140,11 @@ static void test_message_mbox_from_line_and_bom(void **state)
 	(void)state;
 	parse("From someone@example.org Thu Sep 13 17:28:42 2001\nSubject: mbox\n\nbody\n");
 	assert_true(m.is_mail);
-	assert_str(m.subject, "mbox");
-	assert_str(m.text, "body");
+	t_assert_str(m.subject, "mbox");
+	t_assert_str(m.text, "body");
 	parse("\xef\xbb\xbfSubject: bom\n\nbody\n");
 	assert_true(m.is_mail);
-	assert_str(m.subject, "bom");
+	t_assert_str(m.subject, "bom");
 }
 
 static void test_message_not_mail_binary(void **state)
@@ -178,7 +156,7 @@ static void test_message_not_mail_binary(void **state)
 	};
 	parse_n(png, sizeof(png));
 	assert_false(m.is_mail);
-	assert_str(m.detected_type, "image/png");
+	t_assert_str(m.detected_type, "image/png");
 }
 
 static void test_message_not_mail_text_not_sniffed(void **state)
@@ -186,10 +164,10 @@ static void test_message_not_mail_text_not_sniffed(void **state)
 	(void)state;
 	parse("Just some notes, not a message.\nSecond line.\n");
 	assert_false(m.is_mail);
-	assert_str(m.detected_type, "text/plain");
+	t_assert_str(m.detected_type, "text/plain");
 	parse_n("", 0);
 	assert_false(m.is_mail);
-	assert_str(m.detected_type, "application/x-empty");
+	t_assert_str(m.detected_type, "application/x-empty");
 }
 
 static void test_message_headers_only(void **state)
@@ -197,7 +175,7 @@ static void test_message_headers_only(void **state)
 	(void)state;
 	parse("Subject: no body");
 	assert_true(m.is_mail);
-	assert_str(m.subject, "no body");
+	t_assert_str(m.subject, "no body");
 	assert_null(m.text.p);
 	assert_int_equal(m.parts, 1);
 }
@@ -207,7 +185,7 @@ static void test_message_reuse_ctx(void **state)
 	(void)state;
 	for (int i = 0; i < 100; i++) {
 		parse(full);
-		assert_str(m.subject, "caf\xc3\xa9 time");
+		t_assert_str(m.subject, "caf\xc3\xa9 time");
 	}
 }
 
@@ -218,12 +196,12 @@ static void test_message_obs_from_space_colon_is_a_field(void **state)
 	parse("From : alice@example.com\nSubject: s\n\nb\n");
 	assert_true(m.is_mail);
 	assert_int_equal(m.from.n, 1);
-	assert_str(m.from.v[0].address, "alice@example.com");
+	t_assert_str(m.from.v[0].address, "alice@example.com");
 	assert_int_equal(m.n_headers, 2);
-	assert_str(m.headers[0].name, "From");
+	t_assert_str(m.headers[0].name, "From");
 	parse("From \t: bob@example.com\n\nb\n");
 	assert_int_equal(m.from.n, 1);
-	assert_str(m.from.v[0].address, "bob@example.com");
+	t_assert_str(m.from.v[0].address, "bob@example.com");
 }
 
 /* A stray continuation line before the first field: still mail, the line is
@@ -234,8 +212,8 @@ static void test_message_leading_continuation(void **state)
 	parse(" leading white space on the first line\nFrom: alice@example.com\n\nBody.\n");
 	assert_true(m.is_mail);
 	assert_int_equal(m.from.n, 1);
-	assert_str(m.from.v[0].address, "alice@example.com");
-	assert_str(m.text, "Body.");
+	t_assert_str(m.from.v[0].address, "alice@example.com");
+	t_assert_str(m.text, "Body.");
 	assert_int_equal(m.parts, 1);
 	assert_int_equal(m.n_headers, 1);
 	assert_int_equal(m.warnings, W(MALFORMED_HEADER));
@@ -250,8 +228,8 @@ static void test_message_missing_blank_line(void **state)
 	(void)state;
 	parse("From: a@example.com\nSubject: s\nThis is the body\nIt: looks like a field\n");
 	assert_true(m.is_mail);
-	assert_str(m.subject, "s");
-	assert_str(m.text, "This is the body\nIt: looks like a field");
+	t_assert_str(m.subject, "s");
+	t_assert_str(m.text, "This is the body\nIt: looks like a field");
 	assert_int_equal(m.n_headers, 2);
 	assert_int_equal(m.warnings, W(MALFORMED_HEADER));
 }
@@ -263,7 +241,7 @@ static void test_message_not_mail_pdf(void **state)
 	(void)state;
 	parse("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n");
 	assert_false(m.is_mail);
-	assert_str(m.detected_type, "application/pdf");
+	t_assert_str(m.detected_type, "application/pdf");
 }
 
 /* The record's warnings are a function of the message, not of --headers:
@@ -280,7 +258,7 @@ static void test_message_warnings_independent_of_headers_option(void **state)
 	assert_int_equal(m.warnings, without);
 	assert_int_equal(m.warnings, W(UNENCODED_8BIT_HEADER));   /* from Subject */
 	assert_int_equal(m.n_headers, 3);
-	assert_str(m.headers[1].value, "caf\xc3\xa9");
+	t_assert_str(m.headers[1].value, "caf\xc3\xa9");
 }
 
 /* Field names are matched in any case, and only whole: names one letter
@@ -291,18 +269,18 @@ static void test_message_field_names(void **state)
 	parse("MESSAGE-id: <a@b>\nIN-REPLY-TO: <c@d>\nrEfErEnCeS: <e@f>\nDATE: 1 Jan 2001 00:00:00 +0000\n"
 	      "fROM: f@x\nSENDER: s@x\nREPLY-to: r@x\nTO: t@x\ncC: c@x\nBcc: b@x\n"
 	      "SUBJECT: s\nlist-ID: <l.x>\n\n");
-	assert_str(m.message_id, "a@b");
-	assert_str(m.in_reply_to, "c@d");
+	t_assert_str(m.message_id, "a@b");
+	t_assert_str(m.in_reply_to, "c@d");
 	assert_int_equal(m.n_references, 1);
 	assert_true(m.has_date);
-	assert_str(m.from.v[0].address, "f@x");
-	assert_str(m.sender.v[0].address, "s@x");
-	assert_str(m.reply_to.v[0].address, "r@x");
-	assert_str(m.to.v[0].address, "t@x");
-	assert_str(m.cc.v[0].address, "c@x");
-	assert_str(m.bcc.v[0].address, "b@x");
-	assert_str(m.subject, "s");
-	assert_str(m.list_id, "l.x");
+	t_assert_str(m.from.v[0].address, "f@x");
+	t_assert_str(m.sender.v[0].address, "s@x");
+	t_assert_str(m.reply_to.v[0].address, "r@x");
+	t_assert_str(m.to.v[0].address, "t@x");
+	t_assert_str(m.cc.v[0].address, "c@x");
+	t_assert_str(m.bcc.v[0].address, "b@x");
+	t_assert_str(m.subject, "s");
+	t_assert_str(m.list_id, "l.x");
 	assert_int_equal(m.warnings, 0);
 
 	parse("Tos: t@x\nT: t@x\nTp: t@x\nC: c@x\nDates: 1 Jan 2001\nDat: x\nSubjects: s\n"
@@ -313,11 +291,11 @@ static void test_message_field_names(void **state)
 	assert_false(m.from.present);
 	assert_false(m.reply_to.present);
 	assert_false(m.has_date);
-	assert_str(m.date_raw, NULL);
-	assert_str(m.subject, NULL);
-	assert_str(m.message_id, NULL);
-	assert_str(m.in_reply_to, NULL);
-	assert_str(m.list_id, NULL);
+	t_assert_str(m.date_raw, NULL);
+	t_assert_str(m.subject, NULL);
+	t_assert_str(m.message_id, NULL);
+	t_assert_str(m.in_reply_to, NULL);
+	t_assert_str(m.list_id, NULL);
 }
 
 int main(void)

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "helpers.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +23,7 @@
 static struct mail_ctx *ctx;
 static struct mail_message m;
 
-static int setup(void **state)
-{
-	(void)state;
-	ctx = mail_ctx_new();
-	return ctx ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	mail_ctx_free(ctx);
-	return 0;
-}
+T_CTX_GLOBAL(ctx)
 
 static void parse_opt(const char *msg, size_t len, size_t max_text)
 {
@@ -47,24 +37,12 @@ static void parse(const char *msg)
 	parse_opt(msg, strlen(msg), LIMIT_MAX_TEXT_DEFAULT);
 }
 
-static void assert_str(struct mail_str s, const char *want)
-{
-	if (!want) {
-		assert_null(s.p);
-		return;
-	}
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
-
 static void test_mime_single_part_default(void **state)
 {
 	(void)state;
 	parse("Subject: x\n\nHello\nworld\n");
-	assert_str(m.content_type, "text/plain");
-	assert_str(m.text, "Hello\nworld");
+	t_assert_str(m.content_type, "text/plain");
+	t_assert_str(m.text, "Hello\nworld");
 	assert_int_equal(m.parts, 1);
 	assert_int_equal(m.n_attachments, 0);
 	assert_int_equal(m.warnings, 0);
@@ -92,16 +70,16 @@ static void test_mime_mixed_text_and_attachment(void **state)
 {
 	(void)state;
 	parse(mixed);
-	assert_str(m.content_type, "multipart/mixed");
-	assert_str(m.text, "Body text.");
+	t_assert_str(m.content_type, "multipart/mixed");
+	t_assert_str(m.text, "Body text.");
 	assert_int_equal(m.parts, 3);
 	assert_int_equal(m.n_attachments, 1);
 	struct mail_attachment *a = &m.attachments[0];
-	assert_str(a->filename, "real.png");
-	assert_str(a->content_type, "image/png");
-	assert_str(a->detected_type, "image/png");
-	assert_str(a->disposition, "attachment");
-	assert_str(a->content_id, "img1@example.org");
+	t_assert_str(a->filename, "real.png");
+	t_assert_str(a->content_type, "image/png");
+	t_assert_str(a->detected_type, "image/png");
+	t_assert_str(a->disposition, "attachment");
+	t_assert_str(a->content_id, "img1@example.org");
 	assert_int_equal(a->size, 33);
 	assert_int_equal(m.warnings, 0);
 }
@@ -112,9 +90,9 @@ static void test_mime_filename_from_name_param(void **state)
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n"
 	      "Content-Type: application/pdf; name=\"doc.pdf\"\n\n%PDF-1.4\n--b--\n");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].filename, "doc.pdf");
-	assert_str(m.attachments[0].disposition, NULL);
-	assert_str(m.attachments[0].detected_type, "application/pdf");
+	t_assert_str(m.attachments[0].filename, "doc.pdf");
+	t_assert_str(m.attachments[0].disposition, NULL);
+	t_assert_str(m.attachments[0].detected_type, "application/pdf");
 	assert_int_equal(m.attachments[0].size, 8);
 }
 
@@ -125,7 +103,7 @@ static void test_mime_filename_rfc2231_wins(void **state)
 	      "Content-Type: application/octet-stream; name=\"n.bin\"\n"
 	      "Content-Disposition: attachment; filename=\"plain.bin\";\n"
 	      " filename*=utf-8''%E2%82%AC.bin\n\nxyz\n--b--\n");
-	assert_str(m.attachments[0].filename, "\xe2\x82\xac.bin");
+	t_assert_str(m.attachments[0].filename, "\xe2\x82\xac.bin");
 }
 
 static void test_mime_alternative_prefers_plain(void **state)
@@ -134,7 +112,7 @@ static void test_mime_alternative_prefers_plain(void **state)
 	parse("Content-Type: multipart/alternative; boundary=a\n\n"
 	      "--a\nContent-Type: text/html\n\n<p>HTML version</p>\n"
 	      "--a\nContent-Type: text/plain\n\nPlain version\n--a--\n");
-	assert_str(m.text, "Plain version");
+	t_assert_str(m.text, "Plain version");
 	assert_int_equal(m.parts, 3);
 }
 
@@ -144,9 +122,9 @@ static void test_mime_alternative_html_only(void **state)
 	parse("Content-Type: multipart/alternative; boundary=a\n\n"
 	      "--a\nContent-Type: text/calendar; method=REQUEST\nContent-Disposition: attachment\n\nBEGIN:VCALENDAR\n"
 	      "--a\nContent-Type: text/html; charset=iso-8859-1\n\n<p>Caf&eacute; <b>\xe9t\xe9</b></p>\n--a--\n");
-	assert_str(m.text, "Caf\xc3\xa9 \xc3\xa9t\xc3\xa9");
+	t_assert_str(m.text, "Caf\xc3\xa9 \xc3\xa9t\xc3\xa9");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].content_type, "text/calendar");
+	t_assert_str(m.attachments[0].content_type, "text/calendar");
 }
 
 static void test_mime_alternative_with_related(void **state)
@@ -158,10 +136,10 @@ static void test_mime_alternative_with_related(void **state)
 	      "--r\nContent-Type: image/png\nContent-Transfer-Encoding: base64\nContent-ID: <c1>\n\n" PNG_B64 "\n"
 	      "--r--\n"
 	      "--a\nContent-Type: text/plain\n\nsimple\n--a--\n");
-	assert_str(m.text, "simple");
+	t_assert_str(m.text, "simple");
 	assert_int_equal(m.parts, 5);
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].content_id, "c1");
+	t_assert_str(m.attachments[0].content_id, "c1");
 	assert_int_equal(m.warnings, 0);
 }
 
@@ -171,7 +149,7 @@ static void test_mime_mixed_concatenates_inline_text(void **state)
 	parse("Content-Type: multipart/mixed; boundary=b\n\n"
 	      "--b\n\none\n--b\nContent-Type: text/html\n\n<p>two</p>\n"
 	      "--b\nContent-Type: text/x-diff\n\n+three\n--b--\n");
-	assert_str(m.text, "one\ntwo\n+three");
+	t_assert_str(m.text, "one\ntwo\n+three");
 	assert_int_equal(m.n_attachments, 0);
 }
 
@@ -180,11 +158,11 @@ static void test_mime_text_attachment_not_in_text(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=b\n\n"
 	      "--b\n\nbody\n--b\nContent-Type: text/plain\nContent-Disposition: attachment; filename=a.txt\n\nsecret\n--b--\n");
-	assert_str(m.text, "body");
+	t_assert_str(m.text, "body");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].filename, "a.txt");
+	t_assert_str(m.attachments[0].filename, "a.txt");
 	assert_int_equal(m.attachments[0].size, 6);
-	assert_str(m.attachments[0].detected_type, NULL);   /* text is never sniffed */
+	t_assert_str(m.attachments[0].detected_type, NULL);   /* text is never sniffed */
 }
 
 static void test_mime_inline_text_with_filename_is_both(void **state)
@@ -192,9 +170,9 @@ static void test_mime_inline_text_with_filename_is_both(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=b\n\n"
 	      "--b\nContent-Type: text/x-patch; name=fix.patch\nContent-Disposition: inline; filename=fix.patch\n\n+code\n--b--\n");
-	assert_str(m.text, "+code");
+	t_assert_str(m.text, "+code");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].disposition, "inline");
+	t_assert_str(m.attachments[0].disposition, "inline");
 	assert_int_equal(m.attachments[0].size, 5);
 }
 
@@ -203,7 +181,7 @@ static void test_mime_missing_boundary(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed\n\nraw body\n");
 	assert_int_equal(m.warnings, W(MISSING_BOUNDARY));
-	assert_str(m.text, "raw body");
+	t_assert_str(m.text, "raw body");
 	assert_int_equal(m.parts, 1);
 }
 
@@ -212,7 +190,7 @@ static void test_mime_no_delimiter_is_malformed(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=zz\n\njust text\n");
 	assert_int_equal(m.warnings, W(MALFORMED_MULTIPART));
-	assert_str(m.text, "just text");
+	t_assert_str(m.text, "just text");
 }
 
 static void test_mime_unterminated_multipart(void **state)
@@ -220,7 +198,7 @@ static void test_mime_unterminated_multipart(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n\nfirst\n--b\n\nsecond\n");
 	assert_int_equal(m.warnings, W(UNTERMINATED_MULTIPART));
-	assert_str(m.text, "first\nsecond");
+	t_assert_str(m.text, "first\nsecond");
 	assert_int_equal(m.parts, 3);
 }
 
@@ -229,7 +207,7 @@ static void test_mime_truncated_in_part_headers(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n\nfirst\n--b\nContent-Type: text/pl");
 	assert_int_equal(m.warnings, W(UNTERMINATED_MULTIPART) | W(TRUNCATED_MESSAGE));
-	assert_str(m.text, "first");
+	t_assert_str(m.text, "first");
 }
 
 static void test_mime_boundary_trailing_space_and_crlf(void **state)
@@ -237,14 +215,14 @@ static void test_mime_boundary_trailing_space_and_crlf(void **state)
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=b\r\n\r\n--b \t\r\n\r\nA\r\nB\r\n--b--  \r\n");
 	assert_int_equal(m.warnings, 0);
-	assert_str(m.text, "A\nB");
+	t_assert_str(m.text, "A\nB");
 }
 
 static void test_mime_boundary_prefix_is_not_delimiter(void **state)
 {
 	(void)state;
 	parse("Content-Type: multipart/mixed; boundary=abc\n\n--abc\n\nx\n--abcdef\ny\n--abc--\n");
-	assert_str(m.text, "x\n--abcdef\ny");
+	t_assert_str(m.text, "x\n--abcdef\ny");
 	assert_int_equal(m.parts, 2);
 }
 
@@ -255,7 +233,7 @@ static void test_mime_outer_boundary_closes_inner(void **state)
 	      "--o\nContent-Type: multipart/mixed; boundary=i\n\n--i\n\ninner\n"
 	      "--o\n\nouter\n--o--\n");
 	assert_int_equal(m.warnings, W(UNTERMINATED_MULTIPART));
-	assert_str(m.text, "inner\nouter");
+	t_assert_str(m.text, "inner\nouter");
 	assert_int_equal(m.parts, 4);
 }
 
@@ -266,7 +244,7 @@ static void test_mime_nested_identical_boundary(void **state)
 	      "--s\nContent-Type: multipart/alternative; boundary=s\n\n"
 	      "--s\n\nin1\n--s--\n--s\n\nout2\n--s--\n");
 	assert_true(m.warnings & W(MALFORMED_MULTIPART));
-	assert_str(m.text, "in1\nout2");
+	t_assert_str(m.text, "in1\nout2");
 }
 
 static void test_mime_nested_message(void **state)
@@ -275,8 +253,8 @@ static void test_mime_nested_message(void **state)
 	parse("Subject: outer\nContent-Type: multipart/mixed; boundary=b\n\n"
 	      "--b\n\nSee below.\n"
 	      "--b\nContent-Type: message/rfc822\n\nSubject: inner\nFrom: x@y\n\nForwarded body.\n--b--\n");
-	assert_str(m.subject, "outer");
-	assert_str(m.text, "See below.\nForwarded body.");
+	t_assert_str(m.subject, "outer");
+	t_assert_str(m.text, "See below.\nForwarded body.");
 	assert_int_equal(m.parts, 4);
 	assert_int_equal(m.n_attachments, 0);
 }
@@ -287,10 +265,10 @@ static void test_mime_attached_message_not_walked(void **state)
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n\nmain\n"
 	      "--b\nContent-Type: message/rfc822\nContent-Disposition: attachment; filename=fw.eml\n\n"
 	      "Subject: inner\n\nhidden\n--b--\n");
-	assert_str(m.text, "main");
+	t_assert_str(m.text, "main");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].content_type, "message/rfc822");
-	assert_str(m.attachments[0].filename, "fw.eml");
+	t_assert_str(m.attachments[0].content_type, "message/rfc822");
+	t_assert_str(m.attachments[0].filename, "fw.eml");
 	assert_int_equal(m.attachments[0].size, 22);
 }
 
@@ -299,7 +277,7 @@ static void test_mime_digest_default_type(void **state)
 	(void)state;
 	parse("Content-Type: multipart/digest; boundary=d\n\n"
 	      "--d\n\nSubject: one\n\nfirst msg\n--d\n\nSubject: two\n\nsecond msg\n--d--\n");
-	assert_str(m.text, "first msg\nsecond msg");
+	t_assert_str(m.text, "first msg\nsecond msg");
 	assert_int_equal(m.parts, 5);
 }
 
@@ -338,9 +316,9 @@ static void test_mime_format_flowed(void **state)
 	(void)state;
 	parse("Content-Type: text/plain; format=flowed\n\n"
 	      "This is a \nflowed para.\n> quoted \n> more\n From stuffed\n-- \nsig\n");
-	assert_str(m.text, "This is a flowed para.\n> quoted more\nFrom stuffed\n-- \nsig");
+	t_assert_str(m.text, "This is a flowed para.\n> quoted more\nFrom stuffed\n-- \nsig");
 	parse("Content-Type: text/plain; format=flowed; delsp=yes\n\nab \ncd\n");
-	assert_str(m.text, "abcd");
+	t_assert_str(m.text, "abcd");
 }
 
 static void test_mime_unflow_direct(void **state)
@@ -359,10 +337,10 @@ static void test_mime_charset_and_qp(void **state)
 	(void)state;
 	parse("Content-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: quoted-printable\n\n"
 	      "Gr=FC=DFe, soft=\nbreak\n");
-	assert_str(m.text, "Gr\xc3\xbc\xc3\x9f" "e, softbreak");
+	t_assert_str(m.text, "Gr\xc3\xbc\xc3\x9f" "e, softbreak");
 	parse("Content-Type: text/plain; charset=ISO-8859-1\nContent-Transfer-Encoding: base64\n\n"
 	      "R3L832UgYXVzIEv2bG4=\n");
-	assert_str(m.text, "Gr\xc3\xbc\xc3\x9f" "e aus K\xc3\xb6ln");
+	t_assert_str(m.text, "Gr\xc3\xbc\xc3\x9f" "e aus K\xc3\xb6ln");
 }
 
 static void test_mime_bad_base64_and_qp_warn(void **state)
@@ -370,10 +348,10 @@ static void test_mime_bad_base64_and_qp_warn(void **state)
 	(void)state;
 	parse("Content-Transfer-Encoding: base64\n\nTW!Fu\n");
 	assert_int_equal(m.warnings, W(BAD_BASE64));
-	assert_str(m.text, "Man");
+	t_assert_str(m.text, "Man");
 	parse("Content-Transfer-Encoding: quoted-printable\n\na=ZZ\n");
 	assert_int_equal(m.warnings, W(BAD_QUOTED_PRINTABLE));
-	assert_str(m.text, "a=ZZ");
+	t_assert_str(m.text, "a=ZZ");
 }
 
 static void test_mime_text_truncated(void **state)
@@ -384,7 +362,7 @@ static void test_mime_text_truncated(void **state)
 	parse_opt(msg, sizeof(msg) - 1, 6);
 	assert_true(m.text_truncated);
 	assert_int_equal(m.warnings, W(TEXT_TRUNCATED));
-	assert_str(m.text, "abcde");
+	t_assert_str(m.text, "abcde");
 }
 
 static void test_mime_type_mismatch(void **state)
@@ -393,7 +371,7 @@ static void test_mime_type_mismatch(void **state)
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n"
 	      "Content-Type: image/jpeg\nContent-Transfer-Encoding: base64\n\n" PNG_B64 "\n--b--\n");
 	assert_int_equal(m.warnings, W(TYPE_MISMATCH));
-	assert_str(m.attachments[0].detected_type, "image/png");
+	t_assert_str(m.attachments[0].detected_type, "image/png");
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n"
 	      "Content-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n" PNG_B64 "\n--b--\n");
 	assert_int_equal(m.warnings, 0);
@@ -433,10 +411,10 @@ static void test_mime_uuencode_in_text(void **state)
 {
 	(void)state;
 	parse("Subject: uu\n\nHere it is:\nbegin 644 cat.txt\n#0V%T\n`\nend\nThanks\n");
-	assert_str(m.text, "Here it is:\nThanks");
+	t_assert_str(m.text, "Here it is:\nThanks");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].filename, "cat.txt");
-	assert_str(m.attachments[0].content_type, "application/octet-stream");
+	t_assert_str(m.attachments[0].filename, "cat.txt");
+	t_assert_str(m.attachments[0].content_type, "application/octet-stream");
 	assert_int_equal(m.attachments[0].size, 3);
 	assert_int_equal(m.warnings, 0);
 }
@@ -447,7 +425,7 @@ static void test_mime_bad_uuencode(void **state)
 	parse("Subject: uu\n\nbegin 644 cat.txt\n#0V%T\nno end line here\n");
 	assert_int_equal(m.warnings, W(BAD_UUENCODE));
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.text, "no end line here");
+	t_assert_str(m.text, "no end line here");
 }
 
 static void test_mime_unknown_transfer_encoding(void **state)
@@ -478,7 +456,7 @@ static void test_mime_part_without_blank_line(void **state)
 	      "--b\nContent-Type: text/plain\nHello body\nsecond: line\n"
 	      "--b\nplain part, no headers at all\n--b--\n");
 	assert_int_equal(m.parts, 3);
-	assert_str(m.text, "Hello body\nsecond: line\nplain part, no headers at all");
+	t_assert_str(m.text, "Hello body\nsecond: line\nplain part, no headers at all");
 	assert_int_equal(m.warnings, W(MALFORMED_HEADER));
 }
 
@@ -489,9 +467,9 @@ static void test_mime_uu_filename_made_utf8(void **state)
 	(void)state;
 	parse("From: a@b\n\nbegin 644 \xff.txt\n`\nend\n");
 	assert_int_equal(m.n_attachments, 1);
-	assert_str(m.attachments[0].filename, "\xc3\xbf.txt");
+	t_assert_str(m.attachments[0].filename, "\xc3\xbf.txt");
 	parse("From: a@b\n\nbegin 644 caf\xc3\xa9.txt\n`\nend\n");
-	assert_str(m.attachments[0].filename, "caf\xc3\xa9.txt");
+	t_assert_str(m.attachments[0].filename, "caf\xc3\xa9.txt");
 }
 
 /* Length bytes that promise more than their lines hold ("_" is 63 bytes):

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "helpers.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,29 +18,7 @@ struct tcase {
 	size_t n;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	arena_init(&t->arena, 0);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	arena_release(&t->arena);
-	free(t);
-	return 0;
-}
-
-static void assert_str(struct mail_str s, const char *want)
-{
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
+T_ARENA_CASE(struct tcase)
 
 static void list(struct tcase *t, const char *in, size_t n)
 {
@@ -60,8 +40,8 @@ static struct mail_str first(const char *s)
 static void test_msgid_bracketed(void **state)
 {
 	(void)state;
-	assert_str(first("<1234.5678@example.com>"), "1234.5678@example.com");
-	assert_str(first("  <a@b>  "), "a@b");
+	t_assert_str(first("<1234.5678@example.com>"), "1234.5678@example.com");
+	t_assert_str(first("  <a@b>  "), "a@b");
 }
 
 static void test_msgid_is_view(void **state)
@@ -78,10 +58,10 @@ static void test_msgid_references_list(void **state)
 	struct tcase *t = *state;
 	LIST(t, "<a@b> <c@d>\r\n <e@f>,<g@h>");
 	assert_int_equal(t->n, 4);
-	assert_str(t->ids[0], "a@b");
-	assert_str(t->ids[1], "c@d");
-	assert_str(t->ids[2], "e@f");
-	assert_str(t->ids[3], "g@h");
+	t_assert_str(t->ids[0], "a@b");
+	t_assert_str(t->ids[1], "c@d");
+	t_assert_str(t->ids[2], "e@f");
+	t_assert_str(t->ids[3], "g@h");
 }
 
 static void test_msgid_comments_skipped(void **state)
@@ -89,28 +69,28 @@ static void test_msgid_comments_skipped(void **state)
 	struct tcase *t = *state;
 	LIST(t, "(first <not@this>) <a@b> (nested (x@y) comment) <c@d>");
 	assert_int_equal(t->n, 2);
-	assert_str(t->ids[0], "a@b");
-	assert_str(t->ids[1], "c@d");
+	t_assert_str(t->ids[0], "a@b");
+	t_assert_str(t->ids[1], "c@d");
 }
 
 static void test_msgid_in_reply_to_prose(void **state)
 {
 	struct tcase *t = *state;
 	/* Old clients: quoted prose around the id. */
-	assert_str(first("Your message of \"Mon, 12 Jan 2004 10:00:00 +0100\" <id@host>"), "id@host");
+	t_assert_str(first("Your message of \"Mon, 12 Jan 2004 10:00:00 +0100\" <id@host>"), "id@host");
 	LIST(t, "<id@host> (from joe@example.com)");
 	assert_int_equal(t->n, 1);
-	assert_str(t->ids[0], "id@host");
+	t_assert_str(t->ids[0], "id@host");
 }
 
 static void test_msgid_without_brackets(void **state)
 {
 	struct tcase *t = *state;
-	assert_str(first("1234@example.com"), "1234@example.com");
+	t_assert_str(first("1234@example.com"), "1234@example.com");
 	LIST(t, "a@b junk c@d");
 	assert_int_equal(t->n, 2);
-	assert_str(t->ids[0], "a@b");
-	assert_str(t->ids[1], "c@d");
+	t_assert_str(t->ids[0], "a@b");
+	t_assert_str(t->ids[1], "c@d");
 }
 
 static void test_msgid_unclosed_bracket(void **state)
@@ -118,15 +98,15 @@ static void test_msgid_unclosed_bracket(void **state)
 	struct tcase *t = *state;
 	LIST(t, "<a@b <c@d> <e@f");
 	assert_int_equal(t->n, 3);
-	assert_str(t->ids[0], "a@b");
-	assert_str(t->ids[1], "c@d");
-	assert_str(t->ids[2], "e@f");
+	t_assert_str(t->ids[0], "a@b");
+	t_assert_str(t->ids[1], "c@d");
+	t_assert_str(t->ids[2], "e@f");
 }
 
 static void test_msgid_id_without_at(void **state)
 {
 	(void)state;
-	assert_str(first("<12345.ABCDEF>"), "12345.ABCDEF");
+	t_assert_str(first("<12345.ABCDEF>"), "12345.ABCDEF");
 }
 
 static void test_msgid_empty_and_none(void **state)
@@ -144,7 +124,7 @@ static void test_msgid_empty_and_none(void **state)
 static void test_msgid_space_before_close(void **state)
 {
 	(void)state;
-	assert_str(first("<a@b >"), "a@b");
+	t_assert_str(first("<a@b >"), "a@b");
 }
 
 static void test_msgid_hostile_brackets_linear(void **state)
@@ -170,7 +150,7 @@ static void test_msgid_100000_references(void **state)
 		memcpy(in + i * 8, "<ab@cd> ", 8);
 	list(t, in, k * 8);
 	assert_int_equal(t->n, k);
-	assert_str(t->ids[k - 1], "ab@cd");
+	t_assert_str(t->ids[k - 1], "ab@cd");
 	free(in);
 }
 
@@ -198,7 +178,7 @@ static void test_msgid_list_sizes_and_id_lengths(void **state)
 		for (size_t i = 0; i < k; i++) {
 			char want[] = "0000@host";
 			put4(want, i);
-			assert_str(t->ids[i], want);
+			t_assert_str(t->ids[i], want);
 		}
 		free(in);
 	}
@@ -214,9 +194,9 @@ static void test_msgid_list_sizes_and_id_lengths(void **state)
 			size_t n = len + 2;
 			if (ends[e] != '>')
 				in[n++] = '>';
-			assert_str(first_n(in, n), want);
+			t_assert_str(first_n(in, n), want);
 			/* and unclosed at the end of the value */
-			assert_str(first_n(in, len + 1), want);
+			t_assert_str(first_n(in, len + 1), want);
 		}
 	}
 }

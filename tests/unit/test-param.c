@@ -12,7 +12,7 @@
 
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
-#include "mail_fixture.h"
+#include "helpers.h"
 #include "mail/param.h"
 
 #define W(x) (UINT64_C(1) << MAIL_W_##x)
@@ -23,21 +23,7 @@ struct tcase {
 	uint64_t warnings;
 };
 
-static int setup(void **state)
-{
-	struct tcase *t = calloc(1, sizeof(*t));
-	mail_fixture_init(&t->ctx);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tcase *t = *state;
-	mail_fixture_release(&t->ctx);
-	free(t);
-	return 0;
-}
+T_CTX_CASE(struct tcase)
 
 static void parse_n(struct tcase *t, const char *in, size_t n)
 {
@@ -47,31 +33,19 @@ static void parse_n(struct tcase *t, const char *in, size_t n)
 
 #define PARSE(t, lit) parse_n((t), (lit), sizeof(lit) - 1)
 
-static void assert_str(struct mail_str s, const char *want)
-{
-	if (!want) {
-		assert_null(s.p);
-		return;
-	}
-	assert_non_null(s.p);
-	char *got = strndup(s.p, s.n);
-	assert_string_equal(got, want);
-	free(got);
-}
-
 static void assert_param(struct tcase *t, const char *name, const char *value)
 {
-	assert_str(param_get(&t->m, name), value);
+	t_assert_str(param_get(&t->m, name), value);
 }
 
 static void test_param_type_lowercased(void **state)
 {
 	struct tcase *t = *state;
 	PARSE(t, "Text/PLAIN; CharSet=\"us-ascii\"");
-	assert_str(t->m.type, "text");
-	assert_str(t->m.subtype, "plain");
+	t_assert_str(t->m.type, "text");
+	t_assert_str(t->m.subtype, "plain");
 	assert_int_equal(t->m.n_params, 1);
-	assert_str(t->m.params[0].name, "charset");
+	t_assert_str(t->m.params[0].name, "charset");
 	assert_param(t, "charset", "us-ascii");
 	assert_int_equal(t->warnings, 0);
 }
@@ -80,8 +54,8 @@ static void test_param_disposition(void **state)
 {
 	struct tcase *t = *state;
 	PARSE(t, "attachment; filename=report.pdf; size=1234");
-	assert_str(t->m.type, "attachment");
-	assert_str(t->m.subtype, "");
+	t_assert_str(t->m.type, "attachment");
+	t_assert_str(t->m.subtype, "");
 	assert_param(t, "filename", "report.pdf");
 	assert_param(t, "size", "1234");
 	assert_param(t, "creation-date", NULL);
@@ -212,8 +186,8 @@ static void test_param_comment_after_token(void **state)
 {
 	struct tcase *t = *state;
 	PARSE(t, "text/plain (body) ; charset=us-ascii (Plain text)");
-	assert_str(t->m.type, "text");
-	assert_str(t->m.subtype, "plain");
+	t_assert_str(t->m.type, "text");
+	t_assert_str(t->m.subtype, "plain");
 	assert_param(t, "charset", "us-ascii");
 }
 
@@ -258,8 +232,8 @@ static void test_param_spaces_around_slash_and_equals(void **state)
 {
 	struct tcase *t = *state;
 	PARSE(t, " multipart / mixed ; boundary = \"b1\"");
-	assert_str(t->m.type, "multipart");
-	assert_str(t->m.subtype, "mixed");
+	t_assert_str(t->m.type, "multipart");
+	t_assert_str(t->m.subtype, "mixed");
 	assert_param(t, "boundary", "b1");
 }
 

@@ -34,7 +34,7 @@
 #include "sched/batch.h"
 #include "sched/budget.h"
 #include "sched/chan.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,6 +56,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "helpers.h"
+
 static enum reader_backend backend_sync = READER_SYNC;
 static enum reader_backend backend_uring = READER_URING;
 
@@ -64,56 +66,7 @@ static const char *backend_name(enum reader_backend be)
 	return be == READER_URING ? "uring" : "sync";
 }
 
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *p = NULL;
-	int n = vasprintf(&p, fmt, ap);
-	va_end(ap);
-	assert_true(n >= 0);
-	return p;
-}
-
 /* --- temporary files --- */
-
-static char *make_base(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *tmpl = xasprintf("%s/ingest-reader-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
-	assert_non_null(mkdtemp(tmpl));
-	assert_int_equal(chmod(tmpl, 0755), 0);   /* for the unprivileged child */
-	return tmpl;
-}
-
-static void rmtree_at(int dirfd, const char *name)
-{
-	fchmodat(dirfd, name, 0700, 0);
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		unlinkat(dirfd, name, 0);
-		return;
-	}
-	DIR *d = fdopendir(fd);
-	assert_non_null(d);
-	for (struct dirent *de; (de = readdir(d));) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (de->d_type == DT_DIR)
-			rmtree_at(fd, de->d_name);
-		else
-			unlinkat(fd, de->d_name, 0);
-	}
-	closedir(d);
-	assert_int_equal(unlinkat(dirfd, name, AT_REMOVEDIR), 0);
-}
-
-static void rmtree(char *base)
-{
-	rmtree_at(AT_FDCWD, base);
-	free(base);
-}
 
 /* The deterministic content of a test file: a window of one pattern,
  * computed once, at an offset that `seed` chooses (so files differ and a
@@ -133,34 +86,11 @@ static const uint8_t *content(size_t n, unsigned seed)
 	return pattern + (seed * 4093u) % 65536u;
 }
 
-static void write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		assert_true(k > 0);
-		p += k;
-		n -= (size_t)k;
-	}
-}
-
 static void put(const char *base, const char *name, size_t n, unsigned seed)
 {
-	char *p = xasprintf("%s/%s", base, name);
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	write_all(fd, content(n, seed), n);
-	close(fd);
-	free(p);
+	t_put(base, name, content(n, seed), n);
 }
 
-static uint64_t ino_of(const char *base, const char *name)
-{
-	char *p = xasprintf("%s/%s", base, name);
-	struct stat st;
-	assert_int_equal(lstat(p, &st), 0);
-	free(p);
-	return st.st_ino;
-}
 
 /* --- the harness --- */
 
@@ -419,7 +349,7 @@ static void test_reader_sizes(void **state)
 		1 * MiB - 1, 1 * MiB, 1 * MiB + 1, 3 * MiB + 7,
 	};
 	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	char name[32];
 	uint64_t total = 0;
 	for (unsigned i = 0; i < N; i++) {
@@ -435,7 +365,7 @@ static void test_reader_sizes(void **state)
 		struct got_item *it = find_item(&run, name);
 		assert_bytes(it, sizes[i], i);
 		assert_int_equal(it->io.notes, 0);
-		assert_int_equal(it->io.ino, ino_of(base, name));
+		assert_int_equal(it->io.ino, t_ino_of(base, name));
 	}
 	assert_int_equal(run.st.bytes, total);
 	assert_int_equal(run.st.grew, 0);
@@ -455,12 +385,12 @@ static void test_reader_sizes(void **state)
 		assert_true(run.st.enters > 0);
 	}
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_reader_empty_and_one_byte(void **state)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "empty", 0, 1);
 	put(base, "one", 1, 2);
 	struct run run;
@@ -473,14 +403,14 @@ static void test_reader_empty_and_one_byte(void **state)
 	assert_int_equal(o->io.notes, 0);
 	assert_int_equal(run.st.bytes, 1);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* --- what is never read --- */
 
 static void test_reader_over_max_size(void **state)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "big", 1000, 1);
 	put(base, "huge", 3 * MiB, 2);
 	struct run_opts ro = { .max_size = 999 };
@@ -510,7 +440,7 @@ static void test_reader_over_max_size(void **state)
 	assert_bytes(find_item(&run, "big"), 1000, 1);
 	assert_error(find_item(&run, "huge"), RECORD_TOO_LARGE, 0);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* Files past the stream threshold (four batches' worth) that are not mbox
@@ -518,7 +448,7 @@ static void test_reader_over_max_size(void **state)
 static void test_reader_large_not_mbox(void **state)
 {
 	static const size_t sizes[] = { 4 * MiB, 4 * MiB + 1, 6 * MiB + 3 };
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "s4M", sizes[0], 1);
 	put(base, "s4M1", sizes[1], 2);
 	put(base, "s6M", sizes[2], 3);
@@ -533,7 +463,7 @@ static void test_reader_large_not_mbox(void **state)
 	for (size_t i = 0; i < run.n_items; i++)
 		assert_int_equal(run.items[i].io.notes, 0);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* Regression: the stats' bytes of a streamed file that is not an mbox
@@ -542,7 +472,7 @@ static void test_reader_large_not_mbox(void **state)
 static void test_reader_streamed_bytes_counted_once(void **state)
 {
 	const size_t size = 4 * MiB + 1;      /* just past the stream threshold */
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "big", size, 1);
 	put(base, "small", 10, 2);
 	struct run run;
@@ -551,14 +481,14 @@ static void test_reader_streamed_bytes_counted_once(void **state)
 	assert_bytes(find_item(&run, "big"), size, 1);
 	uint64_t bytes = run.st.bytes;
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 	assert_int_equal(bytes, size + 10);
 }
 
 static void test_reader_fifo_never_opened(void **state)
 {
-	char *base = make_base();
-	char *p = xasprintf("%s/pipe", base);
+	char *base = t_tmpdir("reader");
+	char *p = t_asprintf("%s/pipe", base);
 	assert_int_equal(mkfifo(p, 0644), 0);
 	put(base, "m", 10, 3);
 	alarm(20);     /* an open of the FIFO would block: fail, do not hang */
@@ -593,10 +523,10 @@ static void test_reader_fifo_never_opened(void **state)
 	 * file.  Only the regular file is opened, and it still costs four
 	 * calls on the sync backend: the statx's size serves the read (no
 	 * fstat). */
-	char *list = xasprintf("%s\n/dev/null\n%s/m\n", p, base);
+	char *list = t_asprintf("%s\n/dev/null\n%s/m\n", p, base);
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
-	write_all(fds[1], (const uint8_t *)list, strlen(list));
+	t_write_all(fds[1], (const uint8_t *)list, strlen(list));
 	close(fds[1]);
 	w = walk_new();
 	assert_non_null(w);
@@ -625,16 +555,16 @@ static void test_reader_fifo_never_opened(void **state)
 	free(list);
 	alarm(0);
 	free(p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_reader_symlink_and_dir_entries(void **state)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "target", 100, 4);
-	char *link = xasprintf("%s/link", base);
+	char *link = t_asprintf("%s/link", base);
 	assert_int_equal(symlink("target", link), 0);
-	char *dangling = xasprintf("%s/dangling", base);
+	char *dangling = t_asprintf("%s/dangling", base);
 	assert_int_equal(symlink("no-such-file", dangling), 0);
 	struct run run;
 	read_dir(state, base, NULL, &run);
@@ -648,10 +578,10 @@ static void test_reader_symlink_and_dir_entries(void **state)
 	/* Given explicitly: followed (a dangling one is ENOENT); a directory
 	 * named in a --files-from list is EISDIR. */
 	enum reader_backend be = *(const enum reader_backend *)*state;
-	char *list = xasprintf("%s\n%s\n%s\n", link, dangling, base);
+	char *list = t_asprintf("%s\n%s\n%s\n", link, dangling, base);
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
-	write_all(fds[1], (const uint8_t *)list, strlen(list));
+	t_write_all(fds[1], (const uint8_t *)list, strlen(list));
 	close(fds[1]);
 	struct walk *w = walk_new();
 	assert_non_null(w);
@@ -668,20 +598,20 @@ static void test_reader_symlink_and_dir_entries(void **state)
 	free(list);
 	free(link);
 	free(dangling);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_reader_missing_path(void **state)
 {
-	char *base = make_base();
-	char *p = xasprintf("%s/gone", base);
+	char *base = t_tmpdir("reader");
+	char *p = t_asprintf("%s/gone", base);
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, p), 0);             /* a missing PATH */
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
-	write_all(fds[1], (const uint8_t *)p, strlen(p));     /* a missing list name */
+	t_write_all(fds[1], (const uint8_t *)p, strlen(p));     /* a missing list name */
 	close(fds[1]);
 	assert_int_equal(walk_add_list(w, fds[0], false), 0);
 	close(fds[0]);
@@ -690,7 +620,7 @@ static void test_reader_missing_path(void **state)
 	if (!read_all(be, w, NULL, &run, &why)) {
 		walk_free(w);
 		free(p);
-		rmtree(base);
+		t_rmtree(base);
 		print_message("SKIP: %s\n", why);
 		skip();
 	}
@@ -700,7 +630,7 @@ static void test_reader_missing_path(void **state)
 	assert_error(&run.items[1], RECORD_IO, ENOENT);
 	run_free(&run);
 	free(p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* --- unreadable, as an unprivileged user --- */
@@ -731,9 +661,9 @@ static void child_read(enum reader_backend be, const char *base, int out)
 static void test_reader_unreadable(void **state)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "secret", 50, 5);
-	char *p = xasprintf("%s/secret", base);
+	char *p = t_asprintf("%s/secret", base);
 	assert_int_equal(chmod(p, 0), 0);
 	free(p);
 	int fds[2];
@@ -742,13 +672,8 @@ static void test_reader_unreadable(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
-		if (geteuid() == 0) {
-			struct passwd *pw = getpwnam("nobody");
-			uid_t uid = pw ? pw->pw_uid : 65534;
-			gid_t gid = pw ? pw->pw_gid : 65534;
-			if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
-				_exit(77);
-		}
+		if (t_become_unprivileged() < 0)
+			_exit(77);
 		child_read(be, base, fds[1]);
 		_exit(0);
 	}
@@ -762,7 +687,7 @@ static void test_reader_unreadable(void **state)
 	close(fds[0]);
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	rmtree(base);
+	t_rmtree(base);
 	assert_true(WIFEXITED(status));
 	if (WEXITSTATUS(status) == 77) {
 		print_message("SKIP: cannot drop root privileges to nobody (setresuid refused)\n");
@@ -798,18 +723,18 @@ static void seam_hook(void *arg, const char *name)
 	if (strcmp(name, s->trigger))
 		return;
 	s->fired++;
-	char *p = xasprintf("%s/%s", s->base, s->victim);
+	char *p = t_asprintf("%s/%s", s->base, s->victim);
 	if (s->what == SEAM_UNLINK) {
 		assert_int_equal(unlink(p), 0);
 	} else if (s->what == SEAM_APPEND) {
 		int fd = open(p, O_WRONLY | O_APPEND | O_CLOEXEC);
 		assert_true(fd >= 0);
-		write_all(fd, content(s->arg, s->seed), s->arg);
+		t_write_all(fd, content(s->arg, s->seed), s->arg);
 		close(fd);
 	} else if (s->what == SEAM_TRUNCATE) {
 		assert_int_equal(truncate(p, (off_t)s->arg), 0);
 	} else if (s->what == SEAM_RENAME) {
-		char *q = xasprintf("%s/%s", s->base, s->to);
+		char *q = t_asprintf("%s/%s", s->base, s->to);
 		assert_int_equal(rename(p, q), 0);
 		free(q);
 	}
@@ -819,7 +744,7 @@ static void seam_hook(void *arg, const char *name)
 /* The names of two files of base, in walk (inode) order. */
 static void two_in_order(const char *base, const char **first, const char **second)
 {
-	if (ino_of(base, "a") < ino_of(base, "b")) {
+	if (t_ino_of(base, "a") < t_ino_of(base, "b")) {
 		*first = "a";
 		*second = "b";
 	} else {
@@ -831,7 +756,7 @@ static void two_in_order(const char *base, const char **first, const char **seco
 static void test_reader_vanished(void **state)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "a", 300, 1);
 	put(base, "b", 300, 2);
 	const char *first, *second;
@@ -854,7 +779,7 @@ static void test_reader_vanished(void **state)
 	if (be == READER_URING)
 		assert_true(run.items[1].io.have_stat);   /* statx saw it, open did not */
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* A Maildir message whose flags change between the walk and its open (a
@@ -862,21 +787,21 @@ static void test_reader_vanished(void **state)
 static void test_reader_renamed_during_read(void **state)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
-	char *base = make_base();
-	char *cur = xasprintf("%s/cur", base);
+	char *base = t_tmpdir("reader");
+	char *cur = t_asprintf("%s/cur", base);
 	for (const char *sub = "cur\0new\0tmp\0"; *sub; sub += strlen(sub) + 1) {
-		char *d = xasprintf("%s/%s", base, sub);
+		char *d = t_asprintf("%s/%s", base, sub);
 		assert_int_equal(mkdir(d, 0755), 0);
 		free(d);
 	}
 	put(cur, "a.M1.h:2,S", 300, 1);
 	put(cur, "b.M2.h:2,S", 300, 2);
 	const char *first = "a.M1.h:2,S", *second = "b.M2.h:2,S";
-	if (ino_of(cur, second) < ino_of(cur, first)) {
+	if (t_ino_of(cur, second) < t_ino_of(cur, first)) {
 		first = "b.M2.h:2,S";
 		second = "a.M1.h:2,S";
 	}
-	char *renamed = xasprintf("%.*sRS", (int)strlen(second) - 1, second);   /* :2,S -> :2,RS */
+	char *renamed = t_asprintf("%.*sRS", (int)strlen(second) - 1, second);   /* :2,S -> :2,RS */
 	struct seam s = {
 		.base = cur, .trigger = be == READER_SYNC ? first : second,
 		.victim = second, .what = SEAM_RENAME, .to = renamed,
@@ -891,14 +816,14 @@ static void test_reader_renamed_during_read(void **state)
 	run_free(&run);
 	free(renamed);
 	free(cur);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* sync only (the ring opens after the seam): a file unlinked after it was
  * opened is still read whole. */
 static void test_reader_unlinked_after_open(void **state)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "a", 5000, 1);
 	struct seam s = { .base = base, .trigger = "a", .victim = "a", .what = SEAM_UNLINK };
 	struct run_opts ro = { .after_stat = seam_hook, .after_stat_arg = &s };
@@ -908,13 +833,13 @@ static void test_reader_unlinked_after_open(void **state)
 	assert_int_equal(run.n_items, 1);
 	assert_bytes(&run.items[0], 5000, 1);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* The file grows by `extra` bytes between its size query and its read. */
 static void check_grew(void **state, size_t size, size_t extra)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "a", size, 1);
 	put(base, "b", 10, 2);
 	struct seam s = {
@@ -940,7 +865,7 @@ static void check_grew(void **state, size_t size, size_t extra)
 	assert_int_equal(run.st.grew, 1);
 	assert_int_equal(run.st.bytes, size + extra + 10);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_reader_grew(void **state)
@@ -952,7 +877,7 @@ static void test_reader_grew(void **state)
 
 static void test_reader_grew_past_max_size(void **state)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "a", 4096, 1);
 	struct seam s = {
 		.base = base, .trigger = "a", .victim = "a", .what = SEAM_APPEND, .arg = 20000,
@@ -965,12 +890,12 @@ static void test_reader_grew_past_max_size(void **state)
 	assert_error(it, RECORD_TOO_LARGE, 0);
 	assert_true(it->io.notes & RECORD_GREW);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void check_shrank(void **state, size_t size, size_t to)
 {
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	put(base, "a", size, 1);
 	struct seam s = {
 		.base = base, .trigger = "a", .victim = "a", .what = SEAM_TRUNCATE, .arg = to,
@@ -987,7 +912,7 @@ static void check_shrank(void **state, size_t size, size_t to)
 	assert_int_equal(run.st.shrank, 1);
 	assert_int_equal(run.st.bytes, to);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_reader_shrank(void **state)
@@ -1019,13 +944,13 @@ static void test_reader_thousand_files(void **state)
 {
 	enum { N = 1000 };
 	const uint64_t batch_bytes = 8 * KiB;
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	static struct named order[N];
 	char name[32];
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "%u.M%uP1.host:2,S", 1700000000u + i, i);
 		put(base, name, many_size(i), i);
-		order[i] = (struct named){ ino_of(base, name), i };
+		order[i] = (struct named){ t_ino_of(base, name), i };
 	}
 	qsort(order, N, sizeof(order[0]), named_cmp);   /* the walk's order */
 	struct run_opts ro = { .batch_bytes = batch_bytes };
@@ -1067,13 +992,13 @@ static void test_reader_thousand_files(void **state)
 	assert_int_equal(k, N);
 	assert_true(run.n_batches >= 20);    /* ~190 KiB of caps in 8 KiB batches */
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_reader_batch_file_limit(void **state)
 {
 	enum { N = LIMIT_BATCH_FILES + 76 };
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	char name[32];
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "e%u", i);
@@ -1100,7 +1025,7 @@ static void test_reader_batch_file_limit(void **state)
 	for (size_t i = 0; i < run.n_items; i++)
 		assert_bytes(&run.items[i], 0, 0);
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* A budget smaller than a batch: the reader sends what it holds and waits
@@ -1110,7 +1035,7 @@ static void test_reader_budget_backpressure(void **state)
 {
 	enum { N = 20, SIZE = 3000 };
 	const uint64_t limit = 8 * KiB;
-	char *base = make_base();
+	char *base = t_tmpdir("reader");
 	char name[16];
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(name, sizeof(name), "f%02u", i);
@@ -1140,7 +1065,7 @@ static void test_reader_budget_backpressure(void **state)
 		assert_true(run.budget.peak <= (largest > limit ? largest : limit));
 	}
 	run_free(&run);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 #define BOTH(fn)                                                              \

@@ -15,7 +15,7 @@
  * its text back through a pipe. */
 #include "io/walk.h"
 #include "core/arena.h"
-#include "record.h"
+#include "core/record.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "helpers.h"
 
 /* --- text building --- */
 
@@ -72,18 +74,6 @@ static char *sb_take(struct sb *s)
 	if (!s->p)
 		return strdup("");
 	return s->p;
-}
-
-static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *p = NULL;
-	int n = vasprintf(&p, fmt, ap);
-	va_end(ap);
-	assert_true(n >= 0);
-	return p;
 }
 
 static const char *type_name(uint8_t t)
@@ -154,65 +144,9 @@ static void assert_text(const char *got, const char *want)
 
 /* --- temporary trees --- */
 
-static char *make_base(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *tmpl = xasprintf("%s/ingest-walk-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
-	assert_non_null(mkdtemp(tmpl));
-	/* searchable by the unprivileged child of the permission tests */
-	assert_int_equal(chmod(tmpl, 0755), 0);
-	return tmpl;
-}
-
-/* Removes a tree through directory fds (works past PATH_MAX and through
- * mode-000 directories). */
-static void rmtree_at(int dirfd, const char *name)
-{
-	fchmodat(dirfd, name, 0700, 0);
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		unlinkat(dirfd, name, 0);
-		return;
-	}
-	DIR *d = fdopendir(fd);
-	assert_non_null(d);
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (de->d_type == DT_DIR)
-			rmtree_at(fd, de->d_name);
-		else
-			unlinkat(fd, de->d_name, 0);
-	}
-	closedir(d);
-	assert_int_equal(unlinkat(dirfd, name, AT_REMOVEDIR), 0);
-}
-
-static void rmtree(char *base)
-{
-	rmtree_at(AT_FDCWD, base);
-	free(base);
-}
-
-static void mkdirs(const char *base, const char *const *rel)
-{
-	for (; *rel; rel++) {
-		char *p = xasprintf("%s/%s", base, *rel);
-		assert_int_equal(mkdir(p, 0755), 0);
-		free(p);
-	}
-}
-
 static void put_file(const char *base, const char *rel, const char *content)
 {
-	char *p = xasprintf("%s/%s", base, rel);
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	size_t n = strlen(content);
-	assert_int_equal(write(fd, content, n), (ssize_t)n);
-	close(fd);
-	free(p);
+	t_put_text(base, rel, content);
 }
 
 static void put_files(const char *base, const char *const *rel)
@@ -221,14 +155,6 @@ static void put_files(const char *base, const char *const *rel)
 		put_file(base, *rel, "Subject: x\n\nbody\n");
 }
 
-static uint64_t ino_of(const char *base, const char *rel)
-{
-	char *p = xasprintf("%s/%s", base, rel);
-	struct stat st;
-	assert_int_equal(lstat(p, &st), 0);
-	free(p);
-	return st.st_ino;
-}
 
 /* Blocks of expected text, one per directory member, put in inode order. */
 struct block {
@@ -254,7 +180,7 @@ static const char *base_name(const char *rel)
 static void by_ino(struct sb *s, const char *base, struct block *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		b[i].ino = ino_of(base, b[i].rel);
+		b[i].ino = t_ino_of(base, b[i].rel);
 	qsort(b, n, sizeof(*b), block_cmp);
 	size_t cur = n, nw = n;
 	for (size_t i = 0; i < n; i++) {
@@ -287,8 +213,8 @@ static char *walk_path_render(const char *path)
 static void test_walk_maildir_cur_new_not_tmp(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "cur", "new", "tmp", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "cur", "new", "tmp", NULL });
 	put_files(base, (const char *const[]){
 		"cur/1700000000.M1P1.host,S=17:2,FRS", "cur/1700000001.M2P1.host:2,",
 		"new/1700000002.M3P1.host", "tmp/1700000003.M4P1.host", NULL });
@@ -316,14 +242,14 @@ static void test_walk_maildir_cur_new_not_tmp(void **state)
 	free(got);
 	free(cur.p);
 	free(want.p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_maildirpp_folders(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){
 		"cur", "new", "tmp",
 		".Sent", ".Sent/cur", ".Sent/new", ".Sent/tmp",
 		".Archive.2019", ".Archive.2019/cur", ".Archive.2019/new", ".Archive.2019/tmp",
@@ -355,14 +281,14 @@ static void test_walk_maildirpp_folders(void **state)
 	free(sent.p);
 	free(arch.p);
 	free(want.p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_plain_tree(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "x", "x/y", "z", "tmp", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "x", "x/y", "z", "tmp", NULL });
 	put_files(base, (const char *const[]){
 		"a.eml", "b.eml", "x/c.eml", "x/y/d.eml", "x/y/e.eml", "z/f.eml",
 		"tmp/g.eml", NULL });
@@ -387,15 +313,15 @@ static void test_walk_plain_tree(void **state)
 	free(y.p);
 	free(x.p);
 	free(want.p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* A Maildir inside a plain tree is a mailbox named after its path. */
 static void test_walk_maildir_in_tree(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){
 		"work", "work/cur", "work/new", "work/tmp", "work/.Lists", "work/.Lists/cur",
 		"work/.Lists/new", NULL });
 	put_files(base, (const char *const[]){
@@ -416,7 +342,7 @@ static void test_walk_maildir_in_tree(void **state)
 	free(got);
 	free(work.p);
 	free(lists.p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 struct ino_name {
@@ -434,7 +360,7 @@ static void test_walk_sorted_by_inode(void **state)
 {
 	(void)state;
 	enum { N = 90 };
-	char *base = make_base();
+	char *base = t_tmpdir("walk");
 	/* Create 60, delete every other one, create 60 more: the new files
 	 * take freed (lower) inode numbers, so inode order is neither the
 	 * creation order nor, on ext4 (hashed) or tmpfs, the getdents order. */
@@ -444,7 +370,7 @@ static void test_walk_sorted_by_inode(void **state)
 		put_file(base, name, "x");
 	}
 	for (int i = 0; i < 60; i += 2) {
-		char *p = xasprintf("%s/m%03d", base, i);
+		char *p = t_asprintf("%s/m%03d", base, i);
 		assert_int_equal(unlink(p), 0);
 		free(p);
 	}
@@ -461,7 +387,7 @@ static void test_walk_sorted_by_inode(void **state)
 			continue;
 		assert_true(n < N);
 		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
-		files[n].ino = ino_of(base, de->d_name);
+		files[n].ino = t_ino_of(base, de->d_name);
 		n++;
 	}
 	closedir(d);
@@ -482,12 +408,12 @@ static void test_walk_sorted_by_inode(void **state)
 	struct walk_entry *e;
 	assert_int_equal(walk_next(w, &e), 0);
 	walk_free(w);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void link_file(const char *base, const char *from, const char *to)
 {
-	char *a = xasprintf("%s/%s", base, from), *b = xasprintf("%s/%s", base, to);
+	char *a = t_asprintf("%s/%s", base, from), *b = t_asprintf("%s/%s", base, to);
 	assert_int_equal(link(a, b), 0);
 	free(a);
 	free(b);
@@ -517,7 +443,7 @@ static void assert_lines_once(const char *got, const char *const *prefixes)
 /* Walks base/sub alone: its rendering (names relative to it) and stats. */
 static char *walk_sub_render(const char *base, const char *sub, struct walk_stats *st)
 {
-	char *p = xasprintf("%s/%s", base, sub);
+	char *p = t_asprintf("%s/%s", base, sub);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, p), 0);
@@ -534,8 +460,8 @@ static char *walk_sub_render(const char *base, const char *sub, struct walk_stat
 static void test_walk_hard_links_and_relisted(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "plain", "md", "md/cur", "md/new", "md/tmp", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "plain", "md", "md/cur", "md/new", "md/tmp", NULL });
 	put_files(base, (const char *const[]){
 		"plain/m1", "plain/x:2,S", "md/cur/1.M1.h:2,S", "md/cur/2.M2.h:2,S",
 		"md/new/5.M5.h:1,a", NULL });
@@ -558,19 +484,19 @@ static void test_walk_hard_links_and_relisted(void **state)
 	                                             "cur/3.M3.h:2,S reg", "new/5.M5.h:1,", NULL });
 	assert_int_equal(st.relisted, 2);
 	free(got);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_symlinks_not_followed(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "dir", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "dir", NULL });
 	put_files(base, (const char *const[]){ "real.eml", "dir/inside.eml", NULL });
-	char *p = xasprintf("%s/link.eml", base);
+	char *p = t_asprintf("%s/link.eml", base);
 	assert_int_equal(symlink("real.eml", p), 0);
 	free(p);
-	p = xasprintf("%s/dirlink", base);
+	p = t_asprintf("%s/dirlink", base);
 	assert_int_equal(symlink("dir", p), 0);
 	free(p);
 	struct sb want = { 0 };
@@ -586,21 +512,21 @@ static void test_walk_symlinks_not_followed(void **state)
 	free(got);
 	free(want.p);
 	/* A link given explicitly is the reader's to follow. */
-	p = xasprintf("%s/link.eml", base);
+	p = t_asprintf("%s/link.eml", base);
 	got = walk_path_render(p);
-	char *want2 = xasprintf("%s unknown root= follow\n", p);
+	char *want2 = t_asprintf("%s unknown root= follow\n", p);
 	assert_text(got, want2);
 	free(got);
 	free(want2);
 	free(p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_fifo_and_socket_listed(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	char *p = xasprintf("%s/pipe", base);
+	char *base = t_tmpdir("walk");
+	char *p = t_asprintf("%s/pipe", base);
 	assert_int_equal(mkfifo(p, 0644), 0);
 	free(p);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -621,42 +547,42 @@ static void test_walk_fifo_and_socket_listed(void **state)
 	assert_text(got, want.p);
 	free(got);
 	free(want.p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_path_is_file(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "M", "M/cur", "M/new", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "M", "M/cur", "M/new", NULL });
 	put_files(base, (const char *const[]){ "one.eml", "M/cur/9:2,RS", NULL });
 	/* A file argument: root "", path the argument, followed, typed by the
 	 * reader's stat.  (record.h's comment on `path` says the opposite —
 	 * root the file, path "" — one of the two must change; this holds the
 	 * code's behaviour, which matches --files-from names.) */
-	char *p = xasprintf("%s/one.eml", base);
+	char *p = t_asprintf("%s/one.eml", base);
 	char *got = walk_path_render(p);
-	char *want = xasprintf("%s unknown root= follow\n", p);
+	char *want = t_asprintf("%s unknown root= follow\n", p);
 	assert_text(got, want);
 	free(got);
 	free(want);
 	free(p);
 	/* A file argument inside a Maildir keeps its Maildir fields. */
-	p = xasprintf("%s/M/cur/9:2,RS", base);
+	p = t_asprintf("%s/M/cur/9:2,RS", base);
 	got = walk_path_render(p);
-	want = xasprintf("%s unknown root= follow maildir=|cur|RS\n", p);
+	want = t_asprintf("%s unknown root= follow maildir=|cur|RS\n", p);
 	assert_text(got, want);
 	free(got);
 	free(want);
 	free(p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_path_missing(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	char *p = xasprintf("%s/no-such-dir", base);
+	char *base = t_tmpdir("walk");
+	char *p = t_asprintf("%s/no-such-dir", base);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, p), 0);
@@ -664,32 +590,32 @@ static void test_walk_path_missing(void **state)
 	/* The walk goes on to the next PATH after the failed one. */
 	assert_int_equal(walk_add_path(w, base), 0);
 	char *got = walk_render(w, "");
-	char *want = xasprintf("%s unknown follow error=io-error/ENOENT\n"
+	char *want = t_asprintf("%s unknown follow error=io-error/ENOENT\n"
 	                       "after.eml reg root=%s\n", p, base);
 	assert_text(got, want);
 	walk_free(w);
 	free(got);
 	free(want);
 	free(p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* Several PATHs: each is walked whole, in the order given, with its root. */
 static void test_walk_several_paths(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "A", "B", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "A", "B", NULL });
 	put_files(base, (const char *const[]){ "A/1.eml", "B/2.eml", "3.eml", NULL });
-	char *a = xasprintf("%s/A", base), *b = xasprintf("%s/B", base);
-	char *f = xasprintf("%s/3.eml", base);
+	char *a = t_asprintf("%s/A", base), *b = t_asprintf("%s/B", base);
+	char *f = t_asprintf("%s/3.eml", base);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, b), 0);
 	assert_int_equal(walk_add_path(w, f), 0);
 	assert_int_equal(walk_add_path(w, a), 0);
 	char *got = walk_render(w, "");
-	char *want = xasprintf("2.eml reg root=%s\n%s unknown follow\n1.eml reg root=%s\n", b, f, a);
+	char *want = t_asprintf("2.eml reg root=%s\n%s unknown follow\n1.eml reg root=%s\n", b, f, a);
 	assert_text(got, want);
 	walk_free(w);
 	free(got);
@@ -697,7 +623,7 @@ static void test_walk_several_paths(void **state)
 	free(a);
 	free(b);
 	free(f);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* Renders the walk of a --files-from list given as bytes (through a pipe). */
@@ -772,8 +698,8 @@ static void test_walk_list_large_file(void **state)
 {
 	(void)state;
 	enum { N = 5000 };
-	char *base = make_base();
-	char *p = xasprintf("%s/list", base);
+	char *base = t_tmpdir("walk");
+	char *p = t_asprintf("%s/list", base);
 	FILE *f = fopen(p, "w");
 	assert_non_null(f);
 	for (int i = 0; i < N; i++)
@@ -799,14 +725,14 @@ static void test_walk_list_large_file(void **state)
 	assert_int_equal(walk_next(w, &e), 0);
 	walk_free(w);
 	free(p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* Lists and PATHs mix, in the order they were added. */
 static void test_walk_list_and_paths(void **state)
 {
 	(void)state;
-	char *base = make_base();
+	char *base = t_tmpdir("walk");
 	put_files(base, (const char *const[]){ "m.eml", NULL });
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
@@ -818,12 +744,12 @@ static void test_walk_list_and_paths(void **state)
 	assert_int_equal(walk_add_list(w, fds[0], false), 0);
 	close(fds[0]);
 	char *got = walk_render(w, "");
-	char *want = xasprintf("m.eml reg root=%s\nx unknown follow\ny unknown follow\n", base);
+	char *want = t_asprintf("m.eml reg root=%s\nx unknown follow\ny unknown follow\n", base);
 	assert_text(got, want);
 	walk_free(w);
 	free(got);
 	free(want);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 static void test_walk_deep_beyond_path_max(void **state)
@@ -831,7 +757,7 @@ static void test_walk_deep_beyond_path_max(void **state)
 	(void)state;
 	enum { LEVELS = 300 };
 	static const char dname[] = "d123456789abcdefghij";   /* 20 characters */
-	char *base = make_base();
+	char *base = t_tmpdir("walk");
 	int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	for (int i = 0; i < LEVELS; i++) {
@@ -878,7 +804,7 @@ static void test_walk_deep_beyond_path_max(void **state)
 	walk_free(w);
 	arena_release(&a);
 	free(want.p);
-	rmtree(base);
+	t_rmtree(base);
 }
 
 /* --- as an unprivileged user --- */
@@ -894,13 +820,8 @@ static char *run_unprivileged(char *(*fn)(void *), void *arg, const char **why)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
-		if (geteuid() == 0) {
-			struct passwd *pw = getpwnam("nobody");
-			uid_t uid = pw ? pw->pw_uid : 65534;
-			gid_t gid = pw ? pw->pw_gid : 65534;
-			if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
-				_exit(77);
-		}
+		if (t_become_unprivileged() < 0)
+			_exit(77);
 		char *text = fn(arg);
 		size_t n = strlen(text), off = 0;
 		while (off < n) {
@@ -938,10 +859,10 @@ static char *render_path_child(void *arg)
 static void test_walk_unreadable_directory(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "locked", "open", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "locked", "open", NULL });
 	put_files(base, (const char *const[]){ "a.eml", "locked/hidden.eml", "open/b.eml", NULL });
-	char *locked = xasprintf("%s/locked", base);
+	char *locked = t_asprintf("%s/locked", base);
 	assert_int_equal(chmod(locked, 0), 0);
 	/* The directory is an error entry and the walk goes on past it. */
 	struct sb want = { 0 };
@@ -961,14 +882,14 @@ static void test_walk_unreadable_directory(void **state)
 		/* An unreadable PATH argument is its own error entry. */
 		got = run_unprivileged(render_path_child, locked, &why);
 		assert_non_null(got);
-		char *w2 = xasprintf("%s unknown root= follow error=io-error/EACCES\n", locked);
+		char *w2 = t_asprintf("%s unknown root= follow error=io-error/EACCES\n", locked);
 		assert_text(got, w2);
 		free(w2);
 		free(got);
 	}
 	free(want.p);
 	free(locked);
-	rmtree(base);
+	t_rmtree(base);
 	if (skipped)
 		skip();
 }
@@ -984,7 +905,7 @@ static char *unlisted_child(void *arg)
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
-	char *locked = xasprintf("%s/locked", base);
+	char *locked = t_asprintf("%s/locked", base);
 	assert_int_equal(walk_add_path(w, locked), 0);
 	free(walk_render(w, base));
 	struct sb s = { 0 };
@@ -1005,10 +926,10 @@ static char *unlisted_child(void *arg)
 static void test_walk_unlisted(void **state)
 {
 	(void)state;
-	char *base = make_base();
-	mkdirs(base, (const char *const[]){ "locked", "lockedx", "open", NULL });
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "locked", "lockedx", "open", NULL });
 	put_files(base, (const char *const[]){ "a.eml", "locked/hidden.eml", "open/b.eml", NULL });
-	char *locked = xasprintf("%s/locked", base);
+	char *locked = t_asprintf("%s/locked", base);
 	assert_int_equal(chmod(locked, 0), 0);
 	const char *why = NULL;
 	char *got = run_unprivileged(unlisted_child, base, &why);
@@ -1027,7 +948,7 @@ static void test_walk_unlisted(void **state)
 	                           (struct mail_str){ "locked/hidden.eml", 17 }));
 	walk_free(w);
 	free(locked);
-	rmtree(base);
+	t_rmtree(base);
 	if (!got) {
 		print_message("SKIP unlisted directory: %s\n", why);
 		skip();

@@ -4,29 +4,35 @@
 #ifndef INGEST_RECORD_H
 #define INGEST_RECORD_H
 
-#include "mail/mail.h"
+#include "core/str.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Why an input produced no message.  Stable names are in the output
- * ("reason"); the errno name is added when a syscall failed. */
-#define RECORD_REASONS(X)                                     \
-	X(NONE, NULL)                                             \
-	X(IO, "io-error")               /* a syscall failed; errno set */ \
-	X(NOT_REGULAR, "not-regular")   /* FIFO, socket, device: never opened */ \
-	X(SYMLINK, "symlink")           /* met while walking: not followed */ \
-	X(TOO_LARGE, "too-large")       /* over --max-size: not read */ \
-	X(NOT_MAIL, "not-mail")         /* read, but not a mail message */ \
-	X(INTERNAL, "internal")         /* a bug or resource limit of ours */
+/* Why an input produced no message: the stable name written in the
+ * output ("reason"), and the text written as "message" when neither the
+ * record nor an errno says more.  The one table of reasons: the emitter
+ * and the report both read it. */
+#define RECORD_REASONS(X)                                                        \
+	X(NONE, NULL, NULL)                                                          \
+	X(IO, "io-error", "input/output error")          /* a syscall failed; errno set */ \
+	X(NOT_REGULAR, "not-regular", "not a regular file") /* FIFO, socket, device: never opened */ \
+	X(SYMLINK, "symlink", "symbolic link, not followed") /* met while walking */ \
+	X(TOO_LARGE, "too-large", "larger than --max-size")  /* not read */          \
+	X(NOT_MAIL, "not-mail", "not a mail message")    /* read, but not mail */    \
+	X(INTERNAL, "internal", "internal error")        /* a bug or resource limit of ours */
 
 enum record_reason {
-#define RECORD_REASON_ENUM(id, name) RECORD_##id,
+#define RECORD_REASON_ENUM(id, name, text) RECORD_##id,
 	RECORD_REASONS(RECORD_REASON_ENUM)
 #undef RECORD_REASON_ENUM
+	RECORD__COUNT
 };
 
+/* The stable name; NULL for RECORD_NONE and out-of-range values. */
 const char *record_reason_name(enum record_reason r);
+/* The default human text; "internal error" for out-of-range values. */
+const char *record_reason_text(enum record_reason r);
 
 enum record_notes {
 	RECORD_GREW = 1 << 0,      /* the file grew between statx and read */
@@ -69,9 +75,18 @@ struct record_io {
 	struct mail_str old_msgid; /* RECORD_DELETED/RENAMED: its Message-ID, if known */
 };
 
+struct mail_message;
+
 struct record {
 	struct record_io io;
 	const struct mail_message *mail;   /* NULL when not parsed */
 };
+
+struct dynbuf;
+/* Formats a record in place of emit_record(), on the worker that parsed
+ * it: appends the record's form to out (the Python module appends a
+ * reference to the dict it built from rec).  0, or -errno with out as it
+ * was. */
+typedef int record_visit_fn(void *ctx, const struct record *rec, struct dynbuf *out);
 
 #endif

@@ -2,14 +2,14 @@
  * the counted window, so what --stats prints is what strace saw between the
  * markers (README, "Syscall accounting"). */
 #include "core/clock.h"
-#include "report.h"
+#include "pipeline/report.h"
 #include "core/dynbuf.h"
 #include "core/stats.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "io/reader.h"
 #include "io/walk.h"
-#include "record.h"
+#include "core/record.h"
 #include "sched/batch.h"
 #include "sched/budget.h"
 #include "sched/chan.h"
@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <time.h>
 
-#define REPORT_KINDS 8
 #define REPORT_SAMPLES 10
 
 struct ingest_report {
@@ -32,7 +31,7 @@ struct ingest_report {
 	char error[640];
 	bool output_closed, interrupted;
 	uint64_t t0, t1;                     /* monotonic ns */
-	uint64_t records, kinds[REPORT_KINDS];
+	uint64_t records, kinds[RECORD__COUNT];
 	uint64_t bytes_in;
 	struct reader_stats rs;
 	struct walk_stats ws;
@@ -76,7 +75,7 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		if (b->items[i].no_output)
 			continue;
 		unsigned k = (unsigned)io->reason;
-		r->kinds[k < REPORT_KINDS ? k : 0]++;
+		r->kinds[k < RECORD__COUNT ? k : RECORD_INTERNAL]++;
 		r->bytes_in += b->items[i].len;
 		if (io->reason == RECORD_NONE)
 			continue;
@@ -204,9 +203,11 @@ static const char *report_backend(const struct ingest_report *r)
 	return r->rs.backend == READER_URING ? "uring" : "sync";
 }
 
-static const char *const report_kind_names[] = {
-	"ok", "io-error", "not-regular", "symlink", "too-large", "not-mail", "internal", "?",
-};
+/* A record kind as --stats names it: "ok" for a message, else its reason. */
+static const char *report_kind_name(unsigned k)
+{
+	return k == RECORD_NONE ? "ok" : record_reason_name((enum record_reason)k);
+}
 
 /* report_set_index's counters, in order (the sixth is SQLite's time) */
 static const char *const report_index_names[] = {
@@ -227,9 +228,9 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	else
 		dynbuf_printf(b, "  backend      %s\n", report_backend(r));
 	dynbuf_puts(b, "  records     ");
-	for (unsigned k = 0; k < REPORT_KINDS - 1; k++)
+	for (unsigned k = 0; k < RECORD__COUNT; k++)
 		if (r->kinds[k])
-			dynbuf_printf(b, " %s=%llu", report_kind_names[k], (unsigned long long)r->kinds[k]);
+			dynbuf_printf(b, " %s=%llu", report_kind_name(k), (unsigned long long)r->kinds[k]);
 	dynbuf_printf(b, "\n  bytes read   %llu (grew %llu, shrank %llu, renamed while read %llu)\n",
 	              (unsigned long long)r->bytes_in, (unsigned long long)r->rs.grew,
 	              (unsigned long long)r->rs.shrank, (unsigned long long)r->rs.renamed);
@@ -298,8 +299,8 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	}
 	dynbuf_puts(b, ",\"records\":{");
 	bool first = true;
-	for (unsigned k = 0; k < REPORT_KINDS - 1; k++) {
-		dynbuf_printf(b, "%s\"%s\":%llu", first ? "" : ",", report_kind_names[k],
+	for (unsigned k = 0; k < RECORD__COUNT; k++) {
+		dynbuf_printf(b, "%s\"%s\":%llu", first ? "" : ",", report_kind_name(k),
 		              (unsigned long long)r->kinds[k]);
 		first = false;
 	}

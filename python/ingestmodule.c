@@ -1,0 +1,562 @@
+/* The Python module `ingest`: parse, parse_many and scan in-process.
+ *
+ * The dicts are built from the parsed struct record by src/emit/pydict.c,
+ * never through JSON.  Where the work runs:
+ *
+ *   parse / parse_many:  caller (GIL released) ─▶ parse_mem_run (the
+ *       process's pool, byte gate, caller as worker 0) ─▶ per message, on
+ *       its worker: take the GIL, build the dict, drop the GIL
+ *
+ *   scan:  a run thread: ingest_run() with a visitor in place of the JSON
+ *       emitter: each worker builds its records' dicts (taking the GIL for
+ *       that only) and appends the references to the batch's output, so
+ *       the writer hands them to the sink in input order, whole ─▶ queue
+ *       (at most SCAN_QUEUE_MAX dicts; the sink waits for room) ─▶
+ *       __next__ on the caller's thread
+ *
+ * __next__ waits with the GIL released and wakes every 100 ms to let
+ * Python run its signal handlers: a KeyboardInterrupt there interrupts the
+ * run (ingest_interrupt), drops the dicts not yet yielded and is raised;
+ * every dict yielded before is a whole record.  Memory is bounded by the
+ * run's byte budget (--max-inflight) plus the queue. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ingest.h"
+#include "options.h"
+#include "emit/pydict.h"
+#include "pipeline/parse_mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+/* Dicts made and not yet taken by __next__: enough to keep the workers
+ * busy while Python consumes, small next to a batch's bytes. */
+#define SCAN_QUEUE_MAX 4096
+
+/* ---- options ------------------------------------------------------------ */
+
+/* A keyword's value as ingest_options_set() takes it: a flag from a bool,
+ * a number from an int, a list of fields joined by commas, a path from str
+ * or bytes (os.fsencode's form). */
+static PyObject *option_text(PyObject *v)
+{
+	if (v == Py_True)
+		return PyBytes_FromString("1");
+	if (v == Py_False)
+		return PyBytes_FromString("0");
+	if (PyLong_Check(v)) {
+		PyObject *s = PyObject_Str(v);
+		PyObject *b = s ? PyUnicode_AsUTF8String(s) : NULL;
+		Py_XDECREF(s);
+		return b;
+	}
+	if (PyList_Check(v) || PyTuple_Check(v)) {
+		PyObject *comma = PyUnicode_FromString(",");
+		PyObject *joined = comma ? PyUnicode_Join(comma, v) : NULL;
+		Py_XDECREF(comma);
+		PyObject *b = joined ? PyUnicode_AsUTF8String(joined) : NULL;
+		Py_XDECREF(joined);
+		return b;
+	}
+	PyObject *b = NULL;
+	if (PyUnicode_Check(v) || PyBytes_Check(v) || PyObject_CheckBuffer(v) || PyObject_HasAttrString(v, "__fspath__")) {
+		if (!PyUnicode_FSConverter(v, &b))
+			return NULL;
+		return b;
+	}
+	PyErr_Format(PyExc_TypeError, "an option takes str, bytes, int, bool or a list, not %.100s",
+	             Py_TYPE(v)->tp_name);
+	return NULL;
+}
+
+/* Options from keywords: the CLI's long names with '_' for '-'. */
+static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
+{
+	struct ingest_options *o = ingest_options_new();
+	if (!o)
+		return (struct ingest_options *)PyErr_NoMemory();
+	PyObject *k, *v;
+	Py_ssize_t pos = 0;
+	while (kwargs && PyDict_Next(kwargs, &pos, &k, &v)) {
+		const char *key = PyUnicode_AsUTF8(k);
+		if (!key)
+			goto fail;
+		char name[64];
+		size_t n = strlen(key);
+		if (n >= sizeof(name)) {
+			PyErr_Format(PyExc_TypeError, "unknown option '%.100s'", key);
+			goto fail;
+		}
+		for (size_t i = 0; i <= n; i++)
+			name[i] = key[i] == '_' ? '-' : key[i];
+		if (v == Py_None)
+			continue;   /* the default */
+		if (!strcmp(name, "format") || !strcmp(name, "output") || !strcmp(name, "progress") ||
+		    (!for_scan && (!strcmp(name, "state") || !strcmp(name, "files-from") ||
+		                   !strcmp(name, "shard") || !strcmp(name, "null")))) {
+			PyErr_Format(PyExc_TypeError, "option '%s' does not apply here: dicts are "
+			             "the JSON records' shape%s", key,
+			             for_scan ? "" : ", and there is no run");
+			goto fail;
+		}
+		PyObject *text = option_text(v);
+		if (!text)
+			goto fail;
+		int r = ingest_options_set(o, name, PyBytes_AS_STRING(text));
+		Py_DECREF(text);
+		if (r == -ENOMEM) {
+			PyErr_NoMemory();
+			goto fail;
+		}
+		if (r < 0) {
+			const char *why = ingest_options_error(o);
+			/* an unknown name is a keyword error, a bad value a ValueError */
+			PyErr_Format(strncmp(why ? why : "", "unknown", 7) ? PyExc_ValueError
+			                                                     : PyExc_TypeError,
+			             "%s", why ? why : "bad option");
+			goto fail;
+		}
+	}
+	return o;
+fail:
+	ingest_options_free(o);
+	return NULL;
+}
+
+/* ---- parse, parse_many ---------------------------------------------------- */
+
+struct many {
+	const struct ingest_options *o;
+	PyObject **dicts;
+	bool failed;
+};
+
+/* The GIL for a worker of the process's pool.  Those threads live as long
+ * as the process, so each keeps the thread state Python gives it on first
+ * use (taken once, released with the state kept): PyGILState_Ensure alone
+ * would make and free one per message. */
+static PyGILState_STATE pool_gil_take(void)
+{
+	static __thread bool kept;
+	if (!kept && !PyGILState_GetThisThreadState()) {
+		PyGILState_Ensure();
+		PyEval_SaveThread();
+	}
+	kept = true;
+	return PyGILState_Ensure();
+}
+
+/* On the worker that parsed message i: its dict, under the GIL. */
+static void many_item(void *ctx, size_t i, struct record *rec)
+{
+	struct many *m = ctx;
+	PyGILState_STATE g = pool_gil_take();
+	m->dicts[i] = emit_pydict(&m->o->emit, rec);
+	if (!m->dicts[i]) {
+		m->failed = true;
+		PyErr_Clear();
+	}
+	PyGILState_Release(g);
+}
+
+/* Parses n buffers into a new list (or the one dict when single). */
+static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObject *kwargs,
+                             bool single)
+{
+	struct ingest_options *o = options_from(kwargs, false);
+	if (!o)
+		return NULL;
+	const void **bufs = PyMem_Calloc(n ? n : 1, sizeof(*bufs));
+	size_t *lens = PyMem_Calloc(n ? n : 1, sizeof(*lens));
+	PyObject **dicts = PyMem_Calloc(n ? n : 1, sizeof(*dicts));
+	PyObject *out = NULL;
+	if (!bufs || !lens || !dicts) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bufs[i] = views[i].buf;
+		lens[i] = (size_t)views[i].len;
+	}
+	struct many m = { o, dicts, false };
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = parse_mem_run(o, bufs, lens, n, threads, many_item, &m);
+	Py_END_ALLOW_THREADS
+	if (r < 0 || m.failed) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	if (single) {
+		out = dicts[0];
+		dicts[0] = NULL;
+		goto done;
+	}
+	if (!(out = PyList_New((Py_ssize_t)n)))
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		PyList_SET_ITEM(out, (Py_ssize_t)i, dicts[i]);
+		dicts[i] = NULL;
+	}
+done:
+	for (size_t i = 0; dicts && i < n; i++)
+		Py_XDECREF(dicts[i]);
+	PyMem_Free(dicts);
+	PyMem_Free(lens);
+	PyMem_Free(bufs);
+	ingest_options_free(o);
+	return out;
+}
+
+PyDoc_STRVAR(parse_doc,
+"parse(data, **options) -> dict\n\n"
+"The record of one message held in memory (bytes, bytearray, memoryview),\n"
+"as json.loads() of the line `ingest` writes for a file holding it, minus\n"
+"what comes from the file system.  Malformed input is an error record (a\n"
+"dict with 'error').  Options are the command's long names with _ for -\n"
+"(fields=, no_text=, max_text=, headers=, parse=).");
+
+static PyObject *py_parse(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	(void)self;
+	Py_buffer view;
+	if (!PyArg_ParseTuple(args, "y*:parse", &view))
+		return NULL;
+	PyObject *d = parse_views(&view, 1, 1, kwargs, true);
+	PyBuffer_Release(&view);
+	return d;
+}
+
+PyDoc_STRVAR(parse_many_doc,
+"parse_many(messages, threads=None, **options) -> list[dict]\n\n"
+"parse() of each message, in order, on the process's worker pool with the\n"
+"GIL released: one worker per 64 KiB of the batch, at most one per message\n"
+"and at most `threads`; the calling thread is one of them.");
+
+static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	(void)self;
+	PyObject *seq_in;
+	if (!PyArg_ParseTuple(args, "O:parse_many", &seq_in))
+		return NULL;
+	unsigned threads = 0;
+	PyObject *kw = kwargs ? PyDict_Copy(kwargs) : NULL;
+	if (kwargs && !kw)
+		return NULL;
+	PyObject *t = kw ? PyDict_GetItemString(kw, "threads") : NULL;
+	if (t && t != Py_None) {
+		long v = PyLong_AsLong(t);
+		if (v == -1 && PyErr_Occurred()) {
+			Py_DECREF(kw);
+			return NULL;
+		}
+		if (v < 1 || v > 256) {
+			Py_DECREF(kw);
+			return PyErr_Format(PyExc_ValueError, "threads must be 1..256, not %ld", v);
+		}
+		threads = (unsigned)v;
+	}
+	if (kw && PyDict_GetItemString(kw, "threads") && PyDict_DelItemString(kw, "threads") < 0) {
+		Py_DECREF(kw);
+		return NULL;
+	}
+	PyObject *seq = PySequence_Fast(seq_in, "parse_many takes a sequence of bytes");
+	if (!seq) {
+		Py_XDECREF(kw);
+		return NULL;
+	}
+	size_t n = (size_t)PySequence_Fast_GET_SIZE(seq);
+	Py_buffer *views = PyMem_Calloc(n ? n : 1, sizeof(*views));
+	PyObject *out = NULL;
+	size_t got = 0;
+	if (!views) {
+		PyErr_NoMemory();
+		goto done;
+	}
+	for (; got < n; got++)
+		if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, (Py_ssize_t)got), &views[got],
+		                       PyBUF_SIMPLE) < 0)
+			goto done;
+	out = parse_views(views, n, threads, kw, false);
+done:
+	for (size_t i = 0; i < got; i++)
+		PyBuffer_Release(&views[i]);
+	PyMem_Free(views);
+	Py_DECREF(seq);
+	Py_XDECREF(kw);
+	return out;
+}
+
+/* ---- scan ----------------------------------------------------------------- */
+
+struct scan {
+	PyObject_HEAD
+	struct ingest_options *o;
+	pthread_t thread;
+	bool started, joined;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;          /* queue changed, or the run ended */
+	PyObject **queue;             /* ring of SCAN_QUEUE_MAX */
+	size_t head, len;
+	bool stopping;                /* the consumer is gone or interrupted */
+	bool done;                    /* ingest_run() returned */
+	int result;
+	struct ingest_report *rep;
+};
+
+/* The worker's visitor: the dict, referenced from the batch's output. */
+static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
+{
+	struct scan *s = ctx;
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *d = emit_pydict(&s->o->emit, rec);
+	if (!d)
+		PyErr_Clear();
+	PyGILState_Release(g);
+	if (!d)
+		return -ENOMEM;
+	if (dynbuf_append(out, &d, sizeof(d)) < 0) {
+		g = PyGILState_Ensure();
+		Py_DECREF(d);
+		PyGILState_Release(g);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void drop_refs(PyObject *const *v, size_t n)
+{
+	PyGILState_STATE g = PyGILState_Ensure();
+	for (size_t i = 0; i < n; i++)
+		Py_DECREF(v[i]);
+	PyGILState_Release(g);
+}
+
+/* The writer's sink: a batch's dicts, in order, into the queue. */
+static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
+{
+	struct scan *s = ctx;
+	size_t n = len / sizeof(PyObject *);
+	(void)count;
+	PyObject *const *v = (PyObject *const *)(const void *)records;
+	size_t i = 0;
+	pthread_mutex_lock(&s->lock);
+	while (i < n && !s->stopping) {
+		while (s->len == SCAN_QUEUE_MAX && !s->stopping)
+			pthread_cond_wait(&s->cond, &s->lock);
+		while (i < n && s->len < SCAN_QUEUE_MAX && !s->stopping) {
+			s->queue[(s->head + s->len) % SCAN_QUEUE_MAX] = v[i++];
+			s->len++;
+		}
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (i < n)
+		drop_refs(v + i, n - i);   /* stopping: nobody will take them */
+	return 0;
+}
+
+static void *scan_main(void *arg)
+{
+	struct scan *s = arg;
+	struct ingest_report *rep = NULL;
+	int r = ingest_run(s->o, &rep);
+	pthread_mutex_lock(&s->lock);
+	s->result = r;
+	s->rep = rep;
+	s->done = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Stops the run, waits for it, drops what was not taken.  GIL held on
+ * entry; released while waiting (the workers need it to finish). */
+static void scan_stop(struct scan *s, bool interrupt)
+{
+	if (!s->started || s->joined)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->cond);
+	bool done = s->done;
+	pthread_mutex_unlock(&s->lock);
+	if (interrupt && !done)
+		ingest_interrupt();
+	Py_BEGIN_ALLOW_THREADS
+	pthread_join(s->thread, NULL);
+	Py_END_ALLOW_THREADS
+	s->joined = true;
+	while (s->len) {
+		Py_DECREF(s->queue[s->head]);
+		s->head = (s->head + 1) % SCAN_QUEUE_MAX;
+		s->len--;
+	}
+}
+
+static void scan_dealloc(PyObject *self)
+{
+	struct scan *s = (struct scan *)self;
+	scan_stop(s, true);
+	ingest_report_free(s->rep);
+	ingest_options_free(s->o);
+	PyMem_Free(s->queue);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *scan_next(PyObject *self)
+{
+	struct scan *s = (struct scan *)self;
+	if (s->joined && !s->len)
+		return NULL;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		if (s->len) {
+			PyObject *d = s->queue[s->head];
+			s->head = (s->head + 1) % SCAN_QUEUE_MAX;
+			s->len--;
+			pthread_cond_broadcast(&s->cond);
+			pthread_mutex_unlock(&s->lock);
+			return d;
+		}
+		bool done = s->done;
+		if (!done) {
+			struct timespec t;
+			clock_gettime(CLOCK_REALTIME, &t);
+			t.tv_nsec += 100000000;
+			if (t.tv_nsec >= 1000000000) {
+				t.tv_sec++;
+				t.tv_nsec -= 1000000000;
+			}
+			Py_BEGIN_ALLOW_THREADS
+			pthread_cond_timedwait(&s->cond, &s->lock, &t);
+			Py_END_ALLOW_THREADS
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (done)
+			break;
+		if (PyErr_CheckSignals() < 0) {
+			scan_stop(s, true);
+			return NULL;
+		}
+	}
+	scan_stop(s, false);
+	if (s->result < 0) {
+		const char *why = s->rep ? ingest_report_error(s->rep) : NULL;
+		PyErr_Format(PyExc_OSError, "%s", why ? why : strerror(-s->result));
+		/* errno as OSError's first argument */
+		PyObject *t, *v, *tb;
+		PyErr_Fetch(&t, &v, &tb);
+		Py_XDECREF(v);
+		v = Py_BuildValue("(is)", -s->result, why ? why : strerror(-s->result));
+		PyErr_Restore(t, v, tb);
+	}
+	return NULL;
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(*paths, **options) -> iterator of dict\n\n"
+"A whole run in-process (walk, io_uring reader, pool, parser), one dict per\n"
+"record, in the command's order, with bounded memory.  paths are str or\n"
+"bytes (os.fsencode's form for names that are not UTF-8).  Options are the\n"
+"command's long names with _ for - (state=, shard='K/N', files_from=,\n"
+"null=, threads=, max_inflight=...).  Ctrl-C stops the run: every dict\n"
+"already yielded is a whole record.");
+
+static PyTypeObject scan_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "ingest.Scan",
+	.tp_basicsize = sizeof(struct scan),
+	.tp_dealloc = scan_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "The iterator scan() returns.",
+	.tp_iter = PyObject_SelfIter,
+	.tp_iternext = scan_next,
+};
+
+static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	(void)self;
+	struct ingest_options *o = options_from(kwargs, true);
+	if (!o)
+		return NULL;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+		PyObject *b = NULL;
+		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
+			ingest_options_free(o);
+			return NULL;
+		}
+		int r = ingest_options_add_path(o, PyBytes_AS_STRING(b));
+		Py_DECREF(b);
+		if (r < 0) {
+			ingest_options_free(o);
+			return PyErr_NoMemory();
+		}
+	}
+	struct scan *s = PyObject_New(struct scan, &scan_type);
+	if (!s) {
+		ingest_options_free(o);
+		return NULL;
+	}
+	s->o = o;
+	s->started = s->joined = s->stopping = s->done = false;
+	s->head = s->len = 0;
+	s->result = 0;
+	s->rep = NULL;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->queue = PyMem_Calloc(SCAN_QUEUE_MAX, sizeof(*s->queue));
+	if (!s->queue) {
+		Py_DECREF(s);
+		return PyErr_NoMemory();
+	}
+	o->visit = scan_visit;
+	o->visit_ctx = s;
+	ingest_options_set_sink(o, scan_sink, s);
+	int r = pthread_create(&s->thread, NULL, scan_main, s);
+	if (r) {
+		Py_DECREF(s);
+		errno = r;
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
+	s->started = true;
+	return (PyObject *)s;
+}
+
+static PyMethodDef methods[] = {
+	{ "parse", (PyCFunction)(void (*)(void))py_parse, METH_VARARGS | METH_KEYWORDS, parse_doc },
+	{ "parse_many", (PyCFunction)(void (*)(void))py_parse_many, METH_VARARGS | METH_KEYWORDS,
+	  parse_many_doc },
+	{ "scan", (PyCFunction)(void (*)(void))py_scan, METH_VARARGS | METH_KEYWORDS, scan_doc },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "ingest",
+	.m_doc = "Mail to structured records, in-process: parse, parse_many, scan.",
+	.m_size = -1,
+	.m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit_ingest(void);
+
+PyMODINIT_FUNC PyInit_ingest(void)
+{
+	if (emit_pydict_init() < 0 || PyType_Ready(&scan_type) < 0)
+		return NULL;
+	PyObject *m = PyModule_Create(&module);
+	if (!m)
+		return NULL;
+	if (PyModule_AddStringConstant(m, "__version__", ingest_version()) < 0) {
+		Py_DECREF(m);
+		return NULL;
+	}
+	return m;
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The public header and the shared library's ABI, as an embedder meets them.
+
+- include/ingest.h compiles alone as C99 -pedantic and as C++ (warnings are
+  errors), and a C++ translation unit can call through it;
+- libingest exports exactly the functions the header declares, each in the
+  version node INGEST_1.0 of src/libingest.map, and its soname is
+  libingest.so.1;
+- the man page libingest(3) names every one of them."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--header", required=True)
+ap.add_argument("--lib", required=True)
+ap.add_argument("--cc", required=True)
+ap.add_argument("--cxx", default="")
+ap.add_argument("--man", help="libingest.3: must name every function of the header")
+args = ap.parse_args()
+
+failures = []
+
+
+def compile_header(compiler, lang, std):
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "t." + ("c" if lang == "c" else "cc"))
+        with open(src, "w") as f:
+            # the header alone, then a use of it
+            f.write('#include "ingest.h"\n'
+                    "int main(void) { return ingest_check_version(INGEST_VERSION_MAJOR,"
+                    " INGEST_VERSION_MINOR, INGEST_VERSION_MICRO) ? 0 : 1; }\n")
+        cmd = [compiler, "-x", lang, "-std=" + std, "-pedantic-errors", "-Wall", "-Wextra",
+               "-Werror", "-fsyntax-only", "-I", os.path.dirname(args.header), src]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            failures.append(f"{' '.join(cmd)}:\n{p.stderr}")
+        else:
+            print(f"ok: ingest.h compiles as {lang} {std} -pedantic")
+
+
+compile_header(args.cc, "c", "c99")
+if args.cxx:
+    compile_header(args.cxx, "c++", "c++11")
+else:
+    print("no C++ compiler: the C++ check is skipped")
+
+header = open(args.header).read()
+declared = set(re.findall(r"INGEST_API[^;(]*?\b(ingest_\w+)\s*\(", header))
+
+nm = subprocess.run(["nm", "-D", "--defined-only", args.lib], capture_output=True, text=True,
+                    check=True).stdout
+exported = {}
+for line in nm.splitlines():
+    parts = line.split()
+    if len(parts) != 3 or parts[1] == "A":
+        continue     # the version node's own entry
+    name, _, version = parts[2].partition("@@")
+    exported[name.split("@")[0]] = version
+
+if set(exported) != declared:
+    failures.append("exported but not in ingest.h: %s; in ingest.h but not exported: %s" % (
+        sorted(set(exported) - declared), sorted(declared - set(exported))))
+bad = sorted(n for n, v in exported.items() if v != "INGEST_1.0")
+if bad:
+    failures.append(f"not in version node INGEST_1.0: {bad}")
+print(f"{len(exported)} symbols exported, {len(declared)} declared")
+
+if args.man:
+    man = open(args.man).read()
+    unnamed = sorted(n for n in declared if n not in man)
+    if unnamed:
+        failures.append(f"not in libingest(3): {unnamed}")
+
+dyn = subprocess.run(["objdump", "-p", args.lib], capture_output=True, text=True,
+                     check=True).stdout
+soname = re.search(r"SONAME\s+(\S+)", dyn)
+if not soname or soname.group(1) != "libingest.so.1":
+    failures.append(f"soname is {soname.group(1) if soname else None}, not libingest.so.1")
+
+for f in failures:
+    print("FAIL:", f)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,503 @@
+/* The public API as an embedder sees it: only <ingest.h>, linked against
+ * the shared libingest.  Runs on the sample Maildir (tests/sample). */
+#include <ingest.h>
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+static const char *sample;   /* the sample Maildir, argv[1] */
+
+struct collect {
+	char *bytes;
+	size_t len, records, calls;
+	int fail_with;           /* returned by the sink when nonzero */
+};
+
+static int collect_sink(void *ctx, const char *records, size_t len, size_t count)
+{
+	struct collect *c = ctx;
+	c->calls++;
+	if (c->fail_with)
+		return c->fail_with;
+	c->bytes = realloc(c->bytes, c->len + len + 1);
+	assert_non_null(c->bytes);
+	memcpy(c->bytes + c->len, records, len);
+	c->len += len;
+	c->records += count;
+	/* whole records only: a call ends with a record's newline */
+	assert_true(len > 0 && records[len - 1] == '\n');
+	return 0;
+}
+
+static size_t count_lines(const char *p, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == '\n';
+	return k;
+}
+
+static struct ingest_options *sample_options(void)
+{
+	struct ingest_options *o = ingest_options_new();
+	assert_non_null(o);
+	assert_int_equal(ingest_options_add_path(o, sample), 0);
+	/* small batches: several sink calls, each in order */
+	assert_int_equal(ingest_options_set(o, "batch-bytes", "4K"), 0);
+	return o;
+}
+
+/* Reads back what went to a memfd. */
+static char *run_to_fd(size_t *len)
+{
+	int fd = memfd_create("ingest-out", 0);
+	assert_true(fd >= 0);
+	struct ingest_options *o = sample_options();
+	assert_int_equal(ingest_options_set_output_fd(o, fd), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+	off_t end = lseek(fd, 0, SEEK_END);
+	assert_true(end > 0);
+	char *p = malloc((size_t)end);
+	assert_non_null(p);
+	assert_int_equal(pread(fd, p, (size_t)end, 0), end);
+	/* the library never closes a descriptor it was given */
+	assert_int_equal(close(fd), 0);
+	*len = (size_t)end;
+	return p;
+}
+
+static void test_lib_sink_gets_whole_records_in_order(void **state)
+{
+	(void)state;
+	size_t fd_len;
+	char *fd_bytes = run_to_fd(&fd_len);
+
+	struct ingest_options *o = sample_options();
+	struct collect c = { 0 };
+	assert_int_equal(ingest_options_set_sink(o, collect_sink, &c), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+
+	assert_true(c.calls > 1);
+	assert_int_equal(c.records, count_lines(c.bytes, c.len));
+	assert_int_equal(c.len, fd_len);
+	assert_memory_equal(c.bytes, fd_bytes, fd_len);
+	free(c.bytes);
+	free(fd_bytes);
+}
+
+static void test_lib_sink_error_stops_the_run(void **state)
+{
+	(void)state;
+	struct ingest_options *o = sample_options();
+	struct collect c = { .fail_with = -ECANCELED };
+	ingest_options_set_sink(o, collect_sink, &c);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), -ECANCELED);
+	assert_non_null(ingest_report_error(rep));
+	assert_non_null(strstr(ingest_report_error(rep), "the sink failed"));
+	assert_int_equal(c.calls, 1);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
+static void test_lib_output_fd_rejects_bad_fd(void **state)
+{
+	(void)state;
+	struct ingest_options *o = ingest_options_new();
+	assert_int_equal(ingest_options_set_output_fd(o, -2), -EINVAL);
+	assert_int_equal(ingest_options_set_output_fd(o, -1), 0);
+	ingest_options_free(o);
+}
+
+struct progress_seen {
+	size_t calls, done_calls;
+	uint64_t last_inputs;
+};
+
+static void note_progress(void *ctx, uint64_t inputs, uint64_t bytes, uint64_t errors,
+                          uint64_t total, uint64_t elapsed_ns, int done)
+{
+	struct progress_seen *p = ctx;
+	(void)bytes; (void)errors; (void)total; (void)elapsed_ns;
+	assert_true(inputs >= p->last_inputs);
+	p->last_inputs = inputs;
+	p->calls++;
+	p->done_calls += done != 0;
+}
+
+/* Progress goes to the callback; the library writes nothing to stderr. */
+static void test_lib_progress_is_a_callback(void **state)
+{
+	(void)state;
+	int err = memfd_create("stderr", 0), saved = dup(STDERR_FILENO);
+	assert_true(err >= 0 && saved >= 0);
+	struct ingest_options *o = sample_options();
+	struct progress_seen seen = { 0 };
+	struct collect c = { 0 };
+	ingest_options_set_sink(o, collect_sink, &c);
+	assert_int_equal(ingest_options_set_progress(o, note_progress, &seen), 0);
+	dup2(err, STDERR_FILENO);
+	struct ingest_report *rep = NULL;
+	int r = ingest_run(o, &rep);
+	dup2(saved, STDERR_FILENO);
+	assert_int_equal(r, 0);
+	assert_int_equal(seen.done_calls, 1);
+	assert_true(seen.calls >= 1);
+	assert_int_equal(seen.last_inputs, c.records);
+	assert_int_equal(lseek(err, 0, SEEK_END), 0);
+	close(err);
+	close(saved);
+	free(c.bytes);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
+static void test_lib_version(void **state)
+{
+	(void)state;
+	char want[32];
+	snprintf(want, sizeof(want), "%d.%d.%d", INGEST_VERSION_MAJOR, INGEST_VERSION_MINOR,
+	         INGEST_VERSION_MICRO);
+	assert_string_equal(ingest_version(), want);
+	assert_true(INGEST_CHECK_VERSION(1, 0, 0));
+	assert_false(INGEST_CHECK_VERSION(2, 0, 0));
+	assert_true(ingest_check_version(INGEST_VERSION_MAJOR, INGEST_VERSION_MINOR,
+	                                 INGEST_VERSION_MICRO));
+	assert_false(ingest_check_version(INGEST_VERSION_MAJOR, INGEST_VERSION_MINOR + 1, 0));
+	assert_false(ingest_check_version(INGEST_VERSION_MAJOR + 1, 0, 0));
+	assert_false(ingest_check_version(INGEST_VERSION_MAJOR - 1, 0, 0));
+}
+
+static void test_lib_unknown_option_is_einval_naming_it(void **state)
+{
+	(void)state;
+	struct ingest_options *o = ingest_options_new();
+	assert_int_equal(ingest_options_set(o, "fromat", "jsonl"), -EINVAL);
+	assert_non_null(ingest_options_error(o));
+	assert_non_null(strstr(ingest_options_error(o), "'fromat'"));
+	assert_int_equal(ingest_options_set(o, "threads", "0"), -EINVAL);
+	assert_non_null(strstr(ingest_options_error(o), "'threads'"));
+	assert_int_equal(ingest_options_set(o, "threads", "2"), 0);
+	assert_null(ingest_options_error(o));
+	ingest_options_free(o);
+}
+
+static void test_lib_options_get(void **state)
+{
+	(void)state;
+	struct ingest_options *o = ingest_options_new();
+	char buf[64];
+	assert_int_equal(ingest_options_set(o, "batch-bytes", "4K"), 0);
+	assert_int_equal(ingest_options_get(o, "batch-bytes", buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "4096");
+	assert_int_equal(ingest_options_get(o, "format", buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "jsonl");
+	assert_int_equal(ingest_options_set(o, "fields", "subject,from"), 0);
+	assert_int_equal(ingest_options_get(o, "fields", buf, sizeof(buf)), 12);
+	assert_string_equal(buf, "subject,from");
+	assert_int_equal(ingest_options_set(o, "shard", "2/4"), 0);
+	ingest_options_get(o, "shard", buf, sizeof(buf));
+	assert_string_equal(buf, "2/4");
+	assert_int_equal(ingest_options_set(o, "no-text", "1"), 0);
+	ingest_options_get(o, "no-text", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+	/* like snprintf: the length needed, the text cut */
+	assert_int_equal(ingest_options_get(o, "format", buf, 3), 5);
+	assert_string_equal(buf, "js");
+	assert_int_equal(ingest_options_get(o, "nope", buf, sizeof(buf)), -EINVAL);
+	assert_non_null(strstr(ingest_options_error(o), "'nope'"));
+	/* what get says, set takes back */
+	ingest_options_get(o, "max-text", buf, sizeof(buf));
+	assert_int_equal(ingest_options_set(o, "max-text", buf), 0);
+	ingest_options_free(o);
+}
+
+/* A run started from inside a run (here, from its sink) is refused. */
+static int nested_run_sink(void *ctx, const char *records, size_t len, size_t count)
+{
+	(void)records; (void)len; (void)count;
+	int *nested = ctx;
+	struct ingest_options *o = sample_options();
+	struct ingest_report *rep = (struct ingest_report *)1;
+	*nested = ingest_run(o, &rep);
+	assert_null(rep);
+	ingest_options_free(o);
+	return 0;
+}
+
+static void test_lib_concurrent_run_is_ebusy(void **state)
+{
+	(void)state;
+	struct ingest_options *o = sample_options();
+	int nested = 0;
+	ingest_options_set_sink(o, nested_run_sink, &nested);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	assert_int_equal(nested, -EBUSY);
+	ingest_report_free(rep);
+	/* and once it is over, a run goes again */
+	struct collect c = { 0 };
+	ingest_options_set_sink(o, collect_sink, &c);
+	assert_int_equal(ingest_run(o, &rep), 0);
+	assert_true(c.records > 0);
+	free(c.bytes);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
+/* Runs one after another in a long-lived process leave nothing behind:
+ * each run's threads (pool, parse stage, writer) had counter blocks that
+ * outlived them. */
+static void test_lib_runs_do_not_grow(void **state)
+{
+	(void)state;
+	struct ingest_options *o = sample_options();
+	assert_int_equal(ingest_options_set(o, "threads", "4"), 0);
+	assert_int_equal(ingest_options_set(o, "stats", "1"), 0);
+	size_t before = 0;
+	for (int i = 0; i < 40; i++) {
+		struct collect c = { 0 };
+		ingest_options_set_sink(o, collect_sink, &c);
+		struct ingest_report *rep = NULL;
+		assert_int_equal(ingest_run(o, &rep), 0);
+		ingest_report_free(rep);
+		free(c.bytes);
+		if (i == 4)
+			before = mallinfo2().uordblks;
+	}
+	size_t after = mallinfo2().uordblks;
+	if (!before) {
+		/* a sanitizer's allocator: mallinfo2 knows nothing of it */
+		ingest_options_free(o);
+		skip();
+	}
+	assert_true(after <= before + 4096);
+	ingest_options_free(o);
+}
+
+/* ---- bytes in memory ---------------------------------------------------- */
+
+#define MSG_FIELDS "message_id,date,from,to,subject,content_type,text,warnings,parts,error"
+
+struct file_bytes {
+	char path[4400];
+	char *p;
+	size_t n;
+};
+
+/* The sample's message files, read whole, sorted by name. */
+static size_t read_sample(struct file_bytes *out, size_t max)
+{
+	size_t k = 0;
+	const char *subs[] = { "cur", "new" };
+	for (int s = 0; s < 2; s++) {
+		char dir[4096];
+		snprintf(dir, sizeof(dir), "%s/%s", sample, subs[s]);
+		DIR *d = opendir(dir);
+		assert_non_null(d);
+		struct dirent *e;
+		while ((e = readdir(d)) && k < max) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(out[k].path, sizeof(out[k].path), "%s/%s", dir, e->d_name);
+			int fd = open(out[k].path, O_RDONLY);
+			assert_true(fd >= 0);
+			struct stat st;
+			assert_int_equal(fstat(fd, &st), 0);
+			out[k].n = (size_t)st.st_size;
+			out[k].p = malloc(out[k].n + 1);
+			assert_int_equal(read(fd, out[k].p, out[k].n), (ssize_t)out[k].n);
+			close(fd);
+			k++;
+		}
+		closedir(d);
+	}
+	return k;
+}
+
+/* ingest_parse() of a file's bytes is the record a run makes of the file,
+ * for the fields that do not come from the file system. */
+static void test_lib_parse_is_the_runs_record(void **state)
+{
+	(void)state;
+	struct file_bytes f[64];
+	size_t n = read_sample(f, 64);
+	assert_true(n >= 3);
+	for (size_t i = 0; i < n; i++) {
+		struct ingest_options *o = ingest_options_new();
+		assert_int_equal(ingest_options_set(o, "fields", MSG_FIELDS), 0);
+		struct ingest_result res;
+		assert_int_equal(ingest_parse(f[i].p, f[i].n, o, &res), 0);
+		assert_int_equal(res.kind, INGEST_KIND_MESSAGE);
+		assert_non_null(res.record);
+
+		struct collect c = { 0 };
+		ingest_options_add_path(o, f[i].path);
+		ingest_options_set_sink(o, collect_sink, &c);
+		struct ingest_report *rep = NULL;
+		assert_int_equal(ingest_run(o, &rep), 0);
+		ingest_report_free(rep);
+		assert_int_equal(c.records, 1);
+		assert_int_equal(res.len, c.len);
+		assert_memory_equal(res.record, c.bytes, c.len);
+		free(c.bytes);
+		ingest_result_release(&res);
+		ingest_options_free(o);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(f[i].p);
+}
+
+static void test_lib_parse_not_mail_and_empty(void **state)
+{
+	(void)state;
+	struct ingest_result res;
+	static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+	assert_int_equal(ingest_parse(png, sizeof(png) - 1, NULL, &res), 0);
+	assert_int_equal(res.kind, INGEST_KIND_NOT_MAIL);
+	assert_non_null(strstr(res.record, "\"not-mail\""));
+	ingest_result_release(&res);
+	assert_int_equal(ingest_parse("", 0, NULL, &res), 0);
+	assert_true(res.kind != INGEST_KIND_MESSAGE);
+	assert_true(res.len > 0 && res.record[res.len - 1] == '\n');
+	ingest_result_release(&res);
+	ingest_result_release(&res);   /* twice is harmless */
+	assert_string_equal(ingest_warning_name(0) ? "named" : "", "named");
+	assert_null(ingest_warning_name(1000));
+}
+
+/* A batch: many small, a few large buffers (past the byte gate), junk. */
+#define MANY 48
+struct many {
+	const void *bufs[MANY];
+	size_t lens[MANY];
+	char *big;
+	struct file_bytes f[64];
+	size_t nf;
+};
+
+static void many_init(struct many *m)
+{
+	m->nf = read_sample(m->f, 64);
+	/* 300 KiB of text after a header: four of these put the batch past
+	 * the gate of one worker per 64 KiB */
+	size_t big_n = 300 * 1024;
+	m->big = malloc(big_n);
+	int h = snprintf(m->big, big_n, "From: a@example.org\nSubject: big\n\n");
+	for (size_t i = (size_t)h; i < big_n; i++)
+		m->big[i] = (i % 61 == 60) ? '\n' : (char)('a' + i % 26);
+	for (size_t i = 0; i < MANY; i++) {
+		if (i % 12 == 5) {
+			m->bufs[i] = m->big;
+			m->lens[i] = big_n;
+		} else if (i % 12 == 7) {
+			m->bufs[i] = "\x7f" "ELF\2\1\1";
+			m->lens[i] = 7;
+		} else {
+			m->bufs[i] = m->f[i % m->nf].p;
+			m->lens[i] = m->f[i % m->nf].n;
+		}
+	}
+}
+
+static void many_free(struct many *m)
+{
+	for (size_t i = 0; i < m->nf; i++)
+		free(m->f[i].p);
+	free(m->big);
+}
+
+static void many_check(const struct many *m, const char *threads)
+{
+	struct ingest_options *o = ingest_options_new();
+	assert_int_equal(ingest_options_set(o, "threads", threads), 0);
+	struct ingest_result many[MANY];
+	assert_int_equal(ingest_parse_many(m->bufs, m->lens, MANY, o, many), 0);
+	for (size_t i = 0; i < MANY; i++) {
+		struct ingest_result one;
+		assert_int_equal(ingest_parse(m->bufs[i], m->lens[i], o, &one), 0);
+		assert_int_equal(many[i].kind, one.kind);
+		assert_int_equal(many[i].len, one.len);
+		assert_memory_equal(many[i].record, one.record, one.len);
+		assert_int_equal(many[i].kind, i % 12 == 7 ? INGEST_KIND_NOT_MAIL : INGEST_KIND_MESSAGE);
+		ingest_result_release(&one);
+		ingest_result_release(&many[i]);
+	}
+	ingest_options_free(o);
+}
+
+static void test_lib_parse_many_in_order(void **state)
+{
+	(void)state;
+	struct many m;
+	many_init(&m);
+	many_check(&m, "1");
+	many_check(&m, "4");
+	many_free(&m);
+}
+
+static void *many_thread(void *arg)
+{
+	for (int k = 0; k < 3; k++)
+		many_check(arg, "4");
+	return NULL;
+}
+
+/* Several threads at once: the pool serves one, the others parse alone. */
+static void test_lib_parse_many_from_threads(void **state)
+{
+	(void)state;
+	struct many m;
+	many_init(&m);
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, many_thread, &m), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	many_free(&m);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test-lib SAMPLE_MAILDIR\n");
+		return 2;
+	}
+	sample = argv[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lib_sink_gets_whole_records_in_order),
+		cmocka_unit_test(test_lib_sink_error_stops_the_run),
+		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
+		cmocka_unit_test(test_lib_progress_is_a_callback),
+		cmocka_unit_test(test_lib_version),
+		cmocka_unit_test(test_lib_unknown_option_is_einval_naming_it),
+		cmocka_unit_test(test_lib_options_get),
+		cmocka_unit_test(test_lib_concurrent_run_is_ebusy),
+		cmocka_unit_test(test_lib_runs_do_not_grow),
+		cmocka_unit_test(test_lib_parse_is_the_runs_record),
+		cmocka_unit_test(test_lib_parse_not_mail_and_empty),
+		cmocka_unit_test(test_lib_parse_many_in_order),
+		cmocka_unit_test(test_lib_parse_many_from_threads),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,86 @@
+/* Unit tests for core/arena: alignment, the byte cap, reset keeping the
+ * largest chunk, memdup's NUL, and overflow of the size rounding. */
+#include "core/arena.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+static void test_arena_aligned_and_distinct(void **state)
+{
+	(void)state;
+	struct arena a;
+	arena_init(&a, 0);
+	char *prev = NULL;
+	for (size_t n = 1; n < 300; n += 7) {
+		char *p = arena_alloc(&a, n);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % 16, 0);
+		memset(p, 0xab, n);     /* ASan: the whole block is ours */
+		assert_true(p != prev);
+		prev = p;
+	}
+	arena_release(&a);
+	assert_null(a.head);
+}
+
+static void test_arena_cap_is_a_failure_not_a_crash(void **state)
+{
+	(void)state;
+	struct arena a;
+	arena_init(&a, 64);
+	assert_non_null(arena_alloc(&a, 48));
+	assert_null(arena_alloc(&a, 32));          /* 48 + 32 > 64 */
+	assert_non_null(arena_alloc(&a, 16));      /* exactly up to the cap */
+	assert_null(arena_alloc(&a, 1));
+	assert_null(arena_alloc(&a, SIZE_MAX));    /* rounding would overflow */
+	arena_reset(&a);
+	assert_int_equal(a.used, 0);
+	assert_non_null(arena_alloc(&a, 64));      /* the cap counts from the reset */
+	arena_release(&a);
+}
+
+static void test_arena_reset_keeps_the_largest_chunk(void **state)
+{
+	(void)state;
+	struct arena a;
+	arena_init(&a, 0);
+	for (int i = 0; i < 100; i++)
+		assert_non_null(arena_alloc(&a, 1000));
+	size_t cap = arena_capacity(&a);
+	assert_true(cap >= 1000);
+	arena_reset(&a);
+	assert_int_equal(arena_capacity(&a), cap);
+	/* one chunk kept, all of it free: what fits needs no new chunk */
+	assert_int_equal((size_t)(a.end - a.cur), cap);
+	const void *head = a.head;
+	assert_non_null(arena_alloc(&a, cap / 2));
+	assert_ptr_equal(a.head, head);
+	arena_release(&a);
+	assert_int_equal(arena_capacity(&a), 0);
+}
+
+static void test_arena_memdup_terminates(void **state)
+{
+	(void)state;
+	struct arena a;
+	arena_init(&a, 0);
+	char *s = arena_memdup(&a, "abcdef", 3);
+	assert_string_equal(s, "abc");
+	char *e = arena_memdup(&a, NULL, 0);
+	assert_string_equal(e, "");
+	arena_release(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_arena_aligned_and_distinct),
+		cmocka_unit_test(test_arena_cap_is_a_failure_not_a_crash),
+		cmocka_unit_test(test_arena_reset_keeps_the_largest_chunk),
+		cmocka_unit_test(test_arena_memdup_terminates),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,76 @@
+/* Unit tests for core/dynbuf: growth, the cap as -E2BIG with the buffer
+ * unchanged, printf, take handing out a NUL-terminated string. */
+#include "core/dynbuf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+static void test_dynbuf_grows_and_keeps_bytes(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	for (int i = 0; i < 10000; i++)
+		assert_int_equal(dynbuf_putc(&b, (char)('a' + i % 26)), 0);
+	assert_int_equal(b.len, 10000);
+	for (int i = 0; i < 10000; i++)
+		assert_int_equal(b.p[i], 'a' + i % 26);
+	assert_true(b.cap > b.len);            /* room for take's NUL */
+	dynbuf_reset(&b);
+	assert_int_equal(b.len, 0);
+	assert_true(b.cap > 10000);            /* reset keeps the capacity */
+	dynbuf_release(&b);
+	assert_null(b.p);
+}
+
+static void test_dynbuf_cap_fails_whole(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 8);
+	assert_int_equal(dynbuf_puts(&b, "12345"), 0);
+	assert_int_equal(dynbuf_puts(&b, "6789"), -E2BIG);   /* 9 > 8 */
+	assert_int_equal(b.len, 5);                          /* nothing appended */
+	assert_int_equal(dynbuf_puts(&b, "678"), 0);         /* exactly 8 */
+	assert_int_equal(dynbuf_putc(&b, 'x'), -E2BIG);
+	assert_int_equal(dynbuf_printf(&b, "%d", 1), -E2BIG);
+	assert_int_equal(dynbuf_reserve(&b, SIZE_MAX), -E2BIG);
+	assert_memory_equal(b.p, "12345678", 8);
+	dynbuf_release(&b);
+}
+
+static void test_dynbuf_printf_and_take(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	assert_int_equal(dynbuf_printf(&b, "%s=%llu", "n", 18446744073709551615ull), 0);
+	assert_int_equal(dynbuf_append(&b, "", 0), 0);
+	size_t n;
+	char *s = dynbuf_take(&b, &n);
+	assert_string_equal(s, "n=18446744073709551615");
+	assert_int_equal(n, strlen(s));
+	assert_null(b.p);                      /* the buffer is empty again */
+	assert_int_equal(b.len, 0);
+	free(s);
+	/* take of an empty buffer is an empty string, not NULL */
+	s = dynbuf_take(&b, NULL);
+	assert_string_equal(s, "");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dynbuf_grows_and_keeps_bytes),
+		cmocka_unit_test(test_dynbuf_cap_fails_whole),
+		cmocka_unit_test(test_dynbuf_printf_and_take),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
