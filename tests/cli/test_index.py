@@ -195,14 +195,11 @@ def case_refused(tmp):
 
 
 def unprivileged_prefix(why):
-    if os.geteuid() != 0:
-        return []
-    pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-    if not shutil.which("setpriv") or subprocess.run(pre + [ARGS.ingest, "--version"],
-                                                     capture_output=True).returncode:
-        print(f"SKIP: running as root and cannot drop to nobody with setpriv ({why})")
-        sys.exit(77)
-    return pre
+    """test_cli.py's: nothing when not root, setpriv to nobody when root."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_cli
+    test_cli.ARGS = ARGS
+    return test_cli.unprivileged_prefix(why)
 
 
 def case_read_only(tmp):
