@@ -1,13 +1,24 @@
 /* ingest_run(): builds the stages in order, runs them, tears them down in
  * reverse.
  *
- *            (this thread)            ingest-parse + ingest-wN          ingest-out
- *   walk ─▶ reader ──[full]──▶ pipeline/parse_stage.c ──[done]──▶ pipeline/writer.c
- *              ▲                                                         │
- *              └──────────[free batches] + budget_release(bytes) ◀───────┘
+ *            (this thread)               ingest-parse (+ ingest-wN)
+ *   walk ─▶ reader ──[full]──▶ pipeline/parse_stage.c ─▶ pipeline/writer.c
+ *              ▲                                                 │
+ *              └──────[free batches] + budget_release(bytes) ◀───┘
  *
  * Only this thread touches the ring (it creates it).  Batches travel in
- * order through FIFO channels, so records leave in input order.
+ * order through FIFO channels, so records leave in input order.  The
+ * thread that parses a batch also writes it: one handoff per batch each
+ * way, not two.
+ *
+ * The parse thread starts late: the first full batch is held back
+ * (run_on_full) until a second one comes or the reader is about to wait
+ * for budget that only the held batch could give back (run_on_wait).  A
+ * run whose input fits one batch therefore never starts a thread: when
+ * the reader is done, this thread parses and writes that batch itself, on
+ * one worker (README, "Decisions and known limits").  If the thread cannot
+ * be started, this thread parses and writes every batch as it is sent.
+ *
  * LIMIT_PIPELINE_DEPTH batch structs circulate; the byte budget bounds
  * their bytes.  The file map of every stage is in docs/ARCHITECTURE.md.
  *
@@ -66,7 +77,9 @@ struct run {
 	struct parse_stage parse;
 	struct writer writer;
 	unsigned threads;             /* --threads, or the machine's parallelism */
-	struct chan free_batches, full_batches, done_batches;
+	struct chan free_batches, full_batches;
+	struct batch *held;           /* the first full batch, before the parse thread */
+	bool spawn_tried;             /* run_spawn() has run */
 	struct budget budget;
 	struct batch *batches[LIMIT_PIPELINE_DEPTH];
 	atomic_int failed;            /* -errno of the first fatal error */
@@ -147,6 +160,48 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 	return 0;
 }
 
+/* Starts the parse thread, once, and queues the held batch for it; if the
+ * thread cannot start, this thread parses the held batch now, and
+ * run_on_full every later one. */
+static void run_spawn(struct run *run)
+{
+	if (run->spawn_tried)
+		return;
+	run->spawn_tried = true;
+	struct batch *held = run->held;
+	run->held = NULL;
+	/* set before the thread exists, which reads it at its end */
+	run->writer.threaded = true;
+	if (parse_stage_start(&run->parse) == 0) {
+		run->full_batches.push_hook = NULL;
+		if (held)
+			chan_push(&run->full_batches, held);
+	} else {
+		run->writer.threaded = false;
+		if (held)
+			parse_stage_inline(&run->parse, held);
+	}
+}
+
+static bool run_on_full(void *ctx, struct batch *b)
+{
+	struct run *run = ctx;
+	if (!run->spawn_tried && !run->held) {
+		run->held = b;
+		return true;
+	}
+	run_spawn(run);
+	if (run->parse.started)
+		return false;   /* queued behind the held batch */
+	parse_stage_inline(&run->parse, b);
+	return true;
+}
+
+static void run_on_wait(void *ctx)
+{
+	run_spawn(ctx);
+}
+
 static int run_start(struct run *run)
 {
 	const struct ingest_options *o = run->o;
@@ -158,7 +213,7 @@ static int run_start(struct run *run)
 	ps->visit = o->visit;
 	ps->visit_ctx = o->visit_ctx;
 	ps->full = &run->full_batches;
-	ps->done = &run->done_batches;
+	ps->writer = &run->writer;
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;
@@ -173,10 +228,11 @@ static int run_start(struct run *run)
 		if (r < 0 && r != -EPIPE)
 			return r;
 	}
-	r = writer_start(&run->writer);
-	if (r < 0)
-		return r;
-	return parse_stage_start(ps);
+	run->full_batches.push_hook = run_on_full;
+	run->full_batches.hook_ctx = run;
+	run->budget.wait_hook = run_on_wait;
+	run->budget.wait_ctx = run;
+	return 0;
 }
 
 static int run_once(const struct ingest_options *o, struct ingest_report **report)
@@ -185,7 +241,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	memset(run, 0, sizeof(*run));
 	run->o = o;
 	run->writer = (struct writer){
-		.path = o->output, .done = &run->done_batches, .free_batches = &run->free_batches,
+		.path = o->output, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
 		.progress = o->progress, .progress_ctx = o->progress_ctx, .fd = -1,
 		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
@@ -196,7 +252,6 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	run->writer.rep = run->rep;
 	chan_init(&run->free_batches);
 	chan_init(&run->full_batches);
-	chan_init(&run->done_batches);
 	budget_init(&run->budget, o->max_inflight);
 	atomic_store(&ingest_stop, 0);
 
@@ -220,8 +275,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		r = run_open_index(run, &ro);
 	if (r == 0)
 		r = run_setup_inputs(run);
-	if (r == 0 && !o->index)
-		r = writer_open(&run->writer);
+	if (r == 0)
+		r = writer_open(&run->writer);   /* with --index: stdout, never written */
 	if (r == 0 && o->state && o->emit.format == EMIT_TSV) {
 		r = -EINVAL;
 		run_fail(run, r, "--state reports deletions and renames, which TSV cannot carry: use jsonl or es-bulk", NULL);
@@ -265,8 +320,18 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	} else {
 		chan_close(&run->full_batches);
 	}
-	if (!run->parse.started)
-		chan_close(&run->done_batches);
+	if (run->parse.pool && !run->spawn_tried) {
+		/* the whole input fitted one batch (or none): parsed and
+		 * written here, no thread started */
+		run->full_batches.push_hook = NULL;
+		run->budget.wait_hook = NULL;
+		if (run->held)
+			parse_stage_inline(&run->parse, run->held);
+		run->held = NULL;
+		writer_end(&run->writer);
+	} else if (run->parse.pool && !run->parse.started) {
+		writer_end(&run->writer);
+	}
 	/* The writer is the last stage: when it has drained, the counted
 	 * window ends. */
 	writer_wait_drained(&run->writer);
@@ -276,7 +341,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	writer_finish(&run->writer);
 	bool output_closed = atomic_load(&run->writer.output_closed);
 	report_finish(run->rep, run->reader, run->walk, run->parse.pool, &run->budget,
-	              run->parse.wait_ns, run->writer.wait_ns,
+	              run->parse.wait_ns, 0,
 	              atomic_load(&run->full_batches.waited_ns));
 	report_set_flags(run->rep, output_closed, atomic_load(&ingest_stop));
 

@@ -7,11 +7,12 @@
  * message otherwise gets one worker whatever the thread count.  A batch
  * that is not there yet is never waited for, so grouping adds no latency
  * and no syscall.  Records keep their order: items are numbered across the
- * group in batch order, and the batches go to the writer in that order.
+ * group in batch order, and the batches are written in that order.
  *
  * Which inputs are split as mbox archives is mbox_never_split()'s and
  * mbox_is_separator()'s rule (docs/LENIENCY.md, "mbox"). */
 #include "pipeline/parse_stage.h"
+#include "pipeline/writer.h"
 #include "core/clock.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -133,6 +134,25 @@ static uint64_t batch_bytes(const struct batch *b)
 	return bytes;
 }
 
+/* Parses the group on up to max_workers workers, then writes its batches
+ * in order. */
+static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, unsigned max_workers)
+{
+	unsigned used = pool_run_max(s->pool, items, bytes, max_workers, parse_item, s);
+	for (unsigned g = 0; g < s->group_n; g++) {
+		s->group[g]->workers_used = used;
+		writer_put(s->writer, s->group[g]);
+	}
+}
+
+void parse_stage_inline(struct parse_stage *s, struct batch *b)
+{
+	s->group[0] = b;
+	s->group_first[0] = 0;
+	s->group_n = 1;
+	parse_group(s, b->n, batch_bytes(b), 1);
+}
+
 static void *parse_stage_main(void *arg)
 {
 	struct parse_stage *s = arg;
@@ -156,13 +176,9 @@ static void *parse_stage_main(void *arg)
 			items += b->n;
 			bytes += batch_bytes(b);
 		}
-		unsigned used = pool_run(s->pool, items, bytes, parse_item, s);
-		for (unsigned g = 0; g < s->group_n; g++) {
-			s->group[g]->workers_used = used;
-			chan_push(s->done, s->group[g]);
-		}
+		parse_group(s, items, bytes, s->workers);
 	}
-	chan_close(s->done);
+	writer_end(s->writer);
 	return NULL;
 }
 

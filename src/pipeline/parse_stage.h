@@ -7,8 +7,11 @@
  *                      ──[done]──▶ writer
  *
  * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses
- * batch k while the reader reads k+1 and the writer writes k-1.  Each worker
- * has its own parser context; options are shared and only read. */
+ * batch k while the reader reads k+1, then writes it (pipeline/writer.c)
+ * itself.  A run that never needs the thread (its input fits one batch)
+ * parses and writes on the calling thread instead, with parse_stage_inline(),
+ * on one worker: no thread is started at all.  Each worker has its own
+ * parser context; options are shared and only read. */
 #ifndef INGEST_PIPELINE_PARSE_STAGE_H
 #define INGEST_PIPELINE_PARSE_STAGE_H
 
@@ -26,6 +29,7 @@ struct pool;
 struct mail_ctx;
 struct mail_options;
 struct emit_options;
+struct writer;
 
 struct dynbuf;
 struct record;
@@ -50,7 +54,7 @@ struct parse_stage {
 	record_visit_fn *visit;            /* NULL: emit_record() */
 	void *visit_ctx;
 	struct chan *full;                 /* from the reader */
-	struct chan *done;                 /* to the writer; closed when `full` is */
+	struct writer *writer;             /* writes each batch once parsed */
 
 	/* the stage's own */
 	struct pool *pool;
@@ -71,6 +75,10 @@ struct parse_stage {
 int parse_stage_init(struct parse_stage *s, unsigned workers);
 /* Starts the stage's thread.  0 or -errno. */
 int parse_stage_start(struct parse_stage *s);
+/* Parses batch b and writes it on the calling thread, with the calling
+ * thread as the only worker, before the thread is started or when it could
+ * not be.  Batches keep their order: never called once the thread runs. */
+void parse_stage_inline(struct parse_stage *s, struct batch *b);
 /* Waits for the thread to end (if started); the pool stays for its
  * statistics. */
 void parse_stage_join(struct parse_stage *s);

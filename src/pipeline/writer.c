@@ -158,68 +158,65 @@ static void progress_tell(struct writer *w, bool final)
 	            now - report_started_ns(w->rep), final);
 }
 
-static void *writer_main(void *arg)
+void writer_put(struct writer *w, struct batch *b)
 {
-	struct writer *w = arg;
-	bool writing = true;
-	sys_set_thread_name("ingest-out");
-	for (;;) {
-		uint64_t t0 = clock_now_ns();
-		struct batch *b = chan_pop(w->done);
-		w->wait_ns += clock_now_ns() - t0;
-		if (!b)
-			break;
-		report_count_batch(w->rep, b);
-		if (writing && !atomic_load(w->failed) && w->index) {
-			/* the sink: one transaction per batch, rolled back whole
-			 * on failure (ENOSPC, EIO), so the next run resumes */
-			int r = index_add_batch(w->index, b);
-			if (r < 0) {
-				char what[320];
-				snprintf(what, sizeof(what), "cannot write the index (%s)",
-				         index_error(w->index) ? index_error(w->index) : "SQLite");
-				w->fail(w->fail_ctx, r, what, w->index_path);
-				writing = false;
-			}
-		} else if (writing && !atomic_load(w->failed)) {
-			int r = write_batch(w, b);
-			if (r == -EPIPE) {
-				atomic_store(&w->output_closed, true);
-				budget_cancel(w->budget);
-				writing = false;
-			} else if (r < 0 && w->sink) {
-				w->fail(w->fail_ctx, r, "the sink failed", NULL);
-				writing = false;
-			} else if (r < 0) {
-				w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
-				writing = false;
-			}
+	report_count_batch(w->rep, b);
+	if (w->writing && !atomic_load(w->failed) && w->index) {
+		/* the sink: one transaction per batch, rolled back whole on
+		 * failure (ENOSPC, EIO), so the next run resumes */
+		int r = index_add_batch(w->index, b);
+		if (r < 0) {
+			char what[320];
+			snprintf(what, sizeof(what), "cannot write the index (%s)",
+			         index_error(w->index) ? index_error(w->index) : "SQLite");
+			w->fail(w->fail_ctx, r, what, w->index_path);
+			w->writing = false;
 		}
-		if (w->progress)
-			progress_tell(w, false);
-		/* the reader resets it: its arenas were allocated on the reader's
-		 * thread, and freeing them there keeps glibc's arena lock (an
-		 * uncounted futex) out of the way.  Pushed before the budget is
-		 * released, so that a reader woken by the release finds it and
-		 * frees its memory before reading more. */
-		uint64_t held = b->budget;
-		b->budget = 0;
-		chan_push(w->free_batches, b);
-		budget_release(w->budget, held);
+	} else if (w->writing && !atomic_load(w->failed)) {
+		int r = write_batch(w, b);
+		if (r == -EPIPE) {
+			atomic_store(&w->output_closed, true);
+			budget_cancel(w->budget);
+			w->writing = false;
+		} else if (r < 0 && w->sink) {
+			w->fail(w->fail_ctx, r, "the sink failed", NULL);
+			w->writing = false;
+		} else if (r < 0) {
+			w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
+			w->writing = false;
+		}
 	}
 	if (w->progress)
+		progress_tell(w, false);
+	/* the reader resets it: its arenas were allocated on the reader's
+	 * thread, and freeing them there keeps glibc's arena lock (an
+	 * uncounted futex) out of the way.  Pushed before the budget is
+	 * released, so that a reader woken by the release finds it and
+	 * frees its memory before reading more. */
+	uint64_t held = b->budget;
+	b->budget = 0;
+	chan_push(w->free_batches, b);
+	budget_release(w->budget, held);
+}
+
+void writer_end(struct writer *w)
+{
+	if (w->progress)
 		progress_tell(w, true);
+	if (!w->threaded)
+		return;
 	atomic_store(&w->drained, 1);
 	sys_futex_wake((uint32_t *)(uintptr_t)&w->drained, 1);
-	/* the wake above is the writer's last counted syscall: the end marker
-	 * waits for this, so that strace and the counters see the same calls */
+	/* the wake above is the writing thread's last counted syscall: the
+	 * end marker waits for this, so that strace and the counters see the
+	 * same calls */
 	atomic_store(&w->exited, 1);
-	return NULL;
 }
 
 int writer_open(struct writer *w)
 {
 	w->fd = STDOUT_FILENO;
+	w->writing = true;
 	dynbuf_init(&w->sink_buf, 0);
 	if (w->sink)
 		return 0;
@@ -257,17 +254,9 @@ int writer_write_header(struct writer *w, const struct emit_options *eo)
 	return r;
 }
 
-int writer_start(struct writer *w)
-{
-	int r = sys_thread_create(&w->thread, NULL, writer_main, w);
-	if (r == 0)
-		w->started = true;
-	return r;
-}
-
 void writer_wait_drained(struct writer *w)
 {
-	if (!w->started)
+	if (!w->threaded)
 		return;
 	/* Our own futex rather than pthread_join: glibc's join makes an
 	 * uncounted futex, which must fall after the end marker. */
@@ -279,9 +268,6 @@ void writer_wait_drained(struct writer *w)
 
 void writer_finish(struct writer *w)
 {
-	if (w->started)
-		pthread_join(w->thread, NULL);
-	w->started = false;
 	if (w->regular)
 		sys_close(w->fd);
 	w->regular = false;

@@ -5,12 +5,16 @@
  * sink (ingest_options_set_sink) the batch's records go to the sink in one
  * call instead of a writev.
  *
- *   parse stage ──[done]──▶ writer thread: writev ──▶ [free] + budget_release ──▶ reader
+ *   parse stage: pool_run ──▶ writer_put: writev ──▶ [free] + budget_release ──▶ reader
  *
- * One thread ("ingest-out") runs it; writer_start() creates it and
- * writer_wait_drained() waits on a futex word of its own, so that the
- * counted window (docs/ARCHITECTURE.md, "Syscall accounting") ends before
- * glibc's join makes its uncounted futex. */
+ * It has no thread of its own: the thread that finished parsing a batch
+ * writes it (the parse stage's thread, or the calling thread when the run
+ * never starts one: README, "Decisions and known limits"), which saves a
+ * handoff and its futex pair per batch.  write_batch() is the one place
+ * output leaves.  With a parse thread, writer_wait_drained() waits on a
+ * futex word of its own, so that the counted window (README, "Syscall
+ * accounting") ends before glibc's join makes its uncounted
+ * futex. */
 #ifndef INGEST_PIPELINE_WRITER_H
 #define INGEST_PIPELINE_WRITER_H
 
@@ -19,12 +23,12 @@
 #include "sched/chan.h"
 #include "core/dynbuf.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 struct iovec;
+struct batch;
 struct emit_options;
 struct index;
 
@@ -38,7 +42,6 @@ struct writer {
 	int given_fd;                /* the embedder's descriptor, or -1 */
 	ingest_sink_fn *sink;        /* records to a function instead; or NULL */
 	void *sink_ctx;
-	struct chan *done;           /* parsed batches, in input order */
 	struct chan *free_batches;   /* where written batches go back */
 	struct budget *budget;
 	struct ingest_report *rep;
@@ -57,12 +60,11 @@ struct writer {
 	bool regular;                /* a file we opened and may truncate */
 	uint64_t bytes;              /* bytes of whole records written */
 	atomic_bool output_closed;   /* the reader of the pipe went away */
-	uint64_t wait_ns;            /* time blocked on `done` */
+	bool writing;                /* no write has failed yet */
+	bool threaded;               /* writer_put runs on the parse thread */
 	uint64_t progress_last;      /* ns of the last progress line */
 	_Atomic uint32_t drained;    /* futex word: no batch will be written */
 	atomic_int exited;           /* ...and its last syscall has returned */
-	pthread_t thread;
-	bool started;
 };
 
 /* Opens the output (or takes standard output).  0 or -errno, in which case
@@ -71,12 +73,16 @@ int writer_open(struct writer *w);
 /* Writes TSV's header row before any record.  0 or -errno (-EPIPE: the
  * reader went away, which is not a failure of the run). */
 int writer_write_header(struct writer *w, const struct emit_options *eo);
-/* Starts the writer thread.  0 or -errno. */
-int writer_start(struct writer *w);
-/* Blocks until the writer has drained `done` (closed by the parse stage)
- * and made its last counted syscall.  Returns at once if never started. */
+/* Writes one parsed batch (the batches come in input order, from one
+ * thread at a time), then gives it back to the reader with its budget. */
+void writer_put(struct writer *w, struct batch *b);
+/* After the last writer_put, on the same thread: clears the progress line
+ * and, when `threaded`, tells writer_wait_drained() that no write is left. */
+void writer_end(struct writer *w);
+/* With `threaded`, blocks until writer_end() has made its last counted
+ * syscall; returns at once otherwise. */
 void writer_wait_drained(struct writer *w);
-/* Joins the thread and closes a descriptor the writer opened. */
+/* Closes a descriptor the writer opened. */
 void writer_finish(struct writer *w);
 
 #endif

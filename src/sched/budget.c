@@ -18,6 +18,8 @@ void budget_init(struct budget *b, uint64_t limit)
 	atomic_init(&b->seq, 0);
 	atomic_init(&b->waiters, 0);
 	atomic_init(&b->waited_ns, 0);
+	b->wait_hook = NULL;
+	b->wait_ctx = NULL;
 }
 
 /* The admission rule; the lock is held.  What the caller holds itself is
@@ -58,6 +60,9 @@ bool budget_acquire_held(struct budget *b, uint64_t bytes, uint64_t held)
 		spin_unlock(&b->lock);
 		if (cancelled)
 			return false;
+		/* a release the hook makes bumps seq: the sleep then returns */
+		if (b->wait_hook)
+			b->wait_hook(b->wait_ctx);
 		futex_sleep(&b->seq, &b->waiters, seen, &b->waited_ns);
 	}
 }

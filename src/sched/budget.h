@@ -17,6 +17,11 @@ struct budget {
 	_Atomic uint32_t seq;
 	atomic_uint waiters;
 	_Atomic uint64_t waited_ns; /* summed over waiters, hence atomic */
+	/* NULL, or called by an acquire about to sleep, before it sleeps:
+	 * whatever would release bytes must be running by then (ingest.c
+	 * starts its parse thread there).  Set before the run. */
+	void (*wait_hook)(void *ctx);
+	void *wait_ctx;
 };
 
 void budget_init(struct budget *b, uint64_t limit);

@@ -18,10 +18,14 @@ void chan_init(struct chan *c)
 	atomic_init(&c->seq, 0);
 	atomic_init(&c->waiters, 0);
 	atomic_init(&c->waited_ns, 0);
+	c->push_hook = NULL;
+	c->hook_ctx = NULL;
 }
 
 void chan_push(struct chan *c, struct batch *b)
 {
+	if (c->push_hook && c->push_hook(c->hook_ctx, b))
+		return;
 	b->next = NULL;
 	spin_lock(&c->lock);
 	/* a batch pushed after close would never be popped: its records

@@ -15,6 +15,10 @@
 
 struct batch;
 
+/* Called by chan_push() on the pushing thread, before the batch is queued;
+ * returns true when it took the batch itself (it is then not queued). */
+typedef bool chan_push_hook(void *ctx, struct batch *b);
+
 struct chan {
 	atomic_flag lock;
 	struct batch *head, *tail;
@@ -22,6 +26,9 @@ struct chan {
 	_Atomic uint32_t seq;       /* futex word: bumped on every change */
 	atomic_uint waiters;
 	_Atomic uint64_t waited_ns; /* time the consumers spent blocked */
+	/* NULL, or set and cleared by the one thread that pushes */
+	chan_push_hook *push_hook;
+	void *hook_ctx;
 };
 
 void chan_init(struct chan *c);

@@ -65,8 +65,10 @@ bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes);
  * number of workers used (0 for 0 items). */
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx);
 
-/* The same with at most max workers (the caller included): a caller's own
- * thread count on a pool shared by callers that ask for different ones. */
+/* The same with at most max workers, the caller included (1: the caller
+ * alone, and no thread is started): a caller's own thread count on a pool
+ * shared by callers that ask for different ones, and the parse stage's
+ * inline runs. */
 unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max, pool_fn fn,
                       void *ctx);
 

@@ -181,6 +181,37 @@ static void test_budget_oversized_granted_when_idle(void **state)
 	assert_int_equal(b.used, 0);
 }
 
+/* An acquire about to sleep calls the wait hook first: a hook that gives
+ * bytes back lets it through on this very thread, with no other thread to
+ * wake it (src/ingest.c starts its parse thread there). */
+struct hook_ctx {
+	struct budget *b;
+	int calls;
+};
+
+static void release_all(void *arg)
+{
+	struct hook_ctx *h = arg;
+	h->calls++;
+	budget_release(h->b, 80);
+}
+
+static void test_budget_wait_hook_runs_before_sleep(void **state)
+{
+	(void)state;
+	struct budget b;
+	budget_init(&b, 100);
+	struct hook_ctx h = { &b, 0 };
+	b.wait_hook = release_all;
+	b.wait_ctx = &h;
+	assert_true(budget_acquire(&b, 80));
+	assert_int_equal(h.calls, 0);            /* it fitted: no hook */
+	assert_true(budget_acquire(&b, 50));     /* would sleep: the hook frees 80 */
+	assert_int_equal(h.calls, 1);
+	assert_int_equal(b.used, 50);
+	budget_release(&b, 50);
+}
+
 static void test_budget_blocking_acquire_released(void **state)
 {
 	(void)state;
@@ -369,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_budget_held_granted_over_own_bytes),
 		cmocka_unit_test(test_budget_held_waits_for_others_only),
 		cmocka_unit_test(test_budget_held_cancel_wakes),
+		cmocka_unit_test(test_budget_wait_hook_runs_before_sleep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,37 @@ static void test_chan_fifo_order(void **state)
 		batch_free(b[i]);
 }
 
+/* The push hook sees every push on the pushing thread and may keep a batch
+ * out of the queue (src/ingest.c holds the first one back that way). */
+static bool keep_first(void *ctx, struct batch *b)
+{
+	struct batch **kept = ctx;
+	if (*kept)
+		return false;
+	*kept = b;
+	return true;
+}
+
+static void test_chan_push_hook_takes_batch(void **state)
+{
+	(void)state;
+	struct chan c;
+	chan_init(&c);
+	struct batch *kept = NULL, *b0 = batch_new(1), *b1 = batch_new(1);
+	assert_non_null(b0);
+	assert_non_null(b1);
+	c.push_hook = keep_first;
+	c.hook_ctx = &kept;
+	chan_push(&c, b0);
+	assert_ptr_equal(kept, b0);
+	assert_null(chan_try_pop(&c));          /* taken: not queued */
+	chan_push(&c, b1);
+	assert_ptr_equal(chan_try_pop(&c), b1); /* declined: queued */
+	assert_null(chan_try_pop(&c));
+	batch_free(b0);
+	batch_free(b1);
+}
+
 static void test_chan_close_drains_then_null(void **state)
 {
 	(void)state;
@@ -214,6 +245,7 @@ int main(void)
 	alarm(60);     /* a lost wake-up fails the run instead of hanging it */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chan_fifo_order),
+		cmocka_unit_test(test_chan_push_hook_takes_batch),
 		cmocka_unit_test(test_chan_close_drains_then_null),
 		cmocka_unit_test(test_chan_blocked_pop_woken_by_push),
 		cmocka_unit_test(test_chan_blocked_pop_woken_by_close),
