@@ -83,6 +83,7 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   es-errors     flag (error records in es-bulk too)
  *   wait-state    flag (wait for another run's lock on the state)
  *   state-reset   flag (ignore what the state file holds)
+ *   index         FILE (records into that SQLite database, not to output)
  *   stats         "0", "human", "json"
  * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
  * yes/no; NULL is "1").  Returns 0; -EINVAL for an unknown name or a bad
@@ -220,6 +221,17 @@ INGEST_API void ingest_result_release(struct ingest_result *r);
 /* The stable name of warning bit `bit` ("bad-date"), as records list it,
  * or NULL past the last. */
 INGEST_API const char *ingest_warning_name(unsigned bit);
+
+/* Searches a database written with the "index" option (README, "The
+ * index"): QUERY is FTS5 syntax plus from:, to:, subject:, date:A..B, tag:,
+ * folder:, thread:, id: and has:attachment.  Writes at most `limit` hits,
+ * best first (bm25; by date when the query has no words), one a line: a
+ * JSON object (tsv 0) or tab-separated date, from, subject, thread, root,
+ * path, snippet (tsv 1), to fd.  Returns the number of hits, or -errno with
+ * *error a heap string (free()) saying why when there is one: a database
+ * that is not an index, a query FTS5 cannot parse. */
+INGEST_API int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit,
+                             int fd, char **error);
 
 /* Asks a running ingest_run() to stop reading, write what it has parsed
  * and return.  Async-signal-safe: call it from a SIGINT handler. */

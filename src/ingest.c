@@ -38,6 +38,7 @@
 #include "io/walk.h"
 #include "io/reader.h"
 #include "io/state.h"
+#include "index/index.h"
 #include "emit/emit.h"
 #include "sched/batch.h"
 #include "sched/budget.h"
@@ -75,6 +76,7 @@ struct run {
 	struct walk *walk;
 	struct state *state;          /* --state, or NULL */
 	int state_lock;               /* its lock's descriptor, or -1 */
+	struct index *index;          /* --index, or NULL */
 	struct reader *reader;
 	struct parse_stage parse;
 	struct writer writer;
@@ -196,6 +198,38 @@ static int run_setup_inputs(struct run *run)
 			return r;
 		}
 	}
+	return 0;
+}
+
+/* --index=FILE: the database is the state (README, "The index"), so
+ * --state is refused rather than kept in two places; records go into the
+ * database in the one format it reads, so an output and another format
+ * are refused too. */
+static int run_open_index(struct run *run, struct reader_options *ro)
+{
+	const struct ingest_options *o = run->o;
+	const char *clash = o->state ? "--state (the index keeps its own state)"
+	                  : o->output ? "--output (records go into the index)"
+	                  : o->emit.format != EMIT_JSONL ? "--format (records go into the index)"
+	                  : o->emit.fields != EMIT_FIELDS_ALL ? "--fields (the index keeps every field)"
+	                  : !o->parse ? "--io-only (the index is of parsed messages)" : NULL;
+	if (clash) {
+		run_fail(run, -EINVAL, "--index cannot be combined with", clash);
+		return -EINVAL;
+	}
+	const char *why;
+	int r = index_open(o->index, &run->index, &why);
+	if (r == 0 && (r = index_load_state(run->index, &run->state)) < 0)
+		why = "cannot read the index's state";
+	if (r < 0) {
+		char what[256];
+		snprintf(what, sizeof(what), "%s: %s", o->index, why ? why : "cannot open the index");
+		run_fail(run, r, what, NULL);
+		return r;
+	}
+	ro->state = run->state;
+	run->writer.index = run->index;
+	run->writer.index_path = o->index;
 	return 0;
 }
 
@@ -426,6 +460,12 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	report_start(run->rep);
 	if (r == 0 && o->shard_n)
 		walk_set_shard(run->walk, o->shard_k, o->shard_n);
+	struct reader_stats rst;
+	struct reader_options ro = o->reader;
+	/* before any input is looked at: a database that is not ours, or
+	 * cannot be written, stops the run here (and --state with it is refused) */
+	if (r == 0 && o->index)
+		r = run_open_index(run, &ro);
 	/* r == 1: stopped while waiting for the state's lock; nothing runs */
 	if (r == 0 && o->state)
 		r = run_open_state(run);
@@ -437,10 +477,9 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		         "and jsonl or es-bulk", NULL);
 	}
 	if (r == 0)
-		r = writer_open(&run->writer);
-	struct reader_stats rst;
-	struct reader_options ro = o->reader;
-	ro.state = run->state;
+		r = writer_open(&run->writer);   /* with --index: stdout, never written */
+	if (run->state)
+		ro.state = run->state;
 	if (r == 0) {
 		r = reader_new(&ro, &run->reader, &rst);
 		if (r < 0 && ro.backend == READER_URING && rst.fallback[0]) {
@@ -502,13 +541,20 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 
 	/* The new state replaces the old only after a complete run: an
 	 * interrupted or failed one leaves the next run the whole job. */
-	if (run->state && !atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
+	if (run->state && o->state && !atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
 	    !output_closed) {
 		int sr = state_save(run->state, o->state);
 		if (sr < 0) {
 			run_fail(run, sr, "cannot save the state", o->state);
 		}
 	}
+	if (run->index) {
+		struct index_stats is;
+		index_stats_get(run->index, &is);
+		report_set_index(run->rep, is.transactions, is.messages, is.errors, is.deleted, is.renamed,
+		                 is.ns);
+	}
+	index_close(run->index);
 	state_free(run->state);
 	state_unlock(run->state_lock);
 	parse_stage_release(&run->parse);

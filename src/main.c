@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-"Usage: ingest [OPTIONS] PATH...\n"
+"Usage: ingest [OPTIONS] PATH...    or: ingest search FILE QUERY [--limit=N]\n"
 "Turn Maildirs, .eml trees and mbox archives into records, one per input.\n"
 "Input\n"
 "  PATH                   a Maildir, a tree of messages, a message, an mbox\n"
@@ -20,9 +20,9 @@ static const char usage_text[] =
 "  -0, --null             ...NUL-separated\n"
 "  --max-size=SIZE        files larger are not read (error record; 256M)\n"
 "  --exclude=GLOB         skip names or paths matching GLOB (repeatable)\n"
-"  --state=FILE           incremental: only new and changed messages, plus\n"
-"                         deleted/renamed records; FILE is updated atomically\n"
+"  --state=FILE           incremental: new and changed, plus deleted/renamed\n"
 "  --wait-state, --state-reset  wait for another run's FILE; start FILE afresh\n"
+"  --index=FILE           into an SQLite database, incremental (no output)\n"
 "Output\n"
 "  -o, --output=FILE      write records to FILE (default: stdout); with\n"
 "  --split-bytes=SIZE     files FILE.000, .001... of at most SIZE, whole records\n"
@@ -50,7 +50,7 @@ static const char usage_text[] =
 "  ingest ~/Maildir > mail.jsonl\n"
 "  ingest --stats --fields=path,from,subject,date ~/Maildir | head\n"
 "  find /srv/archive -name '*.eml' -print0 | ingest --files-from=- -0\n"
-"  ingest --state ~/.cache/ingest.state ~/Maildir >> changes.jsonl\n"
+"  ingest --index=mail.db ~/Maildir && ingest search mail.db from:ann\n"
 "  ingest --format=es-bulk --es-index=mail ~/Maildir > bulk.ndjson   # for _bulk\n"
 "";
 
@@ -141,8 +141,70 @@ static int usage_error(const char *what, const char *arg)
 	return 2;
 }
 
+/* ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]: the words
+ * after FILE are the query (as notmuch takes them), options anywhere. */
+static int search_main(int argc, char **argv)
+{
+	const char *db = NULL;
+	int tsv = 0;
+	unsigned long limit = 20;
+	size_t qlen = 1;
+	for (int i = 2; i < argc; i++)
+		qlen += strlen(argv[i]) + 1;
+	char *query = calloc(1, qlen);
+	if (!query) {
+		fputs("ingest: out of memory\n", stderr);
+		return 1;
+	}
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		if (!strcmp(a, "--limit") || !strcmp(a, "--format")) {
+			if (i + 1 == argc) {
+				free(query);
+				return usage_error("option needs a value: '", a);
+			}
+			v = argv[++i];
+		} else if (!strncmp(a, "--limit=", 8) || !strncmp(a, "--format=", 9)) {
+			v = strchr(a, '=') + 1;
+		}
+		if (v && !strncmp(a, "--limit", 7)) {
+			char *end;
+			limit = strtoul(v, &end, 10);
+			if (*end || !*v || limit == 0) {
+				free(query);
+				return usage_error("invalid value in '--limit=", v);
+			}
+		} else if (v) {
+			if (strcmp(v, "jsonl") && strcmp(v, "tsv")) {
+				free(query);
+				return usage_error("search formats are jsonl and tsv, not '", v);
+			}
+			tsv = !strcmp(v, "tsv");
+		} else if (!db) {
+			db = a;
+		} else {
+			if (*query)
+				strcat(query, " ");
+			strcat(query, a);
+		}
+	}
+	if (!db || !*query) {
+		free(query);
+		return usage_error("usage: ingest search FILE QUERY [--format=jsonl|tsv] [--limit=N]", NULL);
+	}
+	char *why = NULL;
+	int r = ingest_search(db, query, tsv, limit, STDOUT_FILENO, &why);
+	if (r < 0)
+		fprintf(stderr, "ingest: search '%s' in '%s': %s\n", query, db, why ? why : strerror(-r));
+	free(why);
+	free(query);
+	return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "search"))
+		return search_main(argc, argv);
 	/* OPT_SET: the library option of the same name (ingest_options_set),
 	 * with "1" for a flag; only the options that differ get their own case. */
 	enum { OPT_SET = 256, OPT_IOONLY, OPT_PROGRESS, OPT_NOPROGRESS, OPT_STRICT, OPT_ESMAPPING };
@@ -172,6 +234,7 @@ int main(int argc, char **argv)
 		{ "state", required_argument, NULL, OPT_SET },
 		{ "wait-state", no_argument, NULL, OPT_SET },
 		{ "state-reset", no_argument, NULL, OPT_SET },
+		{ "index", required_argument, NULL, OPT_SET },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "no-progress", no_argument, NULL, OPT_NOPROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },

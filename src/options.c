@@ -102,6 +102,7 @@ void ingest_options_free(struct ingest_options *o)
 	xfree(o->files_from);
 	xfree(o->output);
 	xfree(o->state);
+	xfree(o->index);
 	xfree(o->es_index);
 	xfree(o);
 }
@@ -156,6 +157,7 @@ static const char *const options_names[] = {
 	"backend", "batch-bytes", "max-inflight", "max-size", "max-text", "threads", "format",
 	"fields", "es-index", "no-text", "headers", "parse", "output", "files-from", "null",
 	"state", "wait-state", "state-reset", "shard", "stats", "exclude", "split-bytes", "es-errors",
+	"index",
 };
 
 static bool options_known(const char *name)
@@ -232,6 +234,8 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		*(name[0] == 'w' ? &o->state_wait : &o->state_reset) = b;
 		return 0;
 	}
+	if (!strcmp(name, "index"))
+		return v && *v ? options_string(v, &o->index) : -EINVAL;
 	if (!strcmp(name, "files-from"))
 		return options_string(v, &o->files_from);
 	if (!strcmp(name, "null")) {
@@ -378,6 +382,8 @@ int ingest_options_get(const struct ingest_options *o, const char *name, char *b
 		s = options_flag_text(o->state_wait);
 	else if (!strcmp(name, "state-reset"))
 		s = options_flag_text(o->state_reset);
+	else if (!strcmp(name, "index"))
+		s = o->index ? o->index : "";
 	else if (!strcmp(name, "stats"))
 		s = o->stats == OPTIONS_STATS_JSON ? "json" : o->stats == OPTIONS_STATS_HUMAN ? "human" : "0";
 	if (number || s)

@@ -37,6 +37,7 @@ struct ingest_options {
 	ingest_progress_fn *progress;   /* told as the run goes; or NULL */
 	void *progress_ctx;
 	char *state;                /* --state=FILE */
+	char *index;                /* --index=FILE: records into that database */
 	record_visit_fn *visit;     /* internal: records formatted by this, not emit */
 	void *visit_ctx;
 	char error[160];            /* ingest_options_error(); "" for none */

@@ -435,6 +435,40 @@ void state_unlock(int fd)
 		sys_close(fd);
 }
 
+int state_load_bytes(char *buf, size_t n, struct state **out)
+{
+	struct state *s = xcalloc(1, sizeof(*s));
+	if (!s) {
+		xfree(buf);
+		return -ENOMEM;
+	}
+	*out = s;
+	s->old_bytes = buf;
+	return state_parse(s, buf, n);
+}
+
+static int state_format_entry(struct dynbuf *b, const struct state_entry *e);
+
+int state_format_begin(struct dynbuf *b)
+{
+	/* an empty run: a state kept elsewhere is not bound to a run's options
+	 * (state_bind_run is for state files) */
+	int r = dynbuf_puts(b, STATE_MAGIC);
+	return r == 0 ? dynbuf_puts(b, "run 0\n\n") : r;
+}
+
+int state_format_file(struct dynbuf *b, struct mail_str root, struct mail_str path, uint64_t id,
+                      uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
+                      uint32_t mtime_nsec)
+{
+	struct state_entry e = {
+		.root = (char *)(uintptr_t)root.p, .root_n = root.n,
+		.path = (char *)(uintptr_t)path.p, .path_n = path.n, .id = id,
+		.dev = dev, .ino = ino, .size = size, .mtime_sec = mtime_sec, .mtime_nsec = mtime_nsec,
+	};
+	return state_format_entry(b, &e);
+}
+
 void state_free(struct state *s)
 {
 	if (!s)

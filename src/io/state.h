@@ -29,6 +29,7 @@
 
 struct state;
 struct state_entry;
+struct dynbuf;
 struct walk;
 
 enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
@@ -52,6 +53,17 @@ void state_unlock(int fd);
 int state_load(const char *path, struct state **out);
 /* What made state_load() refuse the file, or NULL. */
 const char *state_load_error(const struct state *s);
+/* The same from a buffer in the file format (state_format_*), which it
+ * takes over (freed by state_free, or here on failure to allocate): a
+ * state kept somewhere else than a file, such as an --index database. */
+int state_load_bytes(char *buf, size_t n, struct state **out);
+/* The file format, for a state kept elsewhere: the version line and an
+ * empty run, then one entry a file (its resolved root, its path below it,
+ * its id: record_io's base, path and id).  0 or -ENOMEM. */
+int state_format_begin(struct dynbuf *b);
+int state_format_file(struct dynbuf *b, struct mail_str root, struct mail_str path, uint64_t id,
+                      uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
+                      uint32_t mtime_nsec);
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a

@@ -46,6 +46,8 @@ struct ingest_report {
 	char *samples[REPORT_SAMPLES];       /* the first error records, as text */
 	unsigned n_samples;
 	uint64_t errors;
+	bool have_index;
+	uint64_t index[6];                   /* report_set_index's, in order */
 };
 
 
@@ -204,6 +206,14 @@ void report_set_written(struct ingest_report *r, uint64_t records)
 	r->written = records;
 }
 
+void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t messages,
+                      uint64_t errors, uint64_t deleted, uint64_t renamed, uint64_t ns)
+{
+	r->have_index = true;
+	uint64_t v[6] = { transactions, messages, errors, deleted, renamed, ns };
+	memcpy(r->index, v, sizeof(v));
+}
+
 const char *ingest_report_error(const struct ingest_report *r)
 {
 	return r && r->error[0] ? r->error : NULL;
@@ -269,6 +279,11 @@ static const char *report_kind_name(unsigned k)
 	return k == RECORD_NONE ? "ok" : record_reason_name((enum record_reason)k);
 }
 
+/* report_set_index's counters, in order (the sixth is SQLite's time) */
+static const char *const report_index_names[] = {
+	"transactions", "messages", "errors", "deleted", "renamed",
+};
+
 static void report_human(const struct ingest_report *r, struct dynbuf *b)
 {
 	double secs = (double)(r->t1 - r->t0) / 1e9;
@@ -330,6 +345,13 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	if (r->rs.cq_overflows)
 		dynbuf_printf(b, ", CQ overflowed at %llu enters", (unsigned long long)r->rs.cq_overflows);
 	dynbuf_putc(b, '\n');
+	if (r->have_index) {
+		dynbuf_puts(b, "  index       ");
+		for (int i = 0; i < 5; i++)
+			dynbuf_printf(b, " %llu %s,", (unsigned long long)r->index[i], report_index_names[i]);
+		dynbuf_printf(b, " %.1f ms in SQLite (its syscalls are not counted above)\n",
+		              (double)r->index[5] / 1e6);
+	}
 }
 
 static void report_json(const struct ingest_report *r, struct dynbuf *b)
@@ -395,6 +417,12 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	static const char *const ops[] = { "statx", "openat", "read", "close", "other" };
 	for (int i = 0; i < STATS_OP__COUNT; i++)
 		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
+	if (r->have_index) {
+		dynbuf_puts(b, "},\"index\":{");
+		for (int i = 0; i < 5; i++)
+			dynbuf_printf(b, "\"%s\":%llu,", report_index_names[i], (unsigned long long)r->index[i]);
+		dynbuf_printf(b, "\"sqlite_ms\":%.3f", (double)r->index[5] / 1e6);
+	}
 	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu,"
 	              "\"io_uring_cq_overflow\":%llu,\"io_uring_cqe_retries\":%llu}\n",
 	              (unsigned long long)r->rs.enters, (unsigned long long)r->rs.enter_retries,

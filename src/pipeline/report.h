@@ -36,5 +36,9 @@ uint64_t report_started_ns(const struct ingest_report *r);
 /* Records whose bytes all reached the output (the writer's count). */
 void report_set_written(struct ingest_report *r, uint64_t records);
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted);
+/* --index: what the database sink did (its SQLite calls are not ingest's
+ * per-file syscalls, so they are reported here, apart). */
+void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t messages,
+                      uint64_t errors, uint64_t deleted, uint64_t renamed, uint64_t ns);
 
 #endif

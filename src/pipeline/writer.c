@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/sys.h"
 #include "emit/emit.h"
+#include "index/index.h"
 #include "sched/batch.h"
 #include "pipeline/report.h"
 
@@ -273,7 +274,18 @@ static void progress_tell(struct writer *w, bool final)
 void writer_put(struct writer *w, struct batch *b)
 {
 	report_count_batch(w->rep, b);
-	if (w->writing && !atomic_load(w->failed)) {
+	if (w->writing && !atomic_load(w->failed) && w->index) {
+		/* the sink: one transaction per batch, rolled back whole on
+		 * failure (ENOSPC, EIO), so the next run resumes */
+		int r = index_add_batch(w->index, b);
+		if (r < 0) {
+			char what[320];
+			snprintf(what, sizeof(what), "cannot write the index (%s)",
+			         index_error(w->index) ? index_error(w->index) : "SQLite");
+			w->fail(w->fail_ctx, r, what, w->index_path);
+			w->writing = false;
+		}
+	} else if (w->writing && !atomic_load(w->failed)) {
 		int r = write_batch(w, b);
 		if (r == -EPIPE) {
 			atomic_store(&w->output_closed, true);

@@ -30,6 +30,7 @@
 struct iovec;
 struct batch;
 struct emit_options;
+struct index;
 
 /* Called once, on the writer's thread, when a write fails for a reason
  * other than a closed pipe: err is -errno, what and arg name the step. */
@@ -54,6 +55,8 @@ struct writer {
 	                              * this many bytes, each ending on a whole
 	                              * record (a record larger is a file alone) */
 	bool es_bulk;                /* records are _bulk actions (where to cut) */
+	struct index *index;         /* --index: batches go there, not to fd */
+	const char *index_path;
 	uint64_t total;              /* inputs, when known before the end */
 
 	/* the writer's own */

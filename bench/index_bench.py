@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""`ingest --index` against `notmuch new` and `mu index` on a generated Maildir.
+
+Method (the house method of bench/README.md, reduced to what an indexer is):
+interleaved rounds, each tool once per round in a rotating order, each run on
+a fresh index, hot cache (one untimed read of the corpus first); the median of
+the rounds and their min–max; record counts verified after every run (rows in
+the database, `notmuch count '*'`, `mu info store`).  Then, once each: the
+re-run with nothing changed, the re-run after 1% of the messages changed flags
+and 1% were added (on a hard-linked copy of the corpus), the index size on disk,
+peak RSS (wait4's ru_maxrss of the run), and search latency: the median of
+100 queries (50 words from subjects, 50 From addresses, drawn with a fixed seed
+from the index), each a whole command (`ingest search`, `notmuch search`,
+`mu find`), process start included.
+
+Usage: bench/index_bench.py [--ingest BIN] [--count N] [--rounds N] [--out FILE]
+Writes a Markdown report (default bench/INDEX.md) and prints it."""
+import argparse
+import os
+import platform
+import random
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def sh(cmd, env=None, check=True):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if check and p.returncode:
+        sys.exit(f"{cmd}: exit {p.returncode}: {p.stderr[-400:]}")
+    return p
+
+
+def timed(cmd, env=None):
+    """Wall seconds and peak RSS (KiB) of one command."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    if os.waitstatus_to_exitcode(status):
+        sys.exit(f"{cmd}: exit {os.waitstatus_to_exitcode(status)}: {err[-400:]}")
+    return wall, ru.ru_maxrss
+
+
+def du(*paths):
+    total = 0
+    for p in paths:
+        if os.path.isfile(p):
+            total += os.path.getsize(p)
+        for d, _, files in os.walk(p):
+            total += sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    return total
+
+
+def count_messages(root):
+    n = 0
+    for d, dirs, files in os.walk(root):
+        if "tmp" in dirs:
+            dirs.remove("tmp")
+        n += len(files)
+    return n
+
+
+class Ingest:
+    name = "ingest --index"
+
+    def __init__(self, binary, work, corpus):
+        self.bin, self.db, self.corpus = binary, os.path.join(work, "ingest.db"), corpus
+
+    def fresh(self):
+        for s in ("", "-wal", "-shm"):
+            if os.path.exists(self.db + s):
+                os.unlink(self.db + s)
+
+    def index(self):
+        return timed([self.bin, "--index=" + self.db, self.corpus])
+
+    def count(self):
+        c = sqlite3.connect(self.db)
+        n = c.execute("SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM errors)").fetchone()[0]
+        c.close()
+        return n
+
+    def size(self):
+        return du(self.db, self.db + "-wal")
+
+    def search(self, kind, q):
+        return [self.bin, "search", self.db, ("from:" if kind == "from" else "") + q, "--limit=20"]
+
+
+class Notmuch:
+    name = "notmuch new"
+
+    def __init__(self, work, corpus):
+        self.d, self.corpus = os.path.join(work, "notmuch"), corpus
+        self.env = dict(os.environ, NOTMUCH_CONFIG=os.path.join(self.d, "config"))
+
+    def fresh(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+        os.makedirs(os.path.join(self.d, "db"))
+        with open(self.env["NOTMUCH_CONFIG"], "w") as f:
+            f.write(f"[database]\nmail_root={self.corpus}\npath={self.d}/db\n[new]\ntags=new\n"
+                    "[maildir]\nsynchronize_flags=true\n")
+
+    def index(self):
+        return timed(["notmuch", "new", "--quiet"], env=self.env)
+
+    def count(self):
+        return int(sh(["notmuch", "count", "*"], env=self.env).stdout.strip())
+
+    def size(self):
+        return du(os.path.join(self.d, "db"))
+
+    def search(self, kind, q):
+        return ["notmuch", "search", "--limit=20", ("from:" if kind == "from" else "") + q]
+
+
+class Mu:
+    name = "mu index"
+
+    def __init__(self, work, corpus):
+        self.d, self.corpus = os.path.join(work, "mu"), corpus
+
+    def fresh(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+        sh(["mu", "init", "--muhome=" + self.d, "--maildir=" + self.corpus])
+
+    def index(self):
+        return timed(["mu", "index", "--quiet", "--muhome=" + self.d])
+
+    def count(self):
+        m = re.search(r"messages in store\s*\|\s*(\d+)", sh(["mu", "info", "--muhome=" + self.d, "store"]).stdout)
+        return int(m.group(1)) if m else -1
+
+    def size(self):
+        return du(self.d)
+
+    def search(self, kind, q):
+        return ["mu", "find", "--muhome=" + self.d, "--maxnum=20", ("from:" if kind == "from" else "") + q]
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ingest", default=os.path.join(HERE, "work", "build-index", "src", "ingest"))
+    ap.add_argument("--count", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--work", default=os.path.join(HERE, "work", "index"))
+    ap.add_argument("--out", default=os.path.join(HERE, "INDEX.md"))
+    a = ap.parse_args()
+    if not os.path.exists(a.ingest):
+        build = os.path.dirname(os.path.dirname(a.ingest))
+        sh(["meson", "setup", build, ROOT, "--buildtype=release", "-Dtests=false"])
+        sh(["ninja", "-C", build])
+    os.makedirs(a.work, exist_ok=True)
+    shape = {20000: "mailbox20k", 100000: "mailbox100k", 2000: "mailbox2k"}[a.count]
+    corpus = os.path.join(a.work, shape)
+    if not os.path.isdir(corpus):
+        sh([sys.executable, os.path.join(HERE, "mkcorpus"), "--seed", "1", "--out", corpus, "--shape", shape])
+    n = count_messages(corpus)
+    subprocess.run(f"find {corpus} -type f -print0 | xargs -0 cat > /dev/null", shell=True, check=True)
+    tools = [Ingest(a.ingest, a.work, corpus), Notmuch(a.work, corpus), Mu(a.work, corpus)]
+    fresh = {t.name: [] for t in tools}
+    rss = {t.name: [] for t in tools}
+    loads = []
+    for r in range(a.rounds):
+        order = tools[r % 3:] + tools[:r % 3]
+        for t in order:
+            t.fresh()
+            loads.append(os.getloadavg()[0])
+            wall, kib = t.index()
+            got = t.count()
+            if got != n:
+                sys.exit(f"{t.name}: {got} messages in its index, {n} inputs")
+            fresh[t.name].append(wall)
+            rss[t.name].append(kib)
+            print(f"round {r + 1}: {t.name} {wall:.2f} s, {kib} KiB", flush=True)
+    # the last round's indexes stay: re-run with nothing changed, size, search
+    rerun, size = {}, {}
+    for t in tools:
+        rerun[t.name] = min(t.index()[0] for _ in range(3))
+        size[t.name] = t.size()
+        if t.count() != n:
+            sys.exit(f"{t.name}: count changed on a re-run")
+    c = sqlite3.connect(tools[0].db)
+    rnd = random.Random(1)
+    vocab = sorted({w for (s,) in c.execute("SELECT subject FROM messages") for w in re.findall(r"[a-z]{5,}", s or "")})
+    senders = sorted({x for (x,) in c.execute("SELECT address FROM addresses WHERE role = 'from'") if x})
+    c.close()
+    queries = [("word", w) for w in rnd.sample(vocab, min(50, len(vocab)))] + \
+              [("from", x) for x in rnd.sample(senders, min(50, len(senders)))]
+    lat = {(t.name, k): [] for t in tools for k in ("word", "from")}
+    for kind, q in queries:
+        for t in tools:
+            t0 = time.perf_counter()
+            p = sh(t.search(kind, q), env=getattr(t, "env", None), check=False)
+            if p.returncode not in (0, 4 if isinstance(t, Mu) else 0):   # mu: 4 = no match
+                sys.exit(f"{t.search(kind, q)}: exit {p.returncode}: {p.stderr[-300:]}")
+            lat[(t.name, kind)].append((time.perf_counter() - t0) * 1000)
+    # 1% flag changes + 1% additions, on a hard-linked copy
+    copy = os.path.join(a.work, shape + "-changed")
+    shutil.rmtree(copy, ignore_errors=True)
+    subprocess.run(["cp", "-al", corpus, copy], check=True)
+    ctools = [Ingest(a.ingest, a.work, copy), Notmuch(a.work, copy), Mu(a.work, copy)]
+    ctools[0].db = os.path.join(a.work, "ingest-changed.db")
+    for t in ctools:
+        t.fresh()
+        t.index()
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(copy) if os.path.basename(d) == "cur" for f in fs)
+    rnd = random.Random(2)
+    k = n // 100
+    for p in rnd.sample(files, k):
+        base, _, flags = p.partition(":2,")
+        os.rename(p, base + ":2," + ("".join(sorted(set(flags + "F"))) if "F" not in flags else flags.replace("F", "")))
+    newdir = os.path.join(copy, "new")
+    # new messages: copies under a new unique name and a new Message-ID
+    # (notmuch counts Message-IDs, so a plain copy would not count)
+    originals = [p for p in files if os.path.exists(p)]
+    for i, p in enumerate(rnd.sample(originals, k)):
+        data = open(p, "rb").read()
+        data = re.sub(rb"(?im)^message-id:\s*<", b"Message-ID: <added%d." % i, data, count=1)
+        with open(os.path.join(newdir, f"1900000000.added{i}.bench"), "wb") as f:
+            f.write(data)
+    expect = count_messages(copy)
+    changed = {}
+    for t in ctools:
+        changed[t.name] = t.index()[0]
+        if t.count() != expect:
+            sys.exit(f"{t.name}: {t.count()} after the changes, {expect} inputs")
+    shutil.rmtree(copy, ignore_errors=True)
+
+    def ratio(peer, t):
+        """The median of the per-round ratios time(peer)/time(t), and their range:
+        both ran in the same round, under the same load."""
+        rs = [p / x for p, x in zip(fresh[peer], fresh[t])]
+        return f"{med(rs):.1f}x ({min(rs):.1f}–{max(rs):.1f})"
+
+    def row(t):
+        f = fresh[t]
+        return (f"| {t} | {med(f):.2f} ({min(f):.2f}–{max(f):.2f}) | {n / med(f):,.0f} | "
+                f"{ratio(tools[1].name, t)} | {ratio(tools[2].name, t)} | "
+                f"{rerun[t]:.3f} | {changed[t]:.2f} | {size[t] / 1e6:.0f} | {max(rss[t]) / 1024:.0f} |")
+
+    git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=False).stdout.strip()
+    mu_version = sh(["mu", "--version"]).stdout.splitlines()[0].split("version")[-1].strip()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    md = [
+        "# ingest --index against notmuch and mu",
+        "",
+        f"Generated by `bench/index_bench.py --count {a.count} --rounds {a.rounds}` at commit {git}. "
+        f"Machine: a {os.cpu_count()}-core VM ({cpu}), Linux {platform.release()}, "
+        f"SQLite {sqlite3.sqlite_version}, {sh(['notmuch', '--version']).stdout.strip()}, mu {mu_version}. "
+        f"Corpus: `bench/mkcorpus --seed 1 --shape {shape}` ({n:,} messages, {du(corpus) / 1e6:.0f} MB), hot cache. "
+        f"Load average (1 min) at the start of the timed runs: {min(loads):.1f}–{max(loads):.1f} "
+        "(other work shared the machine: absolute times are inflated, ratios within a round less so).",
+        "",
+        "Method: " + __doc__.split("Method (the house method of bench/README.md, reduced to what an indexer is):")[1]
+        .split("Usage:")[0].strip().replace("\n", " "),
+        "",
+        "Rounds (wall s): " + "; ".join(
+            f"{t.name} " + ", ".join(f"{w:.2f}" for w in fresh[t.name]) for t in tools) + ".",
+        "",
+        "| tool | fresh index, s: median (min–max) | messages/s | speed vs notmuch (per round) | vs mu | re-run, nothing changed, s | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ] + [row(t.name) for t in tools] + [
+        "",
+        "Search latency, median of 50 queries of each kind (ms, whole command):",
+        "",
+        "| tool | word query | from: query |",
+        "|---|---:|---:|",
+    ] + [f"| {t.name.split()[0]} | {med(lat[(t.name, 'word')]):.1f} | {med(lat[(t.name, 'from')]):.1f} |"
+         for t in tools] + [""]
+    text = "\n".join(md)
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,716 @@
+/* The --index sink: records into SQLite (see index.h; the schema and its
+ * rules are in README, "The index").
+ *
+ * Records arrive as the JSON Lines of README "Records" and SQLite's own JSON
+ * functions take them apart: each statement below binds the record text as
+ * ?1 and extracts what it stores, so the schema and the record format meet
+ * in one place, the SQL of this file, and no second JSON reader exists.
+ * SQLite caches the parse of ?1 within a statement.
+ *
+ * Row identity: messages.id is the record's id (README, "Records"), stable
+ * under flag changes and moves between folders.  Threads: a message joins the thread of every message
+ * it references or that references it or that shares a reference with it
+ * (a missing message every one of them names links them, as notmuch's
+ * ghost messages do); when it links two threads they become one, under the
+ * smaller id.  Deleting a message does not split its thread.
+ *
+ * State: `files` holds, per file, what --state's file holds (io/state.c),
+ * written in the transaction of the batch that carried the file's records.
+ * A file whose read failed (io-error) keeps its previous row, as --state
+ * keeps the previous entry: the next run sees the difference and reads it. */
+#include "index/index.h"
+#include "io/maildir.h"
+#include "io/state.h"
+#include "core/dynbuf.h"
+#include "core/xalloc.h"
+#include "sched/batch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* "ingt" in the database header: `file` and sqlite3 show it, and a
+ * database of another application is told apart before anything is read. */
+#define INDEX_APPLICATION_ID 0x696e6774
+
+enum index_stmt {
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
+	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,
+	ST_INSERT_MESSAGE, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
+	ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
+	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
+	ST__COUNT
+};
+
+/* ?1 the record, ?2 root, ?3 path (the exact bytes of record_io: the
+ * record's own are lossy for a path that is not UTF-8), ?4 the message's
+ * docid where one is needed. */
+static const char *const index_sql[ST__COUNT] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_DELETE_PATH] = "DELETE FROM messages WHERE root = ?2 AND path = ?3",
+	[ST_DELETE_PATH_ERRORS] = "DELETE FROM errors WHERE root = ?2 AND path = ?3",
+	/* REPLACE under recursive_triggers: a message read again replaces
+	 * its row, and the delete trigger takes its children along.  The
+	 * record is parsed once: RETURNING hands the children their parts */
+	[ST_INSERT_MESSAGE] =
+		"INSERT OR REPLACE INTO messages(id, root, path, folder, subdir, flags, tags, \"offset\","
+		" length, size, mtime, message_id, in_reply_to, date, date_raw, subject, list_id,"
+		" content_type, parts, warnings, notes, text_truncated, headers)"
+		" VALUES (?1->>'id', ?2, ?3, ?1->>'folder',"
+		" ?1->>'subdir', ?1->>'flags', ingest_tags(?1->>'subdir', ?1->>'flags'), ?1->>'offset',"
+		" ?1->>'length', ?1->>'size', ?1->>'mtime', ?1->>'message_id', ?1->>'in_reply_to',"
+		" ?1->>'date', ?1->>'date_raw', ?1->>'subject', ?1->>'list_id', ?1->>'content_type',"
+		" ?1->>'parts', ?1->'warnings', ?1->'notes', ?1->>'text_truncated', ?1->'headers')"
+		" RETURNING docid, ?1->'from', ?1->'sender', ?1->'reply_to', ?1->'to', ?1->'cc', ?1->'bcc',"
+		" ?1->'attachments', ?1->'references', ?1->>'text', ?1->>'message_id', ?1->>'in_reply_to'",
+	/* ?1..?6 the address lists by role, ?7 the docid.  A group's members
+	 * are rows with its name in "group"; an empty group
+	 * (undisclosed-recipients:;) is one row with no address */
+	[ST_INSERT_ADDRESSES] =
+		"WITH r(role, list) AS (VALUES ('from', ?1), ('sender', ?2), ('reply_to', ?3), ('to', ?4),"
+		"  ('cc', ?5), ('bcc', ?6)),"
+		" e AS (SELECT r.role, e.key, e.value FROM r, json_each(r.list) e WHERE r.list IS NOT NULL)"
+		" INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
+		" SELECT ?7, e.role, e.key, NULL, e.value->>'name', e.value->>'address', NULL"
+		"  FROM e WHERE e.value->>'group' IS NULL"
+		" UNION ALL"
+		" SELECT ?7, e.role, e.key, m.key, m.value->>'name', m.value->>'address', e.value->>'group'"
+		"  FROM e, json_each(e.value, '$.members') m WHERE e.value->>'group' IS NOT NULL"
+		" UNION ALL"
+		" SELECT ?7, e.role, e.key, NULL, NULL, NULL, e.value->>'group' FROM e"
+		"  WHERE e.value->>'group' IS NOT NULL AND json_array_length(e.value, '$.members') = 0",
+	/* ?1 the list, ?7 the docid */
+	[ST_INSERT_ATTACHMENTS] =
+		"INSERT INTO attachments(message, position, filename, content_type, detected_type,"
+		" disposition, content_id, size)"
+		" SELECT ?7, key, value->>'filename', value->>'content_type', value->>'detected_type',"
+		" value->>'disposition', value->>'content_id', value->>'size' FROM json_each(?1)",
+	[ST_INSERT_REFS] =
+		"INSERT INTO refs(message, position, msgid) SELECT ?7, key, value FROM json_each(?1)",
+	/* ?1 the attachments, ?2 the text, ?7 the docid; subject from the row.
+	 * Names and addresses as words: from:ann and from:example.org match */
+	[ST_INSERT_FTS] =
+		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
+		" SELECT ?7, (SELECT subject FROM messages WHERE docid = ?7),"
+		" (SELECT group_concat(coalesce(name || ' ', '') || coalesce(address, ''), ' ')"
+		"   FROM addresses WHERE message = ?7 AND role IN ('from', 'sender')),"
+		" (SELECT group_concat(coalesce(\"group\" || ' ', '') || coalesce(name || ' ', '')"
+		"   || coalesce(address, ''), ' ') FROM addresses"
+		"   WHERE message = ?7 AND role IN ('to', 'cc', 'bcc')),"
+		" ?2, (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))",
+	/* the threads of the messages this one is linked to, through its own
+	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3) */
+	[ST_THREAD_LINKS] =
+		"WITH ids(v) AS (SELECT ?1 UNION SELECT ?2 UNION SELECT value FROM json_each(?3))"
+		" SELECT thread_id FROM messages WHERE message_id IN ids AND thread_id IS NOT NULL"
+		" UNION SELECT thread_id FROM messages WHERE in_reply_to IN ids AND thread_id IS NOT NULL"
+		" UNION SELECT m.thread_id FROM refs r JOIN messages m ON m.docid = r.message"
+		"  WHERE r.msgid IN ids AND m.thread_id IS NOT NULL AND m.docid <> ?7",
+	[ST_THREAD_SET] = "UPDATE messages SET thread_id = ?2 WHERE docid = ?1",
+	[ST_THREAD_MERGE] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
+	[ST_INSERT_ERROR] =
+		"INSERT INTO errors(root, path, \"offset\", reason, errno, message, detected_type, size, mtime)"
+		" VALUES (?2, ?3, ?1->>'offset', ?1->>'$.error.reason', ?1->>'$.error.errno',"
+		" ?1->>'$.error.message', ?1->>'detected_type', ?1->>'size', ?1->>'mtime')",
+	[ST_UPSERT_FILE] =
+		"INSERT OR REPLACE INTO files(root, path, dev, ino, size, mtime_sec, mtime_nsec, id)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ST_DELETE_FILE] = "DELETE FROM files WHERE root = ?1 AND path = ?2",
+	[ST_RENAME_MESSAGES] =
+		"UPDATE messages SET path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
+		" flags = ?1->>'flags', tags = ingest_tags(?1->>'subdir', ?1->>'flags')"
+		" WHERE root = ?2 AND path = ?4",
+	[ST_RENAME_FILE] =
+		"UPDATE files SET path = ?3, dev = ?5, ino = ?6, size = ?7, mtime_sec = ?8, mtime_nsec = ?9"
+		" WHERE root = ?2 AND path = ?4",
+};
+
+/* Version 1.  Child rows go with their message through the trigger (no
+ * foreign keys: their checks cost on every insert).  mail_fts keeps its own
+ * copy of the text: the text is stored nowhere else, so an external-content
+ * table would save nothing, and a contentless one could not delete a row
+ * before SQLite 3.43 (contentless_delete) nor give a snippet. */
+static const char index_schema[] =
+	"CREATE TABLE messages ("
+	" docid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+	" root TEXT NOT NULL, path TEXT NOT NULL, folder TEXT, subdir TEXT, flags TEXT,"
+	" tags TEXT NOT NULL DEFAULT '[]', \"offset\" INTEGER, length INTEGER, size INTEGER, mtime TEXT,"
+	" message_id TEXT, in_reply_to TEXT, date TEXT, date_raw TEXT, subject TEXT, list_id TEXT,"
+	" content_type TEXT, parts INTEGER, warnings TEXT, notes TEXT, text_truncated INTEGER,"
+	" headers TEXT, thread_id INTEGER);"
+	"CREATE INDEX messages_path ON messages(root, path);"
+	"CREATE INDEX messages_message_id ON messages(message_id);"
+	"CREATE INDEX messages_in_reply_to ON messages(in_reply_to);"
+	"CREATE INDEX messages_thread ON messages(thread_id);"
+	"CREATE INDEX messages_date ON messages(date);"
+	"CREATE TABLE addresses (message INTEGER NOT NULL, role TEXT NOT NULL, position INTEGER NOT NULL,"
+	" member INTEGER, name TEXT, address TEXT, \"group\" TEXT);"
+	"CREATE INDEX addresses_message ON addresses(message);"
+	"CREATE INDEX addresses_address ON addresses(address);"
+	"CREATE TABLE attachments (message INTEGER NOT NULL, position INTEGER NOT NULL, filename TEXT,"
+	" content_type TEXT, detected_type TEXT, disposition TEXT, content_id TEXT, size INTEGER);"
+	"CREATE INDEX attachments_message ON attachments(message);"
+	"CREATE TABLE refs (message INTEGER NOT NULL, position INTEGER NOT NULL, msgid TEXT NOT NULL);"
+	"CREATE INDEX refs_message ON refs(message);"
+	"CREATE INDEX refs_msgid ON refs(msgid);"
+	"CREATE TABLE errors (root TEXT NOT NULL, path TEXT NOT NULL, \"offset\" INTEGER, reason TEXT,"
+	" errno TEXT, message TEXT, detected_type TEXT, size INTEGER, mtime TEXT);"
+	"CREATE INDEX errors_path ON errors(root, path);"
+	"CREATE TABLE files (root BLOB NOT NULL, path BLOB NOT NULL, dev INTEGER, ino INTEGER,"
+	" size INTEGER, mtime_sec INTEGER, mtime_nsec INTEGER, id INTEGER,"
+	" PRIMARY KEY (root, path)) WITHOUT ROWID;"
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(subject, \"from\", \"to\", text, attachments,"
+	" tokenize = 'unicode61 remove_diacritics 2');"
+	"CREATE TRIGGER messages_delete AFTER DELETE ON messages BEGIN"
+	" DELETE FROM addresses WHERE message = old.docid;"
+	" DELETE FROM attachments WHERE message = old.docid;"
+	" DELETE FROM refs WHERE message = old.docid;"
+	" DELETE FROM mail_fts WHERE rowid = old.docid; END;"
+	"CREATE VIEW threads AS SELECT thread_id, min(date) AS first_date, max(date) AS last_date,"
+	" count(*) AS messages, (SELECT r.subject FROM messages r WHERE r.thread_id = m.thread_id"
+	"  ORDER BY r.date IS NULL, r.date, r.docid LIMIT 1) AS subject"
+	" FROM messages m WHERE thread_id IS NOT NULL GROUP BY thread_id;";
+
+struct index {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST__COUNT];
+	bool in_tx;
+	struct dynbuf scratch;
+	struct index_stats stats;
+	char error[256];
+};
+
+static uint64_t index_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* SQLite's result codes as -errno, for the run's one error convention. */
+static int index_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK: case SQLITE_DONE: case SQLITE_ROW: return 0;
+	case SQLITE_NOMEM: return -ENOMEM;
+	case SQLITE_FULL: return -ENOSPC;
+	case SQLITE_READONLY: return -EROFS;
+	case SQLITE_PERM: case SQLITE_AUTH: return -EACCES;
+	case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
+	case SQLITE_CANTOPEN: return -ENOENT;
+	case SQLITE_NOTADB: case SQLITE_CORRUPT: case SQLITE_SCHEMA: return -EINVAL;
+	default: return -EIO;
+	}
+}
+
+static int index_fail(struct index *ix, int rc)
+{
+	snprintf(ix->error, sizeof(ix->error), "%s", sqlite3_errmsg(ix->db));
+	return index_errno(rc) ? index_errno(rc) : -EIO;
+}
+
+/* ingest_tags(subdir, flags): the Maildir flags by name (the letters of the
+ * Maildir specification), and "unread" for a Maildir message not seen, as
+ * notmuch and mu name them.  A JSON array, [] outside a Maildir. */
+static void index_sql_tags(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	static const struct { char letter; const char *tag; } names[] = {
+		{ 'D', "draft" }, { 'F', "flagged" }, { 'P', "passed" },
+		{ 'R', "replied" }, { 'S', "seen" }, { 'T', "trashed" },
+	};
+	char out[128] = "[";
+	size_t n = 1;
+	if (sqlite3_value_type(argv[0]) != SQLITE_NULL) {
+		const char *flags = (const char *)sqlite3_value_text(argv[1]);
+		if (!flags)
+			flags = "";
+		bool seen = strchr(flags, 'S');
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strchr(flags, names[i].letter))
+				n += (size_t)snprintf(out + n, sizeof(out) - n, "%s\"%s\"", n > 1 ? "," : "",
+				                      names[i].tag);
+		if (!seen)
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s\"unread\"", n > 1 ? "," : "");
+	}
+	snprintf(out + n, sizeof(out) - n, "]");
+	sqlite3_result_text(cx, out, -1, SQLITE_TRANSIENT);
+}
+
+static int index_exec(struct index *ix, const char *sql)
+{
+	int rc = sqlite3_exec(ix->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : index_fail(ix, rc);
+}
+
+static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(ix->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return index_fail(ix, rc);
+	rc = sqlite3_step(s);
+	*v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
+}
+
+/* Decides, reading only, whether the database is ours; then creates or
+ * migrates the schema in one transaction, which also proves it writable. */
+static int index_check_schema(struct index *ix, const char **why)
+{
+	int64_t app, version, tables;
+	int r = index_pragma_int(ix, "PRAGMA application_id", &app);
+	if (r == 0)
+		r = index_pragma_int(ix, "PRAGMA user_version", &version);
+	if (r == 0)
+		r = index_pragma_int(ix, "SELECT count(*) FROM sqlite_master", &tables);
+	if (r == -EINVAL) {
+		*why = "not an SQLite database";
+		return r;
+	}
+	if (r < 0) {
+		*why = "cannot read the database";
+		return r;
+	}
+	if (tables && app != INDEX_APPLICATION_ID) {
+		*why = "not an ingest index (another application's database): left as it is";
+		return -EINVAL;
+	}
+	if (version > INDEX_SCHEMA_VERSION) {
+		*why = "written by a newer ingest (a later schema_version): left as it is";
+		return -EINVAL;
+	}
+	if (tables && version == INDEX_SCHEMA_VERSION) {
+		/* the write lock proves the file and its directory writable */
+		r = index_exec(ix, "BEGIN IMMEDIATE; COMMIT");
+		if (r < 0)
+			*why = "cannot write the database";
+		return r;
+	}
+	/* New (version 0, no table); the first schema has nothing to migrate
+	 * from: a later version adds its steps here, keyed by version. */
+	if (tables) {
+		*why = "an ingest index of an unknown schema_version";
+		return -EINVAL;
+	}
+	char pragmas[96];
+	snprintf(pragmas, sizeof(pragmas), "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+	         INDEX_APPLICATION_ID, INDEX_SCHEMA_VERSION);
+	r = index_exec(ix, "BEGIN IMMEDIATE");
+	if (r == 0)
+		r = index_exec(ix, index_schema);
+	if (r == 0)
+		r = index_exec(ix, pragmas);
+	if (r == 0)
+		r = index_exec(ix, "COMMIT");
+	if (r < 0) {
+		sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
+		*why = "cannot create the schema";
+	}
+	return r;
+}
+
+int index_open(const char *path, struct index **out, const char **why)
+{
+	*out = NULL;
+	*why = NULL;
+	struct index *ix = xcalloc(1, sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	dynbuf_init(&ix->scratch, 0);
+	/* A file we may not write is refused before SQLite opens it read-only
+	 * behind our back (it would fail only at the first batch). */
+	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
+		int e = -errno;
+		*why = "the database is not writable";
+		index_close(ix);
+		return e;
+	}
+	int rc = sqlite3_open_v2(path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	                         SQLITE_OPEN_NOMUTEX, NULL);
+	int r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
+	if (r == 0 && sqlite3_db_readonly(ix->db, "main") == 1)
+		r = -EROFS;
+	if (r < 0)
+		*why = "cannot open the database";
+	if (r == 0) {
+		sqlite3_busy_timeout(ix->db, 5000);
+		r = sqlite3_create_function(ix->db, "ingest_tags", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, ix,
+		                            index_sql_tags, NULL, NULL) ? -ENOMEM : 0;
+	}
+	if (r == 0)
+		r = index_check_schema(ix, why);
+	/* WAL: a reader (sqlite3 mail.db) queries while a run writes; with
+	 * synchronous=NORMAL a commit is durable at the next checkpoint, and a
+	 * crash loses at most the last commits, never consistency. */
+	if (r == 0 && (r = index_exec(ix, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+	                              " PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;"
+	                              " PRAGMA recursive_triggers = ON")) < 0)
+		*why = "cannot set up the database";
+	for (int i = 0; i < ST__COUNT && r == 0; i++) {
+		rc = sqlite3_prepare_v3(ix->db, index_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ix->st[i], NULL);
+		if (rc != SQLITE_OK) {
+			r = index_fail(ix, rc);
+			*why = "cannot prepare the statements";
+		}
+	}
+	if (r < 0) {
+		index_close(ix);
+		return r;
+	}
+	*out = ix;
+	return 0;
+}
+
+void index_close(struct index *ix)
+{
+	if (!ix)
+		return;
+	if (ix->in_tx)
+		index_rollback(ix);
+	for (int i = 0; i < ST__COUNT; i++)
+		sqlite3_finalize(ix->st[i]);
+	sqlite3_close(ix->db);
+	dynbuf_release(&ix->scratch);
+	xfree(ix);
+}
+
+const char *index_error(const struct index *ix)
+{
+	return ix->error[0] ? ix->error : NULL;
+}
+
+void index_stats_get(const struct index *ix, struct index_stats *out)
+{
+	*out = ix->stats;
+}
+
+int index_load_state(struct index *ix, struct state **out)
+{
+	*out = NULL;
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(ix->db, "SELECT root, path, id, dev, ino, size, mtime_sec,"
+	                            " mtime_nsec FROM files", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return index_fail(ix, rc);
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	int r = state_format_begin(&b);
+	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct mail_str f[2];
+		for (int i = 0; i < 2; i++)
+			f[i] = (struct mail_str){ sqlite3_column_blob(s, i), (size_t)sqlite3_column_bytes(s, i) };
+		r = state_format_file(&b, f[0], f[1], (uint64_t)sqlite3_column_int64(s, 2),
+		                      (uint64_t)sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4),
+		                      (uint64_t)sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6),
+		                      (uint32_t)sqlite3_column_int64(s, 7));
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = index_fail(ix, rc);
+	sqlite3_finalize(s);
+	if (r < 0) {
+		dynbuf_release(&b);
+		return r;
+	}
+	size_t n;
+	char *bytes = dynbuf_take(&b, &n);
+	return bytes ? state_load_bytes(bytes, n, out) : -ENOMEM;
+}
+
+/* Runs statement k to completion with what the caller bound. */
+
+static int index_run(struct index *ix, enum index_stmt k)
+{
+	sqlite3_stmt *s = ix->st[k];
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		;
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
+}
+
+/* ?1 record, ?2 root, ?3 path, as index_sql's comment says. */
+static void index_bind(struct index *ix, enum index_stmt k, const char *rec, size_t n,
+                       const struct record_io *io)
+{
+	sqlite3_stmt *s = ix->st[k];
+	int params = sqlite3_bind_parameter_count(s);
+	if (rec && params >= 1)
+		sqlite3_bind_text(s, 1, rec, (int)n, SQLITE_STATIC);
+	if (params >= 3) {
+		sqlite3_bind_text(s, 2, io->root.p, (int)io->root.n, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
+	}
+}
+
+int index_begin(struct index *ix)
+{
+	uint64_t t0 = index_now_ns();
+	int r = index_run(ix, ST_BEGIN);
+	ix->in_tx = r == 0;
+	ix->stats.ns += index_now_ns() - t0;
+	return r;
+}
+
+int index_commit(struct index *ix)
+{
+	uint64_t t0 = index_now_ns();
+	int r = index_run(ix, ST_COMMIT);
+	if (r < 0)
+		index_rollback(ix);
+	else
+		ix->stats.transactions++;
+	ix->in_tx = false;
+	ix->stats.ns += index_now_ns() - t0;
+	return r;
+}
+
+void index_rollback(struct index *ix)
+{
+	/* after SQLITE_FULL SQLite may have rolled back already: harmless */
+	if (sqlite3_get_autocommit(ix->db) == 0)
+		index_run(ix, ST_ROLLBACK);
+	ix->in_tx = false;
+}
+
+/* The parts of a message record its children need, from RETURNING. */
+enum index_part {
+	PART_DOCID, PART_FROM, PART_SENDER, PART_REPLY_TO, PART_TO, PART_CC, PART_BCC,
+	PART_ATTACHMENTS, PART_REFERENCES, PART_TEXT, PART_MESSAGE_ID, PART_IN_REPLY_TO,
+};
+
+static void index_bind_part(sqlite3_stmt *to, int param, sqlite3_stmt *from, enum index_part k)
+{
+	const char *p = (const char *)sqlite3_column_text(from, k);
+	if (p)
+		sqlite3_bind_text(to, param, p, sqlite3_column_bytes(from, k), SQLITE_STATIC);
+}
+
+/* Joins the message (docid) to the threads it links to, merging them. */
+static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
+{
+	sqlite3_stmt *s = ix->st[ST_THREAD_LINKS];
+	int64_t found[16], thread = docid;
+	size_t nf = 0;
+	int rc;
+	index_bind_part(s, 1, msg, PART_MESSAGE_ID);
+	index_bind_part(s, 2, msg, PART_IN_REPLY_TO);
+	index_bind_part(s, 3, msg, PART_REFERENCES);
+	sqlite3_bind_int64(s, 7, docid);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(s, 0);
+		if (nf < sizeof(found) / sizeof(found[0]))
+			found[nf++] = t;
+		if (t < thread)
+			thread = t;
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_DONE)
+		return index_fail(ix, rc);
+	/* more than 16 threads linked by one message: the rest merge when
+	 * their next message comes (each merge is permanent, so none is lost
+	 * beyond that) */
+	for (size_t i = 0; i < nf; i++) {
+		if (found[i] == thread)
+			continue;
+		sqlite3_bind_int64(ix->st[ST_THREAD_MERGE], 1, thread);
+		sqlite3_bind_int64(ix->st[ST_THREAD_MERGE], 2, found[i]);
+		int r = index_run(ix, ST_THREAD_MERGE);
+		if (r < 0)
+			return r;
+	}
+	sqlite3_bind_int64(ix->st[ST_THREAD_SET], 1, docid);
+	sqlite3_bind_int64(ix->st[ST_THREAD_SET], 2, thread);
+	return index_run(ix, ST_THREAD_SET);
+}
+
+static int index_add_message(struct index *ix, const struct record_io *io, const char *rec, size_t n)
+{
+	sqlite3_stmt *msg = ix->st[ST_INSERT_MESSAGE];
+	index_bind(ix, ST_INSERT_MESSAGE, rec, n, io);
+	int rc = sqlite3_step(msg);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(msg);
+		return index_fail(ix, rc);
+	}
+	/* the row's values stay valid until msg is stepped again */
+	int64_t docid = sqlite3_column_int64(msg, PART_DOCID);
+	sqlite3_stmt *st = ix->st[ST_INSERT_ADDRESSES];
+	for (int k = PART_FROM; k <= PART_BCC; k++)
+		index_bind_part(st, k, msg, k);
+	sqlite3_bind_int64(st, 7, docid);
+	int r = index_run(ix, ST_INSERT_ADDRESSES);
+	static const struct { enum index_stmt st; enum index_part part; } lists[] = {
+		{ ST_INSERT_ATTACHMENTS, PART_ATTACHMENTS }, { ST_INSERT_REFS, PART_REFERENCES },
+		{ ST_INSERT_FTS, PART_ATTACHMENTS },
+	};
+	for (size_t i = 0; r == 0 && i < sizeof(lists) / sizeof(lists[0]); i++) {
+		st = ix->st[lists[i].st];
+		index_bind_part(st, 1, msg, lists[i].part);
+		if (lists[i].st == ST_INSERT_FTS)
+			index_bind_part(st, 2, msg, PART_TEXT);
+		sqlite3_bind_int64(st, 7, docid);
+		r = index_run(ix, lists[i].st);
+	}
+	if (r == 0)
+		r = index_thread(ix, msg, docid);
+	while (rc == SQLITE_ROW)
+		rc = sqlite3_step(msg);
+	sqlite3_reset(msg);
+	sqlite3_clear_bindings(msg);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = index_fail(ix, rc);
+	if (r == 0)
+		ix->stats.messages++;
+	return r;
+}
+
+static int index_file_row(struct index *ix, enum index_stmt k, const struct record_io *io)
+{
+	sqlite3_stmt *s = ix->st[k];
+	sqlite3_bind_blob(s, 1, io->root.p, (int)io->root.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
+	if (k == ST_UPSERT_FILE) {
+		/* An mbox streamed over several batches (so several transactions)
+		 * is its messages' items: the row claims the bytes up to the end
+		 * of the last message stored, which equals the file's size only
+		 * once the last one is in.  A run killed half-way therefore leaves
+		 * a row that differs from the file, and the next run reads the
+		 * archive again. */
+		uint64_t size = io->in_mbox ? io->offset + io->length : io->size;
+		sqlite3_bind_int64(s, 3, (int64_t)io->dev);
+		sqlite3_bind_int64(s, 4, (int64_t)io->ino);
+		sqlite3_bind_int64(s, 5, (int64_t)size);
+		sqlite3_bind_int64(s, 6, io->mtime_sec);
+		sqlite3_bind_int64(s, 7, io->mtime_nsec);
+		/* the file's identity (README, "Records"), what the state finds
+		 * a file by on the next run */
+		sqlite3_bind_int64(s, 8, (int64_t)io->id);
+	}
+	return index_run(ix, k);
+}
+
+/* A file gone: its messages, its errors and its state row. */
+static int index_delete_file(struct index *ix, const struct record_io *io)
+{
+	index_bind(ix, ST_DELETE_PATH, NULL, 0, io);
+	int r = index_run(ix, ST_DELETE_PATH);
+	if (r == 0) {
+		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, io);
+		r = index_run(ix, ST_DELETE_PATH_ERRORS);
+	}
+	return r;
+}
+
+static int index_rename(struct index *ix, const struct record_io *io, const char *rec, size_t n)
+{
+	sqlite3_stmt *s = ix->st[ST_RENAME_MESSAGES];
+	index_bind(ix, ST_RENAME_MESSAGES, rec, n, io);
+	sqlite3_bind_text(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
+	int r = index_run(ix, ST_RENAME_MESSAGES);
+	if (r < 0)
+		return r;
+	s = ix->st[ST_RENAME_FILE];
+	sqlite3_bind_blob(s, 2, io->root.p, (int)io->root.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, (int64_t)io->dev);
+	sqlite3_bind_int64(s, 6, (int64_t)io->ino);
+	sqlite3_bind_int64(s, 7, (int64_t)io->size);
+	sqlite3_bind_int64(s, 8, io->mtime_sec);
+	sqlite3_bind_int64(s, 9, io->mtime_nsec);
+	r = index_run(ix, ST_RENAME_FILE);
+	ix->stats.renamed++;
+	return r;
+}
+
+/* An error record (README "Records"): its top-level "error" key.  Inside a
+ * string every '"' is escaped, so the key is a quote after an even run of
+ * backslashes. */
+static bool index_is_error(const char *rec, size_t n)
+{
+	static const char key[] = "\"error\":{";
+	const char *end = rec + n;
+	for (const char *p = rec; (p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)); p++) {
+		size_t bs = 0;
+		while (p - bs > rec && p[-1 - (ptrdiff_t)bs] == '\\')
+			bs++;
+		if (bs % 2 == 0)
+			return true;
+	}
+	return false;
+}
+
+int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len)
+{
+	uint64_t t0 = index_now_ns();
+	int r = 0;
+	if (io->kind == RECORD_DELETED) {
+		r = index_delete_file(ix, io);
+		if (r == 0)
+			r = index_file_row(ix, ST_DELETE_FILE, io);
+		ix->stats.deleted++;
+	} else if (io->kind == RECORD_RENAMED) {
+		r = index_rename(ix, io, records, len);
+	} else if (len) {
+		/* a file read again replaces what it held: an mbox rewritten
+		 * has other messages at other offsets (a streamed one was
+		 * cleared by its placeholder, index_add_batch) */
+		if (!io->in_mbox)
+			r = index_delete_file(ix, io);
+		for (size_t at = 0; r == 0 && at < len;) {
+			const char *nl = memchr(records + at, '\n', len - at);
+			size_t n = nl ? (size_t)(nl - records) - at : len - at;
+			const char *rec = records + at;
+			if (index_is_error(rec, n)) {
+				index_bind(ix, ST_INSERT_ERROR, rec, n, io);
+				r = index_run(ix, ST_INSERT_ERROR);
+				ix->stats.errors++;
+			} else {
+				r = index_add_message(ix, io, rec, n);
+			}
+			at += n + 1;
+		}
+		/* the state row: what --state would save (io/state.c) */
+		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT)
+			r = index_file_row(ix, ST_DELETE_FILE, io);
+		else if (r == 0 && io->have_stat && io->reason != RECORD_IO)
+			r = index_file_row(ix, ST_UPSERT_FILE, io);
+	}
+	ix->stats.ns += index_now_ns() - t0;
+	return r;
+}
+
+int index_add_batch(struct index *ix, const struct batch *b)
+{
+	int r = index_begin(ix);
+	for (size_t i = 0; r == 0 && i < b->n; i++) {
+		const struct batch_item *it = &b->items[i];
+		if (it->no_output && it->stream) {
+			/* an archive about to be streamed: its old messages go */
+			uint64_t t0 = index_now_ns();
+			r = index_delete_file(ix, &it->io);
+			ix->stats.ns += index_now_ns() - t0;
+		} else if (!it->no_output) {
+			r = index_add_item(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len);
+		}
+	}
+	if (r < 0) {
+		index_rollback(ix);
+		return r;
+	}
+	/* One transaction per batch (about --batch-bytes of input): against
+	 * one per 32 MB of records the CPU time was the same within noise
+	 * (bench/INDEX.md), and a batch is what a crash or Ctrl-C can lose */
+	return index_commit(ix);
+}
+

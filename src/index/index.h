@@ -1,0 +1,63 @@
+/* --index=FILE: the records of a run kept in an SQLite database (README,
+ * "The index").
+ *
+ * The index is a sink of the pipeline: it runs on the thread that writes
+ * records, takes each batch in input order, and stores the records it is
+ * given (the `--format=jsonl` bytes of README "Records", one line each)
+ * together with what the reader knew of the file (struct record_io: the stat
+ * that --state keeps).  One transaction per batch: a run killed at any point
+ * leaves the batches committed before it, and the `files` table, written in
+ * the same transaction as the messages, is the state the next run starts
+ * from (index_load_state), so that run reads exactly what is missing.
+ *
+ * Threads: index_open and index_load_state before the pipeline starts,
+ * index_add_* on the writer thread, index_close after it joined.  One
+ * connection, used by one thread at a time. */
+#ifndef INGEST_INDEX_H
+#define INGEST_INDEX_H
+
+#include "core/record.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dynbuf;
+struct index;
+struct state;
+
+/* The schema this build writes (PRAGMA user_version of the database). */
+#define INDEX_SCHEMA_VERSION 1
+
+/* Opens FILE, creating it and its schema when it does not exist or is an
+ * empty database.  Refused, the file left as it was: not an SQLite database,
+ * another application's database, a newer schema, a file or directory that
+ * cannot be written.  0, or -errno with *why (static text) saying which. */
+int index_open(const char *path, struct index **out, const char **why);
+/* Writes pending work (an open batch is rolled back) and closes. */
+void index_close(struct index *ix);
+/* The --state view of the files table, for the reader. 0 or -errno. */
+int index_load_state(struct index *ix, struct state **out);
+
+/* One batch: begin, the items in input order, commit.  An item is what one
+ * input produced: its record_io and its records (zero, one, or one per mbox
+ * message, each ending in '\n').  -errno on failure (-ENOSPC, -EIO: the
+ * batch is rolled back), with index_error saying what SQLite said. */
+int index_begin(struct index *ix);
+int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len);
+int index_commit(struct index *ix);
+void index_rollback(struct index *ix);
+const char *index_error(const struct index *ix);
+/* The same for a whole batch of the pipeline, in one transaction (items
+ * with no output are files --state found unchanged). */
+struct batch;
+int index_add_batch(struct index *ix, const struct batch *b);
+
+/* What the database did, for --stats: transactions committed, rows
+ * written by kind, nanoseconds spent inside SQLite. */
+struct index_stats {
+	uint64_t transactions, messages, errors, deleted, renamed;
+	uint64_t ns;
+};
+void index_stats_get(const struct index *ix, struct index_stats *out);
+
+#endif

@@ -1,0 +1,321 @@
+/* `ingest search FILE QUERY`: a query over an --index database (README,
+ * "Searching").
+ *
+ * The query is FTS5's syntax plus the prefixes notmuch and mu users know.
+ * Each word is one of:
+ *   from:V to:V subject:V    a phrase in that column of mail_fts (names and
+ *                            addresses are words: from:ann, from:example.org)
+ *   date:A..B date:A         ISO date prefixes: 2023, 2023-06, 2023-06-01
+ *   tag:T folder:F thread:N id:MSGID has:attachment
+ *   -PREFIX:V                the same, negated
+ *   anything else            FTS5 syntax as written (AND OR NOT, "a phrase",
+ *                            pre*, column:word); a word FTS5 would refuse as
+ *                            a bareword (example.org) is quoted as a phrase
+ * The words join with AND.  The SQL is built with placeholders only: every
+ * value is bound, none is pasted into the statement. */
+#include "ingest.h"
+#include "core/dynbuf.h"
+#include "core/xalloc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SEARCH_MAX_TERMS 64
+
+struct search {
+	struct dynbuf fts;       /* the MATCH expression */
+	struct dynbuf where;     /* SQL conditions, " AND "-joined */
+	char *binds[SEARCH_MAX_TERMS];
+	int n_binds;
+	char error[256];
+};
+
+/* The value's parameter number: ?1 is the MATCH expression, values follow. */
+static int search_bind(struct search *s, const char *v, size_t n)
+{
+	if (s->n_binds == SEARCH_MAX_TERMS) {
+		snprintf(s->error, sizeof(s->error), "more than %d terms", SEARCH_MAX_TERMS);
+		return -EINVAL;
+	}
+	char *c = xmalloc(n + 1);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, v, n);
+	c[n] = '\0';
+	s->binds[s->n_binds++] = c;
+	return s->n_binds + 1;
+}
+
+/* Adds " AND [NOT ](cond)", each '@' in cond naming the bound value v. */
+static int search_where(struct search *s, bool negate, const char *cond, const char *v, size_t n)
+{
+	int num = v ? search_bind(s, v, n) : 0;
+	if (num < 0)
+		return num;
+	int r = dynbuf_printf(&s->where, " AND %s(", negate ? "NOT " : "");
+	for (const char *c = cond; r == 0 && *c; c++)
+		r = *c == '@' ? dynbuf_printf(&s->where, "?%d", num) : dynbuf_putc(&s->where, *c);
+	return r ? r : dynbuf_putc(&s->where, ')');
+}
+
+/* An FTS5 string: "..." with '"' doubled; a trailing '*' stays a prefix. */
+static int search_phrase(struct dynbuf *b, const char *v, size_t n)
+{
+	bool prefix = n > 1 && v[n - 1] == '*';
+	if (prefix)
+		n--;
+	int r = dynbuf_putc(b, '"');
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = v[i] == '"' ? dynbuf_puts(b, "\"\"") : dynbuf_putc(b, v[i]);
+	if (r == 0)
+		r = dynbuf_puts(b, prefix ? "\" *" : "\"");
+	return r;
+}
+
+static bool search_bareword(const char *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (!(isalnum(c) || c == '_' || c >= 0x80 || (c == '*' && i == n - 1 && i)))
+			return false;
+	}
+	return n > 0;
+}
+
+static int search_fts(struct search *s, bool negate, const char *column, const char *v, size_t n)
+{
+	struct dynbuf e;
+	dynbuf_init(&e, 0);
+	int r = column ? dynbuf_printf(&e, "\"%s\" : ", column) : 0;
+	if (r == 0)
+		r = search_phrase(&e, v, n);
+	if (r == 0 && negate) {
+		/* FTS5's NOT is binary: a negated term is a condition */
+		r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
+		                 e.p, e.len);
+	} else if (r == 0) {
+		r = dynbuf_printf(&s->fts, "%s(%.*s)", s->fts.len ? " AND " : "", (int)e.len, e.p);
+	}
+	dynbuf_release(&e);
+	return r;
+}
+
+/* date:A..B, date:A.., date:..B, date:A: prefixes of the stored ISO dates,
+ * so a year, a month or a day bounds the range inclusively. */
+static int search_date(struct search *s, bool negate, const char *v, size_t n)
+{
+	const char *dots = memmem(v, n, "..", 2);
+	size_t lon = dots ? (size_t)(dots - v) : n, hin = dots ? n - lon - 2 : 0;
+	if (!lon && !hin) {
+		snprintf(s->error, sizeof(s->error), "date: needs a date (date:2023-01..2023-06)");
+		return -EINVAL;
+	}
+	int lo = lon ? search_bind(s, v, lon) : 0;
+	int hi = !dots ? lo : hin ? search_bind(s, dots + 2, hin) : 0;
+	if (lo < 0 || hi < 0)
+		return lo < 0 ? lo : hi;
+	int r = dynbuf_printf(&s->where, " AND %s(m.date IS NOT NULL", negate ? "NOT " : "");
+	if (r == 0 && lo)
+		r = dynbuf_printf(&s->where, " AND substr(m.date, 1, length(?%d)) >= ?%d", lo, lo);
+	if (r == 0 && hi)
+		r = dynbuf_printf(&s->where, " AND substr(m.date, 1, length(?%d)) <= ?%d", hi, hi);
+	return r ? r : dynbuf_putc(&s->where, ')');
+}
+
+/* One word of the query. */
+static int search_term(struct search *s, const char *w, size_t n)
+{
+	static const struct { const char *prefix, *column, *cond; } prefixes[] = {
+		{ "from:", "from", NULL },
+		{ "to:", "to", NULL },
+		{ "subject:", "subject", NULL },
+		{ "tag:", NULL, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)" },
+		{ "folder:", NULL, "coalesce(m.folder, '') = (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)" },
+		{ "thread:", NULL, "m.thread_id = @" },
+		{ "id:", NULL, "m.message_id = @" },
+		{ "date:", NULL, NULL },
+	};
+	bool negate = n > 1 && w[0] == '-' && memchr(w, ':', n);
+	const char *v = w + negate;
+	size_t vn = n - negate;
+	if (vn == 14 && !memcmp(v, "has:attachment", 14))
+		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
+		                    NULL, 0);
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t pl = strlen(prefixes[i].prefix);
+		if (vn < pl || memcmp(v, prefixes[i].prefix, pl))
+			continue;
+		const char *val = v + pl;
+		size_t valn = vn - pl;
+		if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {
+			val++;
+			valn -= 2;
+		}
+		if (prefixes[i].column)
+			return search_fts(s, negate, prefixes[i].column, val, valn);
+		if (!prefixes[i].cond)
+			return search_date(s, negate, val, valn);
+		return search_where(s, negate, prefixes[i].cond, val, valn);
+	}
+	/* FTS5 syntax as written; a word it would refuse becomes a phrase */
+	bool keep = w[0] == '"' || w[0] == '(' || w[0] == ')' || search_bareword(w, n) ||
+	            (n >= 5 && !memcmp(w, "NEAR(", 5)) || memchr(w, ':', n);
+	int r = dynbuf_puts(&s->fts, s->fts.len && !(w[0] == ')') ? " " : "");
+	if (r == 0)
+		r = keep ? dynbuf_append(&s->fts, w, n) : search_phrase(&s->fts, w, n);
+	return r;
+}
+
+/* Words split at white space; "..." (also after a prefix) is one word. */
+static int search_parse(struct search *s, const char *q)
+{
+	int r = 0;
+	for (const char *p = q; r == 0 && *p;) {
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		const char *w = p;
+		bool quoted = false;
+		while (*p && (quoted || !isspace((unsigned char)*p))) {
+			if (*p == '"')
+				quoted = !quoted;
+			p++;
+		}
+		r = search_term(s, w, (size_t)(p - w));
+	}
+	return r;
+}
+
+static const char search_columns[] =
+	"SELECT json_object('id', m.id, 'root', m.root, 'path', m.path, 'date', m.date,"
+	" 'from', (SELECT group_concat(coalesce(a.name || ' <' || a.address || '>', a.address), ', ')"
+	"  FROM addresses a WHERE a.message = m.docid AND a.role = 'from'),"
+	" 'subject', m.subject, 'thread', m.thread_id, 'tags', json(m.tags), 'snippet', %s, 'rank', %s),"
+	" concat_tsv(m.date, (SELECT group_concat(coalesce(a.name, a.address), ', ') FROM addresses a"
+	"  WHERE a.message = m.docid AND a.role = 'from'), m.subject, m.thread_id, m.root, m.path, %s)";
+
+/* The columns of a TSV line, tabs and newlines inside values made spaces. */
+static void search_sql_tsv(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	int r = 0;
+	for (int i = 0; r == 0 && i < argc; i++) {
+		const unsigned char *t = sqlite3_value_text(argv[i]);
+		if (i)
+			r = dynbuf_putc(&b, '\t');
+		for (; r == 0 && t && *t; t++)
+			r = dynbuf_putc(&b, *t == '\t' || *t == '\n' || *t == '\r' ? ' ' : (char)*t);
+	}
+	if (r == 0 && dynbuf_putc(&b, '\0') == 0)
+		sqlite3_result_text(cx, b.p, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_result_error_nomem(cx);
+	dynbuf_release(&b);
+}
+
+static int search_write(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
+                  char **error)
+{
+	*error = NULL;
+	struct search s = { 0 };
+	dynbuf_init(&s.fts, 0);
+	dynbuf_init(&s.where, 0);
+	struct dynbuf sql;
+	dynbuf_init(&sql, 0);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc, r = search_parse(&s, query);
+	const char *why = s.error[0] ? s.error : NULL;
+	if (r == 0) {
+		rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL);
+		sqlite3_stmt *chk = NULL;
+		if (rc == SQLITE_OK)
+			rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &chk, NULL);
+		if (rc == SQLITE_OK && sqlite3_step(chk) == SQLITE_ROW && sqlite3_column_int(chk, 0) != 0x696e6774) {
+			why = "not an ingest index";
+			r = -EINVAL;
+		} else if (rc != SQLITE_OK) {
+			why = sqlite3_errmsg(db);
+			r = -EINVAL;
+		}
+		sqlite3_finalize(chk);
+	}
+	bool fts = s.fts.len > 0;
+	/* bm25 with the subject weighted above the body, as mail readers rank */
+	const char *rank = fts ? "bm25(mail_fts, 8.0, 4.0, 2.0, 1.0, 2.0)" : "NULL";
+	const char *snippet = fts ? "snippet(mail_fts, -1, '[', ']', '...', 12)"
+	                          : "substr(replace(f.text, char(10), ' '), 1, 80)";
+	if (r == 0)
+		r = dynbuf_printf(&sql, search_columns, snippet, rank, snippet);
+	if (r == 0)
+		r = dynbuf_puts(&sql, fts ? " FROM mail_fts f JOIN messages m ON m.docid = f.rowid"
+		                            " WHERE mail_fts MATCH ?1"
+		                          : " FROM messages m LEFT JOIN mail_fts f ON f.rowid = m.docid WHERE 1");
+	if (r == 0)
+		r = dynbuf_append(&sql, s.where.p ? s.where.p : "", s.where.len);
+	if (r == 0)
+		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lu", fts ? rank : "m.date DESC, m.docid", limit);
+	if (r == 0 && dynbuf_putc(&sql, '\0') < 0)
+		r = -ENOMEM;
+	if (r == 0) {
+		sqlite3_create_function(db, "concat_tsv", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
+		                        search_sql_tsv, NULL, NULL);
+		rc = sqlite3_prepare_v2(db, sql.p, -1, &st, NULL);
+		if (rc != SQLITE_OK) {
+			why = sqlite3_errmsg(db);
+			r = -EINVAL;
+		}
+	}
+	if (r == 0 && fts)
+		sqlite3_bind_text(st, 1, s.fts.p, (int)s.fts.len, SQLITE_STATIC);
+	for (int i = 0; r == 0 && i < s.n_binds; i++)
+		sqlite3_bind_text(st, i + 2, s.binds[i], -1, SQLITE_STATIC);
+	int hits = 0;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *line = (const char *)sqlite3_column_text(st, tsv ? 1 : 0);
+		r = search_write(fd, line ? line : "", line ? strlen(line) : 0);
+		if (r == 0)
+			r = search_write(fd, "\n", 1);
+		hits++;
+	}
+	if (r == 0 && rc != SQLITE_DONE) {
+		/* a query FTS5 cannot parse is the user's to fix: say so */
+		why = sqlite3_errmsg(db);
+		r = -EINVAL;
+	}
+	if (r < 0 && why) {
+		size_t n = strlen(why) + 1;
+		if ((*error = malloc(n)))
+			memcpy(*error, why, n);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	for (int i = 0; i < s.n_binds; i++)
+		xfree(s.binds[i]);
+	dynbuf_release(&s.fts);
+	dynbuf_release(&s.where);
+	dynbuf_release(&sql);
+	return r < 0 ? r : hits;
+}

@@ -1,0 +1,600 @@
+#!/usr/bin/env python3
+"""CLI tests for --index and `ingest search`: the database checked with
+Python's sqlite3 module (an SQL client independent of ours) against the
+records the same binary writes as JSON Lines.
+
+Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
+Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+ARGS = None
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def run(args, check_rc=0, env=None, pre=()):
+    p = subprocess.run(list(pre) + [ARGS.ingest] + args, capture_output=True, env=env, timeout=300)
+    if check_rc is not None and p.returncode != check_rc:
+        fail(f"{args}: exit {p.returncode}, expected {check_rc}\nstderr: {p.stderr.decode(errors='replace')}")
+    return p
+
+
+def records(out):
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+def mkcorpus(dest, *extra):
+    subprocess.run([sys.executable, ARGS.mkcorpus, "--out", dest] + list(extra),
+                   check=True, capture_output=True)
+
+
+def stats(p):
+    lines = [ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")]
+    if not lines:
+        fail(f"no --stats=json line: {p.stderr!r}")
+    return json.loads(lines[-1])
+
+
+def q(db, sql, *params):
+    c = sqlite3.connect(db)
+    try:
+        return c.execute(sql, params).fetchall()
+    finally:
+        c.close()
+
+
+def dump(db):
+    """Every table's rows, without the docids and thread numbers a run
+    chooses: messages by id, their children by message id, threads as the
+    partition of message ids they make."""
+    c = sqlite3.connect(db)
+    try:
+        cols = [r[1] for r in c.execute("PRAGMA table_info(messages)")
+                if r[1] not in ("docid", "thread_id", "mtime")]
+        out = {"messages": sorted(c.execute("SELECT " + ", ".join(f'"{x}"' for x in cols) + " FROM messages").fetchall())}
+        for t in ("addresses", "attachments", "refs"):
+            tc = [r[1] for r in c.execute(f"PRAGMA table_info({t})") if r[1] != "message"]
+            out[t] = sorted(c.execute(
+                "SELECT m.id, " + ", ".join(f'x."{x}"' for x in tc) + f" FROM {t} x"
+                f" JOIN messages m ON m.docid = x.message").fetchall(), key=repr)
+        out["fts"] = sorted(c.execute("SELECT m.id, f.subject, f.\"from\", f.\"to\", f.text, f.attachments"
+                                      " FROM mail_fts f JOIN messages m ON m.docid = f.rowid").fetchall())
+        out["errors"] = sorted(c.execute("SELECT root, path, offset, reason, errno, message FROM errors"
+                                         ).fetchall(), key=repr)
+        out["files"] = sorted(c.execute("SELECT root, path, size FROM files").fetchall())
+        threads = {}
+        for mid, t in c.execute("SELECT id, thread_id FROM messages"):
+            threads.setdefault(t, set()).add(mid)
+        out["threads"] = sorted(sorted(s) for s in threads.values())
+        out["integrity"] = c.execute("PRAGMA integrity_check").fetchall()
+        return out
+    finally:
+        c.close()
+
+
+def differ(a, b):
+    return [k for k in a if a[k] != b[k]]
+
+
+def count_inputs(root):
+    n = 0
+    for d, dirs, files in os.walk(root):
+        if "cur" in dirs and "new" in dirs and "tmp" in dirs:
+            dirs.remove("tmp")
+        n += len(files)
+    return n
+
+
+def sample():
+    return os.path.join(ARGS.source, "tests", "sample", "Maildir")
+
+
+def case_sample(tmp):
+    """Every input a row (messages + errors = the JSONL records), every
+    field of the records findable in the tables, and an unchanged re-run
+    that reads no body and writes no row."""
+    db = os.path.join(tmp, "mail.db")
+    src = sample()
+    recs = records(run([src]).stdout)
+    p = run(["--index=" + db, "--stats=json", src])
+    if p.stdout:
+        fail(f"--index wrote records to stdout: {p.stdout[:200]!r}")
+    n_msg = q(db, "SELECT count(*) FROM messages")[0][0]
+    n_err = q(db, "SELECT count(*) FROM errors")[0][0]
+    if n_msg + n_err != len(recs) or n_err != sum(1 for r in recs if "error" in r):
+        fail(f"{n_msg} messages + {n_err} errors for {len(recs)} records")
+    if stats(p)["index"]["messages"] != n_msg:
+        fail(f"--stats says {stats(p)['index']}")
+    for r in recs:
+        if "error" in r:
+            continue
+        row = q(db, "SELECT docid, subject, message_id, date, flags, folder, size, content_type, parts,"
+                    " in_reply_to, text_truncated FROM messages WHERE root = ? AND path = ?",
+                r["root"], r["path"])
+        if len(row) != 1:
+            fail(f"{r['path']}: {len(row)} rows")
+        docid, *vals = row[0]
+        want = [r.get(k) for k in ("subject", "message_id", "date", "flags", "folder", "size",
+                                   "content_type", "parts", "in_reply_to")] + [int(r["text_truncated"])]
+        if vals != want:
+            fail(f"{r['path']}: row {vals} != record {want}")
+        for role in ("from", "sender", "reply_to", "to", "cc", "bcc"):
+            flat = []
+            for a in r.get(role, []):
+                flat += [(x["name"], x["address"]) for x in a["members"]] if "group" in a else \
+                        [(a["name"], a["address"])]
+            got = q(db, "SELECT name, address FROM addresses WHERE message = ? AND role = ?"
+                        " AND address IS NOT NULL ORDER BY position, member", docid, role)
+            if got != flat:
+                fail(f"{r['path']} {role}: {got} != {flat}")
+        refs = [x[0] for x in q(db, "SELECT msgid FROM refs WHERE message = ? ORDER BY position", docid)]
+        if refs != r.get("references", []):
+            fail(f"{r['path']}: refs {refs}")
+        att = q(db, "SELECT filename, content_type, detected_type, disposition, content_id, size"
+                    " FROM attachments WHERE message = ? ORDER BY position", docid)
+        if att != [tuple(a[k] for k in ("filename", "content_type", "detected_type", "disposition",
+                                         "content_id", "size")) for a in r.get("attachments", [])]:
+            fail(f"{r['path']}: attachments {att}")
+        text = q(db, "SELECT text FROM mail_fts WHERE rowid = ?", docid)[0][0]
+        if text != r.get("text"):
+            fail(f"{r['path']}: the indexed text differs from the record's")
+    p = run(["--index=" + db, "--stats=json", src])
+    s = stats(p)
+    if s["ring_ops"]["read"] or s["syscalls"]["read"] or s["index"]["messages"]:
+        fail(f"unchanged re-run read or wrote: {s['ring_ops']} {s['index']}")
+    print(f"{n_msg} messages and {n_err} errors; the re-run read nothing")
+
+
+def case_refused(tmp):
+    """Databases that are not ours, a newer schema and bad combinations are
+    refused with a message, exit 1, the file untouched and no input read."""
+    db = os.path.join(tmp, "x.db")
+    c = sqlite3.connect(db)
+    c.execute("CREATE TABLE notes(x)")
+    c.commit()
+    c.close()
+    junk = os.path.join(tmp, "junk.db")
+    with open(junk, "wb") as f:
+        f.write(b"SQLite format 2? no: plain text\n")
+    newer = os.path.join(tmp, "newer.db")
+    c = sqlite3.connect(newer)
+    c.execute("PRAGMA application_id = 1768843124")
+    c.execute("PRAGMA user_version = 99")
+    c.execute("CREATE TABLE messages(x)")
+    c.commit()
+    c.close()
+    for path, why in ((db, "another application"), (junk, "not an SQLite database"),
+                      (newer, "newer ingest")):
+        before = open(path, "rb").read()
+        p = run(["--index=" + path, "--stats=json", sample()], check_rc=2)
+        if why not in p.stderr.decode():
+            fail(f"{path}: {p.stderr!r}")
+        if open(path, "rb").read() != before or os.path.exists(path + "-wal"):
+            fail(f"{path} was modified")
+        if stats(p)["walk"]["entries"]:
+            fail(f"{path}: input was read before the refusal")
+    good = os.path.join(tmp, "good.db")
+    for extra in (["--state=" + os.path.join(tmp, "st")], ["-o", os.path.join(tmp, "o")],
+                  ["--format=tsv"], ["--fields=path"], ["--io-only"]):
+        p = run(["--index=" + good] + extra + [sample()], check_rc=2)
+        if b"--index cannot be combined" not in p.stderr or os.path.exists(good):
+            fail(f"{extra}: {p.stderr!r}")
+    print("refused: a foreign table, not SQLite, a newer schema, five combinations")
+
+
+def unprivileged_prefix(why):
+    """test_cli.py's: nothing when not root, setpriv to nobody when root."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_cli
+    test_cli.ARGS = ARGS
+    return test_cli.unprivileged_prefix(why)
+
+
+def case_read_only(tmp):
+    """A database file the user may not write, and one in a directory the
+    user may not write (WAL needs its -wal and -shm files there): refused
+    before any input is read, the file untouched."""
+    pre = unprivileged_prefix("root writes a read-only file anyway")
+    os.chmod(tmp, 0o755)
+    d = os.path.join(tmp, "ro")
+    os.mkdir(d)
+    db = os.path.join(d, "mail.db")
+    run(["--index=" + db, sample()])
+    os.chmod(db, 0o444)
+    os.chmod(d, 0o777)
+    before = open(db, "rb").read()
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1, pre=pre)
+    if b"not writable" not in p.stderr or stats(p)["walk"]["entries"]:
+        fail(f"read-only file: {p.stderr!r}")
+    os.chmod(db, 0o666)
+    os.chmod(d, 0o555)
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1, pre=pre)
+    if stats(p)["walk"]["entries"]:
+        fail(f"read-only directory: input read before the refusal: {p.stderr!r}")
+    os.chmod(d, 0o755)
+    if open(db, "rb").read() != before:
+        fail("the refused database changed")
+    print("read-only file and directory refused before reading")
+
+
+def incremental_scenario(tmp, backend):
+    """Add, delete, flag change, new/ → cur/, move between folders, copy,
+    changed file, mbox append: after each step the tables equal those of a
+    clean run over the same tree."""
+    d = os.path.join(tmp, "md")
+    db = os.path.join(tmp, "inc.db")
+    mkcorpus(d, "--seed", "14", "--layout", "maildir", "--count", "200")
+    os.makedirs(os.path.join(d, ".Archive", "cur"))
+    os.makedirs(os.path.join(d, ".Archive", "new"))
+    os.makedirs(os.path.join(d, ".Archive", "tmp"))
+    mbox = os.path.join(tmp, "list.mbox")
+    with open(mbox, "wb") as f:
+        f.write(b"From a@b.example Mon Jan  2 10:00:00 2023\nMessage-ID: <m1@x>\nSubject: one\n\nbody one\n\n"
+                b"From a@b.example Mon Jan  2 11:00:00 2023\nMessage-ID: <m2@x>\nIn-Reply-To: <m1@x>\n"
+                b"Subject: two\n\nbody two\n")
+
+    def check(step):
+        p = run([backend, "--index=" + db, "--stats=json", d, mbox])
+        clean = os.path.join(tmp, f"clean-{step}.db")
+        run([backend, "--index=" + clean, d, mbox])
+        a, b = dump(db), dump(clean)
+        bad = differ(a, b)
+        if bad:
+            k = bad[0]
+            extra = [x for x in a[k] if x not in b[k]][:3]
+            missing = [x for x in b[k] if x not in a[k]][:3]
+            fail(f"{backend} {step}: {bad} differ from a clean run; extra {extra}, missing {missing}")
+        os.unlink(clean)
+        return stats(p)
+
+    check("first")
+    s = check("unchanged")
+    if s["index"]["messages"] or s["ring_ops"]["read"] or s["syscalls"]["read"]:
+        fail(f"{backend}: unchanged re-run read or wrote {s['index']}")
+    cur = sorted(os.listdir(os.path.join(d, "cur")))
+    new = sorted(os.listdir(os.path.join(d, "new")))
+    base, flags = cur[0].split(":2,")
+    os.rename(os.path.join(d, "cur", cur[0]), os.path.join(d, "cur", base + ":2,FRS"))
+    os.rename(os.path.join(d, "new", new[0]), os.path.join(d, "cur", new[0] + ":2,S"))
+    s = check("flags")
+    if s["index"]["renamed"] != 2 or s["index"]["messages"]:
+        fail(f"{backend}: two renames as {s['index']}")
+    if q(db, "SELECT tags FROM messages WHERE path = ?", "cur/" + base + ":2,FRS") != \
+            [('["flagged","replied","seen"]',)]:
+        fail(f"{backend}: tags after the flag change")
+    os.unlink(os.path.join(d, "cur", cur[1]))
+    s = check("delete")
+    if s["index"]["deleted"] != 1:
+        fail(f"{backend}: deletion as {s['index']}")
+    os.rename(os.path.join(d, "cur", cur[2]), os.path.join(d, ".Archive", "cur", cur[2]))
+    shutil.copy(os.path.join(d, "cur", cur[3]), os.path.join(d, "cur", "1999999999.copy.host:2,S"))
+    with open(os.path.join(d, "cur", cur[4]), "ab") as f:
+        f.write(b"\nmore text\n")
+    with open(os.path.join(d, "new", "1.added.host"), "wb") as f:
+        f.write(b"From: a@b.example\nMessage-ID: <added@x>\nSubject: added\n\nhi\n")
+    with open(mbox, "ab") as f:
+        f.write(b"\nFrom a@b.example Mon Jan  2 12:00:00 2023\nMessage-ID: <m3@x>\nReferences: <m1@x>\n"
+                b"Subject: three\n\nbody three\n")
+    s = check("changes")
+    # the move to another folder is a rename (its id is folder-free); the
+    # copy, the changed file, the added one and the mbox's three are rows
+    if s["index"]["messages"] != 1 + 1 + 1 + 3 or s["index"]["renamed"] != 1 or s["index"]["deleted"]:
+        fail(f"{backend}: move, copy, change, add, mbox append as {s['index']}")
+    t = q(db, "SELECT count(DISTINCT thread_id) FROM messages WHERE message_id IN ('m1@x', 'm2@x', 'm3@x')")
+    if t != [(1,)]:
+        fail(f"{backend}: the mbox thread split: {t}")
+
+
+def case_incremental(tmp):
+    for backend in ("uring", "sync"):
+        sub = os.path.join(tmp, backend)
+        os.mkdir(sub)
+        incremental_scenario(sub, "--backend=" + backend)
+    print("incremental scenarios equal clean runs on both backends")
+
+
+def words(text):
+    """unicode61 with remove_diacritics: letters and digits, folded."""
+    import re
+    import unicodedata
+    t = unicodedata.normalize("NFKD", text or "")
+    t = "".join(c for c in t if not unicodedata.combining(c)).lower()
+    return set(re.findall(r"[^\W_]+", t))
+
+
+def flat(r, roles):
+    out = []
+    for role in roles:
+        for a in r.get(role, []):
+            if "group" in a:
+                out.append(a["group"])
+                out += [f"{m['name'] or ''} {m['address']}" for m in a["members"]]
+            else:
+                out.append(f"{a['name'] or ''} {a['address']}")
+    return " ".join(out)
+
+
+def components(recs):
+    """Threads as notmuch makes them: messages linked by any msg-id one
+    names and another has or names too."""
+    parent = {}
+
+    def find(x):
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, r in enumerate(recs):
+        me = ("m", i)
+        ids = [r.get("message_id"), r.get("in_reply_to")] + r.get("references", [])
+        for x in ids:
+            if x:
+                parent[find(me)] = find(("id", x))
+        find(me)
+    groups = {}
+    for i, r in enumerate(recs):
+        groups.setdefault(find(("m", i)), set()).add(r["path"])
+    return sorted(sorted(g) for g in groups.values())
+
+
+def search(db, *query, fmt="jsonl", limit=1000, rc=0):
+    p = run(["search", db] + list(query) + ["--format=" + fmt, "--limit=" + str(limit)], check_rc=rc)
+    if fmt == "tsv":
+        return [ln.split("\t") for ln in p.stdout.decode().splitlines()]
+    return records(p.stdout) if rc == 0 else p
+
+
+def case_search(tmp):
+    """Queries on notmuch's test corpus against an oracle computed here
+    from the JSON records: each prefix, words, negation, ranking, limits,
+    formats, and threads as connected components of the msg-id graph."""
+    src = os.path.join(ARGS.source, "tests", "corpus", "real", "notmuch")
+    db = os.path.join(tmp, "nm.db")
+    run(["--index=" + db, src])
+    recs = [r for r in records(run([src]).stdout) if "error" not in r]
+    n_corpus = len(recs)
+    by_path = {r["path"]: r for r in recs}
+
+    def expect(name, query, pred, at_least=1):
+        got = sorted(h["path"] for h in search(db, *query))
+        want = sorted(r["path"] for r in recs if pred(r))
+        if got != want:
+            fail(f"{name} {query}: {len(got)} hits, expected {len(want)}: "
+                 f"extra {sorted(set(got) - set(want))[:3]}, missing {sorted(set(want) - set(got))[:3]}")
+        if len(want) < at_least:
+            fail(f"{name}: only {len(want)} expected hits: the oracle proves nothing")
+        return len(got)
+
+    def fts_words(r):
+        return words(" ".join([r.get("subject") or "", flat(r, ("from", "sender")),
+                               flat(r, ("to", "cc", "bcc")), r.get("text") or "",
+                               " ".join(a["filename"] or "" for a in r.get("attachments", []))]))
+
+    n = {}
+    n["from"] = expect("from:", ["from:carl"], lambda r: "carl" in words(flat(r, ("from", "sender"))))
+    n["from-addr"] = expect("from: address", ["from:cworth@cworth.org"],
+                            lambda r: "cworth@cworth.org" in flat(r, ("from", "sender")).lower())
+    n["to"] = expect("to:", ["to:notmuchmail"], lambda r: "notmuchmail" in words(flat(r, ("to", "cc", "bcc"))))
+    n["subject"] = expect("subject:", ["subject:patch"], lambda r: "patch" in words(r.get("subject")))
+    n["word"] = expect("word", ["maildir"], lambda r: "maildir" in fts_words(r))
+    n["and"] = expect("two words", ["notmuch", "emacs"],
+                      lambda r: {"notmuch", "emacs"} <= fts_words(r))
+    n["not"] = expect("negated", ["notmuch", "-subject:patch"],
+                      lambda r: "notmuch" in fts_words(r) and "patch" not in words(r.get("subject")))
+    n["date"] = expect("date:", ["date:2009-11-17..2009-11-18"],
+                       lambda r: r.get("date") and "2009-11-17" <= r["date"][:10] <= "2009-11-18")
+    n["month"] = expect("date: month", ["date:2009-11"], lambda r: (r.get("date") or "")[:7] == "2009-11")
+    n["attach"] = expect("has:attachment", ["has:attachment"], lambda r: bool(r.get("attachments")))
+    mid = next(r["message_id"] for r in recs if r.get("references"))
+    n["id"] = expect("id:", ["id:" + mid], lambda r: r.get("message_id") == mid)
+    import re
+    n["dotted"] = expect("a word with dots (a phrase)", ["notmuchmail.org"], lambda r: any(
+        re.search(r"(?<![^\W_])notmuchmail[\W_]+org(?![^\W_])", f.lower())
+        for f in (r.get("subject") or "", flat(r, ("from", "sender")), flat(r, ("to", "cc", "bcc")),
+                  r.get("text") or "")))
+    # threads: the database's partition is the oracle's, and thread:N is one
+    c = sqlite3.connect(db)
+    parts = {}
+    for path, t in c.execute("SELECT path, thread_id FROM messages"):
+        parts.setdefault(t, []).append(path)
+    c.close()
+    mine = sorted(sorted(v) for v in parts.values())
+    if mine != components(recs):
+        fail(f"threads differ from the msg-id graph's components: {len(mine)} vs {len(components(recs))}")
+    big = max(mine, key=len)
+    t = search(db, "id:" + by_path[big[0]]["message_id"])[0]["thread"]
+    if sorted(h["path"] for h in search(db, f"thread:{t}")) != big:
+        fail(f"thread:{t} is not its thread")
+    # ranking: bm25 ascending (best first), and --limit cuts the best
+    hits = search(db, "notmuch")
+    ranks = [h["rank"] for h in hits]
+    if ranks != sorted(ranks) or not all("[" in (h["snippet"] or "") for h in hits):
+        fail("hits not in rank order, or a snippet without the marked word")
+    if [h["path"] for h in search(db, "notmuch", limit=3)] != [h["path"] for h in hits[:3]]:
+        fail("--limit=3 is not the three best")
+    rows = search(db, "from:carl", fmt="tsv")
+    if len(rows) != n["from"] or any(len(x) != 7 for x in rows):
+        fail(f"tsv: {rows[:2]}")
+    p = search(db, "notmuch", "AND", rc=1)
+    if b"ingest: search" not in p.stderr:
+        fail(f"a query FTS5 cannot parse: {p.stderr!r}")
+    p = search(os.path.join(tmp, "none.db"), "x", rc=1)
+    # tags and folders: the sample Maildir
+    db = os.path.join(tmp, "sample.db")
+    run(["--index=" + db, sample()])
+    recs = records(run([sample()]).stdout)
+    n["seen"] = expect("tag:", ["tag:seen"], lambda r: "S" in r["flags"])
+    n["replied"] = expect("tag: and folder:", ["tag:replied", "folder:Lists"],
+                          lambda r: "R" in r["flags"] and r["folder"] == "Lists")
+    n["unread"] = expect("-tag:", ["-tag:seen"], lambda r: "S" not in r["flags"])
+    n["inbox"] = expect("folder:INBOX", ["folder:INBOX", "-tag:unread"],
+                        lambda r: r["folder"] == "" and "S" in r["flags"])
+    print(f"{n_corpus} messages, {len(mine)} threads; hits per query: {n}")
+
+
+def messages_now(db):
+    """Rows committed so far, read while a run writes (WAL)."""
+    try:
+        return q(db, "SELECT count(*) FROM messages")[0][0]
+    except sqlite3.OperationalError:
+        return 0   # not created yet
+
+
+def wait_rows(proc, db, at_least):
+    deadline = time.time() + 120
+    while proc.poll() is None and time.time() < deadline:
+        if messages_now(db) >= at_least:
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def completes_like_clean(tmp, db, src, what):
+    """integrity_check passes, and a completing run makes the tables of a
+    clean run: nothing duplicated, nothing lost."""
+    ok = q(db, "PRAGMA integrity_check")
+    if ok != [("ok",)]:
+        fail(f"{what}: integrity_check says {ok}")
+    run(["--index=" + db, src])
+    clean = os.path.join(tmp, "clean.db")
+    if not os.path.exists(clean):
+        run(["--index=" + clean, src])
+    a, b = dump(db), dump(clean)
+    if differ(a, b):
+        k = differ(a, b)[0]
+        fail(f"{what}: after the completing run {differ(a, b)} differ from a clean run: "
+             f"{len(a[k])} rows against {len(b[k])}")
+
+
+def case_interrupt(tmp):
+    """Ctrl-C: what was parsed is committed, exit 130; a reader queries
+    while the run writes; the next run completes it."""
+    d = os.path.join(tmp, "md")
+    total = 1500
+    mkcorpus(d, "--seed", "15", "--layout", "maildir", "--count", str(total))
+    db = os.path.join(tmp, "int.db")
+    proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=64K", "--threads=1", d],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if not wait_rows(proc, db, 1):
+        fail("no row became visible to a reader while the run wrote")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode != 130 or out:
+        fail(f"interrupted run exited {proc.returncode} (stdout {len(out)} bytes): {err!r}")
+    got = messages_now(db)
+    if not 0 < got < total:
+        fail(f"{got} of {total} messages committed: the interrupt did not stop the run early")
+    completes_like_clean(tmp, db, d, "after Ctrl-C")
+    print(f"interrupted with {got} of {total} committed; the next run completed it")
+
+
+def case_sigkill(tmp):
+    """SIGKILL at five points of a run (by committed rows, so each lands
+    at another place; the last ones during the deletions of a re-run):
+    each time integrity_check passes and the completing run's tables equal
+    a clean run's."""
+    d = os.path.join(tmp, "md")
+    total = 800
+    mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", str(total))
+    points = 0
+    for k in range(1, 6):
+        db = os.path.join(tmp, f"kill{k}.db")
+        proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=32K", d],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_rows(proc, db, total * k // 6)
+        proc.kill()
+        proc.wait()
+        points += proc.returncode == -signal.SIGKILL
+        completes_like_clean(tmp, db, d, f"killed at {k}/6")
+    if points < 3:
+        fail(f"only {points} of 5 runs were still running when killed")
+    # killed while a re-run applies renames and deletions; the reference is
+    # the same re-run not killed (a deletion does not split a thread, so a
+    # clean run of the changed tree may thread differently)
+    db = os.path.join(tmp, "kill-rerun.db")
+    ref = os.path.join(tmp, "ref-rerun.db")
+    run(["--index=" + db, d])
+    shutil.copy(db, ref)
+    cur = sorted(os.listdir(os.path.join(d, "cur")))
+    for n in cur[: len(cur) // 2]:
+        if n.endswith(":2,S"):
+            os.rename(os.path.join(d, "cur", n), os.path.join(d, "cur", n[:-1] + "RS"))
+        else:
+            os.unlink(os.path.join(d, "cur", n))
+    run(["--index=" + ref, d])
+    proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=32K", d],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    if q(db, "PRAGMA integrity_check") != [("ok",)]:
+        fail("killed during a re-run: integrity_check failed")
+    run(["--index=" + db, d])
+    if differ(dump(db), dump(ref)):
+        fail(f"killed during a re-run: {differ(dump(db), dump(ref))} differ from the re-run not killed")
+    print(f"{points} kills mid-run and one in a re-run: consistent, completed like a clean run")
+
+
+def case_enospc(tmp):
+    """ENOSPC: the database on a full tmpfs; the run fails with exit 1 and
+    says so, the database stays consistent, and once there is room the next
+    run resumes and ends like a clean run."""
+    mnt = os.path.join(tmp, "small")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", mnt],
+                      capture_output=True).returncode:
+        print("SKIP: cannot mount a tmpfs (not root, or no mount namespace)")
+        sys.exit(77)
+    try:
+        d = os.path.join(tmp, "md")
+        mkcorpus(d, "--seed", "17", "--layout", "maildir", "--count", "600")
+        db = os.path.join(mnt, "full.db")
+        p = run(["--index=" + db, "--batch-bytes=32K", d], check_rc=1)
+        err = p.stderr.decode()
+        if "cannot write the index" not in err or "No space left on device" not in err:
+            fail(f"ENOSPC not reported: {err!r}")
+        got = messages_now(db)
+        if not 0 < got < 600:
+            fail(f"{got} messages after ENOSPC: the test did not fill the disk mid-run")
+        subprocess.run(["mount", "-o", "remount,size=64m", mnt], check=True)
+        completes_like_clean(tmp, db, d, "after ENOSPC")
+        print(f"ENOSPC after {got} of 600 messages: exit 1, consistent, resumed")
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+
+
+CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ingest", required=True)
+    ap.add_argument("--mkcorpus", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ARGS = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ingest-index-")
+    try:
+        CASES[ARGS.case](tmp)
+    finally:
+        subprocess.run(["chmod", "-R", "u+rwX", tmp], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+/* Unit tests for index/index.c: the schema and its refusals, records into
+ * rows, identity, threads, deletions and renames, and the --state view of
+ * the files table.  Rows are read back with plain SQL, as a user would. */
+#include "core/dynbuf.h"
+#include "index/index.h"
+#include "io/maildir.h"
+#include "io/state.h"
+#include "core/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#define S(lit) ((struct mail_str){ (lit), sizeof(lit) - 1 })
+
+static char dir[64], db_path[96];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test-index-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(db_path, sizeof(db_path), "%s/mail.db", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The first column of the first row of sql, as text ("" when none). */
+static const char *query(const char *sql)
+{
+	static char out[512];
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	out[0] = '\0';
+	assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		snprintf(out, sizeof(out), "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return out;
+}
+
+static void write_file(const char *path, const char *bytes, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(bytes, 1, n, f), n);
+	fclose(f);
+}
+
+static size_t read_file(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, cap, f);
+	fclose(f);
+	return n;
+}
+
+static struct record_io maildir_io(const char *path)
+{
+	struct record_io io;
+	memset(&io, 0, sizeof(io));
+	io.root = S("Maildir");
+	io.base = io.root;
+	io.path = (struct mail_str){ path, strlen(path) };
+	/* the walk's identity: the unique name, whatever the flags */
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	io.id = maildir_id(io.base.p, io.base.n, name, strlen(name));
+	io.have_stat = true;
+	io.dev = 1;
+	io.ino = 42;
+	io.size = 100;
+	io.mtime_sec = 1700000000;
+	io.maildir = true;
+	return io;
+}
+
+static struct index *open_index(void)
+{
+	struct index *ix;
+	const char *why;
+	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	return ix;
+}
+
+static void add(struct index *ix, const struct record_io *io, const char *rec)
+{
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, io, rec, strlen(rec)), 0);
+	assert_int_equal(index_commit(ix), 0);
+}
+
+static void test_index_creates_schema(void **state)
+{
+	(void)state;
+	struct index *ix;
+	const char *why;
+	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	index_close(ix);
+	assert_string_equal(query("PRAGMA user_version"), "1");
+	assert_string_equal(query("PRAGMA journal_mode"), "wal");
+	assert_string_equal(query("SELECT count(*) FROM sqlite_master WHERE name IN ('messages',"
+	                          " 'addresses', 'attachments', 'refs', 'errors', 'files', 'mail_fts',"
+	                          " 'threads')"), "8");
+	/* and it opens again as its own */
+	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	index_close(ix);
+}
+
+static void refused_untouched(const char *bytes, size_t n, const char *expect_why)
+{
+	write_file(db_path, bytes, n);
+	struct index *ix;
+	const char *why;
+	assert_true(index_open(db_path, &ix, &why) < 0);
+	assert_null(ix);
+	assert_non_null(strstr(why, expect_why));
+	char back[65536];
+	assert_int_equal(read_file(db_path, back, sizeof(back)), n);
+	assert_memory_equal(back, bytes, n);
+	char wal[128];
+	snprintf(wal, sizeof(wal), "%s-wal", db_path);
+	assert_int_equal(access(wal, F_OK), -1);
+	unlink(db_path);
+}
+
+static void make_db(const char *sql, char *bytes, size_t *n)
+{
+	sqlite3 *db;
+	unlink(db_path);
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	*n = read_file(db_path, bytes, 65536);
+}
+
+static void test_index_refuses_foreign(void **state)
+{
+	(void)state;
+	static const char text[] = "From: not a database\n";
+	refused_untouched(text, sizeof(text) - 1, "not an SQLite database");
+	char bytes[65536];
+	size_t n;
+	make_db("CREATE TABLE notes(x)", bytes, &n);
+	refused_untouched(bytes, n, "another application");
+	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 2; CREATE TABLE messages(x)",
+	        bytes, &n);
+	refused_untouched(bytes, n, "newer ingest");
+}
+
+static void test_index_refuses_read_only(void **state)
+{
+	(void)state;
+	struct index *ix;
+	const char *why;
+	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	index_close(ix);
+	if (geteuid() == 0)
+		skip();   /* root writes a 0444 file; the CLI suite checks as a user */
+	chmod(db_path, 0444);
+	assert_int_equal(index_open(db_path, &ix, &why), -EACCES);
+	assert_non_null(strstr(why, "not writable"));
+}
+
+static const char rec_a[] =
+	"{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000a1\",\"root\":\"Maildir\",\"size\":100,\"folder\":\"\",\"subdir\":\"cur\","
+	"\"flags\":\"S\",\"message_id\":\"a@x\",\"date\":\"2023-01-02T00:00:00Z\","
+	"\"from\":[{\"name\":\"Ann Émile\",\"address\":\"ann@example.org\"}],"
+	"\"to\":[{\"name\":null,\"address\":\"bob@example.org\"},{\"group\":\"team\",\"members\":"
+	"[{\"name\":\"Carol\",\"address\":\"carol@example.org\"}]},{\"group\":\"undisclosed-recipients\","
+	"\"members\":[]}],\"subject\":\"Q3 report\",\"content_type\":\"multipart/mixed\","
+	"\"text\":\"Numbers \\\"error\\\":{ attached.\",\"text_truncated\":false,\"attachments\":[{\"filename\":"
+	"\"report.pdf\",\"content_type\":\"application/pdf\",\"detected_type\":\"application/pdf\","
+	"\"disposition\":\"attachment\",\"content_id\":null,\"size\":48}],\"parts\":2,"
+	"\"warnings\":[\"duplicated-header\"]}\n";
+
+static void test_index_message_rows(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("cur/1.M1.h:2,S");
+	add(ix, &io, rec_a);
+	index_close(ix);
+	assert_string_equal(query("SELECT id || '|' || subject || '|' || tags || '|' || warnings ||"
+	                          " '|' || parts FROM messages"),
+	                    "00000000000000a1|Q3 report|[\"seen\"]|[\"duplicated-header\"]|2");
+	assert_string_equal(query("SELECT group_concat(role || ':' || position || ':' ||"
+	                          " coalesce(\"group\", '-') || ':' || coalesce(address, '-'), ' ')"
+	                          " FROM addresses"),
+	                    "from:0:-:ann@example.org to:0:-:bob@example.org to:1:team:carol@example.org"
+	                    " to:2:undisclosed-recipients:-");
+	assert_string_equal(query("SELECT filename || ' ' || size FROM attachments"), "report.pdf 48");
+	/* diacritics folded: "emile" finds "Émile"; attachment names are words */
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'from:emile'"), "1");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'report AND pdf'"),
+	                    "1");
+	assert_string_equal(query("SELECT count(*) FROM errors"), "0");
+}
+
+static void test_index_error_records(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("cur/2.M2.h:2,");
+	io.reason = RECORD_IO;
+	io.err = EACCES;
+	add(ix, &io, "{\"path\":\"cur/2.M2.h:2,\",\"id\":\"0000000000000002\",\"root\":\"Maildir\",\"error\":{\"reason\":\"io-error\","
+	             "\"errno\":\"EACCES\",\"message\":\"Permission denied\"}}\n");
+	index_close(ix);
+	assert_string_equal(query("SELECT reason || ' ' || errno || ' ' || message FROM errors"),
+	                    "io-error EACCES Permission denied");
+	assert_string_equal(query("SELECT count(*) FROM messages"), "0");
+	/* an unreadable file leaves no state row: the next run reads it */
+	assert_string_equal(query("SELECT count(*) FROM files"), "0");
+}
+
+static void test_index_threads_merge(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("cur/1.M1.h:2,");
+	add(ix, &io, "{\"path\":\"cur/1.M1.h:2,\",\"id\":\"0000000000000001\",\"message_id\":\"a@x\"}\n");
+	io.path = S("cur/3.M3.h:2,");
+	add(ix, &io, "{\"path\":\"cur/3.M3.h:2,\",\"id\":\"0000000000000003\",\"message_id\":\"c@x\",\"references\":[\"b@x\"]}\n");
+	io.path = S("cur/4.M4.h:2,");
+	add(ix, &io, "{\"path\":\"cur/4.M4.h:2,\",\"id\":\"0000000000000004\",\"message_id\":\"d@x\",\"references\":[\"b@x\"]}\n");
+	assert_string_equal(query("SELECT count(DISTINCT thread_id) FROM messages"), "2");
+	/* b links a (which it answers) with c and d (which answer it) */
+	io.path = S("cur/2.M2.h:2,");
+	add(ix, &io, "{\"path\":\"cur/2.M2.h:2,\",\"id\":\"0000000000000002\",\"message_id\":\"b@x\",\"in_reply_to\":\"a@x\"}\n");
+	index_close(ix);
+	assert_string_equal(query("SELECT count(DISTINCT thread_id) FROM messages"), "1");
+	assert_string_equal(query("SELECT messages FROM threads"), "4");
+}
+
+static void test_index_rename_delete(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("new/1.M1.h");
+	add(ix, &io, "{\"path\":\"new/1.M1.h\",\"id\":\"00000000000000b1\",\"root\":\"Maildir\",\"folder\":\"\",\"subdir\":\"new\","
+	             "\"flags\":\"\",\"message_id\":\"a@x\",\"subject\":\"hello\"}\n");
+	assert_string_equal(query("SELECT id || ' ' || tags FROM messages"), "00000000000000b1 [\"unread\"]");
+	struct record_io rn = maildir_io("cur/1.M1.h:2,RS");
+	rn.kind = RECORD_RENAMED;
+	rn.old_path = S("new/1.M1.h");
+	add(ix, &rn, "{\"renamed\":{\"from\":\"new/1.M1.h\",\"to\":\"cur/1.M1.h:2,RS\"},\"root\":\"Maildir\","
+	             "\"folder\":\"\",\"subdir\":\"cur\",\"flags\":\"RS\"}\n");
+	assert_string_equal(query("SELECT id || ' ' || path || ' ' || tags FROM messages"),
+	                    "00000000000000b1 cur/1.M1.h:2,RS [\"replied\",\"seen\"]");
+	assert_string_equal(query("SELECT path FROM files"), "cur/1.M1.h:2,RS");
+	/* read again under the same identity: replaced, not added */
+	io = maildir_io("cur/1.M1.h:2,RS");
+	add(ix, &io, "{\"path\":\"cur/1.M1.h:2,RS\",\"id\":\"00000000000000b1\",\"root\":\"Maildir\",\"subdir\":\"cur\",\"flags\":\"RS\","
+	             "\"message_id\":\"a@x\",\"subject\":\"hello again\"}\n");
+	assert_string_equal(query("SELECT count(*) || ' ' || max(subject) FROM messages"), "1 hello again");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts"), "1");
+	struct record_io del = maildir_io("cur/1.M1.h:2,RS");
+	del.kind = RECORD_DELETED;
+	add(ix, &del, "{\"deleted\":\"cur/1.M1.h:2,RS\",\"root\":\"Maildir\"}\n");
+	index_close(ix);
+	assert_string_equal(query("SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM files)"
+	                          " + (SELECT count(*) FROM mail_fts) + (SELECT count(*) FROM addresses)"), "0");
+}
+
+static void test_index_state_view(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("cur/1.M1.h:2,S");
+	add(ix, &io, rec_a);
+	struct state *st;
+	assert_int_equal(index_load_state(ix, &st), 0);
+	enum state_verdict v;
+	struct mail_str op;
+	struct state_entry *e;
+	assert_int_equal(state_check(st, &io, &v, &op, &e), 0);
+	assert_int_equal(v, STATE_UNCHANGED);
+	struct record_io moved = maildir_io("cur/1.M1.h:2,RS");
+	assert_int_equal(state_check(st, &moved, &v, &op, &e), 0);
+	/* the same file (id and inode) met twice in one run: one entry */
+	assert_int_equal(v, STATE_UNCHANGED);
+	assert_null(e);
+	state_free(st);
+	assert_int_equal(index_load_state(ix, &st), 0);
+	assert_int_equal(state_check(st, &moved, &v, &op, &e), 0);
+	assert_int_equal(v, STATE_RENAMED);
+	state_free(st);
+	index_close(ix);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_index_creates_schema, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_refuses_foreign, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_refuses_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_rename_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_state_view, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
