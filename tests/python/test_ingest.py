@@ -103,6 +103,25 @@ def test_parse_equals_the_commands_line(generated):
         assert one == without_io(want[f]), f
 
 
+THREAD = (b"From a@x Thu Jan  1 00:00:00 2024\nMessage-ID: <a@x>\nSubject: a\n\na\n\n"
+          b"From b@x Thu Jan  1 00:00:00 2024\nMessage-ID: <b@x>\nReferences: <gone@x> <a@x>\n"
+          b"In-Reply-To: <a@x>\nSubject: b\n\nb\n")
+
+
+def test_threads_joined_in_a_scan(tmp_path):
+    """b's References root is a message the run never sees, its parent is
+    a: in a run b joins a's thread (README, "Threads"), in scan() as in the
+    command; parse() of b alone keeps its References root's thread."""
+    mbox = tmp_path / "thread.mbox"
+    mbox.write_bytes(THREAD)
+    want = cli(str(mbox))
+    assert want[0]["thread_id"] == want[1]["thread_id"]
+    assert list(ingest.scan(str(mbox))) == want
+    alone = ingest.parse(THREAD[THREAD.index(b"Message-ID: <b@x>"):])
+    assert alone["thread_id"] != want[1]["thread_id"]
+    assert alone["thread_id"] == ingest.parse(b"Message-ID: <gone@x>\n\nx\n")["thread_id"]
+
+
 def test_parse_many_order_threads_and_error_slots(generated):
     files = message_files(generated)[:300]
     datas = [open(f, "rb").read() for f in files]
