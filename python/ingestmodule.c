@@ -328,6 +328,25 @@ static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 	return 0;
 }
 
+/* The parse stage's thread: the dict at obj joins a thread met earlier in
+ * the run, as the command's line does (README, "Threads"). */
+static void scan_thread(void *ctx, char *obj, uint64_t thread)
+{
+	(void)ctx;
+	PyObject *d;
+	memcpy(&d, obj, sizeof(d));
+	char hex[17];
+	record_id_hex(thread, hex);
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *v = PyUnicode_FromStringAndSize(hex, 16);
+	/* no memory: the dict keeps its References root's thread, as the
+	 * command's line does then */
+	if (!v || PyDict_SetItemString(d, "thread_id", v) < 0)
+		PyErr_Clear();
+	Py_XDECREF(v);
+	PyGILState_Release(g);
+}
+
 static void drop_refs(PyObject *const *v, size_t n)
 {
 	PyGILState_STATE g = PyGILState_Ensure();
@@ -518,6 +537,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	o->visit = scan_visit;
 	o->visit_ctx = s;
+	o->visit_thread = scan_thread;
 	ingest_options_set_sink(o, scan_sink, s);
 	int r = pthread_create(&s->thread, NULL, scan_main, s);
 	if (r) {

@@ -384,6 +384,7 @@ static int run_start(struct run *run)
 	ps->emit = &o->emit;
 	ps->visit = o->visit;
 	ps->visit_ctx = o->visit_ctx;
+	ps->visit_thread = o->visit_thread;
 	ps->full = &run->full_batches;
 	ps->writer = &run->writer;
 	int r = parse_stage_init(ps, threads);

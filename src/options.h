@@ -40,6 +40,7 @@ struct ingest_options {
 	char *index;                /* --index=FILE: records into that database */
 	record_visit_fn *visit;     /* internal: records formatted by this, not emit */
 	void *visit_ctx;
+	record_thread_fn *visit_thread;   /* internal: with visit, a record joins a thread */
 	char error[160];            /* ingest_options_error(); "" for none */
 	bool state_wait;            /* --wait-state: wait for another run's lock */
 	bool state_reset;           /* --state-reset: ignore what FILE holds */

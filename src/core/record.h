@@ -89,6 +89,11 @@ struct dynbuf;
  * reference to the dict it built from rec).  0, or -errno with out as it
  * was. */
 typedef int record_visit_fn(void *ctx, const struct record *rec, struct dynbuf *out);
+/* Within a run, on the parse stage's thread and in input order, before
+ * the record is handed on: the record a visitor formatted at obj (where
+ * out stood when it was called) joins thread, met earlier in the run
+ * (pipeline/threads.h); the visitor's form takes that thread_id. */
+typedef void record_thread_fn(void *ctx, char *obj, uint64_t thread);
 /* The identity of a record: the file's, and for an mbox message the
  * file's with its offset. */
 uint64_t record_id(const struct record_io *io);

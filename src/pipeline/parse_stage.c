@@ -73,9 +73,13 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
 	}
 	if (parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out) == 0 && s->thread_notes &&
-	    rec.mail && rec.mail->is_mail && notes)
+	    rec.mail && rec.mail->is_mail && notes) {
 		/* out of memory: the record keeps its References root's thread */
-		(void)thread_note_add(notes, out, start, rec.mail);
+		if (s->visit)
+			(void)thread_note_add_at(notes, start, rec.mail, emit_record_thread_id(&rec));
+		else
+			(void)thread_note_add(notes, out, start, rec.mail);
+	}
 }
 
 struct parse_vanished {
@@ -168,7 +172,12 @@ static void parse_settle_threads(struct parse_stage *s, struct batch *b)
 		const struct thread_note *v = (const struct thread_note *)(const void *)b->notes[it->out_worker].p;
 		for (uint32_t k = 0; k < it->notes_n; k++) {
 			const struct thread_note *n = &v[it->notes_off + k];
-			thread_map_resolve(s->threads, n, b->out[it->out_worker].p + n->off);
+			char *at = b->out[it->out_worker].p + n->off;
+			uint64_t t;
+			if (!s->visit)
+				thread_map_resolve(s->threads, n, at);
+			else if ((t = thread_map_settle(s->threads, n, n->own)))
+				s->visit_thread(s->visit_ctx, at, t);
 		}
 	}
 }
@@ -237,11 +246,11 @@ int parse_stage_init(struct parse_stage *s, unsigned workers)
 	if (!s->pool)
 		return -ENOMEM;
 	s->workers = workers;
-	/* JSON records with a thread_id: TSV's columns are not rewritten, and a
-	 * visitor (the Python module) builds its own objects, with the
-	 * References root's thread */
-	s->thread_notes = s->parse && !s->visit && s->emit->format != EMIT_TSV &&
-	                  (s->emit->fields & EMIT_FIELD_BIT(EMIT_F_THREAD_ID));
+	/* Records with a thread_id: JSON's digits are rewritten in place, a
+	 * visitor's objects (the Python module's dicts) through visit_thread;
+	 * TSV's columns are not rewritten, nor a visitor's without it. */
+	s->thread_notes = s->parse && (s->emit->fields & EMIT_FIELD_BIT(EMIT_F_THREAD_ID)) &&
+	                  (s->visit ? s->visit_thread != NULL : s->emit->format != EMIT_TSV);
 	if (s->thread_notes && !(s->threads = thread_map_new()))
 		return -ENOMEM;
 	s->mctx = xcalloc(workers, sizeof(*s->mctx));

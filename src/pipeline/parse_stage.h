@@ -54,6 +54,7 @@ struct parse_stage {
 	const struct emit_options *emit;
 	record_visit_fn *visit;            /* NULL: emit_record() */
 	void *visit_ctx;
+	record_thread_fn *visit_thread;    /* with visit: threads joined; NULL: not */
 	struct chan *full;                 /* from the reader */
 	struct writer *writer;             /* writes each batch once parsed */
 

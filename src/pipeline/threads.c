@@ -92,24 +92,52 @@ static int thread_hexval(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-void thread_map_resolve(struct thread_map *m, const struct thread_note *n, char *hex)
+uint64_t thread_map_settle(struct thread_map *m, const struct thread_note *n, uint64_t own)
 {
 	uint64_t thread = 0;
 	for (int i = 0; i < 4 && !thread; i++)
 		thread = thread_map_get(m, n->keys[i]);
+	/* the root, In-Reply-To and itself: what later messages name */
+	uint64_t ends = thread ? thread : own;
+	thread_map_put(m, n->keys[0], ends);
+	thread_map_put(m, n->keys[2], ends);
+	thread_map_put(m, n->keys[3], ends);
+	return thread;
+}
+
+void thread_map_resolve(struct thread_map *m, const struct thread_note *n, char *hex)
+{
+	/* the thread the worker wrote: its References root's */
+	uint64_t own = 0;
+	for (int i = 0; i < 16; i++)
+		own = own << 4 | (uint64_t)thread_hexval(hex[i]);
+	uint64_t thread = thread_map_settle(m, n, own);
 	if (thread) {
 		char d[17];
 		record_id_hex(thread, d);
 		memcpy(hex, d, 16);
-	} else {
-		/* the thread the worker wrote: its References root's */
-		for (int i = 0; i < 16; i++)
-			thread = thread << 4 | (uint64_t)thread_hexval(hex[i]);
 	}
-	/* the root, In-Reply-To and itself: what later messages name */
-	thread_map_put(m, n->keys[0], thread);
-	thread_map_put(m, n->keys[2], thread);
-	thread_map_put(m, n->keys[3], thread);
+}
+
+/* Adds the note of m at off, unless m names no id at all: a thread of its
+ * own, nothing to join. */
+static int thread_note_put(struct dynbuf *notes, uint64_t off, const struct mail_message *m,
+                           uint64_t own)
+{
+	struct thread_note note = {
+		.off = off,
+		.keys = {
+			m->n_references ? record_thread_key(m->references[0]) : 0,
+			m->n_references ? record_thread_key(m->references[m->n_references - 1]) : 0,
+			record_thread_key(m->in_reply_to),
+			record_thread_key(m->message_id),
+		},
+		.own = own,
+	};
+	if (!note.keys[0] && !note.keys[2] && !note.keys[3])
+		return 0;
+	int r = dynbuf_append(notes, &note, sizeof(note));
+	return r < 0 ? r : 1;
 }
 
 int thread_note_add(struct dynbuf *notes, const struct dynbuf *out, size_t start,
@@ -122,17 +150,11 @@ int thread_note_add(struct dynbuf *notes, const struct dynbuf *out, size_t start
 	const char *at = memmem(out->p + start, out->len - start, key, kn);
 	if (!at || (size_t)(out->p + out->len - at) < kn + 16)
 		return 0;
-	struct thread_note note = {
-		.off = (uint64_t)(at + kn - out->p),
-		.keys = {
-			m->n_references ? record_thread_key(m->references[0]) : 0,
-			m->n_references ? record_thread_key(m->references[m->n_references - 1]) : 0,
-			record_thread_key(m->in_reply_to),
-			record_thread_key(m->message_id),
-		},
-	};
-	if (!note.keys[0] && !note.keys[2] && !note.keys[3])
-		return 0;   /* no id at all: a thread of its own, nothing to join */
-	int r = dynbuf_append(notes, &note, sizeof(note));
-	return r < 0 ? r : 1;
+	return thread_note_put(notes, (uint64_t)(at + kn - out->p), m, 0);
+}
+
+int thread_note_add_at(struct dynbuf *notes, size_t start, const struct mail_message *m,
+                       uint64_t own)
+{
+	return m ? thread_note_put(notes, start, m, own) : 0;
 }

@@ -22,8 +22,10 @@
 struct thread_map;
 
 struct thread_note {
-	uint64_t off;              /* of the thread_id's digits in the worker's output */
+	uint64_t off;              /* of the thread_id's digits in the worker's output;
+	                            * with a visitor, of the record's start */
 	uint64_t keys[4];          /* References root, parent, In-Reply-To, itself (0: none) */
+	uint64_t own;              /* with a visitor: the thread it was given; else 0 */
 };
 
 struct thread_map *thread_map_new(void);
@@ -35,7 +37,18 @@ void thread_map_free(struct thread_map *m);
 int thread_note_add(struct dynbuf *notes, const struct dynbuf *out, size_t start,
                     const struct mail_message *m);
 
-/* Settles one record's thread: rewrites the 16 digits at hex when the
+/* The same for a record a visitor formatted at out[start..): there are
+ * no digits to find, so the note keeps start and own, the References
+ * root's thread the visitor gave it. */
+int thread_note_add_at(struct dynbuf *notes, size_t start, const struct mail_message *m,
+                       uint64_t own);
+
+/* Settles one record's thread, own being the thread it was formatted
+ * with: the thread it joins, or 0 when it keeps own; its ids are entered
+ * under the thread it ends in. */
+uint64_t thread_map_settle(struct thread_map *m, const struct thread_note *n, uint64_t own);
+
+/* thread_map_settle() for a record the JSON writer formatted: rewrites the 16 digits at hex when the
  * message joins a thread met earlier in the run, and enters its ids. */
 void thread_map_resolve(struct thread_map *m, const struct thread_note *n, char *hex);
 
