@@ -25,7 +25,7 @@
 #include "ingest.h"
 #include "options.h"
 #include "emit/pydict.h"
-#include "pipeline/parse_mem.h"
+#include "parse_mem.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -10,8 +10,8 @@
  * The process's pool serves one batch at a time: a batch that finds it busy
  * (another thread's) runs on its caller alone, which is what the busy pool
  * would have given it anyway on a machine it already fills. */
-#ifndef INGEST_PIPELINE_PARSE_MEM_H
-#define INGEST_PIPELINE_PARSE_MEM_H
+#ifndef INGEST_PARSE_MEM_H
+#define INGEST_PARSE_MEM_H
 
 #include "ingest.h"
 #include "core/record.h"

@@ -1,5 +1,5 @@
 /* Messages in memory: see parse_mem.h. */
-#include "pipeline/parse_mem.h"
+#include "parse_mem.h"
 #include "pipeline/parse_stage.h"
 #include "options.h"
 #include "core/xalloc.h"
