@@ -11,6 +11,7 @@
  * is half full, that batch is sent on first, since waiting while holding it
  * would wait on ourselves. */
 #include "io/reader_backend.h"
+#include "io/reader_stream.h"
 #include "io/state.h"
 #include "io/walk.h"
 #include "core/sys.h"

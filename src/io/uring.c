@@ -79,6 +79,7 @@
  * cqe_ target, so other fault walks keep their numbering. */
 #include "config.h"
 #include "io/reader_backend.h"
+#include "io/reader_stream.h"
 #include "io/walk.h"
 #include "core/fault.h"
 #include "core/stats.h"

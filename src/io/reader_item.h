@@ -1,0 +1,49 @@
+/* The per-item rules of the reader (reader_item.c), what both backends
+ * and the streaming of large files call: an entry becomes an item, a size
+ * query decides what is read, a read's result decides EOF or growth, a
+ * vanished Maildir message is looked for under its new name. */
+#ifndef INGEST_IO_READER_ITEM_H
+#define INGEST_IO_READER_ITEM_H
+
+#include "io/reader.h"
+
+#include <stdint.h>
+
+struct reader_common {
+	struct reader_options o;
+	struct reader_stats st;
+	struct walk *walk;          /* the run's: a listed directory is walked */
+};
+
+/* Gets an empty batch (blocks on the free channel); NULL on shutdown. */
+struct batch *reader_batch_get(const struct reader_io *io);
+/* Fills the item's path fields from the entry; 0 or -ENOMEM. */
+int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *e);
+/* Applies what a size query said: sets the error for what must not be
+ * read (not regular, too large) and returns the bytes to read (size + 1),
+ * or 0 when the file is not to be read. */
+uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int res,
+                          uint32_t mode, uint64_t size, int64_t mtime_sec,
+                          uint32_t mtime_nsec, uint64_t dev, uint64_t ino);
+/* Records a syscall failure on the item. */
+void reader_item_fail(struct batch_item *it, int neg_errno);
+/* The first read returned `got` of the `cap` = size + 1 bytes asked:
+ * short means EOF; a full read means the file grew, and the rest is read
+ * through fd (which must be positioned at `got`, or -1 to reopen), its
+ * bytes charged to budget (waiting only for bytes other batches hold). */
+int reader_item_read_done(struct reader_common *rc, struct budget *budget, struct batch *b,
+                          struct batch_item *it, int64_t got, int fd);
+
+/* A Maildir message that vanished (ENOENT) is looked for under a new name
+ * (flags changed, new/ → cur/) and read from there; the record then names
+ * it where it is now.  0 (the item as it ends up) or -ENOMEM. */
+int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b,
+                              struct batch_item *it);
+
+/* Resets the batches waiting in the free channel now, so that an arena
+ * grown for one large file does not outlive its bytes (see reader_item.c). */
+void reader_trim(const struct reader_io *io);
+/* Files above this many bytes are streamed (reader_stream.h). */
+uint64_t reader_stream_threshold(const struct reader_options *o);
+
+#endif

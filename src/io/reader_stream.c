@@ -1,0 +1,340 @@
+/* Files too large to read whole (over reader_stream_threshold): an mbox is
+ * split into messages chunk by chunk, each chunk read with the backend's
+ * own pread and charged to the budget before it is allocated; any other
+ * file is read whole if it fits --max-size, else it is a too-large record.
+ * Called by the backends; it calls the per-item rules (reader_item.h) and
+ * the backend only through its pread. */
+#include "io/reader_stream.h"
+#include "io/reader_backend.h"
+#include "io/reader_item.h"
+#include "io/walk.h"
+#include "io/state.h"
+#include "mail/mbox.h"
+#include "core/sys.h"
+#include "core/xalloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Sends the batch in hand on and takes a fresh one.  Nothing is carried
+ * over: bytes of the file that the old batch holds and no item refers to
+ * are read again into the new one, so that every buffer of a batch was
+ * charged to the budget before it was allocated. */
+static int stream_send(struct reader *r, const struct reader_io *io, struct batch **bp)
+{
+	struct batch *nb = reader_batch_get(io);
+	if (!nb)
+		return -ECANCELED;
+	r->c.st.batches++;
+	chan_push(io->full_batches, *bp);
+	*bp = nb;
+	return 0;
+}
+
+/* The batch that held *pend was sent on: those bytes are read again (and
+ * counted again) into the next buffer. */
+static void stream_forget(struct reader *r, const uint8_t **pend, size_t pend_len)
+{
+	if (*pend) {
+		r->c.st.bytes -= pend_len;
+		*pend = NULL;
+	}
+}
+
+/* A new item for the streamed file, with its stat fields. */
+static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
+                                      const struct batch_item *st, int *err)
+{
+	struct batch_item *it = &b->items[b->n++];
+	if ((*err = reader_item_init(b, it, e)) < 0)
+		return NULL;
+	it->io.have_stat = true;
+	it->io.size = st->io.size;
+	it->io.mtime_sec = st->io.mtime_sec;
+	it->io.mtime_nsec = st->io.mtime_nsec;
+	it->io.dev = st->io.dev;
+	it->io.ino = st->io.ino;
+	return it;
+}
+
+/* Room for one more item: a full batch is sent on first. */
+static int stream_room(struct reader *r, const struct reader_io *io, struct batch **bp)
+{
+	if ((*bp)->n < LIMIT_BATCH_FILES)
+		return 0;
+	return stream_send(r, io, bp);
+}
+
+struct stream_vanished {
+	struct reader *r;
+	const struct reader_io *io;
+	struct batch **bp;
+	struct walk_entry *e;
+	const struct batch_item *st;
+};
+
+/* A message of the archive's last run not found in it now: a deletion
+ * record after the archive's messages (README, "Incremental runs"). */
+static int stream_vanished(void *ctx, uint64_t off)
+{
+	struct stream_vanished *v = ctx;
+	int err = stream_room(v->r, v->io, v->bp);
+	struct batch_item *it = err < 0 ? NULL : stream_item(*v->bp, v->e, v->st, &err);
+	if (!it)
+		return err;
+	it->io.kind = RECORD_DELETED;
+	it->io.in_mbox = true;
+	it->io.offset = off;
+	v->r->c.st.deleted++;
+	return 0;
+}
+
+/* Not an mbox after all: the file is one message, read whole when it fits
+ * --max-size (the first chunk is already in `head`).
+ *
+ * The whole buffer is charged before it is allocated.  When it does not
+ * fit and the batch in hand holds other files, that batch is sent on
+ * before waiting, or we would wait on ourselves; the head goes with it and
+ * is read again.  When the batch holds nothing but the head, the wait is
+ * for the others' bytes only: a file larger than the budget is then read
+ * alone with its own first chunk, rather than sending an empty batch round
+ * the pipeline, whose arena would outlive the bytes it held. */
+static int stream_whole(struct reader *r, const struct reader_io *io, struct batch **bp,
+                        struct walk_entry *e, const struct batch_item *st, int fd,
+                        const uint8_t *head, size_t len, bool eof)
+{
+	int err = 0;
+	struct batch_item *it;
+	if (st->io.size > r->c.o.max_size) {
+		if (stream_room(r, io, bp) < 0)
+			return 0;
+		if (!(it = stream_item(*bp, e, st, &err)))
+			return err;
+		it->io.reason = RECORD_TOO_LARGE;
+		it->io.message = "larger than --max-size: not read";
+		return 0;
+	}
+	uint64_t cap = (st->io.size > len ? st->io.size : len) + 1;
+	/* the head was counted when it was read: read_done counts the whole */
+	r->c.st.bytes -= len;
+	if ((*bp)->n == LIMIT_BATCH_FILES || !budget_try_acquire(io->budget, cap)) {
+		if ((*bp)->n) {
+			if (stream_send(r, io, bp) < 0)
+				return 0;
+			head = NULL;
+			len = 0;
+			eof = false;
+		}
+		if (!budget_acquire_held(io->budget, cap, (*bp)->budget))
+			return 0;
+		reader_trim(io);
+	}
+	(*bp)->budget += cap;
+	if (!(it = stream_item(*bp, e, st, &err)))
+		return err;
+	uint8_t *whole = arena_alloc(&(*bp)->data, cap);
+	if (!whole)
+		return -ENOMEM;
+	if (len)
+		memcpy(whole, head, len);
+	it->data = whole;
+	it->cap = cap;
+	int64_t total = (int64_t)len;
+	while (!eof && (uint64_t)total < cap) {
+		ssize_t got = r->pread(r, fd, whole + total, cap - (uint64_t)total, (uint64_t)total);
+		if (got == -EINTR)
+			continue;
+		if (got < 0)
+			total = got;
+		if (got <= 0)
+			break;
+		total += got;
+	}
+	return reader_item_read_done(&r->c, io->budget, *bp, it, total, fd);
+}
+
+int reader_stream(struct reader *r, const struct reader_io *io, struct batch **bp,
+                  struct walk_entry *e, const struct batch_item *st)
+{
+	size_t chunk = r->c.o.batch_bytes < 64 * 1024 ? 64 * 1024 : (size_t)r->c.o.batch_bytes;
+	int err = 0;
+	int fd = sys_openat(walk_entry_dirfd(e), e->name,
+	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (e->follow ? 0 : O_NOFOLLOW), 0);
+	if (fd < 0) {
+		struct batch_item *it = stream_room(r, io, bp) == 0 ? stream_item(*bp, e, st, &err) : NULL;
+		if (it)
+			reader_item_fail(it, fd);
+		return err;
+	}
+	/* pend: the file's bytes [pend_off, pend_off + pend_len), read but not
+	 * yet cut into messages.  They are in the batch in hand, or pend is
+	 * NULL when that batch was sent on without them: they are then read
+	 * again, which costs what copying them would and holds them once. */
+	const uint8_t *pend = NULL;
+	size_t pend_len = 0;
+	uint64_t pend_off = 0;
+	/* A batch takes LIMIT_BATCH_FILES messages at most: when a chunk holds
+	 * more, the rest is read again for the next batch, and only as much
+	 * of it as the full batch took (a quarter more, and 4 KiB), so that
+	 * small messages are read about once rather than once per batch.
+	 * batch_from: the file offset of the batch's first message. */
+	size_t want_next = chunk;
+	uint64_t batch_from = 0;
+	bool eof = false, first = true, skipping = false;
+	while (!eof || pend_len) {
+		/* Ctrl-C: the messages already cut are written, no more are read */
+		if (atomic_load_explicit(io->stop, memory_order_relaxed))
+			break;
+		const uint8_t *buf;
+		size_t len;
+		uint64_t base = pend_off;
+		if (!eof || !pend) {
+			/* A message longer than a chunk doubles the read, so that
+			 * carrying it over costs linear copying, not quadratic. */
+			size_t want = pend_len > chunk ? pend_len : want_next;
+			want_next = chunk;
+			/* Over --max-size, only an mbox is read at all: a few KiB
+			 * are enough to recognise one. */
+			if (first && st->io.size > r->c.o.max_size)
+				want = 4096;
+			uint64_t need = pend_len + want + 1;
+			if (!budget_try_acquire(io->budget, need)) {
+				/* the batch in hand is part of what is in flight (even
+				 * with no item yet, its buffers hold budget): send it on
+				 * before waiting, or we would wait on ourselves; pend
+				 * goes with it and is read again */
+				if ((*bp)->n || (*bp)->budget) {
+					if ((err = stream_send(r, io, bp)) < 0)
+						break;
+					stream_forget(r, &pend, pend_len);
+				}
+				if (!budget_acquire(io->budget, need)) {
+					err = -ECANCELED;
+					break;
+				}
+				reader_trim(io);
+			}
+			(*bp)->budget += need;
+			uint8_t *nbuf = arena_alloc(&(*bp)->data, need);
+			if (!nbuf) {
+				err = -ENOMEM;
+				break;
+			}
+			size_t kept = pend ? pend_len : 0;
+			if (kept)
+				memcpy(nbuf, pend, kept);
+			size_t ask = pend_len - kept + want;
+			ssize_t got;
+			do
+				got = r->pread(r, fd, nbuf + kept, ask, pend_off + kept);
+			while (got == -EINTR);
+			if (got < 0) {
+				struct batch_item *it = stream_room(r, io, bp) == 0
+				                      ? stream_item(*bp, e, st, &err) : NULL;
+				if (it)
+					reader_item_fail(it, (int)got);
+				break;
+			}
+			r->c.st.bytes += (uint64_t)got;
+			eof = (size_t)got < ask;
+			buf = nbuf;
+			len = kept + (size_t)got;
+			if (first) {
+				first = false;
+				if (!mbox_is_separator(buf, len) ||
+				    mbox_never_split(walk_entry_in_maildir(e), e->name, strlen(e->name))) {
+					err = stream_whole(r, io, bp, e, st, fd, buf, len, eof);
+					break;
+				}
+			}
+		} else {
+			buf = pend;
+			len = pend_len;
+		}
+		size_t pos = 0;
+		while (pos < len) {
+			struct mbox_span m;
+			size_t next;
+			if (skipping) {
+				/* past an oversized message: on to the next separator */
+				size_t at = mbox_find_separator(buf, len, pos);
+				if (at == len && !eof) {
+					/* a From_ line cut by the chunk's end is kept */
+					pos = mbox_scan_keep(buf, len, pos);
+					break;
+				}
+				pos = at;
+				skipping = false;
+				continue;
+			}
+			if (!mbox_next_max(buf, len, pos, eof, r->c.o.max_size, &m, &next)) {
+				if (len - pos > r->c.o.max_size) {
+					/* buf is not looked at again: the batch may go */
+					if ((err = stream_room(r, io, bp)) < 0)
+						goto out;
+					struct batch_item *it = stream_item(*bp, e, st, &err);
+					if (!it)
+						goto out;
+					it->io.in_mbox = true;
+					it->io.offset = base + pos;
+					if (state_add_mbox_offset(st->state, it->io.offset) < 0)
+						state_mark_unread(st->state);
+					it->io.reason = RECORD_TOO_LARGE;
+					it->io.message = "mbox message larger than --max-size: skipped";
+					skipping = true;
+					pos = len;
+				}
+				break;
+			}
+			/* full: this message and the rest are read again into
+			 * the next batch */
+			if ((*bp)->n == LIMIT_BATCH_FILES)
+				break;
+			struct batch_item *it = stream_item(*bp, e, st, &err);
+			if (!it)
+				goto out;
+			it->io.in_mbox = true;
+			it->io.offset = base + m.start;
+			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
+				state_mark_unread(st->state);   /* read again next time */
+			it->io.length = m.end - m.start;
+			it->data = buf + m.start;
+			it->len = m.end - m.start;
+			pos = next;
+		}
+		pend_len = len - pos;
+		pend_off = base + pos;
+		pend = pend_len ? buf + pos : NULL;
+		bool full = (*bp)->n == LIMIT_BATCH_FILES;
+		if (eof && pend_len && pos == 0 && !full)
+			break;   /* no progress is possible: cannot happen, but never spin */
+		/* A batch holds about one chunk: memory stays bounded by the
+		 * budget however large the archive. */
+		if (full || ((*bp)->n && (*bp)->budget >= chunk && (!eof || pend_len))) {
+			if ((err = stream_send(r, io, bp)) < 0)
+				break;
+			stream_forget(r, &pend, pend_len);
+			if (full && pend_len) {
+				/* whole messages may follow: read on from pend_off
+				 * afresh, as much as this batch took */
+				uint64_t took = pend_off - batch_from;
+				want_next = took + took / 4 + 4096 < chunk ? (size_t)(took + took / 4 + 4096)
+				                                           : chunk;
+				pend_len = 0;
+				eof = false;
+			}
+			batch_from = pend_off;
+		}
+	}
+	if (err == 0 && eof && !pend_len && !atomic_load_explicit(io->stop, memory_order_relaxed)) {
+		struct stream_vanished v = { r, io, bp, e, st };
+		err = state_each_vanished(st->state, stream_vanished, &v);
+	}
+out:
+	sys_close(fd);
+	return err == -ECANCELED ? 0 : err;
+}
