@@ -59,7 +59,7 @@ struct charset_cache {
 enum charset_kind {
 	CHARSET_UTF8,      /* UTF-8: validate, replace invalid bytes */
 	CHARSET_ASCII,     /* US-ASCII or no charset: UTF-8 where valid, other
-	                    * bytes windows-1252 (README, Leniency) */
+	                    * bytes windows-1252 (docs/LENIENCY.md) */
 	CHARSET_CP1252,    /* built-in table */
 	CHARSET_UNKNOWN,   /* a label we cannot read: windows-1252 plus a warning */
 	CHARSET_ICONV,     /* name to hand to iconv_open */

@@ -8,7 +8,7 @@
  * encoded word are decoded with the word's declared charset.  A malformed
  * word is kept literally with MAIL_W_INVALID_ENCODED_WORD.  Lenient, as
  * mail readers are: words inside quoted strings and words glued to text are
- * decoded too (README, Leniency).  Cost is linear in the input. */
+ * decoded too (docs/LENIENCY.md).  Cost is linear in the input. */
 #ifndef INGEST_MAIL_ENCODED_WORD_H
 #define INGEST_MAIL_ENCODED_WORD_H
 
