@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gmime_parse: the GMime 3 peer for bench/run (built only when
  * libgmime-3.0-dev is present).  For every path in LIST (one per line): read
  * the file, parse it with GMime and write one JSON line with the fields ingest

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """`ingest --index` against `notmuch new` and `mu index` on a generated Maildir.
 
 Method (the house method of bench/README.md, reduced to what an indexer is):

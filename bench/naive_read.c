@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* naive_read: the baseline a user would write by hand.  For every path in
  * LIST (one per line, or NUL-separated with -0): open, fstat, read the whole
  * file (size + 1 bytes, one read when it fits), close.  Prints

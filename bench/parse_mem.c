@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parser alone, on one core: what "parse throughput per core"
  * means.  Every file of a list is read into memory first (untimed), then
  * each pass parses every message and formats its JSON record into a reused

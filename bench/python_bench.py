@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The Python module against what a Python user would otherwise run.
 
   bench/python_bench.py --build build [--rounds 5] [--work DIR] [--out bench/PYTHON.md] [--no-100k]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libingest: turn directories of mail into structured records.
  *
  * The library runs the whole pipeline of the `ingest` command (walk →

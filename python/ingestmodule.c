@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Python module `ingest`: parse, parse_many and scan in-process.
  *
  * The dicts are built from the parsed struct record by src/emit/pydict.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ingest_run(): builds the stages in order, runs them, tears them down in
  * reverse.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ingest command: argv → options → ingest_run() → exit status.  The only
  * place that prints errors, in one shape: "ingest: <what>: <why>". */
 #include "ingest.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Option validation: see options.h.  The command line passes its long
  * options here by the same names, so a name is checked in one place. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The inside of struct ingest_options: every setting of a run, validated
  * once by ingest_options_set() (the command line goes through it too, so the
  * CLI and the library accept exactly the same values). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Messages in memory: see parse_mem.h. */
 #include "parse_mem.h"
 #include "pipeline/parse_stage.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Messages in memory: ingest_parse() and ingest_parse_many(), and the
  * Python module's parse and parse_many, parse bytes the caller holds with
  * the run's own path (parse_stage_message, then emit or a visitor).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An mbox archive split as reader.c streams it, shared by tests/unit/test-mbox.c
  * and tests/fuzz/fuzz-mbox.c so that both check the same driving loop: each
  * chunk is appended to the bytes not yet cut into messages, in a fresh

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Peer: postal-mime (npm) on Node.js.  Same contract as py_email.py:
 // node postal.mjs LIST            one JSON line per message on stdout
 // node postal.mjs --inproc S LIST read first, parse in passes for S seconds,

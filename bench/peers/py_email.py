@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Peer: Python's email package, BytesParser(policy=policy.default).
 
 Reads every path of LIST (one per line), parses it and writes one JSON line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bump allocator: see arena.h.  Chunks grow geometrically (64 KiB upwards) so
  * that a message with a large decoded body costs few mallocs; reset keeps the
  * largest chunk so that the steady state allocates nothing. */

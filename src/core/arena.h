@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A bump allocator with a byte cap.
  *
  * Parser scratch and batch metadata live in arenas: many small allocations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one clock of the house: CLOCK_MONOTONIC in nanoseconds.  glibc
  * answers it from the vDSO, with no syscall, so timing a wait never
  * disturbs the syscall counters (docs/ARCHITECTURE.md, "Syscall

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Assertions, in two strengths (bfs's diag.h is the model):
  *
  *   ingest_assert(cond)  a debug check of an invariant that the code's own

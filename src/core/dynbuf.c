@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Growable capped buffer: see dynbuf.h. */
 #include "core/dynbuf.h"
 #include "core/xalloc.h"

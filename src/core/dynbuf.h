@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A growable byte buffer with a cap (curl's dynbuf idea).
  *
  * Output records and decoded bodies are built in dynbufs.  Growth is

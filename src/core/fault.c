@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection: see fault.h.  Test machinery, compiled to nothing unless
  * the build asks for it.
  *

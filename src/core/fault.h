@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection, compiled in with -Dfault_injection=true.
  *
  * Every fallible call ingest makes passes through fault_check_at(): the

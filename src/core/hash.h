@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one hash of the house: 64-bit FNV-1a.  Chosen for stable output ids
  * and shard numbers (the same bytes give the same value on every machine
  * and in every release, which a seeded hash would not), not for resistance

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every cap of ingest in one table.
  *
  * A cap turns unbounded input into a bounded cost: exceeding one is an input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names and texts of record reasons: see record.h.  The tables are
  * generated from the RECORD_REASONS X-macro so that an added reason cannot
  * lack either. */

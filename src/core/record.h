@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One output record: what the I/O layer knows of an input, and, when its
  * bytes were parsed, the message.  Built by the worker that parsed the input,
  * formatted by emit/emit.c on that same worker. */

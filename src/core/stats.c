@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-thread counters and their registry: see stats.h.
  *
  * The hot path (stats_count_sys) touches only a thread-local pointer and the

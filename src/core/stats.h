@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counters: syscalls by name, ring operations by opcode, pipeline figures.
  *
  * Each thread counts into its own struct stats_thread (no atomics, no false

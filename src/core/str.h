@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The string view every layer passes around: bytes and a length, not
  * NUL-terminated, not owned (the batch or an arena owns the bytes).  A path
  * or a header value need not be UTF-8; the emitter makes it valid JSON

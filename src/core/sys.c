@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counted, fault-injectable syscall wrappers: see sys.h.
  *
  * syscall(2) is used instead of the glibc wrappers so that what strace names

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every syscall ingest issues itself goes through one of these wrappers.
  *
  * Three jobs in one place:

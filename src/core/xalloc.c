@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fallible allocation: see xalloc.h.  The only reason these wrap malloc is
  * fault injection; with it compiled out they are malloc itself. */
 #include "core/xalloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The emitter: struct record → one output record (see emit.h).
  *
  * Shape.  A JSON record is its selected fields in enum emit_field order,

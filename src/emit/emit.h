@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The emitter: one struct record → the bytes of one output record, in one
  * of three formats (JSON Lines, Elasticsearch/OpenSearch _bulk, TSV).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JSON string writing: see json.h.
  *
  * The emitter runs once per record at up to a million records a second, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JSON string writing for the emitter: escaping, UTF-8 repair, lossless
  * byte strings, integers.
  *

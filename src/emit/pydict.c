@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Python form of a record: see pydict.h.
  *
  * The same walk as emit.c's JSON writer: emit_record_fields() gives the

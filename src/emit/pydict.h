@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Python form of a record: a dict equal to json.loads() of the JSON
  * record emit_record() writes for it, built from the struct record
  * directly (no JSON in between).  Compiled into the Python module only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The --index sink: records into SQLite (see index.h; the schema and its
  * rules are in README, "The index").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --index=FILE: the records of a run kept in an SQLite database (README,
  * "The index").
  *

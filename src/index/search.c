@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ingest search FILE QUERY`: a query over an --index database (README,
  * "Searching").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Maildir rules: see maildir.h.  The info separator is ':' on Unix;
  * Windows-hosted clients use '!' or ';' (mbsync's InfoDelimiter, needed
  * where ':' is not allowed in file names; Dovecot accepts a configured

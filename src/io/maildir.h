@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Maildir rules (https://cr.yp.to/proto/maildir.html and Maildir++), in
  * one place: the info of a name (":2,FLAGS", with ':', '!' or ';' as the
  * separator), the unique name before it, the flags as words, where a path

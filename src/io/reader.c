@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reader's facade: chooses the backend (io_uring, or the plain
  * syscalls it falls back to), runs it over the walk, and after a complete
  * walk turns what the state knew and the walk did not meet into deleted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reader: walk entries into filled batches, with the syscall contract of
  * docs/ARCHITECTURE.md (one size query whose answer is cached, one read of
  * size+1 bytes, a close; nothing else per file).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The interface the two reader backends implement (uring.c,
  * reader_sync.c): reader.c builds one and calls it through these function
  * pointers; the backends call down into reader_item.h and reader_stream.h,

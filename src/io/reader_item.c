@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-item rules both reader backends share: what is read, what
  * becomes an error record, what a short or a full read means, and a
  * Maildir message that vanished looked for under its new name.  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-item rules of the reader (reader_item.c), what both backends
  * and the streaming of large files call: an entry becomes an item, a size
  * query decides what is read, a read's result decides EOF or growth, a

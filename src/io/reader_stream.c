@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Files too large to read whole (over reader_stream_threshold): an mbox is
  * split into messages chunk by chunk, each chunk read with the backend's
  * own pread and charged to the budget before it is allocated; any other

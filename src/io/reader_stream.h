@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Streaming files too large to read whole (reader_stream.c), for the
  * backends. */
 #ifndef INGEST_IO_READER_STREAM_H

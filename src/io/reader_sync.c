@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The synchronous reader: openat, fstat, read(size + 1), close — four
  * syscalls a file, the same contract as the ring with one call per step.
  * Used where io_uring is unavailable (old kernels, seccomp profiles that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Incremental state: see state.h.
  *
  * File format (version line, the run, then one entry per file, binary-safe):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Incremental runs (--state=FILE): what the previous run saw, per file.
  *
  * An entry is (resolved root, path, id, device, inode, size, mtime), found

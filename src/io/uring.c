@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring reader: the only file that includes liburing.h.
  *
  * Per file: one IORING_OP_STATX (its answer is cached in the batch item and

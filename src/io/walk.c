@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The walk: see walk.h for the rules.
  *
  * State is a stack of open directories (the current path from a root) plus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The walk: PATH arguments and --files-from lists into a stream of entries.
  *
  * Directories are read with getdents64 into one large buffer (1 MiB) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Address lists (RFC 5322 3.4, obsolete forms 4.4): see address.h.
  *
  * A tokenizer (atoms, quoted strings, domain literals, comments, specials;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 section 3.4 address lists, with the obsolete forms of 4.4:
  * groups (their name kept, `undisclosed-recipients:;` is an empty group),
  * comments, quoted local parts, routes (@a,@b:user@c drops the route),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Charsets to UTF-8: see charset.h.
  *
  * Every decoded byte of a message passes through charset_decode(), so it

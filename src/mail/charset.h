@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Charsets to UTF-8 through iconv.
  *
  * Labels are normalised and aliased first (`latin1`, `utf8`, `cp1252`,

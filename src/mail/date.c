@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Dates (RFC 5322 3.3, obsolete forms 4.3): see date.h.
  *
  * Rather than one grammar, a tokenizer that classifies what it meets and a

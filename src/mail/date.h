@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 section 3.3 dates, and the obsolete forms of 4.3 seen in the wild:
  * two- and three-digit years, named zones (UT, GMT, EST... and military
  * letters), missing seconds, missing day name, extra or missing spaces,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 2047 encoded words and raw 8-bit header bytes: see encoded_word.h.
  *
  * One left-to-right pass.  The value is cut into encoded words

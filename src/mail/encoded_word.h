@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 2047 encoded words, and the raw 8-bit bytes real mail puts in headers.
  *
  * ew_decode() turns an unfolded header value into UTF-8: encoded words

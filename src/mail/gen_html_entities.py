@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes src/mail/html_entities.h: the HTML5 named character references
 (the WHATWG list, as Python's html.entities.html5 carries it), names without
 the semicolon, sorted by byte value for html.c's binary search.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The header block (RFC 5322 2.2, 3.6): see header.h.
  *
  * header_parse() walks the block line by line with memchr (its first

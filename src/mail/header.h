@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 section 2.2 and 3.6: the header block.
  *
  * header_parse() splits the block into fields without copying: names and

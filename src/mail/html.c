@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* HTML to text: see html.h.
  *
  * One forward pass over the input with a small state: the pending separator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* HTML to plain text for search (the HTML part of a message when it has no
  * text/plain alternative).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parser's contract with the rest of ingest.
  *
  * mail_parse() turns the bytes of one message into a struct mail_message.  It

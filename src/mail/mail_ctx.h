@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The inside of struct mail_ctx, shared by the parser's modules (not by the
  * rest of ingest, which sees the type as opaque through mail.h). */
 #ifndef INGEST_MAIL_CTX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mbox splitting: see mbox.h.  Separators are found with memchr over line
  * starts only, so a gigabyte archive is scanned at memory speed; the From_
  * line check runs only on lines that begin with "From " after an empty

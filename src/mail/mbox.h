@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mbox archives (RFC 4155 and the mboxo/mboxrd/mboxcl variants): finding
  * the messages in a run of bytes, and undoing ">From " quoting.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parser's entry point: bytes of one message → struct mail_message.
  *
  * Order of work: a cheap "does this start like mail" test (a header field

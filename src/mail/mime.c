@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The MIME tree walk: see mime.h.
  *
  * One forward pass over the body with an explicit stack of open multiparts

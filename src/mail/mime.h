@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The MIME tree (RFC 2045, RFC 2046): text for search and attachments.
  *
  * mime_parse() walks the body of a message whose header block is already

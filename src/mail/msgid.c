@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Message-ID, In-Reply-To, References (RFC 5322 3.6.4): see msgid.h.
  *
  * One scanner serves both functions: it walks the value once, skipping

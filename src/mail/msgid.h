@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 section 3.6.4: Message-ID, In-Reply-To, References.  Ids are
  * returned without angle brackets; comments and junk between ids are
  * skipped; an id without brackets (seen in the wild) is taken as a whole

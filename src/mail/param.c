@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Content-Type and Content-Disposition values with their parameters:
  * see param.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Content-Type and Content-Disposition values (RFC 2045 5.1, RFC 2183) with
  * their parameters: RFC 2231 continuations (`name*0*=`), charset and language
  * (`utf-8'en'%E2%82%AC`), percent-decoding; and, leniently, RFC 2047 encoded

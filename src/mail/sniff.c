@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libmagic behind a lazily loaded cookie: see sniff.h.
  *
  * States: NEW (nothing loaded) → READY (magic_open + magic_load succeeded)

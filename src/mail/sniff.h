@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libmagic content sniffing, for attachments and for inputs that do not
  * look like mail.
  *

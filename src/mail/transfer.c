@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transfer decodings: base64 and quoted-printable (RFC 2045 6.7, 6.8) and the
  * uuencode blocks that old mailers put inside text bodies.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 2045 section 6: Content-Transfer-Encoding, and uuencode.
  *
  * Every decoder takes pointer + length (never NUL-terminated), never reads

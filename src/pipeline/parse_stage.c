@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parse stage: see parse_stage.h.
  *
  * One pool run per group of batches.  A group starts with the next batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parse stage: takes full batches from the reader, parses every input
  * on the worker pool and formats its records into the worker's output
  * buffer, then passes the batch on to the writer, in input order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The run's report: see report.h.  Counters are snapshotted at the end of
  * the counted window, so what --stats prints is what strace saw between the
  * markers (README, "Syscall accounting"). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The run's report: what --stats prints, and why a run failed.  Filled by
  * ingest.c at the end of the counted window; formatted on request. */
 #ifndef INGEST_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The run's thread map: see threads.h.  Open addressing over 64-bit keys
  * (FNV-1a of a msg-id, record_thread_key) with their thread; it doubles up
  * to LIMIT_THREAD_MAP_SLOTS and then takes no new ids. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads across the messages of a run (README, "Threads").
  *
  * A worker formats each record with the thread of its own References root

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The writer stage: see writer.h.
  *
  * Never leave half a record.  A write that fails part-way cuts a regular

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The writer stage: takes parsed batches in input order, writes their
  * records with one writev per batch (IOV_MAX records a call at most), then
  * hands the batch back to the reader and releases its bytes from the

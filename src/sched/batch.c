@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Batch storage: see batch.h.  Each file gets a buffer of exactly its stat
  * size + 1 from the batch's data arena; after the first few batches the
  * arena's kept chunk holds a whole batch, so reads land in reused memory. */

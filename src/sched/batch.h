@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A batch: up to LIMIT_BATCH_FILES inputs and one arena with all their bytes.
  *
  * The reader fills it (items, their bytes in `data`, their names in `meta`),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The byte budget: see budget.h.
  *
  *   reader ── budget_acquire(bytes) ... budget_release(bytes) ── writer

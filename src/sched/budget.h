@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The byte budget: bounds the bytes read but not yet written, between the
  * reader (which acquires before it reads) and the writer (which releases
  * after it wrote).  It is the pipeline's backpressure and its memory bound

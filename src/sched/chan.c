@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The channel: see chan.h.
  *
  *   reader ──push──▶ [full] ──pop── parse stage ──push──▶ [done] ──pop── writer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A blocking FIFO of batches between two pipeline threads.
  *
  * Both wait on raw futexes through core/sys.h, so every futex the pipeline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The waiting protocol shared by the channel (chan.c) and the byte budget
  * (budget.c): a tiny spinlock guards the state (critical sections are a
  * few stores), and a side that must block sleeps on a futex word.

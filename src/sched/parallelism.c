@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Available parallelism: affinity mask capped by the cgroup v2 CPU quota.
  *
  * The affinity mask says which CPUs the scheduler may put us on (taskset,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How many threads the machine lets this process use.
  *
  * The default of --threads: the CPUs in the affinity mask, capped by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The worker pool: persistent threads, one job slot, one cursor.
  *
  * A thread per batch would cost 15-40 µs to create and join, where a 1 KiB

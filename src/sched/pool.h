@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The worker pool: persistent threads that run one batch's items in parallel.
  *
  * Threads are started once, on the first batch above the byte gate, and

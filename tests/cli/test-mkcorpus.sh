@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # mkcorpus-deterministic: tools/mkcorpus must give byte-identical output
 # (names, contents, mtimes) for the same seed, under different hash seeds,
 # and different output for another seed.  Its own --selftest does the work.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """CLI tests for the ingest binary: exit codes, flags, stdin/stdout, one
 record per input, output formats, and output identical whatever the thread
 count.  Every JSON line is checked with Python's json module, a parser

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The options the command accepts are the ones --help, the man page and
 README document: each long option in main.c's getopt table must appear in
 all three, and --help must fit a screen (40 lines of at most 80 columns).

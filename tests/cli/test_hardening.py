@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Hardening cases for the ingest command: stopping signals, a closed
 output, the state file against other writers and corrupt contents, streamed
 mbox bounds, and names escaped on the terminal.

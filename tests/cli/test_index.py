@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """CLI tests for --index and `ingest search`: the database checked with
 Python's sqlite3 module (an SQL client independent of ours) against the
 records the same binary writes as JSON Lines.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Golden-record runner for ingest's parser (README, "Corpus tests").
 
 Two suites share one runner:

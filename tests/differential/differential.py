@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Differential test: ingest against an independent parser, postal-mime.
 
   differential.py --ingest build/src/ingest [--peer postal|python] [-v]

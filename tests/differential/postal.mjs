@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The independent side of the differential test: postal-mime over a list of
 // files.  Usage: node postal.mjs LISTFILE   (paths, one a line, or NUL-separated)
 // Prints one JSON line per file, in list order:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The invariants of a parsed struct mail_message that hold whatever the
  * input (mail.h's contract), checked by the message and emit targets.
  * Every byte of every string is read, so a view that outlives its bytes or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 3.4 address lists (groups, comments, routes, obsolete forms):
  * names are decoded UTF-8, every string is read whole. */
 #include "fuzz.h"

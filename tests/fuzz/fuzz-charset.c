@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Charsets to UTF-8.  The first byte picks a label (the common ones, the
  * stateful ones iconv handles through shift sequences, aliases, bogus
  * labels, or a label taken from the input itself); the rest is decoded.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 3.3 dates and their obsolete forms.  A parsed date is formatted
  * with date_format_iso, which must agree with the emitter's
  * json_put_iso8601, and written back in RFC 5322 form, which must parse to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The emitter on parsed messages: the input is parsed (as fuzz-message
  * does), wrapped in a record whose I/O fields also come from the input (a
  * path of arbitrary bytes, an mtime over the int64 range, Maildir or mbox,

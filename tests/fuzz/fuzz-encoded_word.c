@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 2047 encoded words and raw 8-bit header bytes: whatever the value,
  * ew_decode's output is valid UTF-8. */
 #include "fuzz.h"

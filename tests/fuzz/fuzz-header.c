@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 header blocks: header_parse, header_get/count, header_unfold.
  * Names and raw values must be views inside the input; the body offset must
  * not pass its end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* HTML to text.  The full conversion (into an exact-size buffer of the
  * input's length, the documented bound) and a cut one (a capacity picked by
  * the first byte) must stay inside their buffers; a cut lands on a UTF-8

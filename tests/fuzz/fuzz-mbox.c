@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mbox splitting (mail/mbox.c).  The first two bytes pick how the rest is
  * cut into chunks and the Content-Length limit; the rest is the archive.
  *

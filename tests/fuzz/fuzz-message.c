@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The whole parser: bytes → struct mail_message, as a worker runs it (one
  * mail_ctx for every input, text and headers on).  Odd-sized inputs get a
  * small --max-text so that the cut on a UTF-8 boundary is exercised too. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* RFC 5322 3.6.4 message ids: Message-ID, In-Reply-To, References.  The
  * list and the first id must agree, and every id is a non-empty view. */
 #include "fuzz.h"

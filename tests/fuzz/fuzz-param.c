@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Content-Type and Content-Disposition values with their parameters (RFC
  * 2045 5.1, RFC 2183, RFC 2231 continuations and charsets, encoded words
  * in quoted values): type, subtype and names are lower case (tokens as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Content sniffing (mail/sniff.c): the built-in answers (text, PGP
  * armour, signatures, PKCS#7, the zip family) and libmagic behind them.
  *

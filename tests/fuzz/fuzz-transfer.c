@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Content-Transfer-Encoding decoders and uuencode blocks (transfer.h).
  * Every decoder runs over the whole input three ways: a full decode into an
  * exact-size buffer, a size-only pass (out NULL) and a prefix (out_cap

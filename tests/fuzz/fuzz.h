@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared by the libFuzzer targets of tests/fuzz/ and by replay.c.
  *
  * A target is one function, LLVMFuzzerTestOneInput(), linked either with

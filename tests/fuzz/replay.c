@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Replays fuzz corpora without libFuzzer: every regular file of the
  * directories (or the files) named on the command line goes once through
  * LLVMFuzzerTestOneInput(), in name order.  Linked with each target in

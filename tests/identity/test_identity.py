@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Nothing lost downstream: es-bulk streams applied to a model index.
 
     test_identity.py --ingest PATH --case NAME --backend sync|uring

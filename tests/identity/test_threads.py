@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """thread_id against notmuch's threads (README, "Threads").
 
     test_threads.py --ingest PATH --corpus tests/corpus/real/notmuch \\

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The public header and the shared library's ABI, as an embedder meets them.
 
 - include/ingest.h compiles alone as C99 -pedantic and as C++ (warnings are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public API as an embedder sees it: only <ingest.h>, linked against
  * the shared libingest.  Runs on the sample Maildir (tests/sample). */
 #include <ingest.h>

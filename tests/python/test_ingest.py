@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Python module `ingest` (python/ingestmodule.c) against the command.
 
 Every dict must equal json.loads() of the line the command writes for the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Adversarial trees and files.
 
     python3 adversarial.py --ingest PATH --case NAME [--as root|nobody|both]

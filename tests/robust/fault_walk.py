@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Fault-injection walk: fail each fallible call site of a small
 run in turn, on both backends, and check that nothing is lost and nothing
 crashes.

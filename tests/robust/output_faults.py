@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Output faults: the machine under ingest fails while it writes.
 
     python3 output_faults.py --ingest PATH --case epipe|enospc|short-write

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Allocation failures while a record's path is copied, on both backends.
 
     python3 path_faults.py --ingest PATH

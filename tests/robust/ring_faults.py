@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Ring faults: completions with errors and a CQ overflow, on
 --backend=uring.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared helpers of the 'robust' suite: corpora, running ingest
 under the sanitizers, and the output contract every run must keep.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The syscall budget of ingest, checked from outside (meson suite 'strace').
 
     python3 test_syscalls.py --ingest PATH --case NAME [--logs DIR] [--keep]

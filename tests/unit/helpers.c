@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The unit tests' shared kit: see helpers.h. */
 #include "helpers.h"
 #include "mail/charset.h"

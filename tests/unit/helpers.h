@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every unit test shares (liburing's test/helpers.h is the model):
  * formatted strings, a temporary tree made and removed, files put into
  * it, and the parser fixture.  Each helper asserts its own success with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/address.c: RFC 5322 3.4 address lists, groups,
  * comments, quoted parts, obsolete routes, broken forms, linear cost. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for core/arena: alignment, the byte cap, reset keeping the
  * largest chunk, memdup's NUL, and overflow of the size rounding. */
 #include "core/arena.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for sched/batch: a new batch is empty with one output buffer
  * per worker; reset empties it for reuse and keeps its memory (the steady
  * state allocates nothing), except a data arena grown past keep_bytes and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the in-flight byte budget (sched/budget.c, declared in
  * sched/chan.h): accounting, the peak, the oversized request granted when
  * nothing is in flight, a blocked acquire released by another thread,

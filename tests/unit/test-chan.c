@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for the batch channel (sched/chan.h): FIFO order, close
  * semantics (pops drain what is queued, then return NULL), and a blocked pop
  * woken by a push or a close from another thread.

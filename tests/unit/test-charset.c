@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/charset.c: aliases, the built-in windows-1252 table,
  * iconv through the per-thread cache, U+FFFD replacement and its count. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/date.c: RFC 5322 dates, the obsolete and wild forms,
  * rejection of the unparseable, ISO 8601 output. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for core/dynbuf: growth, the cap as -E2BIG with the buffer
  * unchanged, printf, take handing out a NUL-terminated string. */
 #include "core/dynbuf.h"

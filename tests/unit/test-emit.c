@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for emit/emit and record.c: every format, the field selection,
  * error and not-mail records, groups, es-bulk ids, and the all-or-nothing
  * rule, each against the exact expected bytes.

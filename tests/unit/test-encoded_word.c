@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/encoded_word.c: RFC 2047 B and Q words, the
  * adjacent-word rule, raw 8-bit bytes, malformed words, linear cost. */
 #include <stdarg.h>

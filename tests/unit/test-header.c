@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/header.c: splitting the header block into fields,
  * line ends, BOM, obsolete syntax, malformed lines, the size cap, unfolding. */
 #include <stdarg.h>

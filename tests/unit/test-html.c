@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/html.c: tags, entities, dropped elements, block
  * elements as line breaks, white space, robustness, the output cap. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for index/index.c: the schema and its refusals, records into
  * rows, identity, threads, deletions and renames, and the --state view of
  * the files table.  Rows are read back with plain SQL, as a user would. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for emit/json: escaping, UTF-8 repair, lossless byte strings,
  * base64, integers and timestamps, each against the exact expected bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Adversarial inputs must cost time linear in their size.
  *
  * Each case builds a hostile message at size S and 2S, parses each seven

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for io/maildir: the flags of a cur/ name, its unique base, and
  * the three subdirectory names.
  *

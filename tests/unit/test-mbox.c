@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/mbox.c: which lines are From_ lines, which of them
  * separate messages (an empty line before), mboxo/mboxrd unquoting,
  * Content-Length landing or not, CRLF, a missing final newline, empty

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/mime.c: the tree walk (boundaries, preamble and
  * epilogue, nesting, caps), the choice of text, attachments and their
  * metadata, format=flowed, and every MIME warning. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/msgid.c: Message-ID, In-Reply-To, References. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/param.c: Content-Type / Content-Disposition values,
  * RFC 2231 continuations, charsets and percent-decoding, lenient RFC 2047. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for sched/pool and sched/parallelism.
  *
  * Every item must run exactly once on a worker the batch was given, fn's

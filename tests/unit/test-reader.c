@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for io/reader on both backends (sync and io_uring): the real
  * reader runs on the calling thread over a walk of a fresh temporary
  * directory, with a byte budget and the two channels.  The harness seeds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/sniff.c: lazy load, binary types, no answer for empty
  * input or a missing cookie, and the prefix cap. */
 #include <stdarg.h>

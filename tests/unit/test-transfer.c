@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for mail/transfer.c: base64, quoted-printable and uuencode,
  * each leniency and each warning, and the size-only / prefix modes. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for io/walk: the exact sequence of entries it yields for trees
  * built in a fresh temporary directory, with what walk_entry_describe says of
  * each (path, Maildir folder, subdir and flags) and the errors the walk

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Generated case: a header block larger than the 2 MiB cap
 # (LIMIT_HEADER_BYTES): 40,000 X-Filler fields of 60 bytes, then a Subject
 # that lies past the cap.  Fields before the cap are kept; the rest of the

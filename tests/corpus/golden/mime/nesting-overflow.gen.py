@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Generated case: 70 nested multipart/mixed entities, past the MIME depth
 # cap of 64 (LIMIT_MIME_DEPTH).  The top level is depth 0; the entity at
 # depth 64 is not entered: its content is opaque (nesting-overflow).  The

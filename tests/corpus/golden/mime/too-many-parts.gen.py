@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Generated case: a multipart/mixed with 10,050 empty text parts, past the
 # cap of 10,000 MIME parts per message (src/core/limits.h, LIMIT_MIME_PARTS).
 # The top level counts as one part; the walk stops at the cap and the rest
