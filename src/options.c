@@ -173,7 +173,7 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 {
 	uint64_t x;
 	bool b;
-	int r;
+	int r = 0;
 	if (!strcmp(name, "backend")) {
 		if (!v)
 			return -EINVAL;
