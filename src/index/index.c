@@ -266,7 +266,7 @@ static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
  * migrates the schema in one transaction, which also proves it writable. */
 static int index_check_schema(struct index *ix, const char **why)
 {
-	int64_t app, version, tables;
+	int64_t app = 0, version = 0, tables = 0;
 	int r = index_pragma_int(ix, "PRAGMA application_id", &app);
 	if (r == 0)
 		r = index_pragma_int(ix, "PRAGMA user_version", &version);

@@ -212,8 +212,12 @@ static void search_sql_tsv(sqlite3_context *cx, int argc, sqlite3_value **argv)
 		const unsigned char *t = sqlite3_value_text(argv[i]);
 		if (i)
 			r = dynbuf_putc(&b, '\t');
-		for (; r == 0 && t && *t; t++)
-			r = dynbuf_putc(&b, *t == '\t' || *t == '\n' || *t == '\r' ? ' ' : (char)*t);
+		for (; r == 0 && t && *t; t++) {
+			char c = (char)*t;
+			if (c == '\t' || c == '\n' || c == '\r')
+				c = ' ';   /* a TSV field keeps to its line */
+			r = dynbuf_putc(&b, c);
+		}
 	}
 	if (r == 0 && dynbuf_putc(&b, '\0') == 0)
 		sqlite3_result_text(cx, b.p, -1, SQLITE_TRANSIENT);
