@@ -44,6 +44,19 @@
 #define LIMIT_MAX_TEXT_DEFAULT      (1 * MiB)
 /* libmagic sees at most this prefix of a decoded attachment. */
 #define LIMIT_SNIFF_BYTES           (4 * KiB)
+/* libmagic calls per message: a call costs 0.1 to 1 ms on binary data, so
+ * 10,000 attachments would cost seconds; past this many, detected_type is
+ * left out.  Real mail has a handful of attachments. */
+#define LIMIT_SNIFF_CALLS           64
+/* Parameters of one header field value (RFC 2045/2231): more is hostile,
+ * and the rest is skipped with bad-parameter. */
+#define LIMIT_PARAMS                256
+/* RFC 2231 continuation sections past this are not ones anyone wrote. */
+#define LIMIT_PARAM_SECTION         9999
+/* A charset label longer than this names no charset. */
+#define LIMIT_CHARSET_LABEL         40
+/* An mbox From_ line longer than this (its line end excluded) is not one. */
+#define LIMIT_MBOX_LINE             1000
 /* Scratch one worker may hold while parsing one message: the decoded text,
  * headers and attachment metadata of a --max-size message fit well inside. */
 #define LIMIT_SCRATCH_BYTES         (1 * GiB)

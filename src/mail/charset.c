@@ -15,6 +15,7 @@
  * cache belongs to one thread (iconv_t is stateful) and holds at most
  * CHARSET_CACHE_SLOTS descriptors, so hostile mail naming a thousand
  * charsets cannot grow it.  No other global state: the tables are const. */
+#include "core/limits.h"
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
 #include "core/fault.h"
@@ -29,11 +30,10 @@
 #include <emmintrin.h>
 #endif
 
-#define CHARSET_LABEL_MAX 40
 #define CHARSET_CACHE_SLOTS 32
 
 struct charset_slot {
-	char label[CHARSET_LABEL_MAX + 1]; /* normalised, NUL-terminated */
+	char label[LIMIT_CHARSET_LABEL + 1]; /* normalised, NUL-terminated */
 	iconv_t cd;                        /* (iconv_t)-1: iconv refused it */
 	bool ascii_identity;               /* ASCII text converts to itself */
 	bool trusted;                      /* output needs no UTF-8 check */
@@ -202,7 +202,7 @@ static inline bool charset_is_space(uint8_t c)
  * RFC 2231 section 5 language suffix (`utf-8*en`).  Returns false for a label
  * that no charset can have (too long, or bytes iconv would interpret, such
  * as the `//TRANSLIT` suffix): those are unknown without asking iconv. */
-static bool charset_normalise(struct mail_str in, char out[CHARSET_LABEL_MAX + 1])
+static bool charset_normalise(struct mail_str in, char out[LIMIT_CHARSET_LABEL + 1])
 {
 	const uint8_t *p = (const uint8_t *)in.p;
 	size_t n = in.n;
@@ -215,7 +215,7 @@ static bool charset_normalise(struct mail_str in, char out[CHARSET_LABEL_MAX + 1
 	const uint8_t *star = memchr(p, '*', n);
 	if (star)
 		n = (size_t)(star - p);
-	if (n == 0 || n > CHARSET_LABEL_MAX)
+	if (n == 0 || n > LIMIT_CHARSET_LABEL)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
@@ -785,7 +785,7 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 	if (!replaced)
 		replaced = &r_dummy;
 
-	char norm[CHARSET_LABEL_MAX + 1];
+	char norm[LIMIT_CHARSET_LABEL + 1];
 	enum charset_kind kind = CHARSET_ASCII;
 	const char *iconv_name = NULL;
 	if (label.p) {

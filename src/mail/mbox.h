@@ -29,12 +29,14 @@
 #ifndef INGEST_MAIL_MBOX_H
 #define INGEST_MAIL_MBOX_H
 
+#include "core/limits.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* A From_ line longer than this (its line end excluded) is not one. */
-#define MBOX_LINE_MAX 1000
+#define MBOX_LINE_MAX LIMIT_MBOX_LINE
 
 /* Lines a separator's header check looks at past the From_ line. */
 #define MBOX_PEEK_LINES 3

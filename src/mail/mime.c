@@ -345,13 +345,9 @@ struct walk {
 	uint32_t parts;
 	bool stopped;             /* LIMIT_MIME_PARTS reached */
 	uint32_t uu_blocks;       /* capped like parts */
-	uint32_t sniffs;          /* libmagic calls, capped: see MIME_SNIFF_MAX */
+	uint32_t sniffs;          /* libmagic calls, capped: see LIMIT_SNIFF_CALLS */
 };
 
-/* libmagic calls per message.  A call costs 0.1 to 1 ms on binary data, so
- * 10,000 attachments would cost seconds; past this many, detected_type is
- * left out.  Real mail has a handful of attachments. */
-#define MIME_SNIFF_MAX 64
 
 /* A boundary line found by scan(). */
 struct delim {
@@ -542,7 +538,7 @@ static struct mail_attachment *att_push(struct walk *w)
 static int sniff_into(struct walk *w, struct mail_attachment *a, const uint8_t *pre, size_t k)
 {
 	struct mail_ctx *ctx = w->ctx;
-	if (!ctx->sniff || k == 0 || w->sniffs >= MIME_SNIFF_MAX)
+	if (!ctx->sniff || k == 0 || w->sniffs >= LIMIT_SNIFF_CALLS)
 		return 0;
 	w->sniffs++;
 	const char *t = sniff_buffer(ctx->sniff, pre, k);

@@ -13,9 +13,10 @@
  * for readers that understand it; the plain one is the fallback).
  *
  * Grouping is quadratic in the number of parameters, so that number is
- * capped at PARAM_MAX per value (more is hostile: the rest is skipped with
+ * capped at LIMIT_PARAMS per value (more is hostile: the rest is skipped with
  * MAIL_W_BAD_PARAMETER); everything else is linear.  Views of the input
  * where nothing changes, else copies in the arena. */
+#include "core/limits.h"
 #include "mail/param.h"
 #include "mail/header.h"
 #include "mail/charset.h"
@@ -25,9 +26,6 @@
 #include <errno.h>
 #include <string.h>
 
-#define PARAM_MAX 256
-/* Section numbers past this are not continuations anyone wrote. */
-#define PARAM_MAX_SECTION 9999
 
 struct param_raw {
 	struct mail_str name;   /* lower case, suffixes removed */
@@ -100,7 +98,7 @@ static void param_split_name(struct param_raw *r)
 		int v = 0;
 		for (size_t k = d; k < n; k++)
 			v = v * 10 + (p[k] - '0');
-		if (v <= PARAM_MAX_SECTION) {
+		if (v <= LIMIT_PARAM_SECTION) {
 			r->section = v;
 			n = d - 1;
 		}
@@ -295,7 +293,7 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 
 	/* Raw parameters. */
 	size_t cap = 0;
-	for (const uint8_t *q = memchr(p, ';', n); q && cap < PARAM_MAX;
+	for (const uint8_t *q = memchr(p, ';', n); q && cap < LIMIT_PARAMS;
 	     q = memchr(q + 1, ';', n - (size_t)(q + 1 - p)))
 		cap++;
 	if (!cap)
@@ -328,7 +326,7 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 		while (i < n && param_is_space(p[i]))
 			i++;
 		if (n_raw == cap) {
-			mail_warn(warnings, MAIL_W_BAD_PARAMETER);   /* past PARAM_MAX */
+			mail_warn(warnings, MAIL_W_BAD_PARAMETER);   /* past LIMIT_PARAMS */
 			break;
 		}
 		struct param_raw *pr = &raw[n_raw];
