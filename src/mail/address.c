@@ -14,7 +14,7 @@
  * white space or comments, else copies with those removed; quoted local
  * parts keep their quotes (the address as written).  Display names are
  * built in the arena (quoted strings unquoted, white space runs collapsed
- * to one space) and then RFC 2047-decoded by ew_decode().  Arrays grow
+ * to one space) and then RFC 2047-decoded by encoded_word_decode().  Arrays grow
  * geometrically in the arena. */
 #include "mail/address.h"
 #include "mail/encoded_word.h"
@@ -154,7 +154,7 @@ static int addr_decode_name(struct mail_ctx *ctx, char *d, size_t k,
 		return 0;
 	}
 	d[k] = '\0';
-	return ew_decode(ctx, (struct mail_str){ d, k }, out, warnings);
+	return encoded_word_decode(ctx, (struct mail_str){ d, k }, out, warnings);
 }
 
 /* The display name of the phrase in p[s..e): words joined by one space,

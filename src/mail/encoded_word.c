@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-struct ew_word {
+struct encoded_word_word {
 	struct mail_str charset;
 	const uint8_t *text;    /* encoded text */
 	size_t text_n;
@@ -36,7 +36,7 @@ struct ew_word {
 	size_t end;             /* offset just past `?=` */
 };
 
-static inline bool ew_is_space(uint8_t c)
+static inline bool encoded_word_is_space(uint8_t c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
@@ -46,10 +46,10 @@ static inline bool ew_is_space(uint8_t c)
  * (`=?cs?B?`) but has no `?=` end.  Encoded text may hold SP and HTAB
  * (Python and Thunderbird accept the Q words some senders write that way);
  * the charset and encoding may not. */
-static int ew_scan(const uint8_t *p, size_t n, size_t i, struct ew_word *w)
+static int encoded_word_scan(const uint8_t *p, size_t n, size_t i, struct encoded_word_word *w)
 {
 	size_t j = i + 2, cs = j;
-	while (j < n && p[j] != '?' && !ew_is_space(p[j]))
+	while (j < n && p[j] != '?' && !encoded_word_is_space(p[j]))
 		j++;
 	if (j >= n || p[j] != '?' || j == cs)
 		return 0;
@@ -73,7 +73,7 @@ static int ew_scan(const uint8_t *p, size_t n, size_t i, struct ew_word *w)
 	return 1;
 }
 
-static int ew_hex(uint8_t c)
+static int encoded_word_hex(uint8_t c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -83,7 +83,7 @@ static int ew_hex(uint8_t c)
 	return -1;
 }
 
-static int ew_b64(uint8_t c)
+static int encoded_word_b64(uint8_t c)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -100,7 +100,7 @@ static int ew_b64(uint8_t c)
 
 /* Decodes the payload of w into dst (room for w->text_n bytes).  Returns the
  * length, or -1 when the payload is not valid for its encoding. */
-static long ew_payload(const struct ew_word *w, uint8_t *dst)
+static long encoded_word_payload(const struct encoded_word_word *w, uint8_t *dst)
 {
 	const uint8_t *s = w->text;
 	size_t n = w->text_n, k = 0;
@@ -114,8 +114,8 @@ static long ew_payload(const struct ew_word *w, uint8_t *dst)
 				int h, l;
 				if (i + 2 >= n)
 					return -1;
-				h = ew_hex(s[i + 1]);
-				l = ew_hex(s[i + 2]);
+				h = encoded_word_hex(s[i + 1]);
+				l = encoded_word_hex(s[i + 2]);
 				if (h < 0 || l < 0)
 					return -1;
 				dst[k++] = (uint8_t)(h << 4 | l);
@@ -137,7 +137,7 @@ static long ew_payload(const struct ew_word *w, uint8_t *dst)
 		}
 		if (pad)
 			return -1;          /* data after padding */
-		int v = ew_b64(s[i]);
+		int v = encoded_word_b64(s[i]);
 		if (v < 0) {
 			if (s[i] == ' ' || s[i] == '\t')
 				continue;
@@ -155,7 +155,7 @@ static long ew_payload(const struct ew_word *w, uint8_t *dst)
 	return (long)k;
 }
 
-struct ew_state {
+struct encoded_word_state {
 	struct mail_ctx *ctx;
 	uint64_t *warnings;
 	uint8_t *pend;            /* decoded bytes of adjacent words, not yet converted */
@@ -163,7 +163,7 @@ struct ew_state {
 	struct mail_str pend_cs;  /* their charset */
 };
 
-static int ew_flush(struct ew_state *st)
+static int encoded_word_flush(struct encoded_word_state *st)
 {
 	if (!st->pend_n)
 		return 0;
@@ -175,22 +175,22 @@ static int ew_flush(struct ew_state *st)
 }
 
 /* Raw text between words: charset_decode_header(). */
-static int ew_raw(struct ew_state *st, const uint8_t *p, size_t n)
+static int encoded_word_raw(struct encoded_word_state *st, const uint8_t *p, size_t n)
 {
 	if (!n)
 		return 0;
-	int r = ew_flush(st);
+	int r = encoded_word_flush(st);
 	if (r < 0)
 		return r;
 	return charset_decode_header(st->ctx, p, n, &st->ctx->scratch, st->warnings);
 }
 
-static bool ew_same_charset(struct mail_str a, struct mail_str b)
+static bool encoded_word_same_charset(struct mail_str a, struct mail_str b)
 {
 	return a.n == b.n && strncasecmp(a.p, b.p, a.n) == 0;
 }
 
-int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
+int encoded_word_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
               uint64_t *warnings)
 {
 	const uint8_t *p = (const uint8_t *)in.p;
@@ -212,7 +212,7 @@ int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
 		return 0;
 	}
 
-	struct ew_state st = { .ctx = ctx, .warnings = warnings };
+	struct encoded_word_state st = { .ctx = ctx, .warnings = warnings };
 	size_t base = ctx->scratch.len;
 	int r = 0;
 	st.pend = arena_alloc(&ctx->arena, n);
@@ -224,13 +224,13 @@ int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
 	bool after_word = false;   /* text since the last word is white space only */
 	while (i < n) {
 		if (!(p[i] == '=' && i + 1 < n && p[i + 1] == '?')) {
-			if (!ew_is_space(p[i]))
+			if (!encoded_word_is_space(p[i]))
 				after_word = false;
 			i++;
 			continue;
 		}
-		struct ew_word w;
-		int k = ew_scan(p, n, i, &w);
+		struct encoded_word_word w;
+		int k = encoded_word_scan(p, n, i, &w);
 		if (k == 0) {
 			after_word = false;
 			i += 1;
@@ -246,16 +246,16 @@ int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
 		/* Text before this word: emitted unless it is only the white
 		 * space between two words (RFC 2047 6.2), which is dropped. */
 		if (!after_word) {
-			if ((r = ew_raw(&st, p + text, i - text)) < 0)
+			if ((r = encoded_word_raw(&st, p + text, i - text)) < 0)
 				goto fail;
 			text = i;
 		}
 		/* Decode after the pending bytes of an adjacent word in the same
 		 * charset, so that a character split across words survives. */
-		bool join = after_word && st.pend_n && ew_same_charset(st.pend_cs, w.charset);
-		if (!join && (r = ew_flush(&st)) < 0)
+		bool join = after_word && st.pend_n && encoded_word_same_charset(st.pend_cs, w.charset);
+		if (!join && (r = encoded_word_flush(&st)) < 0)
 			goto fail;
-		long len = ew_payload(&w, st.pend + st.pend_n);
+		long len = encoded_word_payload(&w, st.pend + st.pend_n);
 		if (len < 0) {
 			/* Kept literally, with the white space before it: both
 			 * stay in the raw text from `text`. */
@@ -270,7 +270,7 @@ int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
 		i = text = w.end;
 		after_word = true;
 	}
-	if ((r = ew_flush(&st)) < 0 || (r = ew_raw(&st, p + text, n - text)) < 0)
+	if ((r = encoded_word_flush(&st)) < 0 || (r = encoded_word_raw(&st, p + text, n - text)) < 0)
 		goto fail;
 
 	char *s = arena_memdup(&ctx->arena, ctx->scratch.p + base, ctx->scratch.len - base);

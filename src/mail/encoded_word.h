@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* RFC 2047 encoded words, and the raw 8-bit bytes real mail puts in headers.
  *
- * ew_decode() turns an unfolded header value into UTF-8: encoded words
+ * encoded_word_decode() turns an unfolded header value into UTF-8: encoded words
  * (B and Q, any charset charset_decode() knows, UTF-7 included) are decoded;
  * white space between two adjacent encoded words is dropped (RFC 2047 6.2);
  * raw bytes that are valid UTF-8 are kept; other 8-bit bytes are decoded as
@@ -20,7 +20,7 @@ struct mail_ctx;
 /* out is in ctx->arena (or a view of in when it is plain ASCII).  Works at
  * the end of ctx->scratch and restores its length: a caller's bytes there
  * survive, but pointers into scratch may move (so in must not point there). */
-int ew_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
+int encoded_word_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
               uint64_t *warnings);
 
 #endif

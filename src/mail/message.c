@@ -349,7 +349,7 @@ static int fields(struct mail_ctx *ctx, const struct header_block *hb, struct ma
 				return r;
 			break;
 		case F_SUBJECT:
-			if ((r = ew_decode(ctx, v, &m->subject, w)) < 0)
+			if ((r = encoded_word_decode(ctx, v, &m->subject, w)) < 0)
 				return r;
 			break;
 		case F_LIST_ID:
@@ -377,7 +377,7 @@ static int all_headers(struct mail_ctx *ctx, const struct header_block *hb, stru
 		struct mail_str u;
 		uint64_t ignored = 0;
 		int r = header_unfold(&ctx->arena, hb->v[i].value, &u);
-		if (r < 0 || (r = ew_decode(ctx, u, &v[i].value, &ignored)) < 0)
+		if (r < 0 || (r = encoded_word_decode(ctx, u, &v[i].value, &ignored)) < 0)
 			return r;
 		v[i].name = hb->v[i].name;
 	}

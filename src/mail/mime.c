@@ -327,7 +327,7 @@ struct entity {
 	struct mail_str cid;
 };
 
-struct walk {
+struct mime_walk {
 	struct mail_ctx *ctx;
 	const struct mail_options *o;
 	const uint8_t *p;
@@ -360,7 +360,7 @@ struct delim {
 /* Is the line [i, e) a delimiter of an open multipart?  Innermost first, so
  * that a nested multipart reusing its parent's boundary gets its own lines
  * until it is closed. */
-static bool delim_match(const struct walk *w, size_t i, size_t e, struct delim *d)
+static bool delim_match(const struct mime_walk *w, size_t i, size_t e, struct delim *d)
 {
 	const uint8_t *p = w->p;
 	if (e - i < 2 || p[i] != '-' || p[i + 1] != '-')
@@ -387,7 +387,7 @@ static bool delim_match(const struct walk *w, size_t i, size_t e, struct delim *
 }
 
 /* The next delimiter line at or after pos (a line start). */
-static struct delim scan(const struct walk *w, size_t pos)
+static struct delim scan(const struct mime_walk *w, size_t pos)
 {
 	struct delim d = { .eof = true, .start = w->n, .next = w->n };
 	const uint8_t *p = w->p;
@@ -431,7 +431,7 @@ static size_t content_end(const uint8_t *p, size_t body, const struct delim *d)
 	return start;
 }
 
-static int entity_read(struct walk *w, const struct header_block *hb, struct entity *e)
+static int entity_read(struct mime_walk *w, const struct header_block *hb, struct entity *e)
 {
 	bool ct = false, cte = false, cd = false, cid = false;
 	int r;
@@ -471,7 +471,7 @@ static int entity_read(struct walk *w, const struct header_block *hb, struct ent
 /* Headers of a body part or encapsulated message starting at pos: up to the
  * blank line, a delimiter line, or EOF (which is truncation when a
  * multipart is open).  *body is where the content starts. */
-static int part_headers(struct walk *w, size_t pos, struct entity *e, size_t *body)
+static int part_headers(struct mime_walk *w, size_t pos, struct entity *e, size_t *body)
 {
 	const uint8_t *p = w->p;
 	size_t n = w->n, i = pos, end = n;
@@ -501,7 +501,7 @@ static int part_headers(struct walk *w, size_t pos, struct entity *e, size_t *bo
 	return entity_read(w, &hb, e);
 }
 
-static int cand_push(struct walk *w, const struct cand *c)
+static int cand_push(struct mime_walk *w, const struct cand *c)
 {
 	if (w->ncand == w->capcand) {
 		size_t cap = w->capcand ? w->capcand * 2 : 8;
@@ -517,7 +517,7 @@ static int cand_push(struct walk *w, const struct cand *c)
 	return 0;
 }
 
-static struct mail_attachment *att_push(struct walk *w)
+static struct mail_attachment *att_push(struct mime_walk *w)
 {
 	if (w->natt == w->capatt) {
 		size_t cap = w->capatt ? w->capatt * 2 : 4;
@@ -535,7 +535,7 @@ static struct mail_attachment *att_push(struct walk *w)
 }
 
 /* Copies libmagic's answer and checks it against the declared type. */
-static int sniff_into(struct walk *w, struct mail_attachment *a, const uint8_t *pre, size_t k)
+static int sniff_into(struct mime_walk *w, struct mail_attachment *a, const uint8_t *pre, size_t k)
 {
 	struct mail_ctx *ctx = w->ctx;
 	if (!ctx->sniff || k == 0 || w->sniffs >= LIMIT_SNIFF_CALLS)
@@ -557,7 +557,7 @@ static int sniff_into(struct walk *w, struct mail_attachment *a, const uint8_t *
 /* Raw bytes of the body used as a string (a uuencode file name) as valid
  * UTF-8, like raw 8-bit header bytes: itself when it is valid UTF-8, else
  * decoded as windows-1252 (which maps every byte). */
-static int utf8_view(struct walk *w, struct mail_str s, struct mail_str *out)
+static int utf8_view(struct mime_walk *w, struct mail_str s, struct mail_str *out)
 {
 	if (utf8_valid((const uint8_t *)s.p, s.n)) {
 		*out = s;
@@ -578,7 +578,7 @@ static int utf8_view(struct walk *w, struct mail_str s, struct mail_str *out)
 
 /* uuencoded blocks of a decoded text/plain part: each becomes an
  * attachment, the text around them candidates. */
-static int plain_split(struct walk *w, const struct cand *base)
+static int plain_split(struct mime_walk *w, const struct cand *base)
 {
 	const uint8_t *p = base->p;
 	size_t n = base->n, from = 0;
@@ -621,7 +621,7 @@ static int plain_split(struct walk *w, const struct cand *base)
 	return 0;
 }
 
-static struct mail_str type_string(struct walk *w, const struct entity *e, const char *dflt)
+static struct mail_str type_string(struct mime_walk *w, const struct entity *e, const char *dflt)
 {
 	if (!e->has_ct || !e->ct.subtype.p || !e->ct.subtype.n) {
 		if (e->has_ct && str_is(e->ct.type, "text"))
@@ -640,7 +640,7 @@ static struct mail_str type_string(struct walk *w, const struct entity *e, const
 }
 
 /* A leaf's content p[bs..be): text candidate and/or attachment. */
-static int leaf(struct walk *w, const struct entity *e, const char *dflt, size_t bs, size_t be)
+static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, size_t bs, size_t be)
 {
 	struct mail_ctx *ctx = w->ctx;
 	const uint8_t *body = w->p + bs;
@@ -730,7 +730,7 @@ static int leaf(struct walk *w, const struct entity *e, const char *dflt, size_t
 
 /* multipart/alternative: the child that just ended competes with the best
  * so far; the loser's candidates are dropped. */
-static void alt_child_end(struct walk *w, struct frame *F)
+static void alt_child_end(struct mime_walk *w, struct frame *F)
 {
 	size_t lo = F->child_lo, hi = w->ncand;
 	int rank = 0;
@@ -758,7 +758,7 @@ static void alt_child_end(struct walk *w, struct frame *F)
 }
 
 /* Closes the innermost frame; `end` is where its content ends. */
-static int frame_close(struct walk *w, size_t end, bool terminated)
+static int frame_close(struct mime_walk *w, size_t end, bool terminated)
 {
 	struct frame *F = &w->fr[w->nfr - 1];
 	if (!F->seen_part) {
@@ -781,19 +781,19 @@ static int frame_close(struct walk *w, size_t end, bool terminated)
 	return 0;
 }
 
-static int walk_run_at(struct walk *w, struct entity *top, size_t bs, unsigned depth);
+static int walk_run_at(struct mime_walk *w, struct entity *top, size_t bs, unsigned depth);
 
 /* A message/rfc822 part in base64 or quoted-printable (RFC 2046 5.2.1
  * forbids it; clients send it): its content decoded and walked like any
  * attached message, by a walk of its own over the decoded bytes (the
  * offsets of a walk are into its bytes), which adds its parts, texts and
  * attachments to this one's.  The caller scans on past the part. */
-static int encoded_message(struct walk *w, const struct entity *e, size_t bs, size_t ce,
+static int encoded_message(struct mime_walk *w, const struct entity *e, size_t bs, size_t ce,
                            unsigned depth)
 {
 	size_t n = ce - bs;
 	uint8_t *dec = arena_alloc(&w->ctx->arena, n ? n : 1);
-	struct walk *iw = arena_alloc(&w->ctx->arena, sizeof(*iw));
+	struct mime_walk *iw = arena_alloc(&w->ctx->arena, sizeof(*iw));
 	if (!dec || !iw)
 		return -ENOMEM;
 	mail_warn(w->w, MAIL_W_ENCODED_MESSAGE);
@@ -818,7 +818,7 @@ static int encoded_message(struct walk *w, const struct entity *e, size_t bs, si
 /* Enters the entity whose headers are e and content starts at bs.  Returns
  * the position where scanning goes on: for a multipart, its body; for a
  * leaf, the delimiter that ends it (*d). */
-static int entity(struct walk *w, struct entity *e, size_t bs, unsigned depth,
+static int entity(struct mime_walk *w, struct entity *e, size_t bs, unsigned depth,
                   enum mp_kind parent, struct delim *d)
 {
 	const char *dflt = parent == MP_DIGEST ? "message/rfc822" : "text/plain";
@@ -909,7 +909,7 @@ static int entity(struct walk *w, struct entity *e, size_t bs, unsigned depth,
 	}
 }
 
-static int walk_run_at(struct walk *w, struct entity *top, size_t bs, unsigned depth0)
+static int walk_run_at(struct mime_walk *w, struct entity *top, size_t bs, unsigned depth0)
 {
 	struct delim d;
 	int r = entity(w, top, bs, depth0, MP_MIXED, &d);
@@ -975,7 +975,7 @@ static bool ascii_compatible(struct mail_str cs)
 	       (cs.n >= 10 && strncasecmp(cs.p, "windows-12", 10) == 0);
 }
 
-static int text_build(struct walk *w)
+static int text_build(struct mime_walk *w)
 {
 	struct mail_ctx *ctx = w->ctx;
 	struct mail_message *m = w->m;
@@ -1065,7 +1065,7 @@ int mime_parse(struct mail_ctx *ctx, const struct mail_options *o,
                const uint8_t *p, size_t n, const struct header_block *hb,
                struct mail_message *m)
 {
-	struct walk *w = arena_alloc(&ctx->arena, sizeof(*w));
+	struct mime_walk *w = arena_alloc(&ctx->arena, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	memset(w, 0, sizeof(*w));

@@ -367,7 +367,7 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 		if (rfc2231 || !plain)
 			r = param_assemble_2231(ctx, raw, n_raw, name, &mp->value, warnings);
 		else
-			r = ew_decode(ctx, plain->value, &mp->value, warnings);
+			r = encoded_word_decode(ctx, plain->value, &mp->value, warnings);
 		if (r < 0)
 			return r;
 	}

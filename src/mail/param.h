@@ -28,7 +28,7 @@ struct mime_type {
  * (the caller applies the RFC 2045 default).  A lone token (`attachment`,
  * or a broken `text`) gives that type and an empty subtype: a Content-Type
  * caller treats subtype.n == 0 as unparseable.  Uses the end of
- * ctx->scratch like ew_decode(). */
+ * ctx->scratch like encoded_word_decode(). */
 int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
                 uint64_t *warnings);
 /* The value of a parameter by lower-case name, or MAIL_STR_NULL. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* RFC 2047 encoded words and raw 8-bit header bytes: whatever the value,
- * ew_decode's output is valid UTF-8. */
+ * encoded_word_decode's output is valid UTF-8. */
 #include "fuzz.h"
 #include "mail/encoded_word.h"
 
@@ -13,10 +13,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mail_str out = MAIL_STR_NULL;
 	uint64_t warnings = 0;
 
-	/* The scratch buffer is the caller's too: ew_decode must leave what
+	/* The scratch buffer is the caller's too: encoded_word_decode must leave what
 	 * is in it alone (the MIME walk keeps decoded bytes there). */
 	FUZZ_CHECK(dynbuf_append(&ctx->scratch, "keep", 4) == 0);
-	int r = ew_decode(ctx, (struct mail_str){ (const char *)p, size }, &out, &warnings);
+	int r = encoded_word_decode(ctx, (struct mail_str){ (const char *)p, size }, &out, &warnings);
 	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
 	if (r == 0) {
 		FUZZ_CHECK(out.p || out.n == 0);
