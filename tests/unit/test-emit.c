@@ -21,7 +21,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-/* mail/message.c owns mail_warning_name(); until it is linked in, this weak
+/* mail/mail.c owns mail_warning_name(); until it is linked in, this weak
  * copy (from the same X-macro) stands in. */
 __attribute__((weak)) const char *mail_warning_name(enum mail_warning w)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for mail/message.c: the context, warning names, the record's
+/* Unit tests for mail/mail.c: the context, warning names, the record's
  * header fields, duplicated fields, --headers, not-mail detection, the mbox
  * From_ line, and arena reuse between messages. */
 #include <stdarg.h>
