@@ -49,7 +49,7 @@ uint64_t record_id(const struct record_io *io)
 	return hash_fnv1a(io->id, q, (size_t)(e - q));
 }
 
-uint64_t record_thread_key(struct mail_str msgid)
+uint64_t record_thread_key(struct str msgid)
 {
 	if (!msgid.p || !msgid.n)
 		return 0;

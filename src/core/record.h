@@ -50,9 +50,9 @@ enum record_kind {
 /* What the walk and the reader know.  Strings are bytes (a path need not be
  * UTF-8); the emitter makes them valid JSON losslessly. */
 struct record_io {
-	struct mail_str root;      /* the PATH argument the input came from */
-	struct mail_str path;      /* relative to root ("" for a file argument) */
-	struct mail_str base;      /* root resolved: what ids and --state know */
+	struct str root;      /* the PATH argument the input came from */
+	struct str path;      /* relative to root ("" for a file argument) */
+	struct str base;      /* root resolved: what ids and --state know */
 	uint64_t id;               /* the file's identity (record_file_id) */
 	bool have_stat;
 	uint64_t size;
@@ -61,9 +61,9 @@ struct record_io {
 	uint64_t dev, ino;
 
 	bool maildir;              /* the file is in a Maildir's cur/ or new/ */
-	struct mail_str folder;    /* Maildir++ folder (".Sent" → "Sent"), "" for INBOX */
-	struct mail_str subdir;    /* "cur" or "new" */
-	struct mail_str flags;     /* letters after ":2,", sorted as written */
+	struct str folder;    /* Maildir++ folder (".Sent" → "Sent"), "" for INBOX */
+	struct str subdir;    /* "cur" or "new" */
+	struct str flags;     /* letters after ":2,", sorted as written */
 
 	bool in_mbox;              /* a message split out of an mbox file */
 	uint64_t offset, length;   /* its byte range in that file */
@@ -74,7 +74,7 @@ struct record_io {
 	uint32_t notes;            /* enum record_notes */
 
 	enum record_kind kind;
-	struct mail_str old_path;  /* RECORD_RENAMED: the path it had */
+	struct str old_path;  /* RECORD_RENAMED: the path it had */
 };
 
 struct mail_message;
@@ -101,7 +101,7 @@ uint64_t record_id(const struct record_io *io);
 /* The key of one msg-id, what a thread's identity hashes (emit.c's
  * emit_thread_root: the first msg-id of References, else In-Reply-To,
  * else the message's own Message-ID); 0 for none. */
-uint64_t record_thread_key(struct mail_str msgid);
+uint64_t record_thread_key(struct str msgid);
 /* 16 lower-case hex digits and a NUL: the form ids take in the output. */
 void record_id_hex(uint64_t id, char hex[17]);
 

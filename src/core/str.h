@@ -9,12 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct mail_str {
+struct str {
 	const char *p;
 	size_t n;
 };
 
-#define MAIL_STR_NULL ((struct mail_str){ NULL, 0 })
-static inline bool mail_str_present(struct mail_str s) { return s.p != NULL; }
+#define STR_NULL ((struct str){ NULL, 0 })
+static inline bool str_present(struct str s) { return s.p != NULL; }
 
 #endif

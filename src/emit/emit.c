@@ -207,7 +207,7 @@ void emit_record_error(const struct record *r, const char **reason, int *err,
 		*msg = record_reason_text(why);
 }
 
-struct mail_str emit_message_str(const struct mail_message *m, enum emit_field f)
+struct str emit_message_str(const struct mail_message *m, enum emit_field f)
 {
 	return f == EMIT_F_MESSAGE_ID ? m->message_id
 	     : f == EMIT_F_IN_REPLY_TO ? m->in_reply_to
@@ -255,13 +255,13 @@ static inline int emit_key(struct dynbuf *b, enum emit_field f)
 	return 0;
 }
 
-static inline int emit_json_str(struct dynbuf *b, struct mail_str s)
+static inline int emit_json_str(struct dynbuf *b, struct str s)
 {
 	return json_put_str(b, s.p, s.n);
 }
 
 /* A string, or null when absent. */
-static inline int emit_json_nstr(struct dynbuf *b, struct mail_str s)
+static inline int emit_json_nstr(struct dynbuf *b, struct str s)
 {
 	if (!s.p)
 		return json_put_lit(b, "null");
@@ -309,7 +309,7 @@ static int emit_json_addrs(struct dynbuf *b, const struct mail_addr_list *l)
 	return json_put_lit(b, "]");
 }
 
-static int emit_json_strs(struct dynbuf *b, const struct mail_str *v, size_t n)
+static int emit_json_strs(struct dynbuf *b, const struct str *v, size_t n)
 {
 	int r = json_put_lit(b, "[");
 	for (size_t i = 0; r == 0 && i < n; i++) {
@@ -388,7 +388,7 @@ static int emit_json_hex(struct dynbuf *b, uint64_t id)
 
 /* The words of the flags the Maildir specification defines, in the order
  * the letters are written (the specification keeps them sorted). */
-static int emit_json_tags(struct dynbuf *b, struct mail_str flags)
+static int emit_json_tags(struct dynbuf *b, struct str flags)
 {
 	int r = json_put_lit(b, "[");
 	bool first = true;
@@ -409,7 +409,7 @@ static int emit_json_tags(struct dynbuf *b, struct mail_str flags)
  * run, pipeline/threads.c may join it to a thread met earlier. */
 static uint64_t emit_thread_root(const struct mail_message *m)
 {
-	struct mail_str root = m->n_references && m->references[0].n ? m->references[0]
+	struct str root = m->n_references && m->references[0].n ? m->references[0]
 	                     : m->in_reply_to.n ? m->in_reply_to : m->message_id;
 	return record_thread_key(root);
 }
@@ -494,7 +494,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_FLAGS: {
 		if (!io->maildir)
 			return 0;
-		struct mail_str s = f == EMIT_F_FOLDER ? io->folder
+		struct str s = f == EMIT_F_FOLDER ? io->folder
 		                  : f == EMIT_F_SUBDIR ? io->subdir : io->flags;
 		if ((r = emit_key(b, f)) < 0)
 			return r;
@@ -529,7 +529,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_LIST_ID:
 	case EMIT_F_CONTENT_TYPE:
 	case EMIT_F_TEXT: {
-		struct mail_str s = emit_message_str(m, f);
+		struct str s = emit_message_str(m, f);
 		if (!s.p)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
@@ -763,7 +763,7 @@ int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n)
 	return r ? r : emit_tsv_str(b, p + from, n - from);
 }
 
-static inline int emit_tsv_mstr(struct dynbuf *b, struct mail_str s)
+static inline int emit_tsv_mstr(struct dynbuf *b, struct str s)
 {
 	return emit_tsv_str(b, s.p, s.n);
 }
@@ -775,7 +775,7 @@ static inline int emit_tsv_cstr(struct dynbuf *b, const char *s)
 
 /* A display name, quoted RFC 5322-style when it holds a character that would
  * make the ", "-joined list ambiguous. */
-static int emit_tsv_name(struct dynbuf *b, struct mail_str s)
+static int emit_tsv_name(struct dynbuf *b, struct str s)
 {
 	bool quote = false;
 	for (size_t i = 0; i < s.n && !quote; i++)

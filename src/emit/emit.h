@@ -129,7 +129,7 @@ uint64_t emit_record_fields(const struct emit_options *o, const struct record *r
 /* The string of a string field of m (message_id, in_reply_to, subject,
  * list_id, content_type, text), and the list of an address field (from,
  * sender, reply_to, to, cc, bcc): one selection for every format. */
-struct mail_str emit_message_str(const struct mail_message *m, enum emit_field f);
+struct str emit_message_str(const struct mail_message *m, enum emit_field f);
 const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, enum emit_field f);
 
 /* r's message when it is mail, else NULL. */

@@ -45,13 +45,13 @@ int emit_pydict_init(void)
 	return 0;
 }
 
-static PyObject *py_str(struct mail_str s)
+static PyObject *py_str(struct str s)
 {
 	return PyUnicode_DecodeUTF8(s.p ? s.p : "", s.p ? (Py_ssize_t)s.n : 0, "replace");
 }
 
 /* null for an absent string, as emit_json_nstr() */
-static PyObject *py_nstr(struct mail_str s)
+static PyObject *py_nstr(struct str s)
 {
 	if (!s.p)
 		Py_RETURN_NONE;
@@ -103,7 +103,7 @@ static PyObject *py_iso8601(int64_t t)
 
 /* A path: its text, and key_b64 with the exact bytes when they are not
  * UTF-8, as json_put_bytes_member(). */
-static int put_bytes(PyObject *d, PyObject *key, PyObject *key_b64, struct mail_str s)
+static int put_bytes(PyObject *d, PyObject *key, PyObject *key_b64, struct str s)
 {
 	if (put(d, key, py_str(s)) < 0)
 		return -1;
@@ -149,7 +149,7 @@ static PyObject *py_addrs(const struct mail_addr_list *l)
 	return v;
 }
 
-static PyObject *py_strs(const struct mail_str *s, size_t n)
+static PyObject *py_strs(const struct str *s, size_t n)
 {
 	PyObject *v = PyList_New(0);
 	for (size_t i = 0; v && i < n; i++)
@@ -236,7 +236,7 @@ static PyObject *py_notes(uint32_t notes)
 	return v;
 }
 
-static PyObject *py_tags(struct mail_str flags)
+static PyObject *py_tags(struct str flags)
 {
 	PyObject *v = PyList_New(0);
 	for (size_t i = 0; v && i < flags.n; i++) {
@@ -283,7 +283,7 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 	case EMIT_F_LIST_ID:
 	case EMIT_F_CONTENT_TYPE:
 	case EMIT_F_TEXT: {
-		struct mail_str s = emit_message_str(m, f);
+		struct str s = emit_message_str(m, f);
 		return s.p ? put(d, k, py_str(s)) : 0;
 	}
 	case EMIT_F_REFERENCES:

@@ -405,9 +405,9 @@ int index_load_state(struct index *ix, struct state **out)
 	dynbuf_init(&b, 0);
 	int r = state_format_begin(&b);
 	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		struct mail_str f[2];
+		struct str f[2];
 		for (int i = 0; i < 2; i++)
-			f[i] = (struct mail_str){ sqlite3_column_blob(s, i), (size_t)sqlite3_column_bytes(s, i) };
+			f[i] = (struct str){ sqlite3_column_blob(s, i), (size_t)sqlite3_column_bytes(s, i) };
 		r = state_format_file(&b, f[0], f[1], (uint64_t)sqlite3_column_int64(s, 2),
 		                      (uint64_t)sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4),
 		                      (uint64_t)sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6),

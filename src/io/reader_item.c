@@ -68,7 +68,7 @@ int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *
 		 * nothing rather than a half-built one (NULL strings with
 		 * lengths reached the emitter and the error summary). */
 		memset(&it->io, 0, sizeof(it->io));
-		it->io.root = it->io.path = (struct mail_str){ "", 0 };
+		it->io.root = it->io.path = (struct str){ "", 0 };
 		it->io.reason = RECORD_INTERNAL;
 		it->io.message = "out of memory while copying its name";
 		return r;
@@ -326,8 +326,8 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 	if (p) {
 		memcpy(p, it->io.path.p, keep);
 		memcpy(p + keep, sub, 4 + bl + 1);
-		it->io.path = (struct mail_str){ p, keep + 4 + bl };
-		it->io.subdir = (struct mail_str){ p + keep, 3 };
+		it->io.path = (struct str){ p, keep + 4 + bl };
+		it->io.subdir = (struct str){ p + keep, 3 };
 		maildir_flags_view(p + keep + 4, bl, &it->io.flags.p, &it->io.flags.n);
 	}
 	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,

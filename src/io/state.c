@@ -458,7 +458,7 @@ int state_format_begin(struct dynbuf *b)
 	return r == 0 ? dynbuf_puts(b, "run 0\n\n") : r;
 }
 
-int state_format_file(struct dynbuf *b, struct mail_str root, struct mail_str path, uint64_t id,
+int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
                       uint32_t mtime_nsec)
 {
@@ -639,7 +639,7 @@ static bool state_same_path(const struct state_entry *e, const struct record_io 
 }
 
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct mail_str *old_path, struct state_entry **entry)
+                struct str *old_path, struct state_entry **entry)
 {
 	*entry = NULL;
 	/* Met already in this run (the same PATH given twice, or a root and a
@@ -664,7 +664,7 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			/* a flag change, new/ → cur/, a move to another folder:
 			 * the same message under the same id */
 			*v = STATE_RENAMED;
-			*old_path = (struct mail_str){ old->path, old->path_n };
+			*old_path = (struct str){ old->path, old->path_n };
 		} else {
 			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
 		}
@@ -718,21 +718,21 @@ void state_set_walk(struct state *s, struct walk *w)
 }
 
 /* The next line of a run description at *i, false at its end. */
-static bool state_run_line(const char *a, size_t an, size_t *i, struct mail_str *line)
+static bool state_run_line(const char *a, size_t an, size_t *i, struct str *line)
 {
 	if (*i >= an)
 		return false;
 	const char *e = memchr(a + *i, '\n', an - *i);
-	*line = (struct mail_str){ a + *i, e ? (size_t)(e - (a + *i)) : an - *i };
+	*line = (struct str){ a + *i, e ? (size_t)(e - (a + *i)) : an - *i };
 	*i += line->n + 1;
 	return true;
 }
 
 /* The first line of a that b lacks; false when b has every one. */
 static bool state_run_missing(const char *a, size_t an, const char *b, size_t bn,
-                              struct mail_str *out)
+                              struct str *out)
 {
-	struct mail_str x, y;
+	struct str x, y;
 	for (size_t i = 0; state_run_line(a, an, &i, &x);) {
 		bool found = false;
 		for (size_t j = 0; !found && state_run_line(b, bn, &j, &y);)
@@ -747,8 +747,8 @@ static bool state_run_missing(const char *a, size_t an, const char *b, size_t bn
 
 /* b's line with the key ("name=") of line, when the key is one a run has
  * once (root= repeats: no one counterpart). */
-static bool state_run_same_key(const char *b, size_t bn, struct mail_str line,
-                               struct mail_str *out)
+static bool state_run_same_key(const char *b, size_t bn, struct str line,
+                               struct str *out)
 {
 	const char *eq = memchr(line.p, '=', line.n);
 	size_t kn = eq ? (size_t)(eq - line.p) + 1 : line.n;
@@ -763,7 +763,7 @@ static bool state_run_same_key(const char *b, size_t bn, struct mail_str line,
 int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n)
 {
 	if (s->old_run && (s->old_run_n != n || memcmp(s->old_run, run, n))) {
-		struct mail_str line, other;
+		struct str line, other;
 		if (state_run_missing(s->old_run, s->old_run_n, run, n, &line)) {
 			if (state_run_same_key(run, n, line, &other))
 				snprintf(why, why_n, "the state was made with %.*s, this run has %.*s",
@@ -792,7 +792,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		struct state_entry *e = &s->old[i];
 		if (e->seen)
 			continue;
-		struct mail_str root = { e->root, e->root_n }, path = { e->path, e->path_n };
+		struct str root = { e->root, e->root_n }, path = { e->path, e->path_n };
 		/* Not met, but in a directory the walk could not list: not gone,
 		 * and kept, or the next run would take it for new. */
 		int r = s->walk && walk_unlisted(s->walk, root, path) ? state_keep(s, e) : 1;

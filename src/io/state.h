@@ -62,7 +62,7 @@ int state_load_bytes(char *buf, size_t n, struct state **out);
  * empty run, then one entry a file (its resolved root, its path below it,
  * its id: record_io's base, path and id).  0 or -ENOMEM. */
 int state_format_begin(struct dynbuf *b);
-int state_format_file(struct dynbuf *b, struct mail_str root, struct mail_str path, uint64_t id,
+int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
                       uint32_t mtime_nsec);
 void state_free(struct state *s);
@@ -72,7 +72,7 @@ void state_free(struct state *s);
  * entry (for state_mark_unread), NULL for a file already met in this run
  * (then *v is STATE_UNCHANGED: no second record).  -ENOMEM on failure. */
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct mail_str *old_path, struct state_entry **entry);
+                struct str *old_path, struct state_entry **entry);
 /* The entry's file was statted but could not be read (an error record):
  * the new state keeps what the previous one knew of it, or leaves it out,
  * so that the next run reads it rather than taking it for unchanged (any

@@ -59,8 +59,8 @@ struct walk_source {
 
 /* A directory whose listing failed, wholly or partly. */
 struct walk_unlisted {
-	struct mail_str root;      /* the PATH argument, resolved */
-	struct mail_str dir;       /* below root; "" for the root itself */
+	struct str root;      /* the PATH argument, resolved */
+	struct str dir;       /* below root; "" for the root itself */
 	char *mem;                 /* holds both */
 };
 
@@ -95,7 +95,7 @@ struct linux_dirent64 {
  * maildir_id(base, name); for any other file the hash of its resolved path
  * base + "/" + dir + "/" + name (an empty dir or name left out with its
  * '/').  base is the resolved root, never the root as spelled. */
-static uint64_t walk_file_id(struct mail_str base, struct mail_str dir, struct mail_str name,
+static uint64_t walk_file_id(struct str base, struct str dir, struct str name,
                              bool maildir)
 {
 	if (maildir)
@@ -809,7 +809,7 @@ struct walk_explicit {
 	char *abs;
 	size_t n;
 	bool maildir;
-	struct mail_str base, folder, subdir, name;
+	struct str base, folder, subdir, name;
 	uint64_t id;
 };
 
@@ -821,18 +821,18 @@ static int walk_explicit_parse(const struct walk_entry *e, struct walk_explicit 
 	size_t dir_n, name;
 	x->maildir = maildir_split(x->abs, x->n, &dir_n, &name);
 	if (!x->maildir) {
-		x->id = walk_file_id((struct mail_str){ x->abs, x->n }, MAIL_STR_NULL, MAIL_STR_NULL,
+		x->id = walk_file_id((struct str){ x->abs, x->n }, STR_NULL, STR_NULL,
 		                       false);
 		return 0;
 	}
-	x->base = (struct mail_str){ x->abs, dir_n };
-	x->subdir = (struct mail_str){ x->abs + dir_n + 1, 3 };
-	x->name = (struct mail_str){ x->abs + name, x->n - name };
-	x->folder = (struct mail_str){ x->abs + dir_n, 0 };
+	x->base = (struct str){ x->abs, dir_n };
+	x->subdir = (struct str){ x->abs + dir_n + 1, 3 };
+	x->name = (struct str){ x->abs + name, x->n - name };
+	x->folder = (struct str){ x->abs + dir_n, 0 };
 	const char *slash = dir_n ? memrchr(x->abs, '/', dir_n) : NULL;
 	if (slash && slash[1] == '.' && slash + 2 < x->abs + dir_n) {
 		/* a Maildir++ folder: its messages belong to the Maildir above */
-		x->folder = (struct mail_str){ slash + 2, (size_t)(x->abs + dir_n - slash - 2) };
+		x->folder = (struct str){ slash + 2, (size_t)(x->abs + dir_n - slash - 2) };
 		x->base.n = (size_t)(slash - x->abs);
 	}
 	x->id = maildir_id(x->base.p, x->base.n, x->name.p, x->name.n);
@@ -851,9 +851,9 @@ static int walk_entry_id(const struct walk_entry *e, uint64_t *id)
 		xfree(x.abs);
 		return 0;
 	}
-	struct mail_str name = { e->name, strlen(e->name) };
-	*id = walk_file_id((struct mail_str){ d->base, d->base_len },
-	                     (struct mail_str){ d->relpath, d->relpath_len }, name,
+	struct str name = { e->name, strlen(e->name) };
+	*id = walk_file_id((struct str){ d->base, d->base_len },
+	                     (struct str){ d->relpath, d->relpath_len }, name,
 	                     d->in_maildir && e->d_type != DT_DIR);
 	return 0;
 }
@@ -1029,7 +1029,7 @@ static char *walk_alloc_(const char *site, struct arena *a, size_t n)
 }
 
 #define walk_copy(a, p, n, r) walk_copy_(FAULT_SITE, (a), (p), (n), (r))
-static struct mail_str walk_copy_(const char *site, struct arena *a, const char *p, size_t n, int *r)
+static struct str walk_copy_(const char *site, struct arena *a, const char *p, size_t n, int *r)
 {
 	char *d = walk_alloc_(site, a, n + 1);
 	if (d) {
@@ -1039,7 +1039,7 @@ static struct mail_str walk_copy_(const char *site, struct arena *a, const char 
 		*r = -ENOMEM;
 		n = 0;
 	}
-	return (struct mail_str){ d, n };
+	return (struct str){ d, n };
 }
 
 static void walk_describe_flags(struct record_io *io, const char *base, size_t n)
@@ -1060,7 +1060,7 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 		memcpy(p, d->relpath, d->relpath_len);
 		p[d->relpath_len] = '/';
 		memcpy(p + d->relpath_len + 1, e->name, nl + 1);
-		io->path = (struct mail_str){ p, d->relpath_len + 1 + nl };
+		io->path = (struct str){ p, d->relpath_len + 1 + nl };
 	} else {
 		const char *shown = e->shown ? e->shown : e->name;
 		io->path = walk_copy(a, shown, strlen(shown), &r);
@@ -1095,7 +1095,7 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 	return r;
 }
 
-static int walk_str_cmp(struct mail_str a, struct mail_str b)
+static int walk_str_cmp(struct str a, struct str b)
 {
 	int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
 	return c ? c : (a.n > b.n) - (a.n < b.n);
@@ -1108,7 +1108,7 @@ static int walk_unlisted_cmp(const void *a, const void *b)
 	return c ? c : walk_str_cmp(x->dir, y->dir);
 }
 
-bool walk_unlisted(struct walk *w, struct mail_str root, struct mail_str path)
+bool walk_unlisted(struct walk *w, struct str root, struct str path)
 {
 	if (!w->n_unlisted)
 		return false;

@@ -107,7 +107,7 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
  * open, or whose getdents64 failed (each has its error entry).  A file the
  * walk did not meet there may still be there (--state keeps it).  Ask once
  * the walk has ended. */
-bool walk_unlisted(struct walk *w, struct mail_str root, struct mail_str path);
+bool walk_unlisted(struct walk *w, struct str root, struct str path);
 
 /* The resolved path of source i (walk_add_path's order, lists counted),
  * or NULL for a list, standard input or past the end. */

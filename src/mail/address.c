@@ -145,22 +145,22 @@ static size_t addr_unquote(const uint8_t *p, size_t s, size_t e, char *d)
 
 /* Decodes a display name: RFC 2047 words and raw 8-bit bytes. */
 static int addr_decode_name(struct mail_ctx *ctx, char *d, size_t k,
-                            struct mail_str *out, uint64_t *warnings)
+                            struct str *out, uint64_t *warnings)
 {
 	while (k && addr_is_space((uint8_t)d[k - 1]))
 		k--;
 	if (!k) {
-		*out = MAIL_STR_NULL;
+		*out = STR_NULL;
 		return 0;
 	}
 	d[k] = '\0';
-	return encoded_word_decode(ctx, (struct mail_str){ d, k }, out, warnings);
+	return encoded_word_decode(ctx, (struct str){ d, k }, out, warnings);
 }
 
 /* The display name of the phrase in p[s..e): words joined by one space,
  * quoted strings unquoted, comments dropped. */
 static int addr_phrase(struct mail_ctx *ctx, const uint8_t *p, size_t s, size_t e,
-                       struct mail_str *out, uint64_t *warnings)
+                       struct str *out, uint64_t *warnings)
 {
 	char *d = arena_alloc(&ctx->arena, e - s + 1);
 	if (!d)
@@ -216,7 +216,7 @@ static int addr_phrase(struct mail_ctx *ctx, const uint8_t *p, size_t s, size_t 
 
 /* A comment used as a display name (`user@host (Full Name)`): its content. */
 static int addr_comment_name(struct mail_ctx *ctx, const uint8_t *p, size_t s, size_t e,
-                             struct mail_str *out, uint64_t *warnings)
+                             struct str *out, uint64_t *warnings)
 {
 	if (e > s && p[e - 1] == ')')
 		e--;
@@ -224,7 +224,7 @@ static int addr_comment_name(struct mail_ctx *ctx, const uint8_t *p, size_t s, s
 	while (s < e && addr_is_space(p[s]))
 		s++;
 	if (s >= e) {
-		*out = MAIL_STR_NULL;
+		*out = STR_NULL;
 		return 0;
 	}
 	char *d = arena_alloc(&ctx->arena, e - s + 1);
@@ -250,10 +250,10 @@ static inline bool addr_span_plain(const uint8_t *p, size_t s, size_t e)
 /* The address made of the non-comment tokens of p[s..e), white space
  * removed: a view when they are contiguous. */
 static int addr_concat(struct arena *a, const uint8_t *p, size_t s, size_t e,
-                       struct mail_str *out)
+                       struct str *out)
 {
 	if (addr_span_plain(p, s, e)) {
-		*out = (struct mail_str){ (const char *)p + s, e - s };
+		*out = (struct str){ (const char *)p + s, e - s };
 		return 0;
 	}
 	size_t i = s, first = SIZE_MAX, last = 0;
@@ -274,11 +274,11 @@ static int addr_concat(struct arena *a, const uint8_t *p, size_t s, size_t e,
 		last = t.end;
 	}
 	if (first == SIZE_MAX) {
-		*out = (struct mail_str){ (const char *)p + s, 0 };
+		*out = (struct str){ (const char *)p + s, 0 };
 		return 0;
 	}
 	if (contiguous) {
-		*out = (struct mail_str){ (const char *)p + first, last - first };
+		*out = (struct str){ (const char *)p + first, last - first };
 		return 0;
 	}
 	char *d = arena_alloc(a, last - first + 1);
@@ -296,7 +296,7 @@ static int addr_concat(struct arena *a, const uint8_t *p, size_t s, size_t e,
 		k += t.end - t.start;
 	}
 	d[k] = '\0';
-	*out = (struct mail_str){ d, k };
+	*out = (struct str){ d, k };
 	return 0;
 }
 
@@ -335,7 +335,7 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 		if (en->angle_open || en->angle_junk)
 			mail_warn(warnings, MAIL_W_BAD_ADDRESS);
 		if (en->angle_plain)
-			m->address = (struct mail_str){ (const char *)p + en->angle_s, en->angle_e - en->angle_s };
+			m->address = (struct str){ (const char *)p + en->angle_s, en->angle_e - en->angle_s };
 		else if ((r = addr_concat(&ctx->arena, p, en->angle_s, en->angle_e, &m->address)) < 0)
 			return r;
 		if (en->any && (r = addr_phrase(ctx, p, en->start, en->name_end, &m->name, warnings)) < 0)
@@ -348,7 +348,7 @@ static int addr_finish(struct mail_ctx *ctx, const uint8_t *p, const struct addr
 		 * view, with no warning. */
 		if (en->has_at && addr_span_plain(p, en->start, en->end) &&
 		    !memchr(p + en->start, '>', en->end - en->start)) {
-			m->address = (struct mail_str){ (const char *)p + en->start, en->end - en->start };
+			m->address = (struct str){ (const char *)p + en->start, en->end - en->start };
 			goto named;
 		}
 		/* No brackets: `addr`, `addr (Name)`, or the obsolete-looking
@@ -501,7 +501,7 @@ static void addr_angle(const uint8_t *p, size_t n, size_t *i, struct addr_entry 
 	en->angle_prose = !at && spaced;
 }
 
-int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
+int address_parse_list(struct mail_ctx *ctx, struct str in,
                        struct mail_addr_list *out, uint64_t *warnings)
 {
 	const uint8_t *p = (const uint8_t *)in.p;
@@ -509,7 +509,7 @@ int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
 	struct addr_vec top = { out->v, out->n, out->n };
 	struct addr_vec members = { 0 };
 	bool in_group = false;
-	struct mail_str group_name = MAIL_STR_NULL;
+	struct str group_name = STR_NULL;
 	struct addr_entry en = { 0 };
 	struct mail_addr m;
 	uint64_t w_dummy = 0;
@@ -576,7 +576,7 @@ int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
 			if (en.any && !en.has_at && !en.has_angle) {
 				/* RFC 5322 3.4 group: `name: members;`.  A group left
 				 * open by a missing `;` ends where the next begins. */
-				struct mail_str name;
+				struct str name;
 				if ((r = addr_phrase(ctx, p, en.start, en.end, &name, warnings)) < 0)
 					return r;
 				if (in_group) {
@@ -589,7 +589,7 @@ int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
 					members = (struct addr_vec){ 0 };
 				}
 				in_group = true;
-				group_name = name.p ? name : (struct mail_str){ "", 0 };
+				group_name = name.p ? name : (struct str){ "", 0 };
 			} else {
 				/* A colon that starts nothing: junk (`::::`, a route
 				 * without brackets).  What came before it goes too. */

@@ -13,7 +13,7 @@
 struct mail_ctx;
 
 /* in: an unfolded field value.  Appends nothing on empty input. */
-int address_parse_list(struct mail_ctx *ctx, struct mail_str in,
+int address_parse_list(struct mail_ctx *ctx, struct str in,
                        struct mail_addr_list *out, uint64_t *warnings);
 
 #endif

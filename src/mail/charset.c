@@ -202,7 +202,7 @@ static inline bool charset_is_space(uint8_t c)
  * RFC 2231 section 5 language suffix (`utf-8*en`).  Returns false for a label
  * that no charset can have (too long, or bytes iconv would interpret, such
  * as the `//TRANSLIT` suffix): those are unknown without asking iconv. */
-static bool charset_normalise(struct mail_str in, char out[LIMIT_CHARSET_LABEL + 1])
+static bool charset_normalise(struct str in, char out[LIMIT_CHARSET_LABEL + 1])
 {
 	const uint8_t *p = (const uint8_t *)in.p;
 	size_t n = in.n;
@@ -775,7 +775,7 @@ static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t
 	return 1;
 }
 
-int charset_decode(struct mail_ctx *ctx, struct mail_str label,
+int charset_decode(struct mail_ctx *ctx, struct str label,
                    const uint8_t *p, size_t n, struct dynbuf *out,
                    uint64_t *warnings, uint64_t *replaced)
 {
@@ -873,8 +873,8 @@ int charset_decode(struct mail_ctx *ctx, struct mail_str label,
 }
 
 /* The value of the first "charset=" in s (quoted or a token), or
- * MAIL_STR_NULL. */
-static struct mail_str charset_param_in(struct mail_str s)
+ * STR_NULL. */
+static struct str charset_param_in(struct str s)
 {
 	for (size_t i = 0; s.p && i + 8 < s.n; i++) {
 		if (strncasecmp(s.p + i, "charset=", 8) || (i && isalnum((unsigned char)s.p[i - 1])))
@@ -884,20 +884,20 @@ static struct mail_str charset_param_in(struct mail_str s)
 			b++;
 		for (e = b; e < s.n && (isalnum((unsigned char)s.p[e]) || strchr("-_.:+()", s.p[e])); e++)
 			;
-		return e > b ? (struct mail_str){ s.p + b, e - b } : MAIL_STR_NULL;
+		return e > b ? (struct str){ s.p + b, e - b } : STR_NULL;
 	}
-	return MAIL_STR_NULL;
+	return STR_NULL;
 }
 
 /* Looked up only when a header needs it: the top-level Content-Type's
  * charset, or, for a multipart, the first one its body declares within
  * CHARSET_HINT_BODY bytes (the first text part's, as a rule). */
 #define CHARSET_HINT_BODY 4096
-static struct mail_str charset_hint(struct mail_ctx *ctx)
+static struct str charset_hint(struct mail_ctx *ctx)
 {
 	if (!ctx->hint_done) {
 		ctx->hint_done = true;
-		struct mail_str t = ctx->hint_type, b = ctx->hint_body;
+		struct str t = ctx->hint_type, b = ctx->hint_body;
 		ctx->header_charset = charset_param_in(t);
 		if (!ctx->header_charset.p && t.n >= 9 && !strncasecmp(t.p + strspn(t.p, " \t"), "multipart", 9)) {
 			b.n = b.n < CHARSET_HINT_BODY ? b.n : CHARSET_HINT_BODY;
@@ -913,7 +913,7 @@ int charset_decode_header(struct mail_ctx *ctx, const uint8_t *p, size_t n, stru
 	if (utf8_valid(p, n))
 		return dynbuf_append(out, p, n);
 	mail_warn(warnings, MAIL_W_UNENCODED_8BIT_HEADER);
-	struct mail_str hint = ctx ? charset_hint(ctx) : MAIL_STR_NULL;
+	struct str hint = ctx ? charset_hint(ctx) : STR_NULL;
 	if (hint.p) {
 		/* Big5, GB2312 and KOI8-R mail wrote its headers in the body's
 		 * charset; one that does not read them cleanly did not. */
@@ -924,5 +924,5 @@ int charset_decode_header(struct mail_ctx *ctx, const uint8_t *p, size_t n, stru
 			return r;
 		out->len = base;
 	}
-	return charset_decode(ctx, (struct mail_str){ "windows-1252", 12 }, p, n, out, warnings, NULL);
+	return charset_decode(ctx, (struct str){ "windows-1252", 12 }, p, n, out, warnings, NULL);
 }

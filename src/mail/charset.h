@@ -23,11 +23,11 @@ void charset_cache_free(struct charset_cache *c);
 /* Descriptors held (labels iconv refused included); for tests and stats. */
 size_t charset_cache_count(const struct charset_cache *c);
 
-/* Appends the UTF-8 form of p[0..n) to out.  label MAIL_STR_NULL means
+/* Appends the UTF-8 form of p[0..n) to out.  label STR_NULL means
  * US-ASCII as real mail uses it: UTF-8 where valid, the other bytes
  * windows-1252 (nothing replaced).
  * *replaced is incremented per invalid byte sequence.  0 or -errno. */
-int charset_decode(struct mail_ctx *ctx, struct mail_str label,
+int charset_decode(struct mail_ctx *ctx, struct str label,
                    const uint8_t *p, size_t n, struct dynbuf *out,
                    uint64_t *warnings, uint64_t *replaced);
 

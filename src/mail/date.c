@@ -325,7 +325,7 @@ static int date_year(struct date_num y)
 	return -1;
 }
 
-int date_parse(struct mail_str in, int64_t *utc)
+int date_parse(struct str in, int64_t *utc)
 {
 	struct date_tokens t = { 0 };
 	int r = date_tokenize((const uint8_t *)in.p, in.n, &t);

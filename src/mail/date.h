@@ -10,7 +10,7 @@
 #include "mail/mail.h"
 
 /* 0 and *utc (seconds since the epoch) on success; -EINVAL when unparseable. */
-int date_parse(struct mail_str in, int64_t *utc);
+int date_parse(struct str in, int64_t *utc);
 /* Writes "YYYY-MM-DDTHH:MM:SSZ" (NUL-terminated) and returns its length. */
 size_t date_format_iso(int64_t utc, char out[32]);
 

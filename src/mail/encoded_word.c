@@ -29,7 +29,7 @@
 #include <strings.h>
 
 struct encoded_word_word {
-	struct mail_str charset;
+	struct str charset;
 	const uint8_t *text;    /* encoded text */
 	size_t text_n;
 	char enc;               /* 'B' or 'Q' */
@@ -53,7 +53,7 @@ static int encoded_word_scan(const uint8_t *p, size_t n, size_t i, struct encode
 		j++;
 	if (j >= n || p[j] != '?' || j == cs)
 		return 0;
-	w->charset = (struct mail_str){ (const char *)p + cs, j - cs };
+	w->charset = (struct str){ (const char *)p + cs, j - cs };
 	j++;
 	if (j + 1 >= n || p[j + 1] != '?')
 		return 0;
@@ -160,7 +160,7 @@ struct encoded_word_state {
 	uint64_t *warnings;
 	uint8_t *pend;            /* decoded bytes of adjacent words, not yet converted */
 	size_t pend_n;
-	struct mail_str pend_cs;  /* their charset */
+	struct str pend_cs;  /* their charset */
 };
 
 static int encoded_word_flush(struct encoded_word_state *st)
@@ -185,12 +185,12 @@ static int encoded_word_raw(struct encoded_word_state *st, const uint8_t *p, siz
 	return charset_decode_header(st->ctx, p, n, &st->ctx->scratch, st->warnings);
 }
 
-static bool encoded_word_same_charset(struct mail_str a, struct mail_str b)
+static bool encoded_word_same_charset(struct str a, struct str b)
 {
 	return a.n == b.n && strncasecmp(a.p, b.p, a.n) == 0;
 }
 
-int encoded_word_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
+int encoded_word_decode(struct mail_ctx *ctx, struct str in, struct str *out,
               uint64_t *warnings)
 {
 	const uint8_t *p = (const uint8_t *)in.p;
@@ -278,7 +278,7 @@ int encoded_word_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_st
 		r = -ENOMEM;
 		goto fail;
 	}
-	*out = (struct mail_str){ s, ctx->scratch.len - base };
+	*out = (struct str){ s, ctx->scratch.len - base };
 	ctx->scratch.len = base;
 	return 0;
 fail:

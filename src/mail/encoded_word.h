@@ -20,7 +20,7 @@ struct mail_ctx;
 /* out is in ctx->arena (or a view of in when it is plain ASCII).  Works at
  * the end of ctx->scratch and restores its length: a caller's bytes there
  * survive, but pointers into scratch may move (so in must not point there). */
-int encoded_word_decode(struct mail_ctx *ctx, struct mail_str in, struct mail_str *out,
+int encoded_word_decode(struct mail_ctx *ctx, struct str in, struct str *out,
               uint64_t *warnings);
 
 #endif

@@ -295,7 +295,7 @@ size_t header_count(const struct header_block *h, const char *name)
 	return k;
 }
 
-int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out)
+int header_unfold(struct arena *a, struct str raw, struct str *out)
 {
 	const char *p = raw.p;
 	size_t n = raw.n;
@@ -307,12 +307,12 @@ int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out)
 	while (n && (header_is_wsp((uint8_t)p[n - 1]) || p[n - 1] == '\r' || p[n - 1] == '\n'))
 		n--;
 	if (!n) {
-		*out = (struct mail_str){ raw.p ? raw.p : "", 0 };
+		*out = (struct str){ raw.p ? raw.p : "", 0 };
 		return 0;
 	}
 	/* Most values are one short line: no call to learn that. */
 	if (!header_find_lf((const uint8_t *)p, n)) {
-		*out = (struct mail_str){ p, n };
+		*out = (struct str){ p, n };
 		return 0;
 	}
 	/* RFC 5322 2.2.3: unfolding removes the line ends (CRLF or LF); the
@@ -333,7 +333,7 @@ int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out)
 		i = q ? seg_end + 1 : n;
 	}
 	d[k] = '\0';
-	*out = (struct mail_str){ d, k };
+	*out = (struct str){ d, k };
 	return 0;
 }
 

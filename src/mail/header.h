@@ -25,8 +25,8 @@
 #include "mail/mail.h"
 
 struct header_field {
-	struct mail_str name;    /* as written, no trailing white space */
-	struct mail_str value;   /* raw: after the colon, folded, no final line end */
+	struct str name;    /* as written, no trailing white space */
+	struct str value;   /* raw: after the colon, folded, no final line end */
 };
 
 struct header_block {
@@ -43,7 +43,7 @@ const struct header_field *header_get(const struct header_block *h, const char *
 size_t header_count(const struct header_block *h, const char *name);
 /* Unfolds (line ends before white space removed) and trims surrounding white
  * space.  out is a view when nothing had to change, else in the arena. */
-int header_unfold(struct arena *a, struct mail_str raw, struct mail_str *out);
+int header_unfold(struct arena *a, struct str raw, struct str *out);
 
 /* Offset after the RFC 5322 3.2.2 comment opening at p[i] (nested, with
  * quoted-pairs), or n when it never closes. */

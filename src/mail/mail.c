@@ -153,7 +153,7 @@ static int not_mail(struct mail_ctx *ctx, const uint8_t *p, size_t n, struct mai
 	char *c = arena_memdup(&ctx->arena, t, k);
 	if (!c)
 		return -ENOMEM;
-	m->detected_type = (struct mail_str){ c, k };
+	m->detected_type = (struct str){ c, k };
 	return 0;
 }
 
@@ -229,7 +229,7 @@ static inline void field_load(const char *p, size_t n, uint64_t *lo, uint64_t *h
 	}
 }
 
-static int field_of(struct mail_str name)
+static int field_of(struct str name)
 {
 	/* A message has dozens of fields (Received, DKIM-Signature, X-*)
 	 * and a dozen names to match: dispatch on the length, which leaves
@@ -269,16 +269,16 @@ static int field_of(struct mail_str name)
 
 /* RFC 2919 2: List-Id is a phrase and the id in angle brackets; an id
  * written without brackets is taken whole. */
-static struct mail_str list_id(struct mail_str v)
+static struct str list_id(struct str v)
 {
 	const char *lt = v.n ? memrchr(v.p, '<', v.n) : NULL;
 	if (lt) {
 		size_t off = (size_t)(lt - v.p) + 1;
 		const char *gt = memchr(lt + 1, '>', v.n - off);
 		if (gt && gt > lt + 1)
-			return (struct mail_str){ lt + 1, (size_t)(gt - lt - 1) };
+			return (struct str){ lt + 1, (size_t)(gt - lt - 1) };
 	}
-	return v.n ? v : MAIL_STR_NULL;
+	return v.n ? v : STR_NULL;
 }
 
 static int fields(struct mail_ctx *ctx, const struct header_block *hb, struct mail_message *m)
@@ -304,7 +304,7 @@ static int fields(struct mail_ctx *ctx, const struct header_block *hb, struct ma
 	for (int f = 0; f < F__COUNT; f++) {
 		if (!first[f])
 			continue;
-		struct mail_str v;
+		struct str v;
 		if ((r = header_unfold(a, first[f]->value, &v)) < 0)
 			return r;
 		switch ((enum mail_field)f) {
@@ -374,7 +374,7 @@ static int all_headers(struct mail_ctx *ctx, const struct header_block *hb, stru
 		/* The record's warnings must not depend on this option: they
 		 * come from the fields the record parses (fields()), whose
 		 * decoding here warns the same again; other fields add none. */
-		struct mail_str u;
+		struct str u;
 		uint64_t ignored = 0;
 		int r = header_unfold(&ctx->arena, hb->v[i].value, &u);
 		if (r < 0 || (r = encoded_word_decode(ctx, u, &v[i].value, &ignored)) < 0)
@@ -417,13 +417,13 @@ int mail_parse(struct mail_ctx *ctx, const struct mail_options *o,
 	 * be (charset_decode_header); the hint points into p, so it ends with
 	 * this call. */
 	const struct header_field *ct = header_get(&hb, "content-type");
-	ctx->hint_type = ct ? ct->value : MAIL_STR_NULL;
-	ctx->hint_body = (struct mail_str){ (const char *)p + hb.body_offset, n - hb.body_offset };
-	ctx->header_charset = MAIL_STR_NULL;
+	ctx->hint_type = ct ? ct->value : STR_NULL;
+	ctx->hint_body = (struct str){ (const char *)p + hb.body_offset, n - hb.body_offset };
+	ctx->header_charset = STR_NULL;
 	ctx->hint_done = false;
 	if ((r = fields(ctx, &hb, m)) >= 0 && (!o->want_headers || (r = all_headers(ctx, &hb, m)) >= 0))
 		r = mime_parse(ctx, o, p, n, &hb, m);
-	ctx->hint_type = ctx->hint_body = ctx->header_charset = MAIL_STR_NULL;
+	ctx->hint_type = ctx->hint_body = ctx->header_charset = STR_NULL;
 	ctx->hint_done = true;
 	return r;
 }

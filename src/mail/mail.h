@@ -28,8 +28,8 @@
 /* An address list entry: a mailbox ({name, address}) or a group (RFC 5322
  * 3.4: `name: member, member;`) whose members are mailboxes. */
 struct mail_addr {
-	struct mail_str name;        /* display name, decoded; p NULL when absent */
-	struct mail_str address;     /* addr-spec as written (no angle brackets) */
+	struct str name;        /* display name, decoded; p NULL when absent */
+	struct str address;     /* addr-spec as written (no angle brackets) */
 	bool is_group;
 	struct mail_addr *members;   /* groups only */
 	size_t n_members;
@@ -42,18 +42,18 @@ struct mail_addr_list {
 };
 
 struct mail_attachment {
-	struct mail_str filename;        /* decoded; p NULL when none */
-	struct mail_str content_type;    /* declared, lower case type/subtype */
-	struct mail_str detected_type;   /* libmagic MIME type; p NULL when not sniffed */
-	struct mail_str disposition;     /* "attachment", "inline", or NULL */
-	struct mail_str content_id;      /* without angle brackets */
+	struct str filename;        /* decoded; p NULL when none */
+	struct str content_type;    /* declared, lower case type/subtype */
+	struct str detected_type;   /* libmagic MIME type; p NULL when not sniffed */
+	struct str disposition;     /* "attachment", "inline", or NULL */
+	struct str content_id;      /* without angle brackets */
 	uint64_t size;                   /* decoded bytes */
 };
 
 /* One header field as it appeared, in order (for --headers). */
 struct mail_header {
-	struct mail_str name;    /* as written */
-	struct mail_str value;   /* unfolded, RFC 2047-decoded, UTF-8 */
+	struct str name;    /* as written */
+	struct str value;   /* unfolded, RFC 2047-decoded, UTF-8 */
 };
 
 /* Stable warning codes: their names are part of the output schema, in this
@@ -100,23 +100,23 @@ static inline void mail_warn(uint64_t *set, enum mail_warning w)
 
 struct mail_message {
 	bool is_mail;                  /* false: "not a mail message" */
-	struct mail_str detected_type; /* libmagic type of a non-mail input */
+	struct str detected_type; /* libmagic type of a non-mail input */
 
-	struct mail_str message_id;    /* without angle brackets */
-	struct mail_str in_reply_to;   /* first msg-id, without angle brackets */
-	struct mail_str *references;   /* msg-ids in order, without brackets */
+	struct str message_id;    /* without angle brackets */
+	struct str in_reply_to;   /* first msg-id, without angle brackets */
+	struct str *references;   /* msg-ids in order, without brackets */
 	size_t n_references;
 
 	bool has_date;
 	int64_t date;                  /* seconds since the epoch, UTC */
-	struct mail_str date_raw;      /* the field as written, when unparseable */
+	struct str date_raw;      /* the field as written, when unparseable */
 
 	struct mail_addr_list from, sender, reply_to, to, cc, bcc;
-	struct mail_str subject;       /* decoded */
-	struct mail_str list_id;       /* the id inside <...> */
-	struct mail_str content_type;  /* top-level type/subtype, lower case */
+	struct str subject;       /* decoded */
+	struct str list_id;       /* the id inside <...> */
+	struct str content_type;  /* top-level type/subtype, lower case */
 
-	struct mail_str text;          /* search text, UTF-8 */
+	struct str text;          /* search text, UTF-8 */
 	bool text_truncated;
 
 	struct mail_attachment *attachments;

@@ -18,7 +18,7 @@ struct mail_ctx {
 	 * (charset_decode_header), set by mail_parse(): the top-level
 	 * Content-Type value, the start of the body, and the answer once
 	 * looked up. */
-	struct mail_str hint_type, hint_body, header_charset;
+	struct str hint_type, hint_body, header_charset;
 	bool hint_done;
 };
 

@@ -44,13 +44,13 @@
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static bool str_is(struct mail_str s, const char *lit)
+static bool str_is(struct str s, const char *lit)
 {
 	size_t n = strlen(lit);
 	return s.p && s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
-static bool str_ieq(struct mail_str s, const char *lit)
+static bool str_ieq(struct str s, const char *lit)
 {
 	size_t n = strlen(lit);
 	return s.p && s.n == n && strncasecmp(s.p, lit, n) == 0;
@@ -249,7 +249,7 @@ static bool in_family(const char *t, const char *const *fam)
 	return false;
 }
 
-bool mime_types_agree(struct mail_str declared, const char *detected)
+bool mime_types_agree(struct str declared, const char *detected)
 {
 	if (!declared.p || !detected)
 		return true;
@@ -312,7 +312,7 @@ struct cand {
 	const uint8_t *p;
 	size_t n;
 	enum transfer_encoding te;   /* TRANSFER_IDENTITY once decoded */
-	struct mail_str charset;
+	struct str charset;
 	enum cand_kind kind;
 	bool flowed, delsp, dropped;
 };
@@ -324,7 +324,7 @@ struct entity {
 	struct mime_type cd;
 	bool has_cd;
 	enum transfer_encoding te;
-	struct mail_str cid;
+	struct str cid;
 };
 
 struct mime_walk {
@@ -443,7 +443,7 @@ static int entity_read(struct mime_walk *w, const struct header_block *hb, struc
 		if (f->name.n < 10 || (f->name.p[0] | 0x20) != 'c' ||
 		    strncasecmp(f->name.p, "content-", 8) != 0)
 			continue;
-		struct mail_str name = { f->name.p + 8, f->name.n - 8 }, v;
+		struct str name = { f->name.p + 8, f->name.n - 8 }, v;
 		bool *seen = str_ieq(name, "type") ? &ct : str_ieq(name, "transfer-encoding") ? &cte
 		           : str_ieq(name, "disposition") ? &cd : str_ieq(name, "id") ? &cid : NULL;
 		if (!seen || *seen)
@@ -548,7 +548,7 @@ static int sniff_into(struct mime_walk *w, struct mail_attachment *a, const uint
 	char *c = arena_memdup(&ctx->arena, t, tn);
 	if (!c)
 		return -ENOMEM;
-	a->detected_type = (struct mail_str){ c, tn };
+	a->detected_type = (struct str){ c, tn };
 	if (!mime_types_agree(a->content_type, c))
 		mail_warn(w->w, MAIL_W_TYPE_MISMATCH);
 	return 0;
@@ -557,7 +557,7 @@ static int sniff_into(struct mime_walk *w, struct mail_attachment *a, const uint
 /* Raw bytes of the body used as a string (a uuencode file name) as valid
  * UTF-8, like raw 8-bit header bytes: itself when it is valid UTF-8, else
  * decoded as windows-1252 (which maps every byte). */
-static int utf8_view(struct mime_walk *w, struct mail_str s, struct mail_str *out)
+static int utf8_view(struct mime_walk *w, struct str s, struct str *out)
 {
 	if (utf8_valid((const uint8_t *)s.p, s.n)) {
 		*out = s;
@@ -565,11 +565,11 @@ static int utf8_view(struct mime_walk *w, struct mail_str s, struct mail_str *ou
 	}
 	struct dynbuf *sb = &w->ctx->scratch;
 	size_t base = sb->len;
-	int r = charset_decode(w->ctx, (struct mail_str){ "windows-1252", 12 },
+	int r = charset_decode(w->ctx, (struct str){ "windows-1252", 12 },
 	                       (const uint8_t *)s.p, s.n, sb, w->w, &w->m->replaced_bytes);
 	if (r == 0) {
 		char *d = arena_memdup(&w->ctx->arena, sb->p + base, sb->len - base);
-		*out = (struct mail_str){ d, sb->len - base };
+		*out = (struct str){ d, sb->len - base };
 		r = d ? 0 : -ENOMEM;
 	}
 	sb->len = base;
@@ -603,7 +603,7 @@ static int plain_split(struct mime_walk *w, const struct cand *base)
 			return -ENOMEM;
 		if (u.name.n && (r = utf8_view(w, u.name, &a->filename)) < 0)
 			return r;
-		a->content_type = (struct mail_str){ "application/octet-stream", 24 };
+		a->content_type = (struct str){ "application/octet-stream", 24 };
 		if (!u.terminated)
 			mail_warn(w->w, MAIL_W_BAD_UUENCODE);
 		uint8_t pre[LIMIT_SNIFF_BYTES];
@@ -621,22 +621,22 @@ static int plain_split(struct mime_walk *w, const struct cand *base)
 	return 0;
 }
 
-static struct mail_str type_string(struct mime_walk *w, const struct entity *e, const char *dflt)
+static struct str type_string(struct mime_walk *w, const struct entity *e, const char *dflt)
 {
 	if (!e->has_ct || !e->ct.subtype.p || !e->ct.subtype.n) {
 		if (e->has_ct && str_is(e->ct.type, "text"))
-			return (struct mail_str){ "text/plain", 10 };
-		return (struct mail_str){ dflt, strlen(dflt) };
+			return (struct str){ "text/plain", 10 };
+		return (struct str){ dflt, strlen(dflt) };
 	}
 	size_t k = e->ct.type.n + 1 + e->ct.subtype.n;
 	char *s = arena_alloc(&w->ctx->arena, k + 1);
 	if (!s)
-		return MAIL_STR_NULL;
+		return STR_NULL;
 	memcpy(s, e->ct.type.p, e->ct.type.n);
 	s[e->ct.type.n] = '/';
 	memcpy(s + e->ct.type.n + 1, e->ct.subtype.p, e->ct.subtype.n);
 	s[k] = '\0';
-	return (struct mail_str){ s, k };
+	return (struct str){ s, k };
 }
 
 /* A leaf's content p[bs..be): text candidate and/or attachment. */
@@ -647,7 +647,7 @@ static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, s
 	size_t n = be - bs;
 	int r;
 
-	struct mail_str type = type_string(w, e, dflt);
+	struct str type = type_string(w, e, dflt);
 	if (!type.p)
 		return -ENOMEM;
 	enum transfer_encoding te = e->te;
@@ -656,16 +656,16 @@ static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, s
 		mail_warn(w->w, MAIL_W_UNKNOWN_TRANSFER_ENCODING);
 
 	/* RFC 2183 2.8: an unknown disposition is treated as attachment. */
-	struct mail_str disp = MAIL_STR_NULL;
+	struct str disp = STR_NULL;
 	if (e->has_cd)
-		disp = str_is(e->cd.type, "inline") ? (struct mail_str){ "inline", 6 }
-		                                     : (struct mail_str){ "attachment", 10 };
+		disp = str_is(e->cd.type, "inline") ? (struct str){ "inline", 6 }
+		                                     : (struct str){ "attachment", 10 };
 	bool attach_disp = str_is(disp, "attachment");
-	struct mail_str fname = e->has_cd ? param_get(&e->cd, "filename") : MAIL_STR_NULL;
+	struct str fname = e->has_cd ? param_get(&e->cd, "filename") : STR_NULL;
 	if (!fname.p && e->has_ct)
 		fname = param_get(&e->ct, "name");
 	if (fname.p && fname.n == 0)
-		fname = MAIL_STR_NULL;
+		fname = STR_NULL;
 
 	/* RFC 2046 4.1.4: unknown text subtypes are treated as text/plain.
 	 * RFC 2045 6.4: an unknown transfer encoding makes the part opaque. */
@@ -680,7 +680,7 @@ static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, s
 		};
 		if (e->has_ct) {
 			c.charset = param_get(&e->ct, "charset");
-			struct mail_str f = param_get(&e->ct, "format");
+			struct str f = param_get(&e->ct, "format");
 			c.flowed = str_ieq(f, "flowed");
 			c.delsp = str_ieq(param_get(&e->ct, "delsp"), "yes");
 		}
@@ -831,10 +831,10 @@ static int entity(struct mime_walk *w, struct entity *e, size_t bs, unsigned dep
 			return 0;
 		}
 		w->parts++;
-		struct mail_str type = e->has_ct ? e->ct.type : MAIL_STR_NULL;
-		struct mail_str sub = e->has_ct ? e->ct.subtype : MAIL_STR_NULL;
+		struct str type = e->has_ct ? e->ct.type : STR_NULL;
+		struct str sub = e->has_ct ? e->ct.subtype : STR_NULL;
 		if (!e->has_ct && parent == MP_DIGEST)
-			type = (struct mail_str){ "message", 7 }, sub = (struct mail_str){ "rfc822", 6 };
+			type = (struct str){ "message", 7 }, sub = (struct str){ "rfc822", 6 };
 		/* An attached message (disposition other than inline, or a
 		 * file name) is one opaque attachment, not walked into. */
 		bool attach = (e->has_cd && (!str_is(e->cd.type, "inline") ||
@@ -842,7 +842,7 @@ static int entity(struct mime_walk *w, struct entity *e, size_t bs, unsigned dep
 		              (e->has_ct && param_get(&e->ct, "name").p);
 
 		if (str_is(type, "multipart")) {
-			struct mail_str b = param_get(&e->ct, "boundary");
+			struct str b = param_get(&e->ct, "boundary");
 			if (!b.p || b.n == 0) {
 				/* Treat as a single text part. */
 				mail_warn(w->w, MAIL_W_MISSING_BOUNDARY);
@@ -965,7 +965,7 @@ static int walk_run_at(struct mime_walk *w, struct entity *top, size_t bs, unsig
 
 /* Labels whose encoding keeps ASCII bytes (LF above all) as themselves, so
  * that the input to convert can be cut at a line end. */
-static bool ascii_compatible(struct mail_str cs)
+static bool ascii_compatible(struct str cs)
 {
 	if (!cs.p)
 		return true;
@@ -1053,7 +1053,7 @@ static int text_build(struct mime_walk *w)
 	while (lead < o.len && (buf[lead] == '\n' || buf[lead] == ' '))
 		lead++;
 	buf[o.len] = '\0';
-	m->text = (struct mail_str){ buf + lead, o.len - lead };
+	m->text = (struct str){ buf + lead, o.len - lead };
 	if (o.full) {
 		m->text_truncated = true;
 		mail_warn(&m->warnings, MAIL_W_TEXT_TRUNCATED);

@@ -34,6 +34,6 @@ size_t mime_unflow(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap
  * leniency README describes (application/octet-stream agrees with anything,
  * x- prefixes and known aliases are ignored, container formats match their
  * container).  Both lower case. */
-bool mime_types_agree(struct mail_str declared, const char *detected);
+bool mime_types_agree(struct str declared, const char *detected);
 
 #endif

@@ -71,7 +71,7 @@ static inline size_t msgid_id_end(const uint8_t *p, size_t n, size_t j)
 }
 
 /* The next id at or after *pos; false when there is none. */
-static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str *id)
+static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct str *id)
 {
 	size_t i = *pos;
 	while (i < n) {
@@ -96,7 +96,7 @@ static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str 
 			}
 			i = j < n && p[j] == '>' ? j + 1 : j;
 			if (e > s) {
-				*id = (struct mail_str){ (const char *)p + s, e - s };
+				*id = (struct str){ (const char *)p + s, e - s };
 				*pos = i;
 				return true;
 			}
@@ -109,7 +109,7 @@ static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str 
 				i++;
 			}
 			if (at) {
-				*id = (struct mail_str){ (const char *)p + s, i - s };
+				*id = (struct str){ (const char *)p + s, i - s };
 				*pos = i;
 				return true;
 			}
@@ -119,16 +119,16 @@ static bool msgid_next(const uint8_t *p, size_t n, size_t *pos, struct mail_str 
 	return false;
 }
 
-int msgid_parse_list(struct arena *a, struct mail_str in,
-                     struct mail_str **ids, size_t *n)
+int msgid_parse_list(struct arena *a, struct str in,
+                     struct str **ids, size_t *n)
 {
 	const uint8_t *p = (const uint8_t *)in.p;
 	size_t pos = 0, k = 0;
-	struct mail_str id;
+	struct str id;
 	/* The ids of a usual References fit here, so the value is scanned
 	 * once; a longer thread is counted first, then scanned again into an
 	 * array of the exact size (the arena holds no abandoned copies). */
-	struct mail_str buf[64];
+	struct str buf[64];
 	*ids = NULL;
 	*n = 0;
 	while (msgid_next(p, in.n, &pos, &id)) {
@@ -138,7 +138,7 @@ int msgid_parse_list(struct arena *a, struct mail_str in,
 	}
 	if (!k)
 		return 0;
-	struct mail_str *v = arena_alloc(a, k * sizeof(*v));
+	struct str *v = arena_alloc(a, k * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	if (k <= sizeof(buf) / sizeof(buf[0])) {
@@ -153,11 +153,11 @@ int msgid_parse_list(struct arena *a, struct mail_str in,
 	return 0;
 }
 
-struct mail_str msgid_parse_first(struct mail_str in)
+struct str msgid_parse_first(struct str in)
 {
 	size_t pos = 0;
-	struct mail_str id;
+	struct str id;
 	if (msgid_next((const uint8_t *)in.p, in.n, &pos, &id))
 		return id;
-	return MAIL_STR_NULL;
+	return STR_NULL;
 }

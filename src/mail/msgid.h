@@ -9,9 +9,9 @@
 #include "mail/mail.h"
 
 /* All ids of an unfolded value, in order (the array in the arena). */
-int msgid_parse_list(struct arena *a, struct mail_str in,
-                     struct mail_str **ids, size_t *n);
-/* The first id, or MAIL_STR_NULL. */
-struct mail_str msgid_parse_first(struct mail_str in);
+int msgid_parse_list(struct arena *a, struct str in,
+                     struct str **ids, size_t *n);
+/* The first id, or STR_NULL. */
+struct str msgid_parse_first(struct str in);
 
 #endif

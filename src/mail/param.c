@@ -28,10 +28,10 @@
 
 
 struct param_raw {
-	struct mail_str name;   /* lower case, suffixes removed */
+	struct str name;   /* lower case, suffixes removed */
 	int section;            /* -1: not a continuation */
 	bool extended;          /* RFC 2231 `*`: charset'lang' and %XX */
-	struct mail_str value;  /* quotes removed */
+	struct str value;  /* quotes removed */
 	bool used;
 };
 
@@ -41,13 +41,13 @@ static inline bool param_is_space(uint8_t c)
 }
 
 /* Lower case copy, or a view when already lower case. */
-static int param_lower(struct arena *a, const char *p, size_t n, struct mail_str *out)
+static int param_lower(struct arena *a, const char *p, size_t n, struct str *out)
 {
 	size_t i = 0;
 	while (i < n && !(p[i] >= 'A' && p[i] <= 'Z'))
 		i++;
 	if (i == n) {
-		*out = (struct mail_str){ p, n };
+		*out = (struct str){ p, n };
 		return 0;
 	}
 	char *d = arena_alloc(a, n + 1);
@@ -56,7 +56,7 @@ static int param_lower(struct arena *a, const char *p, size_t n, struct mail_str
 	for (i = 0; i < n; i++)
 		d[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]);
 	d[n] = '\0';
-	*out = (struct mail_str){ d, n };
+	*out = (struct str){ d, n };
 	return 0;
 }
 
@@ -111,7 +111,7 @@ static void param_split_name(struct param_raw *r)
  * paths in filenames), or a token running to `;`, without a trailing
  * comment.  Leaves *i at the `;` or the end. */
 static int param_value(struct arena *a, const uint8_t *p, size_t n, size_t *i,
-                       struct mail_str *out, uint64_t *warnings)
+                       struct str *out, uint64_t *warnings)
 {
 	size_t j = *i;
 	if (j < n && p[j] == '"') {
@@ -128,7 +128,7 @@ static int param_value(struct arena *a, const uint8_t *p, size_t n, size_t *i,
 		if (j >= n)
 			mail_warn(warnings, MAIL_W_BAD_PARAMETER);   /* unterminated */
 		if (!esc) {
-			*out = (struct mail_str){ (const char *)p + s, e - s };
+			*out = (struct str){ (const char *)p + s, e - s };
 		} else {
 			char *d = arena_alloc(a, e - s + 1);
 			if (!d)
@@ -140,7 +140,7 @@ static int param_value(struct arena *a, const uint8_t *p, size_t n, size_t *i,
 				d[k++] = (char)p[x];
 			}
 			d[k] = '\0';
-			*out = (struct mail_str){ d, k };
+			*out = (struct str){ d, k };
 		}
 		const uint8_t *semi = j < n ? memchr(p + j, ';', n - j) : NULL;
 		*i = semi ? (size_t)(semi - p) : n;
@@ -159,7 +159,7 @@ static int param_value(struct arena *a, const uint8_t *p, size_t n, size_t *i,
 	}
 	while (e > j && param_is_space(p[e - 1]))
 		e--;
-	*out = (struct mail_str){ (const char *)p + j, e - j };
+	*out = (struct str){ (const char *)p + j, e - j };
 	return 0;
 }
 
@@ -173,7 +173,7 @@ static int param_hex(uint8_t c)
 
 /* Appends p[0..n) to d, percent-decoded when extended (RFC 2231 4; an
  * invalid escape is kept as written). */
-static size_t param_bytes(struct mail_str v, bool extended, uint8_t *d, uint64_t *warnings)
+static size_t param_bytes(struct str v, bool extended, uint8_t *d, uint64_t *warnings)
 {
 	const uint8_t *p = (const uint8_t *)v.p;
 	size_t k = 0;
@@ -195,7 +195,7 @@ static size_t param_bytes(struct mail_str v, bool extended, uint8_t *d, uint64_t
 
 /* Assembles the RFC 2231 parameters of raw[] named `name`. */
 static int param_assemble_2231(struct mail_ctx *ctx, struct param_raw *raw, size_t n_raw,
-                               struct mail_str name, struct mail_str *out,
+                               struct str name, struct str *out,
                                uint64_t *warnings)
 {
 	/* Order: a lone `name*` first, then sections by index. */
@@ -208,7 +208,7 @@ static int param_assemble_2231(struct mail_ctx *ctx, struct param_raw *raw, size
 	if (!buf)
 		return -ENOMEM;
 	size_t len = 0;
-	struct mail_str charset = MAIL_STR_NULL;
+	struct str charset = STR_NULL;
 	bool first = true;
 	int last = -2;
 	for (;;) {
@@ -226,7 +226,7 @@ static int param_assemble_2231(struct mail_ctx *ctx, struct param_raw *raw, size
 		if (!best)
 			break;
 		last = best->section;
-		struct mail_str v = best->value;
+		struct str v = best->value;
 		if (first && best->extended) {
 			/* RFC 2231 4: charset'language'value.  Without both
 			 * quotes the value is taken whole, charset unknown. */
@@ -234,8 +234,8 @@ static int param_assemble_2231(struct mail_ctx *ctx, struct param_raw *raw, size
 			const char *q2 = q1 ? memchr(q1 + 1, '\'', v.n - (size_t)(q1 + 1 - v.p)) : NULL;
 			if (q2) {
 				if (q1 > v.p)
-					charset = (struct mail_str){ v.p, (size_t)(q1 - v.p) };
-				v = (struct mail_str){ q2 + 1, v.n - (size_t)(q2 + 1 - v.p) };
+					charset = (struct str){ v.p, (size_t)(q1 - v.p) };
+				v = (struct str){ q2 + 1, v.n - (size_t)(q2 + 1 - v.p) };
 			}
 		}
 		first = false;
@@ -252,12 +252,12 @@ static int param_assemble_2231(struct mail_ctx *ctx, struct param_raw *raw, size
 		return r;
 	}
 	char *d = arena_memdup(&ctx->arena, sb->p + base, sb->len - base);
-	*out = (struct mail_str){ d, sb->len - base };
+	*out = (struct str){ d, sb->len - base };
 	sb->len = base;
 	return d ? 0 : -ENOMEM;
 }
 
-int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
+int param_parse(struct mail_ctx *ctx, struct str in, struct mime_type *out,
                 uint64_t *warnings)
 {
 	const uint8_t *p = (const uint8_t *)in.p;
@@ -278,7 +278,7 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 	if (te > ts) {
 		if ((r = param_lower(&ctx->arena, (const char *)p + ts, te - ts, &out->type)) < 0)
 			return r;
-		out->subtype = (struct mail_str){ "", 0 };
+		out->subtype = (struct str){ "", 0 };
 		if (i < n && p[i] == '/') {
 			i = param_skip_cfws(p, n, i + 1);
 			size_t ss = i;
@@ -287,7 +287,7 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 			if ((r = param_lower(&ctx->arena, (const char *)p + ss, i - ss, &out->subtype)) < 0)
 				return r;
 			if (i == ss)
-				out->type = MAIL_STR_NULL;   /* `text/`: unparseable */
+				out->type = STR_NULL;   /* `text/`: unparseable */
 		}
 	}
 
@@ -348,7 +348,7 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 	for (size_t k = 0; k < n_raw; k++) {
 		if (raw[k].used)
 			continue;
-		struct mail_str name = raw[k].name;
+		struct str name = raw[k].name;
 		bool rfc2231 = false;
 		struct param_raw *plain = NULL;
 		for (size_t j = k; j < n_raw; j++) {
@@ -376,11 +376,11 @@ int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
 	return 0;
 }
 
-struct mail_str param_get(const struct mime_type *t, const char *name)
+struct str param_get(const struct mime_type *t, const char *name)
 {
 	size_t len = strlen(name);
 	for (size_t i = 0; i < t->n_params; i++)
 		if (t->params[i].name.n == len && memcmp(t->params[i].name.p, name, len) == 0)
 			return t->params[i].value;
-	return MAIL_STR_NULL;
+	return STR_NULL;
 }

@@ -13,13 +13,13 @@
 struct mail_ctx;
 
 struct mime_param {
-	struct mail_str name;     /* lower case, without the RFC 2231 suffixes */
-	struct mail_str value;    /* decoded, UTF-8 */
+	struct str name;     /* lower case, without the RFC 2231 suffixes */
+	struct str value;    /* decoded, UTF-8 */
 };
 
 struct mime_type {
-	struct mail_str type;     /* lower case; for a disposition, the token */
-	struct mail_str subtype;  /* lower case; empty for a disposition */
+	struct str type;     /* lower case; for a disposition, the token */
+	struct str subtype;  /* lower case; empty for a disposition */
 	struct mime_param *params;
 	size_t n_params;
 };
@@ -29,9 +29,9 @@ struct mime_type {
  * or a broken `text`) gives that type and an empty subtype: a Content-Type
  * caller treats subtype.n == 0 as unparseable.  Uses the end of
  * ctx->scratch like encoded_word_decode(). */
-int param_parse(struct mail_ctx *ctx, struct mail_str in, struct mime_type *out,
+int param_parse(struct mail_ctx *ctx, struct str in, struct mime_type *out,
                 uint64_t *warnings);
-/* The value of a parameter by lower-case name, or MAIL_STR_NULL. */
-struct mail_str param_get(const struct mime_type *t, const char *name);
+/* The value of a parameter by lower-case name, or STR_NULL. */
+struct str param_get(const struct mime_type *t, const char *name);
 
 #endif

@@ -69,7 +69,7 @@ static inline bool ascii_ieq(const uint8_t *p, size_t n, const char *lit)
 	return true;
 }
 
-enum transfer_encoding transfer_encoding_parse(struct mail_str v)
+enum transfer_encoding transfer_encoding_parse(struct str v)
 {
 	if (!v.p)
 		return TRANSFER_IDENTITY;
@@ -443,7 +443,7 @@ static bool uu_is_end(const uint8_t *p, size_t len)
 }
 
 /* `begin` SP mode SP name, the mode 3 or 4 octal digits. */
-static bool uu_begin(const uint8_t *p, size_t len, struct mail_str *name)
+static bool uu_begin(const uint8_t *p, size_t len, struct str *name)
 {
 	if (len < 6 || memcmp(p, "begin ", 6) != 0)
 		return false;

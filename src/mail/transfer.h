@@ -23,8 +23,8 @@ enum transfer_encoding {
 };
 
 /* Classifies a Content-Transfer-Encoding value (unfolded; case and
- * surrounding white space ignored).  MAIL_STR_NULL is TRANSFER_IDENTITY. */
-enum transfer_encoding transfer_encoding_parse(struct mail_str v);
+ * surrounding white space ignored).  STR_NULL is TRANSFER_IDENTITY. */
+enum transfer_encoding transfer_encoding_parse(struct str v);
 
 /* Base64 (RFC 2045 6.8), lenient: white space is skipped silently; other
  * bytes outside the alphabet are skipped with MAIL_W_BAD_BASE64; missing
@@ -51,7 +51,7 @@ struct transfer_uu {
 	size_t end;          /* offset just past the `end` line (or the input end) */
 	size_t data;         /* offset of the first encoded line */
 	size_t data_end;     /* offset of the `end` line (or the input end) */
-	struct mail_str name;   /* view into the input; empty when missing */
+	struct str name;   /* view into the input; empty when missing */
 	bool terminated;     /* an `end` line was found */
 };
 

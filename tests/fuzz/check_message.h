@@ -12,7 +12,7 @@
 
 /* A decoded string: mail.h says "Every string it returns is UTF-8 (valid
  * ...)", and for these the parser does the decoding. */
-static inline void fuzz_check_str(struct mail_str s)
+static inline void fuzz_check_str(struct str s)
 {
 	FUZZ_CHECK(fuzz_str_utf8(s));
 }
@@ -20,7 +20,7 @@ static inline void fuzz_check_str(struct mail_str s)
 /* A view of the input "as written" (addr-spec, msg-id, the raw date, ...):
  * read whole, but raw 8-bit bytes may pass through (the emitter repairs
  * them), so UTF-8 is not asserted. */
-static inline void fuzz_check_view(struct mail_str s)
+static inline void fuzz_check_view(struct str s)
 {
 	(void)fuzz_str_utf8(s);
 }
@@ -51,7 +51,7 @@ static inline void fuzz_check_message(const struct mail_options *o,
 	fuzz_check_view(m->in_reply_to);
 	FUZZ_CHECK(m->references || m->n_references == 0);
 	for (size_t i = 0; i < m->n_references; i++) {
-		FUZZ_CHECK(mail_str_present(m->references[i]));
+		FUZZ_CHECK(str_present(m->references[i]));
 		fuzz_check_view(m->references[i]);
 	}
 	fuzz_check_view(m->date_raw);

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mail_addr_list l = { 0 };
 	uint64_t warnings = 0;
 
-	int r = address_parse_list(ctx, (struct mail_str){ (const char *)p, size }, &l, &warnings);
+	int r = address_parse_list(ctx, (struct str){ (const char *)p, size }, &l, &warnings);
 	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
 	if (r == 0) {
 		FUZZ_CHECK(l.v || l.n == 0);

@@ -10,7 +10,7 @@
 #include <errno.h>
 
 static const char *const labels[] = {
-	NULL,   /* MAIL_STR_NULL: US-ASCII, UTF-8 accepted */
+	NULL,   /* STR_NULL: US-ASCII, UTF-8 accepted */
 	"us-ascii", "utf-8", "UTF8", "iso-8859-1", "latin1", "windows-1252",
 	"cp1252", "iso-8859-2", "iso-8859-15", "iso-8859-8-i", "koi8-r",
 	"utf-7", "unicode-1-1-utf-7", "iso-2022-jp", "ISO-2022-JP-2",
@@ -33,12 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *p = fuzz_dup(data, size);
 	const uint8_t *body = p + 1;
 	size_t n = size - 1;
-	struct mail_str label = MAIL_STR_NULL;
+	struct str label = STR_NULL;
 	char *lbuf = NULL;
 
 	if (p[0] < N_LABELS) {
 		if (labels[p[0]])
-			label = (struct mail_str){ labels[p[0]], strlen(labels[p[0]]) };
+			label = (struct str){ labels[p[0]], strlen(labels[p[0]]) };
 	} else {
 		/* A label from the input: up to the first ';' (at most 64
 		 * bytes), in its own exact-size buffer. */
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		while (k < n && k < 64 && body[k] != ';')
 			k++;
 		lbuf = (char *)fuzz_dup(body, k);
-		label = (struct mail_str){ lbuf, k };
+		label = (struct str){ lbuf, k };
 		body += k + (k < n);
 		n -= k + (k < n);
 	}

@@ -68,7 +68,7 @@ static void round_trip(int64_t t)
 	int k = snprintf(rfc, sizeof(rfc), "%.2s %s %.4s %.2s:%.2s:%.2s +0000",
 	                 iso + 8, months[mon - 1], iso, iso + 11, iso + 14, iso + 17);
 	int64_t back = 0;
-	FUZZ_CHECK(date_parse((struct mail_str){ rfc, (size_t)k }, &back) == 0);
+	FUZZ_CHECK(date_parse((struct str){ rfc, (size_t)k }, &back) == 0);
 	FUZZ_CHECK(back == t);
 }
 
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *p = fuzz_dup(data, size);
 	int64_t t = 0;
 
-	int r = date_parse((struct mail_str){ (const char *)p, size }, &t);
+	int r = date_parse((struct str){ (const char *)p, size }, &t);
 	FUZZ_CHECK(r == 0 || r == -EINVAL);
 	if (r == 0)
 		round_trip(t);

@@ -242,17 +242,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mail_message m;
 	struct record rec;
 	memset(&rec, 0, sizeof(rec));
-	rec.io.root = (struct mail_str){ "Mail", 4 };
-	rec.io.path = (struct mail_str){ path, plen };
+	rec.io.root = (struct str){ "Mail", 4 };
+	rec.io.path = (struct str){ path, plen };
 	rec.io.have_stat = !(flags & 2);
 	rec.io.size = n;
 	rec.io.mtime_sec = mtime;
 	rec.io.mtime_nsec = (uint32_t)(mtime & 0x3FFFFFFF) % 1000000000u;
 	if (flags & 4) {
 		rec.io.maildir = true;
-		rec.io.folder = (struct mail_str){ "Sent", 4 };
-		rec.io.subdir = (struct mail_str){ "cur", 3 };
-		rec.io.flags = (struct mail_str){ "RS", 2 };
+		rec.io.folder = (struct str){ "Sent", 4 };
+		rec.io.subdir = (struct str){ "cur", 3 };
+		rec.io.flags = (struct str){ "RS", 2 };
 	}
 	if (flags & 8) {
 		rec.io.in_mbox = true;

@@ -10,13 +10,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mail_ctx *ctx = fuzz_ctx();
 	uint8_t *p = fuzz_dup(data, size);
-	struct mail_str out = MAIL_STR_NULL;
+	struct str out = STR_NULL;
 	uint64_t warnings = 0;
 
 	/* The scratch buffer is the caller's too: encoded_word_decode must leave what
 	 * is in it alone (the MIME walk keeps decoded bytes there). */
 	FUZZ_CHECK(dynbuf_append(&ctx->scratch, "keep", 4) == 0);
-	int r = encoded_word_decode(ctx, (struct mail_str){ (const char *)p, size }, &out, &warnings);
+	int r = encoded_word_decode(ctx, (struct str){ (const char *)p, size }, &out, &warnings);
 	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
 	if (r == 0) {
 		FUZZ_CHECK(out.p || out.n == 0);

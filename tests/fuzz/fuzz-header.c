@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* Fields come before the body. */
 			FUZZ_CHECK((size_t)((const uint8_t *)f->value.p - p) + f->value.n <= hb.body_offset);
 
-			struct mail_str u;
+			struct str u;
 			if (header_unfold(&ctx->arena, f->value, &u) == 0) {
 				FUZZ_CHECK(u.n <= f->value.n);
 				(void)fuzz_str_utf8(u);   /* reads every byte */

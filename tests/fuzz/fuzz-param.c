@@ -12,7 +12,7 @@ static const char *const lookups[] = {
 	"charset", "boundary", "name", "filename", "format", "delsp", "",
 };
 
-static void check_lower(struct mail_str s)
+static void check_lower(struct str s)
 {
 	(void)fuzz_str_utf8(s);   /* reads every byte */
 	for (size_t i = 0; i < s.n; i++)
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t warnings = 0;
 
 	memset(&t, 0, sizeof(t));
-	int r = param_parse(ctx, (struct mail_str){ (const char *)p, size }, &t, &warnings);
+	int r = param_parse(ctx, (struct str){ (const char *)p, size }, &t, &warnings);
 	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
 	if (r == 0) {
 		check_lower(t.type);

@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	size_t k = size < 40 ? size : 40;
 	char *v = (char *)fuzz_dup(p, k);
-	enum transfer_encoding e = transfer_encoding_parse((struct mail_str){ v, k });
+	enum transfer_encoding e = transfer_encoding_parse((struct str){ v, k });
 	FUZZ_CHECK(e >= TRANSFER_IDENTITY && e <= TRANSFER_UNKNOWN);
 	free(v);
 

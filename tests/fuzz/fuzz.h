@@ -62,7 +62,7 @@ static inline struct mail_ctx *fuzz_ctx(void)
 
 /* Reads every byte of s (so ASan checks the whole view) and says whether it
  * is well-formed UTF-8.  A NULL pointer must come with length 0. */
-static inline int fuzz_str_utf8(struct mail_str s)
+static inline int fuzz_str_utf8(struct str s)
 {
 	if (!s.p) {
 		FUZZ_CHECK(s.n == 0);
@@ -72,7 +72,7 @@ static inline int fuzz_str_utf8(struct mail_str s)
 }
 
 /* True when the view s lies inside p[0..n). */
-static inline int fuzz_str_within(struct mail_str s, const uint8_t *p, size_t n)
+static inline int fuzz_str_within(struct str s, const uint8_t *p, size_t n)
 {
 	uintptr_t b = (uintptr_t)p, q = (uintptr_t)s.p;
 	return q >= b && s.n <= n && q - b <= n - s.n;

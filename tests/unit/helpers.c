@@ -172,7 +172,7 @@ int t_become_unprivileged(void)
 	return 0;
 }
 
-void t_assert_str(struct mail_str s, const char *want)
+void t_assert_str(struct str s, const char *want)
 {
 	if (!want) {
 		assert_null(s.p);

@@ -64,6 +64,6 @@ int t_arena_case_teardown(void **state);
 int t_become_unprivileged(void);
 
 /* Asserts that the view holds exactly the text want (NULL: absent). */
-void t_assert_str(struct mail_str s, const char *want);
+void t_assert_str(struct str s, const char *want);
 
 #endif

@@ -29,7 +29,7 @@ static void parse_n(struct tcase *t, const char *in, size_t n)
 {
 	t->l = (struct mail_addr_list){ 0 };
 	t->warnings = 0;
-	assert_int_equal(address_parse_list(&t->ctx, (struct mail_str){ in, n }, &t->l, &t->warnings), 0);
+	assert_int_equal(address_parse_list(&t->ctx, (struct str){ in, n }, &t->l, &t->warnings), 0);
 	assert_true(t->l.present);
 }
 
@@ -334,7 +334,7 @@ static void test_address_appends_to_list(void **state)
 {
 	struct tcase *t = *state;
 	PARSE(t, "a@b");
-	assert_int_equal(address_parse_list(&t->ctx, (struct mail_str){ "c@d, e@f", 8 }, &t->l, NULL), 0);
+	assert_int_equal(address_parse_list(&t->ctx, (struct str){ "c@d, e@f", 8 }, &t->l, NULL), 0);
 	assert_int_equal(t->l.n, 3);
 	assert_mbox(&t->l.v[0], NULL, "a@b");
 	assert_mbox(&t->l.v[2], NULL, "e@f");

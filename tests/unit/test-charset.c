@@ -44,7 +44,7 @@ static const char *dec(struct tcase *t, const char *label, const char *in, size_
 {
 	dynbuf_reset(&t->out);
 	t->warnings = t->replaced = 0;
-	struct mail_str l = label ? (struct mail_str){ label, strlen(label) } : MAIL_STR_NULL;
+	struct str l = label ? (struct str){ label, strlen(label) } : STR_NULL;
 	assert_int_equal(charset_decode(&t->ctx, l, (const uint8_t *)in, n, &t->out,
 	                                &t->warnings, &t->replaced), 0);
 	assert_int_equal(dynbuf_putc(&t->out, '\0'), 0);

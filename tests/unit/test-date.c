@@ -19,7 +19,7 @@ static const char *iso(const char *s)
 {
 	static char buf[32];
 	int64_t t;
-	if (date_parse((struct mail_str){ s, strlen(s) }, &t) < 0)
+	if (date_parse((struct str){ s, strlen(s) }, &t) < 0)
 		return "EINVAL";
 	date_format_iso(t, buf);
 	return buf;
@@ -37,9 +37,9 @@ static void test_date_epoch_value(void **state)
 {
 	(void)state;
 	int64_t t = -1;
-	assert_int_equal(date_parse((struct mail_str){ "1 Jan 1970 00:00:00 +0000", 25 }, &t), 0);
+	assert_int_equal(date_parse((struct str){ "1 Jan 1970 00:00:00 +0000", 25 }, &t), 0);
 	assert_int_equal(t, 0);
-	assert_int_equal(date_parse((struct mail_str){ "Sat, 1 Jan 2000 00:00:01 GMT", 28 }, &t), 0);
+	assert_int_equal(date_parse((struct str){ "Sat, 1 Jan 2000 00:00:01 GMT", 28 }, &t), 0);
 	assert_int_equal(t, 946684801);
 }
 
@@ -237,7 +237,7 @@ static void test_date_not_nul_terminated(void **state)
 	static const char buf[] = "12 Jan 2004 10:00:00 +0100999";
 	int64_t t;
 	/* Only the first 26 bytes: the zone is "+0100". */
-	assert_int_equal(date_parse((struct mail_str){ buf, 26 }, &t), 0);
+	assert_int_equal(date_parse((struct str){ buf, 26 }, &t), 0);
 	char out[32];
 	date_format_iso(t, out);
 	assert_string_equal(out, "2004-01-12T09:00:00Z");
@@ -265,10 +265,10 @@ static void test_date_huge_input_linear(void **state)
 	for (size_t i = 0; i < n; i++)
 		in[i] = "Mon ("[i % 5];
 	int64_t t;
-	assert_int_equal(date_parse((struct mail_str){ in, n }, &t), -EINVAL);
+	assert_int_equal(date_parse((struct str){ in, n }, &t), -EINVAL);
 	memset(in, ' ', n);
 	memcpy(in + n - 26, "12 Jan 2004 10:00:00 +0000", 26);
-	assert_int_equal(date_parse((struct mail_str){ in, n }, &t), 0);
+	assert_int_equal(date_parse((struct str){ in, n }, &t), 0);
 	free(in);
 }
 

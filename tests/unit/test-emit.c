@@ -33,7 +33,7 @@ __attribute__((weak)) const char *mail_warning_name(enum mail_warning w)
 	return (unsigned)w < MAIL_W__COUNT ? names[w] : NULL;
 }
 
-#define S(lit) ((struct mail_str){ (lit), sizeof(lit) - 1 })
+#define S(lit) ((struct str){ (lit), sizeof(lit) - 1 })
 #define FFFD "\xEF\xBF\xBD"
 
 /* ---- fixtures ---------------------------------------------------------- */
@@ -66,11 +66,11 @@ static struct mail_addr to_v[] = {
 	{ .name = S("team"), .is_group = true, .members = group_members, .n_members = 2 },
 	{ .name = S("undisclosed-recipients"), .is_group = true },
 };
-static struct mail_str refs_v[] = { S("a@x"), S("b@x") };
+static struct str refs_v[] = { S("a@x"), S("b@x") };
 static struct mail_attachment att_v[] = {
 	{ .filename = S("r\xC3\xA9sum\xC3\xA9.pdf"), .content_type = S("application/pdf"),
 	  .detected_type = S("application/pdf"), .disposition = S("attachment"),
-	  .content_id = MAIL_STR_NULL, .size = 5120 },
+	  .content_id = STR_NULL, .size = 5120 },
 	{ .content_type = S("image/png"), .size = 7 },
 };
 static struct mail_header hdr_v[] = {
@@ -153,7 +153,7 @@ static void test_emit_jsonl_io_only(void **state)
 	/* Not Maildir, no stat, no root: only the path is left. */
 	r.io.maildir = false;
 	r.io.have_stat = false;
-	r.io.root = MAIL_STR_NULL;
+	r.io.root = STR_NULL;
 	check_emit(&o, &r, "{\"path\":\"cur/1:2,S\",\"id\":\"0000000000000000\"}\n");
 }
 
@@ -226,7 +226,7 @@ static void test_emit_jsonl_bad_date(void **state)
 	r.mail = &m;
 	check_emit(&o, &r, "{\"date\":null,\"date_raw\":\"yesterday-ish\"}\n");
 	/* No Date field at all: neither key. */
-	m.date_raw = MAIL_STR_NULL;
+	m.date_raw = STR_NULL;
 	check_emit(&o, &r, "{}\n");
 	/* An empty Message-ID is present, not absent. */
 	m.message_id = S("");
@@ -351,7 +351,7 @@ static void test_emit_es_bulk(void **state)
 	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\",\"id\":\"0123456789abcdef\"}\n");
 
 	o.es_index = "mail-2024";
-	m.message_id = MAIL_STR_NULL;
+	m.message_id = STR_NULL;
 	check_emit(&o, &r, "{\"index\":{\"_index\":\"mail-2024\",\"_id\":\"0123456789abcdef\"}}\n"
 	                   "{\"path\":\"cur/1:2,S\",\"subject\":\"Hello \\\"world\\\"\\n\",\"id\":\"0123456789abcdef\"}\n");
 
@@ -389,7 +389,7 @@ static void test_emit_es_bulk_id_not_message_id(void **state)
 	struct mail_message m = full_message();
 	static char longid[600];
 	memset(longid, 0xff, sizeof(longid));   /* invalid UTF-8: 3 bytes each once escaped */
-	m.message_id = (struct mail_str){ longid, sizeof(longid) };
+	m.message_id = (struct str){ longid, sizeof(longid) };
 	r.mail = &m;
 	r.io.id = 1;
 	check_emit(&o, &r, "{\"index\":{\"_id\":\"0000000000000001\"}}\n{\"path\":\"cur/1:2,S\"}\n");
@@ -403,7 +403,7 @@ static void test_emit_thread_id(void **state)
 {
 	(void)state;
 	struct mail_message m = full_message();
-	struct mail_str refs[2] = { S("root@x"), S("mid@x") };
+	struct str refs[2] = { S("root@x"), S("mid@x") };
 	m.references = refs;
 	m.n_references = 2;
 	m.in_reply_to = S("mid@x");
@@ -415,7 +415,7 @@ static void test_emit_thread_id(void **state)
 	struct mail_message root = full_message();
 	root.references = NULL;
 	root.n_references = 0;
-	root.in_reply_to = MAIL_STR_NULL;
+	root.in_reply_to = STR_NULL;
 	root.message_id = S("root@x");
 	rec.mail = &root;
 	assert_int_equal(emit_record_thread_id(&rec), t);
@@ -424,8 +424,8 @@ static void test_emit_thread_id(void **state)
 	reply.in_reply_to = S("root@x");
 	rec.mail = &reply;
 	assert_int_equal(emit_record_thread_id(&rec), t);
-	reply.in_reply_to = MAIL_STR_NULL;
-	reply.message_id = MAIL_STR_NULL;
+	reply.in_reply_to = STR_NULL;
+	reply.message_id = STR_NULL;
 	/* no msg-id at all: a thread of its own, its id */
 	assert_int_equal(emit_record_thread_id(&rec), UINT64_C(0xfeed));
 

@@ -18,7 +18,7 @@
 struct tcase {
 	struct mail_ctx ctx;
 	uint64_t warnings;
-	struct mail_str out;
+	struct str out;
 };
 
 T_CTX_CASE(struct tcase)
@@ -26,7 +26,7 @@ T_CTX_CASE(struct tcase)
 static const char *dec_n(struct tcase *t, const char *in, size_t n)
 {
 	t->warnings = 0;
-	assert_int_equal(encoded_word_decode(&t->ctx, (struct mail_str){ in, n }, &t->out, &t->warnings), 0);
+	assert_int_equal(encoded_word_decode(&t->ctx, (struct str){ in, n }, &t->out, &t->warnings), 0);
 	char *s = arena_memdup(&t->ctx.arena, t->out.p, t->out.n);
 	assert_non_null(s);
 	return s;

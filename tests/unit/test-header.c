@@ -282,21 +282,21 @@ static void test_header_many_fields(void **state)
 static void test_header_unfold(void **state)
 {
 	struct tcase *t = *state;
-	struct mail_str out;
+	struct str out;
 	static const char v[] = " one\r\n two\n\tthree \r\n";
-	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
+	assert_int_equal(header_unfold(&t->arena, (struct str){ v, sizeof(v) - 1 }, &out), 0);
 	t_assert_str(out, "one two\tthree");
 }
 
 static void test_header_unfold_view_when_unchanged(void **state)
 {
 	struct tcase *t = *state;
-	struct mail_str out;
+	struct str out;
 	static const char v[] = "  plain value\t";
-	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
+	assert_int_equal(header_unfold(&t->arena, (struct str){ v, sizeof(v) - 1 }, &out), 0);
 	assert_ptr_equal(out.p, v + 2);
 	assert_int_equal(out.n, 11);
-	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, 2 }, &out), 0);
+	assert_int_equal(header_unfold(&t->arena, (struct str){ v, 2 }, &out), 0);
 	assert_int_equal(out.n, 0);
 	assert_non_null(out.p);
 }
@@ -304,9 +304,9 @@ static void test_header_unfold_view_when_unchanged(void **state)
 static void test_header_unfold_keeps_lone_cr(void **state)
 {
 	struct tcase *t = *state;
-	struct mail_str out;
+	struct str out;
 	static const char v[] = "a\rb\r\n c";
-	assert_int_equal(header_unfold(&t->arena, (struct mail_str){ v, sizeof(v) - 1 }, &out), 0);
+	assert_int_equal(header_unfold(&t->arena, (struct str){ v, sizeof(v) - 1 }, &out), 0);
 	t_assert_str(out, "a\rb c");
 }
 

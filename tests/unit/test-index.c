@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define S(lit) ((struct mail_str){ (lit), sizeof(lit) - 1 })
+#define S(lit) ((struct str){ (lit), sizeof(lit) - 1 })
 
 static char dir[64], db_path[96];
 
@@ -83,7 +83,7 @@ static struct record_io maildir_io(const char *path)
 	memset(&io, 0, sizeof(io));
 	io.root = S("Maildir");
 	io.base = io.root;
-	io.path = (struct mail_str){ path, strlen(path) };
+	io.path = (struct str){ path, strlen(path) };
 	/* the walk's identity: the unique name, whatever the flags */
 	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	io.id = maildir_id(io.base.p, io.base.n, name, strlen(name));
@@ -293,7 +293,7 @@ static void test_index_state_view(void **state)
 	struct state *st;
 	assert_int_equal(index_load_state(ix, &st), 0);
 	enum state_verdict v;
-	struct mail_str op;
+	struct str op;
 	struct state_entry *e;
 	assert_int_equal(state_check(st, &io, &v, &op, &e), 0);
 	assert_int_equal(v, STATE_UNCHANGED);

@@ -381,8 +381,8 @@ static void test_mime_type_mismatch(void **state)
 static void test_mime_types_agree_rules(void **state)
 {
 	(void)state;
-	struct mail_str d;
-#define AGREE(decl, det) (d = (struct mail_str){ decl, sizeof(decl) - 1 }, mime_types_agree(d, det))
+	struct str d;
+#define AGREE(decl, det) (d = (struct str){ decl, sizeof(decl) - 1 }, mime_types_agree(d, det))
 	assert_true(AGREE("image/png", "image/png"));
 	assert_true(AGREE("image/x-png", "image/png"));
 	assert_true(AGREE("image/jpg", "image/jpeg"));

@@ -15,7 +15,7 @@
 
 struct tcase {
 	struct arena arena;
-	struct mail_str *ids;
+	struct str *ids;
 	size_t n;
 };
 
@@ -23,19 +23,19 @@ T_ARENA_CASE(struct tcase)
 
 static void list(struct tcase *t, const char *in, size_t n)
 {
-	assert_int_equal(msgid_parse_list(&t->arena, (struct mail_str){ in, n }, &t->ids, &t->n), 0);
+	assert_int_equal(msgid_parse_list(&t->arena, (struct str){ in, n }, &t->ids, &t->n), 0);
 }
 
 #define LIST(t, lit) list((t), (lit), sizeof(lit) - 1)
 
-static struct mail_str first_n(const char *s, size_t n)
+static struct str first_n(const char *s, size_t n)
 {
-	return msgid_parse_first((struct mail_str){ s, n });
+	return msgid_parse_first((struct str){ s, n });
 }
 
-static struct mail_str first(const char *s)
+static struct str first(const char *s)
 {
-	return msgid_parse_first((struct mail_str){ s, strlen(s) });
+	return msgid_parse_first((struct str){ s, strlen(s) });
 }
 
 static void test_msgid_bracketed(void **state)
@@ -49,7 +49,7 @@ static void test_msgid_is_view(void **state)
 {
 	(void)state;
 	const char *in = "<x@y>";
-	struct mail_str id = first(in);
+	struct str id = first(in);
 	assert_ptr_equal(id.p, in + 1);
 	assert_int_equal(id.n, 3);
 }

@@ -29,7 +29,7 @@ T_CTX_CASE(struct tcase)
 static void parse_n(struct tcase *t, const char *in, size_t n)
 {
 	t->warnings = 0;
-	assert_int_equal(param_parse(&t->ctx, (struct mail_str){ in, n }, &t->m, &t->warnings), 0);
+	assert_int_equal(param_parse(&t->ctx, (struct str){ in, n }, &t->m, &t->warnings), 0);
 }
 
 #define PARSE(t, lit) parse_n((t), (lit), sizeof(lit) - 1)
@@ -264,7 +264,7 @@ static void test_param_huge_value_linear(void **state)
 		memcpy(in + i, "%41", 3);
 	size_t len = 31 + (n - 31) / 3 * 3;
 	parse_n(t, in, len);
-	struct mail_str v = param_get(&t->m, "filename");
+	struct str v = param_get(&t->m, "filename");
 	assert_int_equal(v.n, (len - 31) / 3);
 	assert_int_equal(v.p[0], 'A');
 	free(in);

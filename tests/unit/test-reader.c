@@ -129,7 +129,7 @@ struct run_opts {
 	void *after_stat_arg;
 };
 
-static char *copy_str(struct mail_str m)
+static char *copy_str(struct str m)
 {
 	if (!m.p)
 		return NULL;

@@ -182,14 +182,14 @@ static void test_transfer_qp_prefix(void **state)
 static void test_transfer_encoding_names(void **state)
 {
 	(void)state;
-	assert_int_equal(transfer_encoding_parse(MAIL_STR_NULL), TRANSFER_IDENTITY);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ " Base64 ", 8 }), TRANSFER_BASE64);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ "QUOTED-PRINTABLE", 16 }), TRANSFER_QP);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ "8bit", 4 }), TRANSFER_IDENTITY);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ "binary", 6 }), TRANSFER_IDENTITY);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ "x-uuencode", 10 }), TRANSFER_UUENCODE);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ "base64 (x)", 10 }), TRANSFER_BASE64);
-	assert_int_equal(transfer_encoding_parse((struct mail_str){ "x-foo", 5 }), TRANSFER_UNKNOWN);
+	assert_int_equal(transfer_encoding_parse(STR_NULL), TRANSFER_IDENTITY);
+	assert_int_equal(transfer_encoding_parse((struct str){ " Base64 ", 8 }), TRANSFER_BASE64);
+	assert_int_equal(transfer_encoding_parse((struct str){ "QUOTED-PRINTABLE", 16 }), TRANSFER_QP);
+	assert_int_equal(transfer_encoding_parse((struct str){ "8bit", 4 }), TRANSFER_IDENTITY);
+	assert_int_equal(transfer_encoding_parse((struct str){ "binary", 6 }), TRANSFER_IDENTITY);
+	assert_int_equal(transfer_encoding_parse((struct str){ "x-uuencode", 10 }), TRANSFER_UUENCODE);
+	assert_int_equal(transfer_encoding_parse((struct str){ "base64 (x)", 10 }), TRANSFER_BASE64);
+	assert_int_equal(transfer_encoding_parse((struct str){ "x-foo", 5 }), TRANSFER_UNKNOWN);
 }
 
 /* "Cat" uuencoded: length byte '#' (3), then "0V%T". */

@@ -912,12 +912,12 @@ static char *unlisted_child(void *arg)
 	struct sb s = { 0 };
 	for (const char *const *p = paths; *p; p++)
 		sb_printf(&s, "%s %s\n", *p,
-		          walk_unlisted(w, (struct mail_str){ base, strlen(base) },
-		                        (struct mail_str){ *p, strlen(*p) }) ? "yes" : "no");
+		          walk_unlisted(w, (struct str){ base, strlen(base) },
+		                        (struct str){ *p, strlen(*p) }) ? "yes" : "no");
 	/* the unreadable directory given as a PATH: all of it */
 	sb_printf(&s, "(locked) hidden.eml %s\n",
-	          walk_unlisted(w, (struct mail_str){ locked, strlen(locked) },
-	                        (struct mail_str){ "hidden.eml", 10 }) ? "yes" : "no");
+	          walk_unlisted(w, (struct str){ locked, strlen(locked) },
+	                        (struct str){ "hidden.eml", 10 }) ? "yes" : "no");
 	walk_free(w);
 	free(locked);
 	return sb_take(&s);
@@ -945,8 +945,8 @@ static void test_walk_unlisted(void **state)
 	assert_int_equal(chmod(locked, 0755), 0);
 	assert_int_equal(walk_add_path(w, base), 0);
 	free(walk_render(w, base));
-	assert_false(walk_unlisted(w, (struct mail_str){ base, strlen(base) },
-	                           (struct mail_str){ "locked/hidden.eml", 17 }));
+	assert_false(walk_unlisted(w, (struct str){ base, strlen(base) },
+	                           (struct str){ "locked/hidden.eml", 17 }));
 	walk_free(w);
 	free(locked);
 	t_rmtree(base);
