@@ -167,6 +167,12 @@ static inline bool is_alnum(uint8_t c)
 	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 
+/* The bytes of code point cp in UTF-8. */
+static size_t utf8_len(uint32_t cp)
+{
+	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
 /* At `&`: decodes a character reference, or writes the `&` literally. */
 static bool entity(struct html *h)
 {
@@ -200,10 +206,13 @@ static bool entity(struct html *h)
 			j++;
 		if (j > i) {
 			int32_t cp2, cp = html_entity_lookup((const char *)p + i, j - i, &cp2);
-			if (cp >= 0) {
-				if (j < n && p[j] == ';')
-					j++;
-				h->i = j;
+			size_t end = j < n && p[j] == ';' ? j + 1 : j;
+			/* The text is never longer than the HTML it came from
+			 * (html.h): the few references whose characters take more
+			 * bytes than they do (two code points under a short name,
+			 * as &nLt;) stay as written. */
+			if (cp >= 0 && utf8_len((uint32_t)cp) + (cp2 ? utf8_len((uint32_t)cp2) : 0) <= end - h->i) {
+				h->i = end;
 				return put_cp(h, (uint32_t)cp) && (!cp2 || put_cp(h, (uint32_t)cp2));
 			}
 		}
