@@ -222,22 +222,19 @@ static int index_fail(struct index *ix, int rc)
  * notmuch and mu name them.  A JSON array, [] outside a Maildir. */
 static void index_sql_tags(sqlite3_context *cx, int argc, sqlite3_value **argv)
 {
-	static const struct { char letter; const char *tag; } names[] = {
-		{ 'D', "draft" }, { 'F', "flagged" }, { 'P', "passed" },
-		{ 'R', "replied" }, { 'S', "seen" }, { 'T', "trashed" },
-	};
 	char out[128] = "[";
 	size_t n = 1;
 	if (sqlite3_value_type(argv[0]) != SQLITE_NULL) {
 		const char *flags = (const char *)sqlite3_value_text(argv[1]);
 		if (!flags)
 			flags = "";
-		bool seen = strchr(flags, 'S');
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (strchr(flags, names[i].letter))
+		/* the specification's letters in their order; the words are
+		 * io/maildir.c's, the records' own */
+		for (const char *l = "DFPRST"; *l; l++)
+			if (strchr(flags, *l))
 				n += (size_t)snprintf(out + n, sizeof(out) - n, "%s\"%s\"", n > 1 ? "," : "",
-				                      names[i].tag);
-		if (!seen)
+				                      maildir_flag_tag(*l));
+		if (!strchr(flags, 'S'))
 			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s\"unread\"", n > 1 ? "," : "");
 	}
 	snprintf(out + n, sizeof(out) - n, "]");
