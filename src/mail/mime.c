@@ -35,6 +35,7 @@
 #include "mail/msgid.h"
 #include "mail/param.h"
 #include "mail/sniff.h"
+#include "mail/textbuf.h"
 #include "mail/transfer.h"
 #include "core/limits.h"
 
@@ -54,42 +55,6 @@ static bool str_ieq(struct str s, const char *lit)
 {
 	size_t n = strlen(lit);
 	return s.p && s.n == n && strncasecmp(s.p, lit, n) == 0;
-}
-
-/* Line [i, *end) without its CR LF; *next is the following line. */
-static inline size_t line_at(const uint8_t *p, size_t n, size_t i, size_t *next)
-{
-	const uint8_t *nl = memchr(p + i, '\n', n - i);
-	size_t e = nl ? (size_t)(nl - p) : n;
-	*next = nl ? e + 1 : n;
-	if (e > i && p[e - 1] == '\r')
-		e--;
-	return e;
-}
-
-/* A capped output buffer: appends cut on a UTF-8 character boundary. */
-struct outbuf {
-	char *p;
-	size_t len, cap;
-	bool full;
-};
-
-static bool out_put(struct outbuf *o, const void *src, size_t k)
-{
-	size_t room = o->cap - o->len;
-	if (k > room) {
-		const uint8_t *s = src;
-		size_t cut = room;
-		while (cut > 0 && (s[cut] & 0xC0) == 0x80)
-			cut--;
-		memcpy(o->p + o->len, s, cut);
-		o->len += cut;
-		o->full = true;
-		return false;
-	}
-	memcpy(o->p + o->len, src, k);
-	o->len += k;
-	return true;
 }
 
 /* Copies text with CR LF (and lone CR at a line end) turned into LF. */
