@@ -322,17 +322,6 @@ static void test_mime_format_flowed(void **state)
 	t_assert_str(m.text, "abcd");
 }
 
-static void test_mime_unflow_direct(void **state)
-{
-	(void)state;
-	char out[64];
-	bool full = true;
-	size_t k = mime_unflow((const uint8_t *)"a \r\nb\r\n>x \r\ny\r\n", 15, false, out, sizeof(out), &full);
-	assert_int_equal(k, 10);
-	assert_memory_equal(out, "a b\n>x \ny\n", 10);
-	assert_false(full);
-}
-
 static void test_mime_charset_and_qp(void **state)
 {
 	(void)state;
@@ -517,7 +506,6 @@ int main(void)
 		cmocka_unit_test(test_mime_nesting_overflow),
 		cmocka_unit_test(test_mime_too_many_parts),
 		cmocka_unit_test(test_mime_format_flowed),
-		cmocka_unit_test(test_mime_unflow_direct),
 		cmocka_unit_test(test_mime_charset_and_qp),
 		cmocka_unit_test(test_mime_bad_base64_and_qp_warn),
 		cmocka_unit_test(test_mime_text_truncated),
