@@ -22,10 +22,4 @@ int mime_parse(struct mail_ctx *ctx, const struct mail_options *o,
                const uint8_t *p, size_t n, const struct header_block *hb,
                struct mail_message *m);
 
-/* True when a declared attachment type and libmagic's answer agree, with the
- * leniency README describes (application/octet-stream agrees with anything,
- * x- prefixes and known aliases are ignored, container formats match their
- * container).  Both lower case. */
-bool mime_types_agree(struct str declared, const char *detected);
-
 #endif

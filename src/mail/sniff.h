@@ -36,4 +36,10 @@ void sniff_cookie_free(struct sniff_cookie *s);
  * failed to load — then it is not retried — or libmagic failed). */
 const char *sniff_buffer(struct sniff_cookie *s, const uint8_t *p, size_t n);
 
+/* True when a declared attachment type and libmagic's answer agree, with the
+ * leniency README describes (application/octet-stream agrees with anything,
+ * x- prefixes and known aliases are ignored, container formats match their
+ * container).  Both lower case. */
+bool mime_types_agree(struct str declared, const char *detected);
+
 #endif
