@@ -3,7 +3,7 @@
 #include "mail/flowed.h"
 #include "mail/textbuf.h"
 
-size_t mime_unflow(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
+size_t flowed_decode(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
                    bool *full)
 {
 	struct outbuf o = { .p = out, .cap = cap };

@@ -15,7 +15,7 @@
  * quote depth, removes space-stuffing, and with delsp the space that marked
  * the line as flowed.  Line ends in the output are LF.  Writes at most cap
  * bytes (cut on a UTF-8 boundary, *full set) and returns the length. */
-size_t mime_unflow(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
+size_t flowed_decode(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
                    bool *full);
 
 #endif

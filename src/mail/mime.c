@@ -336,7 +336,7 @@ static int sniff_into(struct mime_walk *w, struct mail_attachment *a, const uint
 	if (!c)
 		return -ENOMEM;
 	a->detected_type = (struct str){ c, tn };
-	if (!mime_types_agree(a->content_type, c))
+	if (!sniff_types_agree(a->content_type, c))
 		mail_warn(w->w, MAIL_W_TYPE_MISMATCH);
 	return 0;
 }
@@ -823,7 +823,7 @@ static int text_build(struct mime_walk *w)
 		if (c->kind == CAND_HTML) {
 			o.len += html_to_text(u, un, o.p + o.len, o.cap - o.len, &full);
 		} else if (c->flowed) {
-			o.len += mime_unflow(u, un, c->delsp, o.p + o.len, o.cap - o.len, &full);
+			o.len += flowed_decode(u, un, c->delsp, o.p + o.len, o.cap - o.len, &full);
 		} else {
 			out_put_lines(&o, u, un);
 		}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* libmagic behind a lazily loaded cookie: see sniff.h.
+/* libmagic behind a lazily loaded cookie, and whether a declared type
+ * agrees with its answer: see sniff.h.
  *
  * States: NEW (nothing loaded) → READY (magic_open + magic_load succeeded)
  * or FAILED (either failed; never retried, so a missing database costs one
@@ -367,7 +368,7 @@ static bool in_family(const char *t, const char *const *fam)
 	return false;
 }
 
-bool mime_types_agree(struct str declared, const char *detected)
+bool sniff_types_agree(struct str declared, const char *detected)
 {
 	if (!declared.p || !detected)
 		return true;

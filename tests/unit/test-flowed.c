@@ -10,12 +10,12 @@
 
 #include "mail/flowed.h"
 
-static void test_mime_unflow_direct(void **state)
+static void test_flowed_decode_direct(void **state)
 {
 	(void)state;
 	char out[64];
 	bool full = true;
-	size_t k = mime_unflow((const uint8_t *)"a \r\nb\r\n>x \r\ny\r\n", 15, false, out, sizeof(out), &full);
+	size_t k = flowed_decode((const uint8_t *)"a \r\nb\r\n>x \r\ny\r\n", 15, false, out, sizeof(out), &full);
 	assert_int_equal(k, 10);
 	assert_memory_equal(out, "a b\n>x \ny\n", 10);
 	assert_false(full);
@@ -24,7 +24,7 @@ static void test_mime_unflow_direct(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mime_unflow_direct),
+		cmocka_unit_test(test_flowed_decode_direct),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

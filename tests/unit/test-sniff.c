@@ -230,11 +230,11 @@ static void test_sniff_zip_family_agrees_with_libmagic(void **state)
 	sniff_cookie_free(s);
 }
 
-static void test_mime_types_agree_rules(void **state)
+static void test_sniff_types_agree_rules(void **state)
 {
 	(void)state;
 	struct str d;
-#define AGREE(decl, det) (d = (struct str){ decl, sizeof(decl) - 1 }, mime_types_agree(d, det))
+#define AGREE(decl, det) (d = (struct str){ decl, sizeof(decl) - 1 }, sniff_types_agree(d, det))
 	assert_true(AGREE("image/png", "image/png"));
 	assert_true(AGREE("image/x-png", "image/png"));
 	assert_true(AGREE("image/jpg", "image/jpeg"));
@@ -272,7 +272,7 @@ int main(void)
 		cmocka_unit_test(test_sniff_signatures_agree_with_libmagic),
 		cmocka_unit_test(test_sniff_pgp_armour_agrees_with_libmagic),
 		cmocka_unit_test(test_sniff_pkcs7_agrees_with_libmagic),
-		cmocka_unit_test(test_mime_types_agree_rules),
+		cmocka_unit_test(test_sniff_types_agree_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
