@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The parser's contract with the rest of ingest.
  *
- * mail_parse() turns the bytes of one message into a struct mail_message.  It
- * is a pure function of its inputs: no syscalls, no globals.  Every decoded
+ * mail_parse() turns the bytes of one message into a struct mail_message
+ * (message.h, with the other types the sub-parsers share).  It is a pure
+ * function of its inputs: no syscalls, no globals.  Every decoded
  * string it returns (names, subject, text, header values, file names) is
  * valid UTF-8, always carried with its length; tokens copied as written
  * (addr-specs, message ids, content types, content ids) may carry raw 8-bit
@@ -17,12 +18,8 @@
 #ifndef INGEST_MAIL_H
 #define INGEST_MAIL_H
 
-#include "core/arena.h"
-#include "core/dynbuf.h"
-#include "core/str.h"
 #include "mail/message.h"
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -11,7 +11,7 @@
 #define INGEST_MAIL_MIME_H
 
 #include "mail/header.h"
-#include "mail/mail.h"
+#include "mail/message.h"
 
 struct mail_ctx;
 

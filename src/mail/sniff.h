@@ -17,7 +17,7 @@
 #ifndef INGEST_MAIL_SNIFF_H
 #define INGEST_MAIL_SNIFF_H
 
-#include "mail/mail.h"
+#include "mail/message.h"
 
 struct sniff_cookie;
 
