@@ -6,12 +6,12 @@
 size_t flowed_decode(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
                    bool *full)
 {
-	struct outbuf o = { .p = out, .cap = cap };
+	struct textbuf o = { .p = out, .cap = cap };
 	bool in_para = false;
 	size_t para_q = 0, i = 0;
 
 	while (i < n && !o.full) {
-		size_t next, e = line_at(p, n, i, &next);
+		size_t next, e = textbuf_line(p, n, i, &next);
 		size_t q = 0, c = i;
 		while (c < e && p[c] == '>')          /* 4.5: quote depth */
 			c++, q++;
@@ -25,19 +25,19 @@ size_t flowed_decode(const uint8_t *p, size_t n, bool delsp, char *out, size_t c
 		if (in_para && q != para_q) {
 			/* 4.5: a quote depth change ends the paragraph (the
 			 * sender broke the rules; keep the line break). */
-			out_put(&o, "\n", 1);
+			textbuf_put(&o, "\n", 1);
 			in_para = false;
 		}
 		if (!in_para)
-			out_put(&o, p + i, q ? cs - i : 0);   /* keep "> " quote marks */
+			textbuf_put(&o, p + i, q ? cs - i : 0);   /* keep "> " quote marks */
 		if (ce > cs)
-			out_put(&o, p + cs, ce - cs);
+			textbuf_put(&o, p + cs, ce - cs);
 		if (flowed) {
 			in_para = true;
 			para_q = q;
 		} else {
 			if (next > e || i < n)
-				out_put(&o, "\n", 1);
+				textbuf_put(&o, "\n", 1);
 			in_para = false;
 		}
 		i = next;

@@ -59,18 +59,18 @@ static bool str_ieq(struct str s, const char *lit)
 }
 
 /* Copies text with CR LF (and lone CR at a line end) turned into LF. */
-static void out_put_lines(struct outbuf *o, const uint8_t *p, size_t n)
+static void put_lines(struct textbuf *o, const uint8_t *p, size_t n)
 {
 	size_t i = 0;
 	while (i < n && !o->full) {
 		const uint8_t *cr = memchr(p + i, '\r', n - i);
 		size_t e = cr ? (size_t)(cr - p) : n;
-		if (!out_put(o, p + i, e - i) || !cr)
+		if (!textbuf_put(o, p + i, e - i) || !cr)
 			return;
 		i = e + 1;
 		if (i < n && p[i] == '\n')
 			continue;          /* the LF is copied with the next run */
-		out_put(o, "\n", 1);
+		textbuf_put(o, "\n", 1);
 	}
 }
 
@@ -190,7 +190,7 @@ static struct delim scan(const struct mime_walk *w, size_t pos)
 			break;
 		size_t j = (size_t)(dash - p);
 		if ((j == pos || p[j - 1] == '\n') && j + 1 < n && p[j + 1] == '-') {
-			size_t next, e = line_at(p, n, j, &next);
+			size_t next, e = textbuf_line(p, n, j, &next);
 			if (delim_match(w, j, e, &d)) {
 				d.eof = false;
 				d.start = j;
@@ -265,7 +265,7 @@ static int part_headers(struct mime_walk *w, size_t pos, struct entity *e, size_
 	bool blank = false;
 	struct delim d;
 	while (i < n) {
-		size_t next, le = line_at(p, n, i, &next);
+		size_t next, le = textbuf_line(p, n, i, &next);
 		if (le == i) {
 			end = next;
 			blank = true;
@@ -782,7 +782,7 @@ static int text_build(struct mime_walk *w)
 	char *buf = arena_alloc(&ctx->arena, cap + 1);
 	if (!buf)
 		return -ENOMEM;
-	struct outbuf o = { .p = buf, .cap = cap };
+	struct textbuf o = { .p = buf, .cap = cap };
 	struct dynbuf *s = &ctx->scratch;
 	size_t base = s->len;
 	int r = 0;
@@ -791,7 +791,7 @@ static int text_build(struct mime_walk *w)
 		struct cand *c = &w->cand[i];
 		if (c->dropped)
 			continue;
-		if (o.len && buf[o.len - 1] != '\n' && !out_put(&o, "\n", 1))
+		if (o.len && buf[o.len - 1] != '\n' && !textbuf_put(&o, "\n", 1))
 			break;
 		const uint8_t *p = c->p;
 		size_t n = c->n;
@@ -825,7 +825,7 @@ static int text_build(struct mime_walk *w)
 		} else if (c->flowed) {
 			o.len += flowed_decode(u, un, c->delsp, o.p + o.len, o.cap - o.len, &full);
 		} else {
-			out_put_lines(&o, u, un);
+			put_lines(&o, u, un);
 		}
 		if (full)
 			o.full = true;

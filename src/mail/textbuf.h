@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* Line [i, *end) without its CR LF; *next is the following line. */
-static inline size_t line_at(const uint8_t *p, size_t n, size_t i, size_t *next)
+static inline size_t textbuf_line(const uint8_t *p, size_t n, size_t i, size_t *next)
 {
 	const uint8_t *nl = memchr(p + i, '\n', n - i);
 	size_t e = nl ? (size_t)(nl - p) : n;
@@ -22,14 +22,14 @@ static inline size_t line_at(const uint8_t *p, size_t n, size_t i, size_t *next)
 	return e;
 }
 
-/* A capped output buffer: appends cut on a UTF-8 character boundary. */
-struct outbuf {
+/* The capped buffer: appends cut on a UTF-8 character boundary. */
+struct textbuf {
 	char *p;
 	size_t len, cap;
 	bool full;
 };
 
-static inline bool out_put(struct outbuf *o, const void *src, size_t k)
+static inline bool textbuf_put(struct textbuf *o, const void *src, size_t k)
 {
 	size_t room = o->cap - o->len;
 	if (k > room) {
