@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* What the body's text builders share (mime.c, and flowed.c for RFC 3676):
- * the line scanner they walk the body with, and the capped buffer the text
- * is built in, whose appends are cut on a UTF-8 character boundary so that
- * a text cut at mail_options.max_text is still valid UTF-8. */
+/* What the body's readers share: the line scanner that mime.c, flowed.c
+ * (RFC 3676) and transfer.c's uudecode walk the body with, and the capped
+ * buffer the text is built in (mime.c, flowed.c), whose appends are cut on
+ * a UTF-8 character boundary so that a text cut at mail_options.max_text
+ * is still valid UTF-8. */
 #ifndef INGEST_MAIL_TEXTBUF_H
 #define INGEST_MAIL_TEXTBUF_H
 
