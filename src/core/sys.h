@@ -129,10 +129,11 @@ int sys_fault_(const char *site, enum sys_call c);
  * at the caller's site, and a failure returns its -errno once (bytes moved
  * before it are not reported, except by sys_writev_full).  A signal does
  * not end them: main.c's handlers only set the run's stop flag, which each
- * stage checks between calls (docs/ARCHITECTURE.md, "Stopping").  None
- * makes a call more than the loop it replaced: a read that must not go on
- * after a short count (the reader's size+1 read, whose short count proves
- * the end of the file) uses the _restart form. */
+ * stage checks between calls (docs/ARCHITECTURE.md, "The pipeline and its
+ * threads", Stopping).  A read whose short count already proves the end of
+ * the file (the reader's size+1 read) uses the _restart form: the _full
+ * form would spend one more call to see the end, and the syscall contract
+ * allows none. */
 
 /* Reads until n bytes or the end of the file: the bytes read, fewer than n
  * only at the end (which cost one more call, returning 0), or -errno.  n
