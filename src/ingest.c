@@ -289,20 +289,13 @@ static int run_take_stdin(struct run *run)
 	uint64_t h = HASH_FNV1A_INIT;
 	int r = 0;
 	for (;;) {
-		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = sys_read_restart(STDIN_FILENO, buf, sizeof(buf));
 		if (n <= 0) {
-			r = n < 0 ? -errno : 0;
+			r = (int)n;
 			break;
 		}
 		h = hash_fnv1a(h, buf, (size_t)n);
-		for (ssize_t off = 0; off < n && r == 0;) {
-			ssize_t w = write(fd, buf + off, (size_t)(n - off));
-			if (w < 0 && errno != EINTR)
-				r = -errno;
-			off += w > 0 ? w : 0;
-		}
+		r = sys_write_full(fd, buf, (size_t)n);
 		if (r < 0)
 			break;
 	}

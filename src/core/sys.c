@@ -180,6 +180,118 @@ int sys_thread_create_(const char *site, pthread_t *t, const pthread_attr_t *att
 	return -pthread_create(t, attr, fn, arg);
 }
 
+/* The read loops of sys.h, over one call of either wrapper or of a
+ * reader backend.  `at` carries the wrapper's site and name. */
+struct sys_at {
+	const char *site;
+	enum sys_call c;
+};
+
+static ssize_t sys_at_call(void *ctx, int fd, void *buf, size_t n, uint64_t off)
+{
+	const struct sys_at *at = ctx;
+	switch (at->c) {
+	case SC_pread64:
+		return sys_pread_(at->site, fd, buf, n, off);
+	case SC_getdents64:
+		return sys_getdents64_(at->site, fd, buf, n);
+	default:
+		return sys_read_(at->site, fd, buf, n);
+	}
+}
+
+ssize_t sys_pread_full_by(ssize_t (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t off),
+                          void *ctx, int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(ctx, fd, (char *)buf + got, n - got, off + got);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+ssize_t sys_pread_restart_by(ssize_t (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t off),
+                             void *ctx, int fd, void *buf, size_t n, uint64_t off)
+{
+	ssize_t r;
+	do
+		r = pread(ctx, fd, buf, n, off);
+	while (r == -EINTR);
+	return r;
+}
+
+ssize_t sys_read_full_(const char *site, int fd, void *buf, size_t n)
+{
+	struct sys_at at = { site, SC_read };
+	return sys_pread_full_by(sys_at_call, &at, fd, buf, n, 0);
+}
+
+ssize_t sys_pread_full_(const char *site, int fd, void *buf, size_t n, uint64_t off)
+{
+	struct sys_at at = { site, SC_pread64 };
+	return sys_pread_full_by(sys_at_call, &at, fd, buf, n, off);
+}
+
+ssize_t sys_read_restart_(const char *site, int fd, void *buf, size_t n)
+{
+	struct sys_at at = { site, SC_read };
+	return sys_pread_restart_by(sys_at_call, &at, fd, buf, n, 0);
+}
+
+ssize_t sys_getdents64_restart_(const char *site, int fd, void *buf, size_t n)
+{
+	struct sys_at at = { site, SC_getdents64 };
+	return sys_pread_restart_by(sys_at_call, &at, fd, buf, n, 0);
+}
+
+int sys_write_full_(const char *site, int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = sys_write_(site, fd, p, n);
+		if (w == -EINTR)
+			continue;
+		if (w < 0)
+			return (int)w;
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* A writev of 0 bytes is progress when the iovecs left are empty ones. */
+int sys_writev_full_(const char *site, int fd, struct iovec *iov, int iovcnt, uint64_t *written)
+{
+	*written = 0;
+	while (iovcnt > 0) {
+		ssize_t r = sys_writev_(site, fd, iov, iovcnt);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			return (int)r;
+		*written += (uint64_t)r;
+		while (iovcnt > 0 && (size_t)r >= iov->iov_len) {
+			r -= (ssize_t)iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + r;
+			iov->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
 /* Futexes are not fault-injected: a failed wait is indistinguishable from a
  * spurious wake-up, which every caller already handles by re-checking. */
 int sys_futex_wait(uint32_t *word, uint32_t expected)

@@ -124,6 +124,47 @@ int sys_fault_(const char *site, enum sys_call c);
  * fault-injectable by the name "pthread_create". */
 #define sys_thread_create(...) sys_thread_create_(FAULT_SITE, __VA_ARGS__)
 
+/* Loops over EINTR and short counts, after bfs's xread and xwrite: each
+ * call inside is the wrapper of the same name, counted and fault-injectable
+ * at the caller's site, and a failure returns its -errno once (bytes moved
+ * before it are not reported, except by sys_writev_full).  A signal does
+ * not end them: main.c's handlers only set the run's stop flag, which each
+ * stage checks between calls (docs/ARCHITECTURE.md, "The pipeline and its
+ * threads", Stopping).  A read whose short count already proves the end of
+ * the file (the reader's size+1 read) uses the _restart form: the _full
+ * form would spend one more call to see the end, and the syscall contract
+ * allows none. */
+
+/* Reads until n bytes or the end of the file: the bytes read, fewer than n
+ * only at the end (which cost one more call, returning 0), or -errno.  n
+ * of 0 makes no call. */
+ssize_t sys_read_full_(const char *site, int fd, void *buf, size_t n);
+ssize_t sys_pread_full_(const char *site, int fd, void *buf, size_t n, uint64_t off);
+/* One call, made again while it fails with EINTR (what SA_RESTART would
+ * do): a short count is returned as it is. */
+ssize_t sys_read_restart_(const char *site, int fd, void *buf, size_t n);
+ssize_t sys_getdents64_restart_(const char *site, int fd, void *buf, size_t n);
+/* Writes all n bytes: 0 or -errno (-EIO for a write that wrote nothing). */
+int sys_write_full_(const char *site, int fd, const void *buf, size_t n);
+/* Writes all of iov, which it advances past what went out: 0 or -errno,
+ * with *written the bytes that went out either way. */
+int sys_writev_full_(const char *site, int fd, struct iovec *iov, int iovcnt, uint64_t *written);
+
+#define sys_read_full(...) sys_read_full_(FAULT_SITE, __VA_ARGS__)
+#define sys_pread_full(...) sys_pread_full_(FAULT_SITE, __VA_ARGS__)
+#define sys_read_restart(...) sys_read_restart_(FAULT_SITE, __VA_ARGS__)
+#define sys_getdents64_restart(...) sys_getdents64_restart_(FAULT_SITE, __VA_ARGS__)
+#define sys_write_full(...) sys_write_full_(FAULT_SITE, __VA_ARGS__)
+#define sys_writev_full(...) sys_writev_full_(FAULT_SITE, __VA_ARGS__)
+
+/* The same two read loops over another one-call read at an offset (a
+ * reader backend's, which may go through the ring): `pread` is called
+ * with ctx and returns what one call returns, or -errno. */
+ssize_t sys_pread_full_by(ssize_t (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t off),
+                          void *ctx, int fd, void *buf, size_t n, uint64_t off);
+ssize_t sys_pread_restart_by(ssize_t (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t off),
+                             void *ctx, int fd, void *buf, size_t n, uint64_t off);
+
 /* futex on a 32-bit word, private to the process. */
 int sys_futex_wait(uint32_t *word, uint32_t expected);
 int sys_futex_wake(uint32_t *word, int n);

@@ -16,6 +16,7 @@
  * value is bound, none is pasted into the statement. */
 #include "ingest.h"
 #include "core/dynbuf.h"
+#include "core/sys.h"
 #include "core/xalloc.h"
 
 #include <ctype.h>
@@ -226,20 +227,6 @@ static void search_sql_tsv(sqlite3_context *cx, int argc, sqlite3_value **argv)
 	dynbuf_release(&b);
 }
 
-static int search_write(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
                   char **error)
 {
@@ -300,9 +287,9 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	int hits = 0;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *line = (const char *)sqlite3_column_text(st, tsv ? 1 : 0);
-		r = search_write(fd, line ? line : "", line ? strlen(line) : 0);
+		r = sys_write_full(fd, line ? line : "", line ? strlen(line) : 0);
 		if (r == 0)
-			r = search_write(fd, "\n", 1);
+			r = sys_write_full(fd, "\n", 1);
 		hits++;
 	}
 	if (r == 0 && rc != SQLITE_DONE) {

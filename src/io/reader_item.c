@@ -219,18 +219,14 @@ static int reader_read_rest(struct reader_common *rc, struct budget *budget, str
 			return -ENOMEM;
 		memcpy(nb, buf ? buf : it->data, have);
 		buf = nb;
-		while (have < cap) {
-			/* pread: the ring's descriptor is gone and a reopened file
-			 * starts at 0, so the offset is explicit. */
-			ssize_t n = sys_pread(fd, buf + have, cap - have, have);
-			if (n == -EINTR)
-				continue;
-			if (n < 0)
-				return (int)n;
-			if (n == 0)
-				goto eof;
-			have += (uint64_t)n;
-		}
+		/* pread: the ring's descriptor is gone and a reopened file
+		 * starts at 0, so the offset is explicit. */
+		ssize_t n = sys_pread_full(fd, buf + have, cap - have, have);
+		if (n < 0)
+			return (int)n;
+		have += (uint64_t)n;
+		if (have < cap)
+			goto eof;
 		if (cap > rc->o.max_size) {
 			it->io.reason = RECORD_TOO_LARGE;
 			it->io.message = "grew past --max-size while being read";
@@ -359,10 +355,7 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 		}
 		it->data = buf;
 		it->cap = cap;
-		ssize_t got;
-		do
-			got = sys_read(fd, buf, cap);
-		while (got == -EINTR);
+		ssize_t got = sys_read_restart(fd, buf, cap);
 		ret = reader_item_read_done(rc, budget, b, it, got, fd);
 	}
 	sys_close(fd);

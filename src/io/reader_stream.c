@@ -62,6 +62,13 @@ static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
 	return it;
 }
 
+/* The backend's one read at an offset, for sys.h's loops. */
+static ssize_t stream_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off)
+{
+	struct reader *r = ctx;
+	return r->pread(r, fd, buf, n, off);
+}
+
 /* Room for one more item: a full batch is sent on first. */
 static int stream_room(struct reader *r, const struct reader_io *io, struct batch **bp)
 {
@@ -145,15 +152,9 @@ static int stream_whole(struct reader *r, const struct reader_io *io, struct bat
 	it->data = whole;
 	it->cap = cap;
 	int64_t total = (int64_t)len;
-	while (!eof && (uint64_t)total < cap) {
-		ssize_t got = r->pread(r, fd, whole + total, cap - (uint64_t)total, (uint64_t)total);
-		if (got == -EINTR)
-			continue;
-		if (got < 0)
-			total = got;
-		if (got <= 0)
-			break;
-		total += got;
+	if (!eof && len < cap) {
+		ssize_t got = sys_pread_full_by(stream_pread, r, fd, whole + len, cap - len, len);
+		total = got < 0 ? got : total + got;
 	}
 	return reader_item_read_done(&r->c, io->budget, *bp, it, total, fd);
 }
@@ -229,10 +230,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			if (kept)
 				memcpy(nbuf, pend, kept);
 			size_t ask = pend_len - kept + want;
-			ssize_t got;
-			do
-				got = r->pread(r, fd, nbuf + kept, ask, pend_off + kept);
-			while (got == -EINTR);
+			ssize_t got = sys_pread_restart_by(stream_pread, r, fd, nbuf + kept, ask,
+			                                   pend_off + kept);
 			if (got < 0) {
 				struct batch_item *it = stream_room(r, io, bp) == 0
 				                      ? stream_item(*bp, e, st, &err) : NULL;

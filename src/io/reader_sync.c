@@ -198,10 +198,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 				ret = -ENOMEM;
 			} else {
 				it->data = buf;
-				ssize_t got;
-				do
-					got = sys_read(so.fd, buf, cap);
-				while (got == -EINTR);
+				ssize_t got = sys_read_restart(so.fd, buf, cap);
 				ret = reader_item_read_done(&r->c, io->budget, b, it, got, so.fd);
 			}
 		}

@@ -350,14 +350,14 @@ int state_load(const char *path, struct state **out)
 			buf = nb;
 			cap *= 2;
 		}
-		ssize_t got = sys_read(fd, buf + n, cap - n);
-		if (got == -EINTR)
-			continue;
-		if (got < 0)
+		ssize_t got = sys_read_full(fd, buf + n, cap - n);
+		if (got < 0) {
 			r = (int)got;
-		if (got <= 0)
 			break;
+		}
 		n += (size_t)got;
+		if (n < cap)
+			break;
 	}
 	sys_close(fd);
 	s->old_bytes = buf;
@@ -415,6 +415,8 @@ int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, s
 		int r = sys_fcntl_lock(fd, wait ? F_SETLKW : F_SETLK, &l);
 		if (r == 0)
 			return fd;
+		/* EINTR by hand: a stopping signal ends the wait for the
+		 * lock (the run then does nothing), any other is waited out. */
 		if (r == -EINTR && !atomic_load(stop))
 			continue;
 		if (r == -EAGAIN || r == -EACCES) {
@@ -852,15 +854,9 @@ static int state_format_entry(struct dynbuf *b, const struct state_entry *e)
 
 static int state_flush(int fd, struct dynbuf *b)
 {
-	size_t off = 0;
-	while (off < b->len) {
-		ssize_t w = sys_write(fd, b->p + off, b->len - off);
-		if (w == -EINTR)
-			continue;
-		if (w < 0)
-			return (int)w;
-		off += (size_t)w;
-	}
+	int r = sys_write_full(fd, b->p, b->len);
+	if (r < 0)
+		return r;
 	dynbuf_reset(b);
 	return 0;
 }

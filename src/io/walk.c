@@ -354,16 +354,14 @@ int walk_add_list(struct walk *w, int fd, bool nul_separated)
 			buf = nb;
 			cap *= 2;
 		}
-		ssize_t n = sys_read(fd, buf + len, cap - len);
-		if (n == -EINTR)
-			continue;
+		ssize_t n = sys_read_full(fd, buf + len, cap - len);
 		if (n < 0) {
 			xfree(buf);
 			return (int)n;
 		}
-		if (n == 0)
-			break;
 		len += (size_t)n;
+		if (len < cap)
+			break;
 	}
 	char sep = nul_separated ? '\0' : '\n';
 	size_t count = 0;
@@ -492,6 +490,8 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	struct walk_entry *all = NULL;
 	*err = 0;
 	for (;;) {
+		/* EINTR by hand, not sys_getdents64_restart: an interrupted
+		 * call is a getdents64 too, and --stats counts each. */
 		ssize_t got = sys_getdents64(d->fd, w->buf, LIMIT_GETDENTS_BYTES);
 		w->stats.getdents_calls++;
 		if (got == -EINTR)
@@ -1162,9 +1162,7 @@ static int walk_scan_for(int dirfd, const char *sub, const char *base, size_t bl
 	char buf[32768];
 	int found = 0;
 	for (;;) {
-		ssize_t got = sys_getdents64(fd, buf, sizeof(buf));
-		if (got == -EINTR)
-			continue;
+		ssize_t got = sys_getdents64_restart(fd, buf, sizeof(buf));
 		if (got <= 0) {
 			if (got < 0)
 				found = (int)got;

@@ -13,7 +13,8 @@
 #ifndef INGEST_MAIL_CHARSET_H
 #define INGEST_MAIL_CHARSET_H
 
-#include "mail/mail.h"
+#include "core/dynbuf.h"
+#include "mail/message.h"
 
 struct mail_ctx;
 struct charset_cache;

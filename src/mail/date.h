@@ -7,7 +7,7 @@
 #ifndef INGEST_MAIL_DATE_H
 #define INGEST_MAIL_DATE_H
 
-#include "mail/mail.h"
+#include "mail/message.h"
 
 /* 0 and *utc (seconds since the epoch) on success; -EINVAL when unparseable. */
 int date_parse(struct str in, int64_t *utc);

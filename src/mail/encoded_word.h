@@ -13,7 +13,7 @@
 #ifndef INGEST_MAIL_ENCODED_WORD_H
 #define INGEST_MAIL_ENCODED_WORD_H
 
-#include "mail/mail.h"
+#include "mail/message.h"
 
 struct mail_ctx;
 

@@ -22,7 +22,8 @@
 #ifndef INGEST_MAIL_HEADER_H
 #define INGEST_MAIL_HEADER_H
 
-#include "mail/mail.h"
+#include "core/arena.h"
+#include "mail/message.h"
 
 struct header_field {
 	struct str name;    /* as written, no trailing white space */

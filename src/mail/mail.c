@@ -20,6 +20,7 @@
  * Invariants: pure (no syscalls but libmagic's lazy load, no globals); all
  * output is views of p or lives in ctx->arena, which is reset on entry, so a
  * message stays valid until the next mail_parse() on the same ctx. */
+#include "mail/mail.h"
 #include "mail/address.h"
 #include "mail/charset.h"
 #include "mail/date.h"

@@ -4,7 +4,11 @@
 #ifndef INGEST_MAIL_CTX_H
 #define INGEST_MAIL_CTX_H
 
-#include "mail/mail.h"
+#include "core/arena.h"
+#include "core/dynbuf.h"
+#include "core/str.h"
+
+#include <stdbool.h>
 
 struct charset_cache;   /* mail/charset.c: iconv descriptors by label */
 struct sniff_cookie;    /* mail/sniff.c: the libmagic cookie, loaded lazily */

@@ -30,11 +30,13 @@
  * ctx->scratch above the length it had on entry. */
 #include "mail/mime.h"
 #include "mail/charset.h"
+#include "mail/flowed.h"
 #include "mail/html.h"
 #include "mail/mail_ctx.h"
 #include "mail/msgid.h"
 #include "mail/param.h"
 #include "mail/sniff.h"
+#include "mail/textbuf.h"
 #include "mail/transfer.h"
 #include "core/limits.h"
 
@@ -56,235 +58,20 @@ static bool str_ieq(struct str s, const char *lit)
 	return s.p && s.n == n && strncasecmp(s.p, lit, n) == 0;
 }
 
-/* Line [i, *end) without its CR LF; *next is the following line. */
-static inline size_t line_at(const uint8_t *p, size_t n, size_t i, size_t *next)
-{
-	const uint8_t *nl = memchr(p + i, '\n', n - i);
-	size_t e = nl ? (size_t)(nl - p) : n;
-	*next = nl ? e + 1 : n;
-	if (e > i && p[e - 1] == '\r')
-		e--;
-	return e;
-}
-
-/* A capped output buffer: appends cut on a UTF-8 character boundary. */
-struct outbuf {
-	char *p;
-	size_t len, cap;
-	bool full;
-};
-
-static bool out_put(struct outbuf *o, const void *src, size_t k)
-{
-	size_t room = o->cap - o->len;
-	if (k > room) {
-		const uint8_t *s = src;
-		size_t cut = room;
-		while (cut > 0 && (s[cut] & 0xC0) == 0x80)
-			cut--;
-		memcpy(o->p + o->len, s, cut);
-		o->len += cut;
-		o->full = true;
-		return false;
-	}
-	memcpy(o->p + o->len, src, k);
-	o->len += k;
-	return true;
-}
-
 /* Copies text with CR LF (and lone CR at a line end) turned into LF. */
-static void out_put_lines(struct outbuf *o, const uint8_t *p, size_t n)
+static void put_lines(struct textbuf *o, const uint8_t *p, size_t n)
 {
 	size_t i = 0;
 	while (i < n && !o->full) {
 		const uint8_t *cr = memchr(p + i, '\r', n - i);
 		size_t e = cr ? (size_t)(cr - p) : n;
-		if (!out_put(o, p + i, e - i) || !cr)
+		if (!textbuf_put(o, p + i, e - i) || !cr)
 			return;
 		i = e + 1;
 		if (i < n && p[i] == '\n')
 			continue;          /* the LF is copied with the next run */
-		out_put(o, "\n", 1);
+		textbuf_put(o, "\n", 1);
 	}
-}
-
-/* ---- RFC 3676 format=flowed ------------------------------------------- */
-
-size_t mime_unflow(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
-                   bool *full)
-{
-	struct outbuf o = { .p = out, .cap = cap };
-	bool in_para = false;
-	size_t para_q = 0, i = 0;
-
-	while (i < n && !o.full) {
-		size_t next, e = line_at(p, n, i, &next);
-		size_t q = 0, c = i;
-		while (c < e && p[c] == '>')          /* 4.5: quote depth */
-			c++, q++;
-		size_t stuff = c < e && p[c] == ' ';  /* 4.4: space-stuffing */
-		size_t cs = c + stuff;
-		/* 4.3: the signature separator "-- " is never flowed. */
-		bool sig = e - cs == 3 && memcmp(p + cs, "-- ", 3) == 0;
-		bool flowed = e > cs && p[e - 1] == ' ' && !sig;
-		size_t ce = flowed && delsp ? e - 1 : e;
-
-		if (in_para && q != para_q) {
-			/* 4.5: a quote depth change ends the paragraph (the
-			 * sender broke the rules; keep the line break). */
-			out_put(&o, "\n", 1);
-			in_para = false;
-		}
-		if (!in_para)
-			out_put(&o, p + i, q ? cs - i : 0);   /* keep "> " quote marks */
-		if (ce > cs)
-			out_put(&o, p + cs, ce - cs);
-		if (flowed) {
-			in_para = true;
-			para_q = q;
-		} else {
-			if (next > e || i < n)
-				out_put(&o, "\n", 1);
-			in_para = false;
-		}
-		i = next;
-	}
-	/* Drop the LF we added after a last line that had none. */
-	if (!o.full && o.len && n && p[n - 1] != '\n' && out[o.len - 1] == '\n')
-		o.len--;
-	if (full)
-		*full = o.full;
-	return o.len;
-}
-
-/* ---- declared vs detected types --------------------------------------- */
-
-/* Types libmagic reports for a family of formats that mail declares in
- * other ways: the first entry is the container, the others its members. */
-static const char *const zip_family[] = {
-	"application/zip", "application/vnd.openxmlformats-officedocument.",
-	"application/vnd.oasis.opendocument.", "application/java-archive",
-	"application/epub+zip", "application/vnd.ms-excel.", "application/vnd.ms-word.",
-	"application/vnd.ms-powerpoint.", "application/vnd.android.package-archive",
-	"application/xpinstall", "application/vnd.apple.keynote", NULL,
-};
-/* Entries are base types: "x-" already dropped from the subtype. */
-static const char *const ole_family[] = {
-	"application/ole-storage", "application/cdfv2", "application/vnd.ms-",
-	"application/msword", "application/vnd.visio", "application/msi",
-	"application/vnd.ms-outlook", NULL,
-};
-/* Aliases, as base types after dropping "x-" from the subtype. */
-static const char *const alias_pairs[][2] = {
-	{ "image/jpg", "image/jpeg" }, { "image/pjpeg", "image/jpeg" },
-	{ "audio/mp3", "audio/mpeg" }, { "audio/mpeg3", "audio/mpeg" },
-	{ "application/x-gzip", "application/gzip" }, { "application/gzip-compressed", "application/gzip" },
-	{ "application/zip-compressed", "application/zip" }, { "application/x-zip-compressed", "application/zip" },
-	{ "application/pkcs7-signature", "application/pkcs7" }, { "application/pkcs7-mime", "application/pkcs7" },
-	{ "application/pkcs7", "application/pkcs7" },
-	{ "text/xml", "application/xml" }, { "image/ico", "image/vnd.microsoft.icon" },
-	{ "image/icon", "image/vnd.microsoft.icon" }, { "application/rar", "application/vnd.rar" },
-	{ "application/x-rar-compressed", "application/vnd.rar" }, { "application/7z-compressed", "application/x-7z-compressed" },
-	{ "audio/wav", "audio/x-wav" }, { "audio/wave", "audio/x-wav" }, { "audio/vnd.wave", "audio/x-wav" },
-	{ "application/gtar-compressed", "application/gzip" }, { "application/compressed-tar", "application/gzip" },
-	{ "application/tgz", "application/gzip" }, { "application/gtar", "application/tar" },
-	{ "application/bzip", "application/bzip2" }, { "application/compressed", "application/gzip" },
-};
-
-/* Lower-cased base type ("type/subtype", no parameters, "x-" dropped from
- * the subtype) into buf. */
-static size_t base_type(const char *s, size_t n, char *buf, size_t cap)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n && k + 1 < cap; i++) {
-		char c = s[i];
-		if (c == ';' || c == ' ')
-			break;
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c | 0x20);
-		buf[k++] = c;
-		if (c == '/' && i + 2 < n && (s[i + 1] | 0x20) == 'x' && s[i + 2] == '-')
-			i += 2;
-	}
-	buf[k] = '\0';
-	return k;
-}
-
-/* Whether base_type(s, n) into a 128-byte buffer would equal t, without
- * building it: canonical() asks this of every alias, four times per
- * sniffed part, and most differ in their first bytes. */
-static bool base_type_is(const char *s, size_t n, const char *t)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n && k + 1 < 128; i++) {
-		char c = s[i];
-		if (c == ';' || c == ' ')
-			break;
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c | 0x20);
-		if (t[k] != c)
-			return false;
-		k++;
-		if (c == '/' && i + 2 < n && (s[i + 1] | 0x20) == 'x' && s[i + 2] == '-')
-			i += 2;
-	}
-	return t[k] == '\0';
-}
-
-static const char *canonical(const char *t)
-{
-	for (size_t i = 0; i < sizeof(alias_pairs) / sizeof(alias_pairs[0]); i++)
-		if (base_type_is(alias_pairs[i][0], strlen(alias_pairs[i][0]), t))
-			return alias_pairs[i][1];
-	return t;
-}
-
-static bool in_family(const char *t, const char *const *fam)
-{
-	for (; *fam; fam++) {
-		size_t k = strlen(*fam);
-		if ((*fam)[k - 1] == '.' ? strncmp(t, *fam, k) == 0 : strcmp(t, *fam) == 0)
-			return true;
-	}
-	return false;
-}
-
-bool mime_types_agree(struct str declared, const char *detected)
-{
-	if (!declared.p || !detected)
-		return true;
-	char d[128], g[128];
-	base_type(declared.p, declared.n, d, sizeof(d));
-	base_type(detected, strlen(detected), g, sizeof(g));
-	/* "I don't know" on either side disagrees with nothing. */
-	if (!d[0] || !g[0] || strcmp(d, "application/octet-stream") == 0 ||
-	    strcmp(g, "application/octet-stream") == 0 || strcmp(g, "application/empty") == 0 ||
-	    strcmp(g, "inode/empty") == 0 || strcmp(d, "application/unknown") == 0 ||
-	    strcmp(d, "application/download") == 0 || strcmp(d, "application/force-download") == 0 ||
-	    strcmp(d, "application/binary") == 0)
-		return true;
-	if (strcmp(d, g) == 0)
-		return true;
-	char dc[128], gc[128];
-	base_type(canonical(d), strlen(canonical(d)), dc, sizeof(dc));
-	base_type(canonical(g), strlen(canonical(g)), gc, sizeof(gc));
-	if (strcmp(dc, gc) == 0)
-		return true;
-	/* Containers: a docx is a zip to libmagic when it cannot see inside
-	 * the first 4 KiB, and the other way round for OLE files. */
-	if ((in_family(d, zip_family) || in_family(dc, zip_family)) &&
-	    (in_family(g, zip_family) || in_family(gc, zip_family)))
-		return true;
-	if ((in_family(d, ole_family) || in_family(d, zip_family)) &&
-	    in_family(g, ole_family))
-		return true;
-	/* Text found in a part declared as some text-based application type
-	 * (scripts, JSON, PGP armour...): libmagic's text answers are coarse. */
-	if (strncmp(g, "text/", 5) == 0 &&
-	    strncmp(d, "image/", 6) != 0 && strncmp(d, "audio/", 6) != 0 &&
-	    strncmp(d, "video/", 6) != 0 && strncmp(d, "font/", 5) != 0)
-		return true;
-	return false;
 }
 
 /* ---- the walk ----------------------------------------------------------- */
@@ -403,7 +190,7 @@ static struct delim scan(const struct mime_walk *w, size_t pos)
 			break;
 		size_t j = (size_t)(dash - p);
 		if ((j == pos || p[j - 1] == '\n') && j + 1 < n && p[j + 1] == '-') {
-			size_t next, e = line_at(p, n, j, &next);
+			size_t next, e = textbuf_line(p, n, j, &next);
 			if (delim_match(w, j, e, &d)) {
 				d.eof = false;
 				d.start = j;
@@ -478,7 +265,7 @@ static int part_headers(struct mime_walk *w, size_t pos, struct entity *e, size_
 	bool blank = false;
 	struct delim d;
 	while (i < n) {
-		size_t next, le = line_at(p, n, i, &next);
+		size_t next, le = textbuf_line(p, n, i, &next);
 		if (le == i) {
 			end = next;
 			blank = true;
@@ -549,7 +336,7 @@ static int sniff_into(struct mime_walk *w, struct mail_attachment *a, const uint
 	if (!c)
 		return -ENOMEM;
 	a->detected_type = (struct str){ c, tn };
-	if (!mime_types_agree(a->content_type, c))
+	if (!sniff_types_agree(a->content_type, c))
 		mail_warn(w->w, MAIL_W_TYPE_MISMATCH);
 	return 0;
 }
@@ -995,7 +782,7 @@ static int text_build(struct mime_walk *w)
 	char *buf = arena_alloc(&ctx->arena, cap + 1);
 	if (!buf)
 		return -ENOMEM;
-	struct outbuf o = { .p = buf, .cap = cap };
+	struct textbuf o = { .p = buf, .cap = cap };
 	struct dynbuf *s = &ctx->scratch;
 	size_t base = s->len;
 	int r = 0;
@@ -1004,7 +791,7 @@ static int text_build(struct mime_walk *w)
 		struct cand *c = &w->cand[i];
 		if (c->dropped)
 			continue;
-		if (o.len && buf[o.len - 1] != '\n' && !out_put(&o, "\n", 1))
+		if (o.len && buf[o.len - 1] != '\n' && !textbuf_put(&o, "\n", 1))
 			break;
 		const uint8_t *p = c->p;
 		size_t n = c->n;
@@ -1036,9 +823,9 @@ static int text_build(struct mime_walk *w)
 		if (c->kind == CAND_HTML) {
 			o.len += html_to_text(u, un, o.p + o.len, o.cap - o.len, &full);
 		} else if (c->flowed) {
-			o.len += mime_unflow(u, un, c->delsp, o.p + o.len, o.cap - o.len, &full);
+			o.len += flowed_decode(u, un, c->delsp, o.p + o.len, o.cap - o.len, &full);
 		} else {
-			out_put_lines(&o, u, un);
+			put_lines(&o, u, un);
 		}
 		if (full)
 			o.full = true;

@@ -11,7 +11,7 @@
 #define INGEST_MAIL_MIME_H
 
 #include "mail/header.h"
-#include "mail/mail.h"
+#include "mail/message.h"
 
 struct mail_ctx;
 
@@ -21,19 +21,5 @@ struct mail_ctx;
 int mime_parse(struct mail_ctx *ctx, const struct mail_options *o,
                const uint8_t *p, size_t n, const struct header_block *hb,
                struct mail_message *m);
-
-/* RFC 3676 format=flowed: joins flowed lines (a line ending in a space,
- * other than the signature separator "-- ") with the next line of the same
- * quote depth, removes space-stuffing, and with delsp the space that marked
- * the line as flowed.  Line ends in the output are LF.  Writes at most cap
- * bytes (cut on a UTF-8 boundary, *full set) and returns the length. */
-size_t mime_unflow(const uint8_t *p, size_t n, bool delsp, char *out, size_t cap,
-                   bool *full);
-
-/* True when a declared attachment type and libmagic's answer agree, with the
- * leniency README describes (application/octet-stream agrees with anything,
- * x- prefixes and known aliases are ignored, container formats match their
- * container).  Both lower case. */
-bool mime_types_agree(struct str declared, const char *detected);
 
 #endif

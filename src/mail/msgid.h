@@ -6,7 +6,8 @@
 #ifndef INGEST_MAIL_MSGID_H
 #define INGEST_MAIL_MSGID_H
 
-#include "mail/mail.h"
+#include "core/arena.h"
+#include "mail/message.h"
 
 /* All ids of an unfolded value, in order (the array in the arena). */
 int msgid_parse_list(struct arena *a, struct str in,

@@ -8,7 +8,7 @@
 #ifndef INGEST_MAIL_PARAM_H
 #define INGEST_MAIL_PARAM_H
 
-#include "mail/mail.h"
+#include "mail/message.h"
 
 struct mail_ctx;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* libmagic behind a lazily loaded cookie: see sniff.h.
+/* libmagic behind a lazily loaded cookie, and whether a declared type
+ * agrees with its answer: see sniff.h.
  *
  * States: NEW (nothing loaded) → READY (magic_open + magic_load succeeded)
  * or FAILED (either failed; never retried, so a missing database costs one
@@ -273,4 +274,134 @@ const char *sniff_buffer(struct sniff_cookie *s, const uint8_t *p, size_t n)
 	if (!t || !*t)
 		return NULL;
 	return t;
+}
+
+/* ---- declared vs detected types --------------------------------------- */
+
+/* Types libmagic reports for a family of formats that mail declares in
+ * other ways: the first entry is the container, the others its members. */
+static const char *const zip_family[] = {
+	"application/zip", "application/vnd.openxmlformats-officedocument.",
+	"application/vnd.oasis.opendocument.", "application/java-archive",
+	"application/epub+zip", "application/vnd.ms-excel.", "application/vnd.ms-word.",
+	"application/vnd.ms-powerpoint.", "application/vnd.android.package-archive",
+	"application/xpinstall", "application/vnd.apple.keynote", NULL,
+};
+/* Entries are base types: "x-" already dropped from the subtype. */
+static const char *const ole_family[] = {
+	"application/ole-storage", "application/cdfv2", "application/vnd.ms-",
+	"application/msword", "application/vnd.visio", "application/msi",
+	"application/vnd.ms-outlook", NULL,
+};
+/* Aliases, as base types after dropping "x-" from the subtype. */
+static const char *const alias_pairs[][2] = {
+	{ "image/jpg", "image/jpeg" }, { "image/pjpeg", "image/jpeg" },
+	{ "audio/mp3", "audio/mpeg" }, { "audio/mpeg3", "audio/mpeg" },
+	{ "application/x-gzip", "application/gzip" }, { "application/gzip-compressed", "application/gzip" },
+	{ "application/zip-compressed", "application/zip" }, { "application/x-zip-compressed", "application/zip" },
+	{ "application/pkcs7-signature", "application/pkcs7" }, { "application/pkcs7-mime", "application/pkcs7" },
+	{ "application/pkcs7", "application/pkcs7" },
+	{ "text/xml", "application/xml" }, { "image/ico", "image/vnd.microsoft.icon" },
+	{ "image/icon", "image/vnd.microsoft.icon" }, { "application/rar", "application/vnd.rar" },
+	{ "application/x-rar-compressed", "application/vnd.rar" }, { "application/7z-compressed", "application/x-7z-compressed" },
+	{ "audio/wav", "audio/x-wav" }, { "audio/wave", "audio/x-wav" }, { "audio/vnd.wave", "audio/x-wav" },
+	{ "application/gtar-compressed", "application/gzip" }, { "application/compressed-tar", "application/gzip" },
+	{ "application/tgz", "application/gzip" }, { "application/gtar", "application/tar" },
+	{ "application/bzip", "application/bzip2" }, { "application/compressed", "application/gzip" },
+};
+
+/* Lower-cased base type ("type/subtype", no parameters, "x-" dropped from
+ * the subtype) into buf. */
+static size_t base_type(const char *s, size_t n, char *buf, size_t cap)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < cap; i++) {
+		char c = s[i];
+		if (c == ';' || c == ' ')
+			break;
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c | 0x20);
+		buf[k++] = c;
+		if (c == '/' && i + 2 < n && (s[i + 1] | 0x20) == 'x' && s[i + 2] == '-')
+			i += 2;
+	}
+	buf[k] = '\0';
+	return k;
+}
+
+/* Whether base_type(s, n) into a 128-byte buffer would equal t, without
+ * building it: canonical() asks this of every alias, four times per
+ * sniffed part, and most differ in their first bytes. */
+static bool base_type_is(const char *s, size_t n, const char *t)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k + 1 < 128; i++) {
+		char c = s[i];
+		if (c == ';' || c == ' ')
+			break;
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c | 0x20);
+		if (t[k] != c)
+			return false;
+		k++;
+		if (c == '/' && i + 2 < n && (s[i + 1] | 0x20) == 'x' && s[i + 2] == '-')
+			i += 2;
+	}
+	return t[k] == '\0';
+}
+
+static const char *canonical(const char *t)
+{
+	for (size_t i = 0; i < sizeof(alias_pairs) / sizeof(alias_pairs[0]); i++)
+		if (base_type_is(alias_pairs[i][0], strlen(alias_pairs[i][0]), t))
+			return alias_pairs[i][1];
+	return t;
+}
+
+static bool in_family(const char *t, const char *const *fam)
+{
+	for (; *fam; fam++) {
+		size_t k = strlen(*fam);
+		if ((*fam)[k - 1] == '.' ? strncmp(t, *fam, k) == 0 : strcmp(t, *fam) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool sniff_types_agree(struct str declared, const char *detected)
+{
+	if (!declared.p || !detected)
+		return true;
+	char d[128], g[128];
+	base_type(declared.p, declared.n, d, sizeof(d));
+	base_type(detected, strlen(detected), g, sizeof(g));
+	/* "I don't know" on either side disagrees with nothing. */
+	if (!d[0] || !g[0] || strcmp(d, "application/octet-stream") == 0 ||
+	    strcmp(g, "application/octet-stream") == 0 || strcmp(g, "application/empty") == 0 ||
+	    strcmp(g, "inode/empty") == 0 || strcmp(d, "application/unknown") == 0 ||
+	    strcmp(d, "application/download") == 0 || strcmp(d, "application/force-download") == 0 ||
+	    strcmp(d, "application/binary") == 0)
+		return true;
+	if (strcmp(d, g) == 0)
+		return true;
+	char dc[128], gc[128];
+	base_type(canonical(d), strlen(canonical(d)), dc, sizeof(dc));
+	base_type(canonical(g), strlen(canonical(g)), gc, sizeof(gc));
+	if (strcmp(dc, gc) == 0)
+		return true;
+	/* Containers: a docx is a zip to libmagic when it cannot see inside
+	 * the first 4 KiB, and the other way round for OLE files. */
+	if ((in_family(d, zip_family) || in_family(dc, zip_family)) &&
+	    (in_family(g, zip_family) || in_family(gc, zip_family)))
+		return true;
+	if ((in_family(d, ole_family) || in_family(d, zip_family)) &&
+	    in_family(g, ole_family))
+		return true;
+	/* Text found in a part declared as some text-based application type
+	 * (scripts, JSON, PGP armour...): libmagic's text answers are coarse. */
+	if (strncmp(g, "text/", 5) == 0 &&
+	    strncmp(d, "image/", 6) != 0 && strncmp(d, "audio/", 6) != 0 &&
+	    strncmp(d, "video/", 6) != 0 && strncmp(d, "font/", 5) != 0)
+		return true;
+	return false;
 }

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* libmagic content sniffing, for attachments and for inputs that do not
- * look like mail.
+ * look like mail, and the rule for when its answer and a declared type
+ * disagree: the declared type stays the attachment's content_type, the
+ * answer goes beside it as detected_type, and sniff_types_agree() decides
+ * whether the record gets type-mismatch.
  *
  * One cookie per struct mail_ctx, i.e. per worker thread (a magic_t is not
  * thread-safe).  The database is loaded lazily, on the first sniff: a thread
@@ -14,7 +17,7 @@
 #ifndef INGEST_MAIL_SNIFF_H
 #define INGEST_MAIL_SNIFF_H
 
-#include "mail/mail.h"
+#include "mail/message.h"
 
 struct sniff_cookie;
 
@@ -35,5 +38,11 @@ void sniff_cookie_free(struct sniff_cookie *s);
  * call; NULL when there is no answer (empty input, no cookie, the database
  * failed to load — then it is not retried — or libmagic failed). */
 const char *sniff_buffer(struct sniff_cookie *s, const uint8_t *p, size_t n);
+
+/* True when a declared attachment type and libmagic's answer agree, with
+ * the leniency docs/LENIENCY.md describes (application/octet-stream agrees
+ * with anything, x- prefixes and known aliases are ignored, container
+ * formats match their container).  Both lower case. */
+bool sniff_types_agree(struct str declared, const char *detected);
 
 #endif

@@ -12,6 +12,7 @@
  * time and copies them as it scans.  No allocation, no state outside the
  * arguments. */
 #include "mail/transfer.h"
+#include "mail/textbuf.h"
 
 #include <string.h>
 #if defined(__SSE2__)
@@ -411,16 +412,6 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 
 /* ---- uuencode ---------------------------------------------------------- */
 
-static inline size_t line_end(const uint8_t *p, size_t n, size_t i, size_t *next)
-{
-	const uint8_t *nl = memchr(p + i, '\n', n - i);
-	size_t e = nl ? (size_t)(nl - p) : n;
-	*next = nl ? e + 1 : n;
-	if (e > i && p[e - 1] == '\r')
-		e--;
-	return e;
-}
-
 /* A data line: the length byte, then ceil(len/3)*4 bytes in ' '..'`'.
  * Trailing spaces may have been stripped in transit, and some encoders add
  * a checksum byte, so the length is checked loosely. */
@@ -506,7 +497,7 @@ bool transfer_uu_find(const uint8_t *p, size_t n, size_t from, struct transfer_u
 		from = nl ? (size_t)(nl - p) + 1 : n;
 	}
 	while ((from = uu_next_begin(p, n, from)) < n) {
-		size_t s = from, next, e = line_end(p, n, s, &next);
+		size_t s = from, next, e = textbuf_line(p, n, s, &next);
 		from = next;
 		if (!uu_begin(p + s, e - s, &u->name))
 			continue;
@@ -515,7 +506,7 @@ bool transfer_uu_find(const uint8_t *p, size_t n, size_t from, struct transfer_u
 		u->terminated = false;
 		size_t i = next, lines = 0;
 		while (i < n) {
-			size_t nx, le = line_end(p, n, i, &nx);
+			size_t nx, le = textbuf_line(p, n, i, &nx);
 			if (uu_is_end(p + i, le - i)) {
 				u->data_end = i;
 				u->end = nx;
@@ -548,7 +539,7 @@ uint64_t transfer_uu_decode(const uint8_t *p, size_t n, uint8_t *out,
 	if (!out)
 		out_cap = 0;
 	while (i < n) {
-		size_t next, e = line_end(p, n, i, &next);
+		size_t next, e = textbuf_line(p, n, i, &next);
 		if (e == i) {          /* an empty line has no length byte */
 			bad = true;
 			i = next;

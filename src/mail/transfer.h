@@ -12,7 +12,7 @@
 #ifndef INGEST_MAIL_TRANSFER_H
 #define INGEST_MAIL_TRANSFER_H
 
-#include "mail/mail.h"
+#include "mail/message.h"
 
 enum transfer_encoding {
 	TRANSFER_IDENTITY,   /* 7bit, 8bit, binary, or absent */

@@ -41,25 +41,7 @@ static bool output_cut(struct writer *w, uint64_t wrote)
 /* Writes all of iov; -errno on failure with *written set to what went. */
 static int write_all(struct writer *w, struct iovec *iov, int n, uint64_t *written)
 {
-	*written = 0;
-	while (n > 0) {
-		ssize_t r = sys_writev(w->fd, iov, n);
-		if (r == -EINTR)
-			continue;
-		if (r < 0)
-			return (int)r;
-		*written += (uint64_t)r;
-		while (n > 0 && (size_t)r >= iov->iov_len) {
-			r -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + r;
-			iov->iov_len -= (size_t)r;
-		}
-	}
-	return 0;
+	return sys_writev_full(w->fd, iov, n, written);
 }
 
 /* The sink's call for one batch: its records in order, in one buffer.

@@ -322,17 +322,6 @@ static void test_mime_format_flowed(void **state)
 	t_assert_str(m.text, "abcd");
 }
 
-static void test_mime_unflow_direct(void **state)
-{
-	(void)state;
-	char out[64];
-	bool full = true;
-	size_t k = mime_unflow((const uint8_t *)"a \r\nb\r\n>x \r\ny\r\n", 15, false, out, sizeof(out), &full);
-	assert_int_equal(k, 10);
-	assert_memory_equal(out, "a b\n>x \ny\n", 10);
-	assert_false(full);
-}
-
 static void test_mime_charset_and_qp(void **state)
 {
 	(void)state;
@@ -376,36 +365,6 @@ static void test_mime_type_mismatch(void **state)
 	parse("Content-Type: multipart/mixed; boundary=b\n\n--b\n"
 	      "Content-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n" PNG_B64 "\n--b--\n");
 	assert_int_equal(m.warnings, 0);
-}
-
-static void test_mime_types_agree_rules(void **state)
-{
-	(void)state;
-	struct str d;
-#define AGREE(decl, det) (d = (struct str){ decl, sizeof(decl) - 1 }, mime_types_agree(d, det))
-	assert_true(AGREE("image/png", "image/png"));
-	assert_true(AGREE("image/x-png", "image/png"));
-	assert_true(AGREE("image/jpg", "image/jpeg"));
-	assert_true(AGREE("application/x-zip-compressed", "application/zip"));
-	assert_true(AGREE("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "application/zip"));
-	assert_true(AGREE("application/msword", "application/x-ole-storage"));
-	assert_true(AGREE("application/x-gtar-compressed", "application/gzip"));
-	assert_true(AGREE("application/pgp-signature", "text/plain"));
-	assert_true(AGREE("application/octet-stream", "image/png"));
-	assert_true(AGREE("image/png", "application/octet-stream"));
-	assert_false(AGREE("image/jpeg", "image/png"));
-	assert_false(AGREE("application/pdf", "application/zip"));
-	assert_false(AGREE("image/gif", "text/plain"));
-	/* Aliases in any case, with parameters, against their canonical
-	 * type; a prefix or an extension of an alias is not one. */
-	assert_true(AGREE("IMAGE/PJPEG; name=a", "image/jpeg"));
-	assert_true(AGREE("Application/X-Gzip", "application/x-gzip"));
-	assert_true(AGREE("audio/wav", "audio/x-wav"));
-	assert_true(AGREE("application/pkcs7-signature", "application/pkcs7-mime"));
-	assert_false(AGREE("image/jp", "image/jpeg"));
-	assert_false(AGREE("image/jpgx", "image/jpeg"));
-	assert_false(AGREE("audio/mp", "audio/mpeg"));
-#undef AGREE
 }
 
 static void test_mime_uuencode_in_text(void **state)
@@ -517,12 +476,10 @@ int main(void)
 		cmocka_unit_test(test_mime_nesting_overflow),
 		cmocka_unit_test(test_mime_too_many_parts),
 		cmocka_unit_test(test_mime_format_flowed),
-		cmocka_unit_test(test_mime_unflow_direct),
 		cmocka_unit_test(test_mime_charset_and_qp),
 		cmocka_unit_test(test_mime_bad_base64_and_qp_warn),
 		cmocka_unit_test(test_mime_text_truncated),
 		cmocka_unit_test(test_mime_type_mismatch),
-		cmocka_unit_test(test_mime_types_agree_rules),
 		cmocka_unit_test(test_mime_uuencode_in_text),
 		cmocka_unit_test(test_mime_bad_uuencode),
 		cmocka_unit_test(test_mime_unknown_transfer_encoding),

@@ -230,6 +230,36 @@ static void test_sniff_zip_family_agrees_with_libmagic(void **state)
 	sniff_cookie_free(s);
 }
 
+static void test_sniff_types_agree_rules(void **state)
+{
+	(void)state;
+	struct str d;
+#define AGREE(decl, det) (d = (struct str){ decl, sizeof(decl) - 1 }, sniff_types_agree(d, det))
+	assert_true(AGREE("image/png", "image/png"));
+	assert_true(AGREE("image/x-png", "image/png"));
+	assert_true(AGREE("image/jpg", "image/jpeg"));
+	assert_true(AGREE("application/x-zip-compressed", "application/zip"));
+	assert_true(AGREE("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "application/zip"));
+	assert_true(AGREE("application/msword", "application/x-ole-storage"));
+	assert_true(AGREE("application/x-gtar-compressed", "application/gzip"));
+	assert_true(AGREE("application/pgp-signature", "text/plain"));
+	assert_true(AGREE("application/octet-stream", "image/png"));
+	assert_true(AGREE("image/png", "application/octet-stream"));
+	assert_false(AGREE("image/jpeg", "image/png"));
+	assert_false(AGREE("application/pdf", "application/zip"));
+	assert_false(AGREE("image/gif", "text/plain"));
+	/* Aliases in any case, with parameters, against their canonical
+	 * type; a prefix or an extension of an alias is not one. */
+	assert_true(AGREE("IMAGE/PJPEG; name=a", "image/jpeg"));
+	assert_true(AGREE("Application/X-Gzip", "application/x-gzip"));
+	assert_true(AGREE("audio/wav", "audio/x-wav"));
+	assert_true(AGREE("application/pkcs7-signature", "application/pkcs7-mime"));
+	assert_false(AGREE("image/jp", "image/jpeg"));
+	assert_false(AGREE("image/jpgx", "image/jpeg"));
+	assert_false(AGREE("audio/mp", "audio/mpeg"));
+#undef AGREE
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_sniff_signatures_agree_with_libmagic),
 		cmocka_unit_test(test_sniff_pgp_armour_agrees_with_libmagic),
 		cmocka_unit_test(test_sniff_pkcs7_agrees_with_libmagic),
+		cmocka_unit_test(test_sniff_types_agree_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
