@@ -237,6 +237,10 @@ static void *parse_stage_main(void *arg)
 		}
 		parse_group(s, items, bytes, s->workers);
 	}
+	/* The workers' last counted syscalls (their sleep, the stop's wake)
+	 * come before writer_end(), which lets the end marker of the counted
+	 * window be issued (docs/ARCHITECTURE.md, "Syscall accounting"). */
+	pool_stop(s->pool);
 	writer_end(s->writer);
 	return NULL;
 }

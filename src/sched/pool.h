@@ -46,7 +46,14 @@ struct pool_stats {
  * when threads is 0 or above LIMIT_MAX_THREADS, or without memory. */
 struct pool *pool_new(unsigned threads);
 
-/* Stops and joins the threads.  Accepts NULL.  No pool_run() may be running. */
+/* Stops the threads and returns once each has made its last syscall (the
+ * acknowledgement of the stop): what a thread counts is then all behind the
+ * caller, and only glibc's thread exit is left for pool_free() to join.
+ * No pool_run() may follow.  Accepts NULL; a second call does nothing. */
+void pool_stop(struct pool *p);
+
+/* Stops (pool_stop()) and joins the threads.  Accepts NULL.  No pool_run()
+ * may be running. */
 void pool_free(struct pool *p);
 
 /* Workers a batch gets: min(threads, items, max(1, bytes /

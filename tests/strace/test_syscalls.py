@@ -602,13 +602,6 @@ def stats_agree_at(ctx, backend, n):
     for name in ours:
         a, b = ours[name], counts.get(name, 0) - (glibc if name in ('openat', 'read', 'close') else 0)
         note(f'  {"  " if a == b else "!!"} {name:20s} {a:7d} {b:7d}')
-        # A pool worker that finished its last item goes back to sleep with
-        # a counted futex_wait that may start just after the end marker
-        # (the marker waits for the parse thread, not for the workers' sleep):
-        # --stats may then count one futex a worker more than strace shows
-        # inside the window.  Never fewer, and no other name.
-        if name == 'futex' and 0 <= a - b <= max(1, (os.cpu_count() or 1)):
-            continue
         if a != b:
             why = collections.Counter()
             for line in lines.get(name, []):
