@@ -164,6 +164,15 @@ static void test_chan_blocked_pop_woken_by_close(void **state)
 	assert_null(p.got);
 }
 
+/* Starts a thread popping c and returns once it sleeps there. */
+static void start_blocked_popper(struct popper *p, struct chan *c, pthread_t *t)
+{
+	*p = (struct popper){ .c = c };
+	atomic_init(&p->done, 0);
+	assert_int_equal(pthread_create(t, NULL, pop_thread, p), 0);
+	wait_for_waiters(c, 1);
+}
+
 /* wake_at 2: one batch queued leaves a blocked pop asleep (the push bumps
  * nothing); the second wakes it, and chan_flush() wakes it for one. */
 static void test_chan_wake_at_runs_and_flush(void **state)
@@ -176,11 +185,9 @@ static void test_chan_wake_at_runs_and_flush(void **state)
 	assert_non_null(x);
 	assert_non_null(y);
 	assert_non_null(z);
-	struct popper p = { .c = &c };
-	atomic_init(&p.done, 0);
+	struct popper p;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, pop_thread, &p), 0);
-	wait_for_waiters(&c, 1);
+	start_blocked_popper(&p, &c, &t);
 	uint32_t seq = atomic_load(&c.seq);
 	chan_push(&c, x);
 	assert_int_equal(atomic_load(&c.seq), seq);     /* not announced */
@@ -196,10 +203,7 @@ static void test_chan_wake_at_runs_and_flush(void **state)
 	assert_int_equal(c.queued, 0);
 
 	/* one batch and a flush */
-	atomic_init(&p.done, 0);
-	p.got = NULL;
-	assert_int_equal(pthread_create(&t, NULL, pop_thread, &p), 0);
-	wait_for_waiters(&c, 1);
+	start_blocked_popper(&p, &c, &t);
 	chan_flush(&c);                                 /* nothing queued: no wake */
 	chan_push(&c, z);
 	nanosleep(&ts, NULL);
@@ -226,11 +230,9 @@ static void test_chan_pop_flushes_before_sleep(void **state)
 	struct batch *x = batch_new(1), *y = batch_new(1);
 	assert_non_null(x);
 	assert_non_null(y);
-	struct popper p = { .c = &other };
-	atomic_init(&p.done, 0);
+	struct popper p;
 	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, pop_thread, &p), 0);
-	wait_for_waiters(&other, 1);
+	start_blocked_popper(&p, &other, &t);
 	chan_push(&other, x);                           /* below wake_at */
 	struct popper q = { .c = &c };
 	atomic_init(&q.done, 0);
