@@ -6,6 +6,7 @@
  * Waiting follows the protocol of sched/futex_wait.h. */
 #include "core/diag.h"
 #include "sched/budget.h"
+#include "sched/chan.h"
 #include "sched/futex_wait.h"
 
 #include <limits.h>
@@ -21,6 +22,7 @@ void budget_init(struct budget *b, uint64_t limit)
 	atomic_init(&b->waited_ns, 0);
 	b->wait_hook = NULL;
 	b->wait_ctx = NULL;
+	b->flush_before_sleep = NULL;
 }
 
 /* The admission rule; the lock is held.  What the caller holds itself is
@@ -64,6 +66,8 @@ bool budget_acquire_held(struct budget *b, uint64_t bytes, uint64_t held)
 		/* a release the hook makes bumps seq: the sleep then returns */
 		if (b->wait_hook)
 			b->wait_hook(b->wait_ctx);
+		if (b->flush_before_sleep)
+			chan_flush(b->flush_before_sleep);
 		futex_sleep(&b->seq, &b->waiters, seen, &b->waited_ns);
 	}
 }

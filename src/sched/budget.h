@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct chan;
+
 struct budget {
 	atomic_flag lock;
 	uint64_t limit, used, peak;
@@ -23,6 +25,10 @@ struct budget {
 	 * starts its parse thread there).  Set before the run. */
 	void (*wait_hook)(void *ctx);
 	void *wait_ctx;
+	/* NULL, or the channel the acquiring side produces into, flushed
+	 * before an acquire sleeps (sched/chan.h, wake_at).  Set before the
+	 * run. */
+	struct chan *flush_before_sleep;
 };
 
 void budget_init(struct budget *b, uint64_t limit);

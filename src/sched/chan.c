@@ -16,6 +16,9 @@ void chan_init(struct chan *c)
 	atomic_flag_clear(&c->lock);
 	c->head = c->tail = NULL;
 	c->closed = false;
+	c->queued = 0;
+	c->wake_at = 1;
+	c->flush_before_sleep = NULL;
 	atomic_init(&c->seq, 0);
 	atomic_init(&c->waiters, 0);
 	atomic_init(&c->waited_ns, 0);
@@ -37,8 +40,22 @@ void chan_push(struct chan *c, struct batch *b)
 	else
 		c->head = b;
 	c->tail = b;
+	bool announce = ++c->queued >= c->wake_at;
 	spin_unlock(&c->lock);
-	futex_notify(&c->seq, &c->waiters, 1);
+	/* Below wake_at the sequence word is not bumped either: a consumer
+	 * about to sleep then sleeps, and the producer's next push, flush or
+	 * close wakes it (it always makes one before it blocks itself). */
+	if (announce)
+		futex_notify(&c->seq, &c->waiters, 1);
+}
+
+void chan_flush(struct chan *c)
+{
+	spin_lock(&c->lock);
+	bool any = c->queued > 0;
+	spin_unlock(&c->lock);
+	if (any)
+		futex_notify(&c->seq, &c->waiters, 1);
 }
 
 void chan_close(struct chan *c)
@@ -58,6 +75,7 @@ static struct batch *chan_take(struct chan *c)
 		c->head = b->next;
 		if (!c->head)
 			c->tail = NULL;
+		c->queued--;
 	}
 	return b;
 }
@@ -72,6 +90,8 @@ struct batch *chan_pop(struct chan *c)
 		spin_unlock(&c->lock);
 		if (b || closed)
 			return b;
+		if (c->flush_before_sleep)
+			chan_flush(c->flush_before_sleep);
 		futex_sleep(&c->seq, &c->waiters, seen, &c->waited_ns);
 	}
 }

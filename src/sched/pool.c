@@ -109,6 +109,7 @@ struct pool_worker {
 			uint32_t posted;        /* caller only: the last generation posted */
 			unsigned index;         /* read-only after start */
 			bool started;           /* caller only: pthread_create succeeded */
+			_Atomic bool done;      /* set by thread k after its last syscall */
 			struct pool *pool;      /* read-only after start */
 			pthread_t thread;       /* caller only */
 		};
@@ -131,6 +132,7 @@ struct pool {
 	void *ctx;
 	size_t items;
 	bool stop;
+	bool stopped;               /* caller only: pool_stop() has run */
 	unsigned threads;           /* including the caller */
 	bool launched;              /* pool_launch() has run */
 	unsigned usable;            /* the caller + the threads that started */
@@ -208,6 +210,21 @@ static uint32_t pool_sleep(struct pool_worker *w, uint32_t seen)
 	}
 }
 
+/* A participant's end of a generation: one decrement, and the caller's
+ * wake-up if it sleeps and this was the last.  Release: everything fn wrote
+ * on this thread happens before the caller's acquire of pending == 0 (the
+ * decrements form one release sequence, so the last value carries them
+ * all). */
+static void pool_finished(struct pool *p)
+{
+	uint32_t old = atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+	/* each participant decrements once per generation: a count that was
+	 * already 0 means a worker ran a job twice */
+	ingest_assert(old & ~POOL_WAITER);
+	if (old == (POOL_WAITER | 1))
+		pool_wake(&p->pending);
+}
+
 static void *pool_main(void *arg)
 {
 	struct pool_worker *w = arg;
@@ -221,18 +238,16 @@ static void *pool_main(void *arg)
 	uint32_t seen = 0;
 	for (;;) {
 		seen = pool_sleep(w, seen);
-		if (p->stop)
+		bool stop = p->stop;
+		if (!stop)
+			pool_work(p, w->index);
+		pool_finished(p);
+		if (stop) {
+			/* The wake above, if any, was this thread's last counted
+			 * syscall: pool_stop() waits for this store. */
+			atomic_store_explicit(&w->done, true, memory_order_release);
 			return NULL;
-		pool_work(p, w->index);
-		/* Release: everything fn wrote on this thread happens before the
-		 * caller's acquire of pending == 0 (the decrements form one
-		 * release sequence, so the last value carries them all). */
-		uint32_t old = atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
-		/* each participant decrements once per generation: a count
-		 * that was already 0 means a worker ran a job twice */
-		ingest_assert(old & ~POOL_WAITER);
-		if (old == (POOL_WAITER | 1))
-			pool_wake(&p->pending);
+		}
 	}
 }
 
@@ -309,6 +324,7 @@ static void pool_launch(struct pool *p)
 	for (; k < p->threads; k++) {
 		struct pool_worker *w = &p->w[k];
 		atomic_init(&w->word, 0);
+		atomic_init(&w->done, false);
 		w->index = k;
 		w->pool = p;
 		if (sys_thread_create(&w->thread, &attr, pool_main, w) < 0)
@@ -320,16 +336,39 @@ static void pool_launch(struct pool *p)
 	p->usable = k;
 }
 
+void pool_stop(struct pool *p)
+{
+	if (!p || p->stopped)
+		return;
+	p->stopped = true;
+	if (!p->w)
+		return;
+	uint32_t live = 0;
+	for (unsigned k = 1; k < p->threads; k++)
+		live += p->w[k].started;
+	if (!live)
+		return;
+	/* Written before the posts' release, read after their acquire, like a
+	 * job: every worker acknowledges the stop as it would finish a job. */
+	p->stop = true;
+	atomic_store_explicit(&p->pending, live, memory_order_relaxed);
+	for (unsigned k = 1; k < p->threads; k++)
+		if (p->w[k].started)
+			pool_post(&p->w[k]);
+	pool_wait(p, clock_now_ns());
+	/* The last worker to acknowledge may still be inside the wake that
+	 * let pool_wait() return: a few instructions. */
+	for (unsigned k = 1; k < p->threads; k++)
+		while (p->w[k].started && !atomic_load_explicit(&p->w[k].done, memory_order_acquire))
+			pool_cpu_relax();
+}
+
 void pool_free(struct pool *p)
 {
 	if (!p)
 		return;
+	pool_stop(p);
 	if (p->w) {
-		/* Written before the posts' release, read after their acquire. */
-		p->stop = true;
-		for (unsigned k = 1; k < p->threads; k++)
-			if (p->w[k].started)
-				pool_post(&p->w[k]);
 		for (unsigned k = 1; k < p->threads; k++)
 			if (p->w[k].started)
 				pthread_join(p->w[k].thread, NULL);
@@ -363,6 +402,8 @@ unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void
 unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max, pool_fn fn,
                       void *ctx)
 {
+	/* a stopped pool has no workers to post to */
+	ingest_verify(!p->stopped);
 	unsigned n = pool_workers_for(p, items, bytes);
 	if (n > max)
 		n = max ? max : 1;

@@ -46,7 +46,14 @@ struct pool_stats {
  * when threads is 0 or above LIMIT_MAX_THREADS, or without memory. */
 struct pool *pool_new(unsigned threads);
 
-/* Stops and joins the threads.  Accepts NULL.  No pool_run() may be running. */
+/* Stops the threads and returns once each has made its last syscall (the
+ * acknowledgement of the stop): what a thread counts is then all behind the
+ * caller, and only glibc's thread exit is left for pool_free() to join.
+ * No pool_run() may follow.  Accepts NULL; a second call does nothing. */
+void pool_stop(struct pool *p);
+
+/* Stops (pool_stop()) and joins the threads.  Accepts NULL.  No pool_run()
+ * may be running. */
 void pool_free(struct pool *p);
 
 /* Workers a batch gets: min(threads, items, max(1, bytes /
@@ -54,9 +61,9 @@ void pool_free(struct pool *p);
 unsigned pool_workers_for(const struct pool *p, size_t items, uint64_t bytes);
 
 /* Whether a run of `items` items and `bytes` bytes would leave threads
- * idle (the byte gate gives it fewer workers than the pool has).  The parse
- * stage groups queued batches while this holds (ingest.c), and
- * bench/parse_mem.c the same way.  (Also asking for two items a worker was
+ * idle (the byte gate gives it fewer workers than the pool has).
+ * bench/parse_mem.c groups batches while this holds (the parse stage takes
+ * every queued batch: pipeline/parse_stage.c).  (Also asking for two items a worker was
  * tried: no gain on 16 x 768 KiB in memory, 1.67x either way.) */
 bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes);
 

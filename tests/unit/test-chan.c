@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for the batch channel (sched/chan.h): FIFO order, close
- * semantics (pops drain what is queued, then return NULL), and a blocked pop
- * woken by a push or a close from another thread.
+ * semantics (pops drain what is queued, then return NULL), a blocked pop
+ * woken by a push or a close from another thread, and the runs of wake_at
+ * with their flushes.
  *
  * A blocked pop is observed through the channel's `waiters` count (raised
  * just before the futex wait), so no test relies on a sleep being long
@@ -163,6 +164,90 @@ static void test_chan_blocked_pop_woken_by_close(void **state)
 	assert_null(p.got);
 }
 
+/* Starts a thread popping c and returns once it sleeps there. */
+static void start_blocked_popper(struct popper *p, struct chan *c, pthread_t *t)
+{
+	*p = (struct popper){ .c = c };
+	atomic_init(&p->done, 0);
+	assert_int_equal(pthread_create(t, NULL, pop_thread, p), 0);
+	wait_for_waiters(c, 1);
+}
+
+/* wake_at 2: one batch queued leaves a blocked pop asleep (the push bumps
+ * nothing); the second wakes it, and chan_flush() wakes it for one. */
+static void test_chan_wake_at_runs_and_flush(void **state)
+{
+	(void)state;
+	struct chan c;
+	chan_init(&c);
+	c.wake_at = 2;
+	struct batch *x = batch_new(1), *y = batch_new(1), *z = batch_new(1);
+	assert_non_null(x);
+	assert_non_null(y);
+	assert_non_null(z);
+	struct popper p;
+	pthread_t t;
+	start_blocked_popper(&p, &c, &t);
+	uint32_t seq = atomic_load(&c.seq);
+	chan_push(&c, x);
+	assert_int_equal(atomic_load(&c.seq), seq);     /* not announced */
+	assert_int_equal(c.queued, 1);
+	struct timespec ts = { 0, 20000000L };
+	nanosleep(&ts, NULL);
+	assert_int_equal(atomic_load(&p.done), 0);      /* still asleep */
+	chan_push(&c, y);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_ptr_equal(p.got, x);
+	assert_int_equal(c.queued, 1);
+	assert_ptr_equal(chan_try_pop(&c), y);
+	assert_int_equal(c.queued, 0);
+
+	/* one batch and a flush */
+	start_blocked_popper(&p, &c, &t);
+	chan_flush(&c);                                 /* nothing queued: no wake */
+	chan_push(&c, z);
+	nanosleep(&ts, NULL);
+	assert_int_equal(atomic_load(&p.done), 0);
+	chan_flush(&c);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_ptr_equal(p.got, z);
+	batch_free(x);
+	batch_free(y);
+	batch_free(z);
+}
+
+/* A pop about to sleep flushes flush_before_sleep first: the batch its
+ * thread pushed there below wake_at is announced, so the two sides cannot
+ * both sleep on batches the other has not been told of. */
+static void test_chan_pop_flushes_before_sleep(void **state)
+{
+	(void)state;
+	struct chan c, other;
+	chan_init(&c);
+	chan_init(&other);
+	other.wake_at = 4;
+	c.flush_before_sleep = &other;
+	struct batch *x = batch_new(1), *y = batch_new(1);
+	assert_non_null(x);
+	assert_non_null(y);
+	struct popper p;
+	pthread_t t;
+	start_blocked_popper(&p, &other, &t);
+	chan_push(&other, x);                           /* below wake_at */
+	struct popper q = { .c = &c };
+	atomic_init(&q.done, 0);
+	pthread_t u;
+	assert_int_equal(pthread_create(&u, NULL, pop_thread, &q), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);     /* woken by q's flush */
+	assert_ptr_equal(p.got, x);
+	wait_for_waiters(&c, 1);
+	chan_push(&c, y);
+	assert_int_equal(pthread_join(u, NULL), 0);
+	assert_ptr_equal(q.got, y);
+	batch_free(x);
+	batch_free(y);
+}
+
 /* Closing wakes every blocked pop, not just one. */
 static void test_chan_close_wakes_every_popper(void **state)
 {
@@ -251,6 +336,8 @@ int main(void)
 		cmocka_unit_test(test_chan_blocked_pop_woken_by_push),
 		cmocka_unit_test(test_chan_blocked_pop_woken_by_close),
 		cmocka_unit_test(test_chan_close_wakes_every_popper),
+		cmocka_unit_test(test_chan_wake_at_runs_and_flush),
+		cmocka_unit_test(test_chan_pop_flushes_before_sleep),
 		cmocka_unit_test(test_chan_cross_thread_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
