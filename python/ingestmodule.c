@@ -6,12 +6,13 @@
  *
  *   parse / parse_many:  caller (GIL released) ─▶ parse_mem_run (the
  *       process's pool, byte gate, caller as worker 0) ─▶ per message, on
- *       its worker: take the GIL, build the dict, drop the GIL
+ *       its worker: the dict's tape without the GIL (emit/pydict.h), then
+ *       take the GIL, make the objects from the tape, drop the GIL
  *
  *   scan:  a run thread: ingest_run() with a visitor in place of the JSON
- *       emitter: each worker builds its records' dicts (taking the GIL for
- *       that only) and appends the references to the batch's output, so
- *       the writer hands them to the sink in input order, whole ─▶ queue
+ *       emitter: each worker builds its records' dicts (taking the GIL
+ *       for the objects only) and appends the references to the batch's
+ *       output, so the writer hands them to the sink in input order, whole ─▶ queue
  *       (at most SCAN_QUEUE_MAX dicts; the sink waits for room) ─▶
  *       __next__ on the caller's thread
  *
@@ -31,6 +32,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -151,16 +153,71 @@ static PyGILState_STATE pool_gil_take(void)
 	return PyGILState_Ensure();
 }
 
-/* On the worker that parsed message i: its dict, under the GIL. */
+/* A thread's tape (emit/pydict.h), kept between records so that its
+ * buffer is not grown anew for each, and freed when the thread ends; one
+ * grown past TAPE_KEEP_BYTES by a large record is given back. */
+#define TAPE_KEEP_BYTES (1u << 20)
+
+static pthread_key_t tape_key;
+static pthread_once_t tape_once = PTHREAD_ONCE_INIT;
+
+static void tape_free(void *p)
+{
+	if (p)
+		emit_pytape_release(p);
+	free(p);
+}
+
+static void tape_key_make(void)
+{
+	pthread_key_create(&tape_key, tape_free);
+}
+
+static struct emit_pytape *thread_tape(void)
+{
+	pthread_once(&tape_once, tape_key_make);
+	struct emit_pytape *t = pthread_getspecific(tape_key);
+	if (!t && (t = malloc(sizeof(*t)))) {
+		emit_pytape_init(t);
+		if (pthread_setspecific(tape_key, t)) {
+			free(t);
+			t = NULL;
+		}
+	}
+	return t;
+}
+
+/* The record's tape, made on the calling thread with the GIL not held:
+ * NULL without memory. */
+static struct emit_pytape *record_tape(const struct ingest_options *o, const struct record *rec)
+{
+	struct emit_pytape *t = thread_tape();
+	return t && emit_pytape_record(t, &o->emit, rec) == 0 ? t : NULL;
+}
+
+/* The dict of a tape, under the GIL (taken by the caller); NULL with no
+ * exception left set. */
+static PyObject *tape_dict(struct emit_pytape *t)
+{
+	PyObject *d = t ? emit_pytape_build(t) : NULL;
+	if (!d)
+		PyErr_Clear();
+	if (t && t->items.cap > TAPE_KEEP_BYTES) {
+		emit_pytape_release(t);
+		emit_pytape_init(t);
+	}
+	return d;
+}
+
+/* On the worker that parsed message i: its tape, then its dict under the
+ * GIL, which is held for making the objects only. */
 static void many_item(void *ctx, size_t i, struct record *rec)
 {
 	struct many *m = ctx;
+	struct emit_pytape *t = record_tape(m->o, rec);
 	PyGILState_STATE g = pool_gil_take();
-	m->dicts[i] = emit_pydict(&m->o->emit, rec);
-	if (!m->dicts[i]) {
+	if (!(m->dicts[i] = tape_dict(t)))
 		m->failed = true;
-		PyErr_Clear();
-	}
 	PyGILState_Release(g);
 }
 
@@ -313,10 +370,9 @@ struct scan {
 static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 {
 	struct scan *s = ctx;
+	struct emit_pytape *t = record_tape(s->o, rec);
 	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *d = emit_pydict(&s->o->emit, rec);
-	if (!d)
-		PyErr_Clear();
+	PyObject *d = tape_dict(t);
 	PyGILState_Release(g);
 	if (!d)
 		return -ENOMEM;

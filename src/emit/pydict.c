@@ -9,15 +9,30 @@
  * added to the table does not build until the dicts have it too.  The test
  * (tests/python) holds every dict equal to json.loads of the CLI's line.
  *
+ * Two steps, so that the GIL is held for the objects only: the walk writes
+ * a tape (emit_pytape_record: plain C, no Python call, any thread), with
+ * every string already decoded to the code units of its final kind; then
+ * emit_pytape_build() makes the objects from it under the GIL, a string
+ * being PyUnicode_New and one copy.  Made in one step, the dicts were a
+ * third of parse_many's work, all of it serialised on the GIL
+ * (bench/PYTHON.md).
+ *
  * Strings: the JSON writer replaces each ill-formed UTF-8 sequence's
  * maximal subpart by one U+FFFD; Python's "replace" error handler does the
- * same, so decoding the bytes gives what json.loads gives. */
+ * same, so a string that is not well-formed goes on the tape as its bytes
+ * and is decoded so when built. */
 #include "emit/pydict.h"
+#include "core/dynbuf.h"
 #include "emit/json.h"
 #include "io/maildir.h"
 #include "mail/mail.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 static PyObject *keys[EMIT_F__COUNT];
 static PyObject *k_name, *k_address, *k_group, *k_members, *k_filename, *k_content_type,
@@ -45,238 +60,474 @@ int emit_pydict_init(void)
 	return 0;
 }
 
-static PyObject *py_str(struct str s)
+/* Scans n bytes of UTF-8: the largest byte, and the count of
+ * continuation bytes (10xxxxxx), so that n - *cont is the length in code
+ * points when the bytes are well-formed. */
+static unsigned char utf8_scan(const unsigned char *p, size_t n, size_t *cont)
 {
-	return PyUnicode_DecodeUTF8(s.p ? s.p : "", s.p ? (Py_ssize_t)s.n : 0, "replace");
+	size_t i = 0, c = 0;
+	unsigned char hi = 0;
+#ifdef __SSE2__
+	/* Continuation bytes are the signed bytes below -64: each compare
+	 * gives 0 or -1 per lane, summed in bytes for up to 255 blocks and
+	 * then added up across lanes (no popcount instruction is assumed). */
+	__m128i top = _mm_setzero_si128(), lim = _mm_set1_epi8(-64), zero = _mm_setzero_si128();
+	while (i + 16 <= n) {
+		__m128i acc = _mm_setzero_si128();
+		for (int b = 0; b < 255 && i + 16 <= n; b++, i += 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			top = _mm_max_epu8(top, v);
+			acc = _mm_sub_epi8(acc, _mm_cmplt_epi8(v, lim));
+		}
+		__m128i sums = _mm_sad_epu8(acc, zero);
+		c += (size_t)_mm_cvtsi128_si32(sums) + (size_t)_mm_extract_epi16(sums, 4);
+	}
+	unsigned char lanes[16];
+	_mm_storeu_si128((__m128i *)(void *)lanes, top);
+	for (int k = 0; k < 16; k++)
+		hi = lanes[k] > hi ? lanes[k] : hi;
+#endif
+	for (; i < n; i++) {
+		hi = p[i] > hi ? p[i] : hi;
+		c += (p[i] & 0xC0) == 0x80;
+	}
+	*cont = c;
+	return hi;
+}
+
+#ifdef __SSE2__
+/* Sixteen ASCII bytes as sixteen code units of each width. */
+static inline void widen16_1(Py_UCS1 *o, __m128i v)
+{
+	_mm_storeu_si128((__m128i *)(void *)o, v);
+}
+
+static inline void widen16_2(Py_UCS2 *o, __m128i v)
+{
+	__m128i z = _mm_setzero_si128();
+	_mm_storeu_si128((__m128i *)(void *)o, _mm_unpacklo_epi8(v, z));
+	_mm_storeu_si128((__m128i *)(void *)(o + 8), _mm_unpackhi_epi8(v, z));
+}
+
+static inline void widen16_4(Py_UCS4 *o, __m128i v)
+{
+	__m128i z = _mm_setzero_si128(), lo = _mm_unpacklo_epi8(v, z), hi = _mm_unpackhi_epi8(v, z);
+	_mm_storeu_si128((__m128i *)(void *)o, _mm_unpacklo_epi16(lo, z));
+	_mm_storeu_si128((__m128i *)(void *)(o + 4), _mm_unpackhi_epi16(lo, z));
+	_mm_storeu_si128((__m128i *)(void *)(o + 8), _mm_unpacklo_epi16(hi, z));
+	_mm_storeu_si128((__m128i *)(void *)(o + 12), _mm_unpackhi_epi16(hi, z));
+}
+
+#define UTF8_ASCII16(WIDEN)                                                                   \
+		while (i + 16 <= n && j + 16 <= len) {                                        \
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));  \
+			if (_mm_movemask_epi8(v))                                             \
+				break;                                                        \
+			WIDEN(out + j, v);                                                    \
+			i += 16;                                                              \
+			j += 16;                                                              \
+		}
+#else
+#define UTF8_ASCII16(WIDEN)
+#endif
+
+/* Decodes well-formed UTF-8 into the len code points of a new string of
+ * kind UCS (Py_UCS1, 2 or 4: the stores are the kind's width).  false,
+ * leaving the string unfinished, at the first ill-formed sequence (checked
+ * on the decoded value: overlong, surrogate or out of range) or when the
+ * count does not come out at len.  An ASCII run goes in a loop of its own,
+ * sixteen bytes at a time while they last: text in most scripts has
+ * spaces and punctuation between its letters, and many strings wider than
+ * Latin-1 are ASCII but for one character (an emoji makes the whole string
+ * four bytes a character). */
+#define UTF8_FILL(name, UCS, WIDEN)                                                           \
+static bool name(UCS *out, size_t len, const unsigned char *p, size_t n)                      \
+{                                                                                             \
+	size_t i = 0, j = 0;                                                                  \
+	while (i < n) {                                                                       \
+		Py_UCS4 c = p[i];                                                             \
+		if (c < 0x80) {                                                               \
+			UTF8_ASCII16(WIDEN)                                                   \
+			while (i < n && p[i] < 0x80 && j < len)                               \
+				out[j++] = p[i++];                                            \
+			if (i < n && p[i] < 0x80)                                             \
+				return false;                                                 \
+			continue;                                                             \
+		}                                                                             \
+		if (j == len)                                                                 \
+			return false;                                                         \
+		if (c < 0xE0) {                                                               \
+			if (c < 0xC2 || i + 1 >= n || (p[i + 1] & 0xC0) != 0x80)              \
+				return false;                                                 \
+			c = (c & 0x1F) << 6 | (p[i + 1] & 0x3Fu);                             \
+			i += 2;                                                               \
+		} else if (c < 0xF0) {                                                        \
+			if (i + 2 >= n || (((p[i + 1] & 0xC0) ^ 0x80) | ((p[i + 2] & 0xC0) ^ 0x80))) \
+				return false;                                                 \
+			c = (c & 0x0F) << 12 | (p[i + 1] & 0x3Fu) << 6 | (p[i + 2] & 0x3Fu);  \
+			if (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))                        \
+				return false;                                                 \
+			i += 3;                                                               \
+		} else {                                                                      \
+			if (c > 0xF4 || i + 3 >= n || (((p[i + 1] & 0xC0) ^ 0x80) |           \
+			    ((p[i + 2] & 0xC0) ^ 0x80) | ((p[i + 3] & 0xC0) ^ 0x80)))          \
+				return false;                                                 \
+			c = (c & 0x07) << 18 | (p[i + 1] & 0x3Fu) << 12 | (p[i + 2] & 0x3Fu) << 6 | \
+			    (p[i + 3] & 0x3Fu);                                               \
+			if (c < 0x10000 || c > 0x10FFFF)                                      \
+				return false;                                                 \
+			i += 4;                                                               \
+		}                                                                             \
+		out[j++] = (UCS)c;                                                            \
+	}                                                                                     \
+	return j == len;                                                                      \
+}
+UTF8_FILL(utf8_fill1, Py_UCS1, widen16_1)
+UTF8_FILL(utf8_fill2, Py_UCS2, widen16_2)
+UTF8_FILL(utf8_fill4, Py_UCS4, widen16_4)
+
+/* The tape: 8-byte aligned items, each a header and, for a string, its
+ * code units (or bytes) padded to 8.  A dict's items are key-value pairs
+ * up to T_END; a list has its count in the header (patched when the list
+ * ends), so that it is made at its size. */
+enum tape_tag { T_DICT, T_END, T_KEY, T_LIST, T_STR, T_RAW, T_NONE, T_TRUE, T_FALSE, T_INT };
+
+struct tape_item {
+	uint32_t tag;
+	uint32_t maxchar;   /* T_STR: 0x7F, 0xFF, 0xFFFF or 0x10FFFF, naming the kind */
+	uint64_t n;         /* T_STR: code units; T_RAW: bytes; T_LIST: items; T_INT: the value;
+	                       T_KEY: the interned key (a pointer) */
+};
+
+#define PAD8(n) (((n) + 7) & ~(size_t)7)
+
+void emit_pytape_init(struct emit_pytape *t)
+{
+	dynbuf_init(&t->items, 0);
+	dynbuf_init(&t->scratch, 0);
+	t->failed = false;
+}
+
+void emit_pytape_release(struct emit_pytape *t)
+{
+	dynbuf_release(&t->items);
+	dynbuf_release(&t->scratch);
+}
+
+/* Appends an item and room for `extra` bytes after it (its data): a
+ * pointer to the item, or NULL (and the tape failed) without memory. */
+static struct tape_item *tape_put(struct emit_pytape *t, enum tape_tag tag, uint64_t n, size_t extra)
+{
+	if (t->failed || dynbuf_reserve(&t->items, sizeof(struct tape_item) + PAD8(extra)) < 0) {
+		t->failed = true;
+		return NULL;
+	}
+	struct tape_item *it = (struct tape_item *)(void *)(t->items.p + t->items.len);
+	it->tag = tag;
+	it->maxchar = 0;
+	it->n = n;
+	t->items.len += sizeof(*it) + PAD8(extra);
+	return it;
+}
+
+static void tape_tag(struct emit_pytape *t, enum tape_tag tag)
+{
+	tape_put(t, tag, 0, 0);
+}
+
+static void tape_key(struct emit_pytape *t, PyObject *k)
+{
+	tape_put(t, T_KEY, (uint64_t)(uintptr_t)k, 0);
+}
+
+static void tape_int(struct emit_pytape *t, uint64_t v)
+{
+	tape_put(t, T_INT, v, 0);
+}
+
+/* A string of the bytes.  Decoded strings are well-formed UTF-8
+ * (mail.h), and for those the code units are written at the final kind:
+ * in well-formed UTF-8 the largest byte names the widest character's class
+ * (leads C2-C3 are Latin-1, up to EF the BMP, F0 and above beyond it;
+ * there are no overlong forms).  Anything ill-formed, such as an
+ * as-written token's 8-bit bytes, goes as T_RAW. */
+static void tape_str(struct emit_pytape *t, struct str s)
+{
+	const unsigned char *p = (const unsigned char *)(s.p ? s.p : "");
+	size_t n = s.p ? s.n : 0, cont;
+	unsigned char hi = utf8_scan(p, n, &cont);
+	size_t len = n - cont;
+	uint32_t maxchar = hi < 0x80 ? 0x7F : hi < 0xC4 ? 0xFF : hi < 0xF0 ? 0xFFFF : 0x10FFFF;
+	size_t width = maxchar <= 0xFF ? 1 : maxchar <= 0xFFFF ? 2 : 4;
+	if (hi < 0xF5 && (hi < 0x80 || hi >= 0xC2)) {
+		size_t at = t->items.len;
+		struct tape_item *it = tape_put(t, T_STR, len, len * width);
+		if (!it)
+			return;
+		it->maxchar = maxchar;
+		void *out = it + 1;
+		bool ok = hi < 0x80 ? (memcpy(out, p, n), true)
+		        : width == 1 ? utf8_fill1(out, len, p, n)
+		        : width == 2 ? utf8_fill2(out, len, p, n) : utf8_fill4(out, len, p, n);
+		if (ok)
+			return;
+		t->items.len = at;
+	}
+	struct tape_item *it = tape_put(t, T_RAW, n, n);
+	if (it)
+		memcpy(it + 1, p, n);
+}
+
+static void tape_cstr(struct emit_pytape *t, const char *s)
+{
+	tape_str(t, (struct str){ .p = s, .n = strlen(s) });
 }
 
 /* null for an absent string, as emit_json_nstr() */
-static PyObject *py_nstr(struct str s)
+static void tape_nstr(struct emit_pytape *t, struct str s)
 {
-	if (!s.p)
-		Py_RETURN_NONE;
-	return py_str(s);
+	if (s.p)
+		tape_str(t, s);
+	else
+		tape_tag(t, T_NONE);
 }
 
-/* Sets d[k] = v and drops v; -1 when v is NULL or the set fails. */
-static int put(PyObject *d, PyObject *k, PyObject *v)
+static void tape_key_nstr(struct emit_pytape *t, PyObject *k, struct str s)
 {
-	if (!v)
-		return -1;
-	int r = PyDict_SetItem(d, k, v);
-	Py_DECREF(v);
-	return r;
+	tape_key(t, k);
+	tape_nstr(t, s);
 }
 
-/* Appends v to list l and drops it. */
-static int append(PyObject *l, PyObject *v)
+/* A list: tape_list_begin() gives its place, tape_list_end() its count. */
+static size_t tape_list_begin(struct emit_pytape *t)
 {
-	if (!v)
-		return -1;
-	int r = PyList_Append(l, v);
-	Py_DECREF(v);
-	return r;
+	size_t at = t->items.len;
+	tape_put(t, T_LIST, 0, 0);
+	return at;
 }
 
-/* The scratch buffer of the json_put_* calls that format a value (dates,
- * base64): one for the process, kept, as every call holds the GIL. */
-static struct dynbuf scratch;
+static void tape_list_end(struct emit_pytape *t, size_t at, size_t count)
+{
+	if (!t->failed)
+		((struct tape_item *)(void *)(t->items.p + at))->n = count;
+}
 
 /* What a json_put_* call wrote into the scratch buffer, quotes dropped. */
-static PyObject *py_from_json(int r, bool quoted)
+static void tape_from_json(struct emit_pytape *t, int r, bool quoted)
 {
-	PyObject *v = NULL;
 	if (r < 0)
-		PyErr_NoMemory();
+		t->failed = true;
 	else if (quoted)
-		v = PyUnicode_DecodeUTF8(scratch.p + 1, (Py_ssize_t)scratch.len - 2, "strict");
+		tape_str(t, (struct str){ .p = t->scratch.p + 1, .n = t->scratch.len - 2 });
 	else
-		v = PyUnicode_DecodeUTF8(scratch.p, (Py_ssize_t)scratch.len, "strict");
-	dynbuf_reset(&scratch);
-	return v;
+		tape_str(t, (struct str){ .p = t->scratch.p, .n = t->scratch.len });
+	dynbuf_reset(&t->scratch);
 }
 
-static PyObject *py_iso8601(int64_t t)
+static void tape_iso8601(struct emit_pytape *t, int64_t v)
 {
-	return py_from_json(json_put_iso8601(&scratch, t), false);
+	tape_from_json(t, json_put_iso8601(&t->scratch, v), false);
 }
 
 /* A path: its text, and key_b64 with the exact bytes when they are not
  * UTF-8, as json_put_bytes_member(). */
-static int put_bytes(PyObject *d, PyObject *key, PyObject *key_b64, struct str s)
+static void tape_bytes(struct emit_pytape *t, PyObject *key, PyObject *key_b64, struct str s)
 {
-	if (put(d, key, py_str(s)) < 0)
-		return -1;
+	tape_key(t, key);
+	tape_str(t, s);
 	if (json_utf8_valid(s.p ? s.p : "", s.p ? s.n : 0))
-		return 0;
-	return put(d, key_b64, py_from_json(json_put_base64(&scratch, s.p, s.n), true));
+		return;
+	tape_key(t, key_b64);
+	tape_from_json(t, json_put_base64(&t->scratch, s.p, s.n), true);
 }
 
-static PyObject *py_mailbox(const struct mail_addr *a)
+static void tape_mailbox(struct emit_pytape *t, const struct mail_addr *a)
 {
-	PyObject *d = PyDict_New();
-	if (!d || put(d, k_name, py_nstr(a->name)) < 0 || put(d, k_address, py_str(a->address)) < 0) {
-		Py_XDECREF(d);
-		return NULL;
-	}
-	return d;
+	tape_tag(t, T_DICT);
+	tape_key_nstr(t, k_name, a->name);
+	tape_key(t, k_address);
+	tape_str(t, a->address);
+	tape_tag(t, T_END);
 }
 
-static PyObject *py_addrs(const struct mail_addr_list *l)
+static void tape_addrs(struct emit_pytape *t, const struct mail_addr_list *l)
 {
-	PyObject *v = PyList_New(0);
-	for (size_t i = 0; v && i < l->n; i++) {
+	size_t at = tape_list_begin(t);
+	for (size_t i = 0; i < l->n; i++) {
 		const struct mail_addr *a = &l->v[i];
-		PyObject *item;
 		if (!a->is_group) {
-			item = py_mailbox(a);
-		} else {
-			item = PyDict_New();
-			PyObject *members = PyList_New(0);
-			for (size_t j = 0; members && j < a->n_members; j++)
-				if (append(members, py_mailbox(&a->members[j])) < 0)
-					Py_CLEAR(members);
-			if (!item || put(item, k_group, py_str(a->name)) < 0 ||
-			    put(item, k_members, members) < 0)
-				Py_CLEAR(item);
-			else
-				members = NULL;
-			Py_XDECREF(members);
+			tape_mailbox(t, a);
+			continue;
 		}
-		if (append(v, item) < 0)
-			Py_CLEAR(v);
+		tape_tag(t, T_DICT);
+		tape_key(t, k_group);
+		tape_str(t, a->name);
+		tape_key(t, k_members);
+		size_t m = tape_list_begin(t);
+		for (size_t j = 0; j < a->n_members; j++)
+			tape_mailbox(t, &a->members[j]);
+		tape_list_end(t, m, a->n_members);
+		tape_tag(t, T_END);
 	}
-	return v;
+	tape_list_end(t, at, l->n);
 }
 
-static PyObject *py_strs(const struct str *s, size_t n)
+static void tape_strs(struct emit_pytape *t, const struct str *s, size_t n)
 {
-	PyObject *v = PyList_New(0);
-	for (size_t i = 0; v && i < n; i++)
-		if (append(v, py_str(s[i])) < 0)
-			Py_CLEAR(v);
-	return v;
+	size_t at = tape_list_begin(t);
+	for (size_t i = 0; i < n; i++)
+		tape_str(t, s[i]);
+	tape_list_end(t, at, n);
 }
 
-static PyObject *py_attachments(const struct mail_message *m)
+static void tape_attachments(struct emit_pytape *t, const struct mail_message *m)
 {
-	PyObject *v = PyList_New(0);
-	for (size_t i = 0; v && i < m->n_attachments; i++) {
+	size_t at = tape_list_begin(t);
+	for (size_t i = 0; i < m->n_attachments; i++) {
 		const struct mail_attachment *a = &m->attachments[i];
-		PyObject *d = PyDict_New();
-		if (!d || put(d, k_filename, py_nstr(a->filename)) < 0 ||
-		    put(d, k_content_type, py_nstr(a->content_type)) < 0 ||
-		    put(d, k_detected_type, py_nstr(a->detected_type)) < 0 ||
-		    put(d, k_disposition, py_nstr(a->disposition)) < 0 ||
-		    put(d, k_content_id, py_nstr(a->content_id)) < 0 ||
-		    put(d, k_size, PyLong_FromUnsignedLongLong(a->size)) < 0) {
-			Py_XDECREF(d);
-			Py_CLEAR(v);
-		} else if (append(v, d) < 0) {
-			Py_CLEAR(v);
-		}
+		tape_tag(t, T_DICT);
+		tape_key_nstr(t, k_filename, a->filename);
+		tape_key_nstr(t, k_content_type, a->content_type);
+		tape_key_nstr(t, k_detected_type, a->detected_type);
+		tape_key_nstr(t, k_disposition, a->disposition);
+		tape_key_nstr(t, k_content_id, a->content_id);
+		tape_key(t, k_size);
+		tape_int(t, a->size);
+		tape_tag(t, T_END);
 	}
-	return v;
+	tape_list_end(t, at, m->n_attachments);
 }
 
-static PyObject *py_warnings(uint64_t set)
+static void tape_warnings(struct emit_pytape *t, uint64_t set)
 {
-	PyObject *v = PyList_New(0);
+	size_t at = tape_list_begin(t), count = 0;
 	set &= MAIL_W__COUNT >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << MAIL_W__COUNT) - 1;
-	while (v && set) {
+	while (set) {
 		enum mail_warning w = (enum mail_warning)__builtin_ctzll(set);
 		set &= set - 1;
 		const char *name = mail_warning_name(w);
-		if (name && append(v, PyUnicode_FromString(name)) < 0)
-			Py_CLEAR(v);
-	}
-	return v;
-}
-
-static PyObject *py_headers(const struct mail_message *m)
-{
-	PyObject *v = PyList_New(0);
-	for (size_t i = 0; v && i < m->n_headers; i++) {
-		PyObject *pair = PyList_New(0);
-		if (!pair || append(pair, py_str(m->headers[i].name)) < 0 ||
-		    append(pair, py_str(m->headers[i].value)) < 0 || append(v, pair) < 0) {
-			Py_XDECREF(pair);
-			Py_CLEAR(v);
+		if (name) {
+			tape_cstr(t, name);
+			count++;
 		}
 	}
-	return v;
+	tape_list_end(t, at, count);
 }
 
-static PyObject *py_error(const struct record *r)
+static void tape_headers(struct emit_pytape *t, const struct mail_message *m)
+{
+	size_t at = tape_list_begin(t);
+	for (size_t i = 0; i < m->n_headers; i++) {
+		size_t pair = tape_list_begin(t);
+		tape_str(t, m->headers[i].name);
+		tape_str(t, m->headers[i].value);
+		tape_list_end(t, pair, 2);
+	}
+	tape_list_end(t, at, m->n_headers);
+}
+
+static void tape_error(struct emit_pytape *t, const struct record *r)
 {
 	const char *reason, *name, *msg;
 	int err;
 	emit_record_error(r, &reason, &err, &name, &msg);
-	PyObject *d = PyDict_New();
-	if (!d || put(d, k_reason, PyUnicode_FromString(reason)) < 0)
-		goto fail;
-	if (err && put(d, k_errno, name ? PyUnicode_FromString(name)
-	                                : PyUnicode_FromFormat("%d", err)) < 0)
-		goto fail;
-	if (put(d, k_message, PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace")) < 0)
-		goto fail;
-	return d;
-fail:
-	Py_XDECREF(d);
-	return NULL;
-}
-
-static PyObject *py_notes(uint32_t notes)
-{
-	PyObject *v = PyList_New(0);
-	if (v && (notes & RECORD_GREW) && append(v, PyUnicode_FromString("grew")) < 0)
-		Py_CLEAR(v);
-	if (v && (notes & RECORD_SHRANK) && append(v, PyUnicode_FromString("shrank")) < 0)
-		Py_CLEAR(v);
-	return v;
-}
-
-static PyObject *py_tags(struct str flags)
-{
-	PyObject *v = PyList_New(0);
-	for (size_t i = 0; v && i < flags.n; i++) {
-		const char *t = maildir_flag_tag(flags.p[i]);
-		if (t && append(v, PyUnicode_FromString(t)) < 0)
-			Py_CLEAR(v);
+	tape_tag(t, T_DICT);
+	tape_key(t, k_reason);
+	tape_cstr(t, reason);
+	if (err) {
+		char num[16];
+		snprintf(num, sizeof(num), "%d", err);
+		tape_key(t, k_errno);
+		tape_cstr(t, name ? name : num);
 	}
-	return v;
+	tape_key(t, k_message);
+	tape_cstr(t, msg);
+	tape_tag(t, T_END);
 }
 
-/* Sets field f of r in d when the record has a value for it (the rules of
- * emit_json_field()).  0, or -1 with an exception. */
-static int py_field(PyObject *d, const struct record *r, const struct mail_message *m,
-                    enum emit_field f)
+static void tape_notes(struct emit_pytape *t, uint32_t notes)
+{
+	size_t at = tape_list_begin(t), count = 0;
+	if (notes & RECORD_GREW) {
+		tape_cstr(t, "grew");
+		count++;
+	}
+	if (notes & RECORD_SHRANK) {
+		tape_cstr(t, "shrank");
+		count++;
+	}
+	tape_list_end(t, at, count);
+}
+
+static void tape_tags(struct emit_pytape *t, struct str flags)
+{
+	size_t at = tape_list_begin(t), count = 0;
+	for (size_t i = 0; i < flags.n; i++) {
+		const char *tag = maildir_flag_tag(flags.p[i]);
+		if (tag) {
+			tape_cstr(t, tag);
+			count++;
+		}
+	}
+	tape_list_end(t, at, count);
+}
+
+/* Field f of r, key and value, when the record has a value for it (the
+ * rules of emit_json_field()). */
+static void tape_field(struct emit_pytape *t, const struct record *r, const struct mail_message *m,
+                       enum emit_field f)
 {
 	const struct record_io *io = &r->io;
 	PyObject *k = keys[f];
 	switch (f) {
 	case EMIT_F_PATH:
-		return put_bytes(d, k, k_path_b64, io->path);
+		tape_bytes(t, k, k_path_b64, io->path);
+		return;
 	case EMIT_F_ROOT:
-		return io->root.p ? put_bytes(d, k, k_root_b64, io->root) : 0;
+		if (io->root.p)
+			tape_bytes(t, k, k_root_b64, io->root);
+		return;
 	case EMIT_F_SIZE:
-		return io->have_stat ? put(d, k, PyLong_FromUnsignedLongLong(io->size)) : 0;
+		if (io->have_stat) {
+			tape_key(t, k);
+			tape_int(t, io->size);
+		}
+		return;
 	case EMIT_F_MTIME:
-		return io->have_stat ? put(d, k, py_iso8601(io->mtime_sec)) : 0;
+		if (io->have_stat) {
+			tape_key(t, k);
+			tape_iso8601(t, io->mtime_sec);
+		}
+		return;
 	case EMIT_F_FOLDER:
 	case EMIT_F_SUBDIR:
 	case EMIT_F_FLAGS:
 		/* NULL is "" (INBOX, no flags) */
-		return io->maildir ? put(d, k, py_str(f == EMIT_F_FOLDER ? io->folder
-		                                      : f == EMIT_F_SUBDIR ? io->subdir : io->flags)) : 0;
+		if (io->maildir) {
+			tape_key(t, k);
+			tape_str(t, f == EMIT_F_FOLDER ? io->folder : f == EMIT_F_SUBDIR ? io->subdir
+			                                                                   : io->flags);
+		}
+		return;
 	case EMIT_F_OFFSET:
 	case EMIT_F_LENGTH:
-		return io->in_mbox ? put(d, k, PyLong_FromUnsignedLongLong(f == EMIT_F_OFFSET ? io->offset
-		                                                                              : io->length)) : 0;
+		if (io->in_mbox) {
+			tape_key(t, k);
+			tape_int(t, f == EMIT_F_OFFSET ? io->offset : io->length);
+		}
+		return;
 	case EMIT_F_NOTES:
-		return io->notes & (RECORD_GREW | RECORD_SHRANK) ? put(d, k, py_notes(io->notes)) : 0;
+		if (io->notes & (RECORD_GREW | RECORD_SHRANK)) {
+			tape_key(t, k);
+			tape_notes(t, io->notes);
+		}
+		return;
 	case EMIT_F_ERROR:
-		return emit_record_reason(r) != RECORD_NONE ? put(d, k, py_error(r)) : 0;
+		if (emit_record_reason(r) != RECORD_NONE) {
+			tape_key(t, k);
+			tape_error(t, r);
+		}
+		return;
 	case EMIT_F_MESSAGE_ID:
 	case EMIT_F_IN_REPLY_TO:
 	case EMIT_F_SUBJECT:
@@ -284,19 +535,33 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 	case EMIT_F_CONTENT_TYPE:
 	case EMIT_F_TEXT: {
 		struct str s = emit_message_str(m, f);
-		return s.p ? put(d, k, py_str(s)) : 0;
+		if (s.p) {
+			tape_key(t, k);
+			tape_str(t, s);
+		}
+		return;
 	}
 	case EMIT_F_REFERENCES:
-		return m->n_references ? put(d, k, py_strs(m->references, m->n_references)) : 0;
+		if (m->n_references) {
+			tape_key(t, k);
+			tape_strs(t, m->references, m->n_references);
+		}
+		return;
 	case EMIT_F_DATE:
-		if (m->has_date)
-			return put(d, k, py_iso8601(m->date));
-		if (!m->date_raw.p)
-			return 0;
-		Py_INCREF(Py_None);
-		return put(d, k, Py_None);
+		if (m->has_date) {
+			tape_key(t, k);
+			tape_iso8601(t, m->date);
+		} else if (m->date_raw.p) {
+			tape_key(t, k);
+			tape_tag(t, T_NONE);
+		}
+		return;
 	case EMIT_F_DATE_RAW:
-		return !m->has_date && m->date_raw.p ? put(d, k, py_str(m->date_raw)) : 0;
+		if (!m->has_date && m->date_raw.p) {
+			tape_key(t, k);
+			tape_str(t, m->date_raw);
+		}
+		return;
 	case EMIT_F_FROM:
 	case EMIT_F_SENDER:
 	case EMIT_F_REPLY_TO:
@@ -304,44 +569,136 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 	case EMIT_F_CC:
 	case EMIT_F_BCC: {
 		const struct mail_addr_list *l = emit_message_addrs(m, f);
-		return l->present ? put(d, k, py_addrs(l)) : 0;
+		if (l->present) {
+			tape_key(t, k);
+			tape_addrs(t, l);
+		}
+		return;
 	}
 	case EMIT_F_TEXT_TRUNCATED:
-		return put(d, k, PyBool_FromLong(m->text_truncated));
+		tape_key(t, k);
+		tape_tag(t, m->text_truncated ? T_TRUE : T_FALSE);
+		return;
 	case EMIT_F_ATTACHMENTS:
-		return put(d, k, py_attachments(m));
+		tape_key(t, k);
+		tape_attachments(t, m);
+		return;
 	case EMIT_F_PARTS:
-		return put(d, k, PyLong_FromUnsignedLongLong(m->parts));
+		tape_key(t, k);
+		tape_int(t, m->parts);
+		return;
 	case EMIT_F_WARNINGS:
-		return put(d, k, py_warnings(m->warnings));
+		tape_key(t, k);
+		tape_warnings(t, m->warnings);
+		return;
 	case EMIT_F_DETECTED_TYPE:
-		return r->mail && r->mail->detected_type.p ? put(d, k, py_str(r->mail->detected_type)) : 0;
+		if (r->mail && r->mail->detected_type.p) {
+			tape_key(t, k);
+			tape_str(t, r->mail->detected_type);
+		}
+		return;
 	case EMIT_F_HEADERS:
-		return put(d, k, py_headers(m));
+		tape_key(t, k);
+		tape_headers(t, m);
+		return;
 	case EMIT_F_ID:
 	case EMIT_F_THREAD_ID: {
 		char hex[17];
 		record_id_hex(f == EMIT_F_ID ? record_id(io) : emit_record_thread_id(r), hex);
-		return put(d, k, PyUnicode_FromStringAndSize(hex, 16));
+		tape_key(t, k);
+		tape_str(t, (struct str){ .p = hex, .n = 16 });
+		return;
 	}
 	case EMIT_F_TAGS:
-		return io->maildir ? put(d, k, py_tags(io->flags)) : 0;
+		if (io->maildir) {
+			tape_key(t, k);
+			tape_tags(t, io->flags);
+		}
+		return;
 	case EMIT_F__COUNT:
 		break;
 	}
-	return 0;
 }
 
-PyObject *emit_pydict(const struct emit_options *o, const struct record *r)
+int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
 {
 	const struct mail_message *m = emit_record_message(r);
 	uint64_t act = emit_record_fields(o, r);
-	PyObject *d = PyDict_New();
-	while (d && act) {
+	dynbuf_reset(&t->items);
+	t->failed = false;
+	tape_tag(t, T_DICT);
+	while (act) {
 		enum emit_field f = (enum emit_field)__builtin_ctzll(act);
 		act &= act - 1;
-		if (py_field(d, r, m, f) < 0)
-			Py_CLEAR(d);
+		tape_field(t, r, m, f);
 	}
-	return d;
+	tape_tag(t, T_END);
+	return t->failed ? -ENOMEM : 0;
+}
+
+/* The object of the item at *at, which moves past it (and its items); NULL
+ * with an exception, the rest of the tape then unread. */
+static PyObject *tape_object(const char **at)
+{
+	struct tape_item it;
+	memcpy(&it, *at, sizeof(it));
+	*at += sizeof(it);
+	const char *data = *at;
+	switch ((enum tape_tag)it.tag) {
+	case T_STR: {
+		size_t width = it.maxchar <= 0xFF ? 1 : it.maxchar <= 0xFFFF ? 2 : 4;
+		*at += PAD8(it.n * width);
+		PyObject *v = PyUnicode_New((Py_ssize_t)it.n, it.maxchar);
+		if (v)
+			memcpy(PyUnicode_DATA(v), data, it.n * width);
+		return v;
+	}
+	case T_RAW:
+		*at += PAD8(it.n);
+		return PyUnicode_DecodeUTF8(data, (Py_ssize_t)it.n, "replace");
+	case T_NONE:
+		Py_RETURN_NONE;
+	case T_TRUE:
+		Py_RETURN_TRUE;
+	case T_FALSE:
+		Py_RETURN_FALSE;
+	case T_INT:
+		return PyLong_FromUnsignedLongLong(it.n);
+	case T_LIST: {
+		PyObject *l = PyList_New((Py_ssize_t)it.n);
+		for (size_t i = 0; l && i < it.n; i++) {
+			PyObject *v = tape_object(at);
+			if (!v)
+				Py_CLEAR(l);
+			else
+				PyList_SET_ITEM(l, (Py_ssize_t)i, v);
+		}
+		return l;
+	}
+	case T_DICT: {
+		PyObject *d = PyDict_New();
+		while (d) {
+			memcpy(&it, *at, sizeof(it));
+			*at += sizeof(it);
+			if (it.tag == T_END)
+				break;
+			PyObject *v = tape_object(at);
+			if (!v || PyDict_SetItem(d, (PyObject *)(uintptr_t)it.n, v) < 0)
+				Py_CLEAR(d);
+			Py_XDECREF(v);
+		}
+		return d;
+	}
+	case T_END:
+	case T_KEY:
+		break;
+	}
+	PyErr_SetString(PyExc_SystemError, "ingest: a malformed dict tape");
+	return NULL;
+}
+
+PyObject *emit_pytape_build(const struct emit_pytape *t)
+{
+	const char *at = t->items.p;
+	return tape_object(&at);
 }

@@ -105,6 +105,38 @@ def test_parse_equals_the_commands_line(generated):
         assert without_io(one) | {"thread_id": 0} == without_io(want[f]) | {"thread_id": 0}, f
 
 
+# Strings at each width Python keeps (ASCII, Latin-1, the BMP, beyond),
+# runs of ASCII long and short between wide characters, and as-written
+# tokens holding bytes that are not UTF-8 (a lone 8-bit byte, an encoded
+# surrogate, a cut sequence, a byte no UTF-8 has), which the dict must
+# repair as the command's line does.
+WIDTHS = ["plain ascii only, longer than a word of eight", "caf\u00e9 cr\u00e8me",
+          "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8",
+          "emoji \U0001f600 and \u00e9 and \u20ac, then a long ascii tail to end with",
+          "x" * 40 + "\u00ff" + "y" * 17 + "\u0100" + "z" * 9 + "\U00010348", "\u00e9", "", "\U0010ffff"]
+RAW = [b"\xe9t\xe9@example.org", b"a\xed\xa0\x80b@x", b"cut\xe6\x97@x", b"\xff\xfe@x", b"ok@x"]
+
+
+def test_string_widths_and_raw_bytes_equal_the_commands_line(tmp_path):
+    msgs = []
+    for i, text in enumerate(WIDTHS):
+        raw = RAW[i % len(RAW)]
+        msgs.append(b"From: " + raw + b"\nTo: =?utf-8?b?" + __import__("base64").b64encode(
+            text.encode()) + b"?= <to@x>\nMessage-ID: <" + raw + b">\nSubject: " +
+            text.encode() + b"\nContent-Type: text/plain; charset=utf-8\n\n" +
+            (text + "\n").encode() * 3)
+    for i, m in enumerate(msgs):
+        (tmp_path / f"{i:02d}.eml").write_bytes(m)
+    want = sorted(cli(str(tmp_path)), key=lambda r: r["path"])   # the inputs' order
+    got = ingest.parse_many(msgs)
+    assert len(want) == len(got) == len(msgs)
+    for g, w, text in zip(got, want, WIDTHS):
+        assert without_io(g) | {"thread_id": 0} == without_io(w) | {"thread_id": 0}
+        assert g["subject"] == text
+        assert g["to"][0]["name"] == text
+    assert got[0]["from"][0]["address"] == "\ufffdt\ufffd@example.org"
+
+
 THREAD = (b"From a@x Thu Jan  1 00:00:00 2024\nMessage-ID: <a@x>\nSubject: a\n\na\n\n"
           b"From b@x Thu Jan  1 00:00:00 2024\nMessage-ID: <b@x>\nReferences: <gone@x> <a@x>\n"
           b"In-Reply-To: <a@x>\nSubject: b\n\nb\n")
