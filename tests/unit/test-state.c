@@ -125,13 +125,37 @@ static unsigned tmp_files(const char *dir)
 	return n;
 }
 
+/* A fresh directory, and FILE in it: the set-up of most tests here. */
+struct dir_case {
+	char *dir, *path;
+};
+
+static int dir_setup(void **state)
+{
+	struct dir_case *fx = calloc(1, sizeof(*fx));
+	if (!fx)
+		return -1;
+	fx->dir = t_tmpdir("state");
+	fx->path = t_asprintf("%s/st", fx->dir);
+	*state = fx;
+	return 0;
+}
+
+static int dir_teardown(void **state)
+{
+	struct dir_case *fx = *state;
+	free(fx->path);
+	t_rmtree(fx->dir);
+	free(fx);
+	return 0;
+}
+
 /* --- the format --- */
 
 static void test_state_file_format(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir);
+	const struct dir_case *fx = *state;
+	const char *dir = fx->dir, *path = fx->path;
 	struct state *s = load(path);
 	bind(s, RUN);
 	struct record_io a = io_of("/r", "cur/a", 0x0123456789abcdefull, 2, 3, true);
@@ -160,8 +184,6 @@ static void test_state_file_format(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_int_equal(tmp_files(dir), 0);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* state_format_* write what state_load_bytes reads, and what a file holds. */
@@ -193,9 +215,8 @@ static void test_state_format_bytes(void **state)
 
 static void test_state_round_trip(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir);
+	const struct dir_case *fx = *state;
+	const char *path = fx->path;
 	/* binary-safe: a path with a newline and a space in it */
 	struct record_io same = io_of("/r", "cur/1.M1:2,S", 0x11, 101, 10, true);
 	struct record_io grown = io_of("/r", "a b\nc", 0x22, 102, 20, false);
@@ -268,8 +289,6 @@ static void test_state_round_trip(void **state)
 	                  "/r|box|0000000000000055 mbox@200\n"
 	                  "/r|box|0000000000000055 mbox@300\n");
 	state_free(s);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* Met twice in one run: one entry, the second time no record. */
@@ -294,9 +313,8 @@ static void test_state_met_twice(void **state)
  * not at all; one that could not be statted keeps its old entry. */
 static void test_state_unread_kept(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir);
+	const struct dir_case *fx = *state;
+	const char *path = fx->path;
 	struct record_io a = io_of("/r", "a", 0xa, 1, 10, false);
 	struct record_io b = io_of("/r", "b", 0xb, 2, 20, false);
 	struct record_io c = io_of("/r", "c", 0xc, 3, 30, false);
@@ -327,17 +345,14 @@ static void test_state_unread_kept(void **state)
 	assert_int_equal(check(s, &b, NULL, NULL), STATE_UNCHANGED);
 	assert_int_equal(check(s, &c, NULL, NULL), STATE_NEW);
 	state_free(s);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* --state-reset: an empty state whatever FILE holds; the save keeps
  * FILE's mode, as a save over a loaded FILE does. */
 static void test_state_reset_and_mode(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir);
+	const struct dir_case *fx = *state;
+	const char *dir = fx->dir, *path = fx->path;
 	t_put_text(dir, "st", "garbage\n");
 	assert_int_equal(chmod(path, 0640), 0);
 	struct state *s = load(NULL);
@@ -358,8 +373,6 @@ static void test_state_reset_and_mode(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0604);
 	assert_int_equal(tmp_files(dir), 0);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* --- the run it was made by --- */
@@ -401,22 +414,30 @@ static void test_state_bind_run(void **state)
 
 /* --- a file that is not a state --- */
 
-/* FILE holding n bytes at p is refused with -EINVAL and the reason want. */
-static void refused_n(const char *p, size_t n, const char *want)
+/* state_load() of a FILE that holds the n bytes at p (*s: the state). */
+static int load_file(const char *p, size_t n, struct state **s)
 {
 	char *dir = t_tmpdir("state");
 	t_put(dir, "st", p, n);
 	char *path = t_asprintf("%s/st", dir);
-	struct state *s = NULL;
-	int r = state_load(path, &s);
+	*s = NULL;
+	int r = state_load(path, s);
+	free(path);
+	t_rmtree(dir);
+	return r;
+}
+
+/* FILE holding n bytes at p is refused with -EINVAL and the reason want. */
+static void refused_n(const char *p, size_t n, const char *want)
+{
+	struct state *s;
+	int r = load_file(p, n, &s);
 	if (r != -EINVAL || !state_load_error(s) || strcmp(state_load_error(s), want))
 		print_message("for %.*s\n", (int)n, p);
 	assert_int_equal(r, -EINVAL);
 	assert_non_null(state_load_error(s));
 	assert_string_equal(state_load_error(s), want);
 	state_free(s);
-	free(path);
-	t_rmtree(dir);
 }
 
 static void refused(const char *text, const char *want)
@@ -430,71 +451,85 @@ static void refused(const char *text, const char *want)
 static void test_state_corrupt(void **state)
 {
 	(void)state;
-	refused("", "line 1: not an ingest state file (no \"ingest-state 2\" header)");
-	refused("{\"id\":1}\n", "line 1: not an ingest state file (no \"ingest-state 2\" header)");
-	refused("ingest-state 3\nrun 0\n\n", "line 1: not an ingest state file (no \"ingest-state 2\" header)");
-	/* a wrong version: the previous format */
-	refused("ingest-state 1\n/r\tx\t1 2 3 4\n",
-	        "line 1: a state of an older ingest (format 1; --state-reset starts afresh)");
-	/* the run's block */
-	refused("ingest-state 2\n", "line 2: the run's description is missing or cut short");
-	refused("ingest-state 2\nrun 8\nroot=/r\n", "line 2: the run's description is missing or cut short");
-	refused("ingest-state 2\nrun x\n\n", "line 2: the run's description is missing or cut short");
+	static const struct { const char *text, *want; } cases[] = {
+		{ "",
+		  "line 1: not an ingest state file (no \"ingest-state 2\" header)" },
+		{ "{\"id\":1}\n",
+		  "line 1: not an ingest state file (no \"ingest-state 2\" header)" },
+		{ "ingest-state 3\nrun 0\n\n",
+		  "line 1: not an ingest state file (no \"ingest-state 2\" header)" },
+		/* a wrong version: the previous format */
+		{ "ingest-state 1\n/r\tx\t1 2 3 4\n",
+		  "line 1: a state of an older ingest (format 1; --state-reset starts afresh)" },
+		/* the run's block */
+		{ "ingest-state 2\n",
+		  "line 2: the run's description is missing or cut short" },
+		{ "ingest-state 2\nrun 8\nroot=/r\n",
+		  "line 2: the run's description is missing or cut short" },
+		{ "ingest-state 2\nrun x\n\n",
+		  "line 2: the run's description is missing or cut short" },
+		{ HEAD "1 2 3 4 5 2 1 16",
+		  "line 4: the file ends inside an entry" },
+		{ HEAD "1 2 3 4 5 2 1 16\n/rx00000000",
+		  "line 4: lengths 2 1 16 run past the end of the file" },
+		/* a duplicate line: the second entry for one file */
+		{ HEAD ENTRY ENTRY,
+		  "line 6: a second entry for the same file" },
+		/* lines counted as an editor shows them: a run and a path with newlines */
+		{ "ingest-state 2\nrun 17\nroot=/r\nshard=1/2\n" "1 2 3 4 5 2 3 16\n/rx\ny0000000000000001\n" ENTRY ENTRY,
+		  "line 10: a second entry for the same file" },
+		/* an over-long line: an entry's bytes past where its lengths end */
+		{ HEAD "1 2 3 4 5 2 1 16\n/rxx0000000000000001\n",
+		  "line 5: the entry's bytes do not end with a newline where its lengths say" },
+		{ HEAD "1 2 3 4 5 2 1 16 9\n/rx0000000000000001\n",
+		  "line 4: expected 8 numbers separated by single spaces" },
+		{ HEAD "1 2 3 4 5 2 1 99999999999999999999\n/rx0000000000000001\n",
+		  "line 4: a number out of range" },
+		/* the numbers line */
+		{ HEAD "1 2 3 4 5 2 1\n/rx0000000000000001\n",
+		  "line 4: expected 8 numbers separated by single spaces" },
+		{ HEAD "1  2 3 4 5 2 1 16\n/rx0000000000000001\n",
+		  "line 4: expected 8 numbers separated by single spaces" },
+		{ HEAD "-1 2 3 4 5 2 1 16\n/rx0000000000000001\n",
+		  "line 4: a negative number where none may be" },
+		{ HEAD "1 2 3 -9223372036854775809 5 2 1 16\n/rx0000000000000001\n",
+		  "line 4: a number out of range" },
+		{ HEAD "1 2 3 4 1000000000 2 1 16\n/rx0000000000000001\n",
+		  "line 4: nanoseconds of 1000000000 (at most 999999999)" },
+		/* the id and the offsets */
+		{ HEAD "1 2 3 4 5 2 1 16\n/rx000000000000000G\n",
+		  "line 5: a malformed id or message offsets" },
+		{ HEAD "1 2 3 4 5 2 1 16\n/rx000000000000000A\n",
+		  "line 5: a malformed id or message offsets" },
+		{ HEAD "1 2 3 4 5 2 1 15\n/rx000000000000001\n",
+		  "line 5: a malformed id or message offsets" },
+		{ HEAD "1 2 3 4 5 2 1 18\n/rx0000000000000001;x\n",
+		  "line 5: a malformed id or message offsets" },
+		{ HEAD "1 2 3 4 5 2 1 20\n/rx0000000000000001;1,x\n",
+		  "line 5: a malformed id or message offsets" },
+		{ HEAD "1 2 3 4 5 2 1 20\n/rx0000000000000001,1,2\n",
+		  "line 5: a malformed id or message offsets" },
+		{ HEAD "1 2 3 4 5 2 1 40\n/rx0000000000000001;99999999999999999999999\n",
+		  "line 5: a malformed id or message offsets" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		refused(cases[i].text, cases[i].want);
 	/* truncated: every cut of a good file short of its end */
 	static const char good[] = HEAD ENTRY;
 	for (size_t cut = 0; cut < sizeof(good) - 1; cut++) {
 		if (cut == sizeof(HEAD) - 1)
 			continue;   /* a state of no entries */
-		char *dir = t_tmpdir("state");
-		t_put(dir, "st", good, cut);
-		char *path = t_asprintf("%s/st", dir);
-		struct state *s = NULL;
+		struct state *s;
 		/* an empty file too: a saved state has its header */
-		assert_int_equal(state_load(path, &s), -EINVAL);
+		assert_int_equal(load_file(good, cut, &s), -EINVAL);
 		assert_non_null(state_load_error(s));
 		state_free(s);
-		free(path);
-		t_rmtree(dir);
 	}
-	refused(HEAD "1 2 3 4 5 2 1 16", "line 4: the file ends inside an entry");
-	refused(HEAD "1 2 3 4 5 2 1 16\n/rx00000000", "line 4: lengths 2 1 16 run past the end of the file");
-	/* a duplicate line: the second entry for one file */
-	refused(HEAD ENTRY ENTRY, "line 6: a second entry for the same file");
 	/* the same id for another path is no duplicate */
-	struct state *s = NULL;
-	char *dir = t_tmpdir("state");
-	t_put_text(dir, "st", HEAD ENTRY "1 2 3 4 5 2 1 16\n/ry0000000000000001\n");
-	char *path = t_asprintf("%s/st", dir);
-	assert_int_equal(state_load(path, &s), 0);
+	static const char two[] = HEAD ENTRY "1 2 3 4 5 2 1 16\n/ry0000000000000001\n";
+	struct state *s;
+	assert_int_equal(load_file(two, sizeof(two) - 1, &s), 0);
 	state_free(s);
-	free(path);
-	t_rmtree(dir);
-	/* lines counted as an editor shows them: a run and a path with newlines */
-	refused("ingest-state 2\nrun 17\nroot=/r\nshard=1/2\n" "1 2 3 4 5 2 3 16\n/rx\ny0000000000000001\n" ENTRY ENTRY,
-	        "line 10: a second entry for the same file");
-	/* an over-long line: an entry's bytes past where its lengths end */
-	refused(HEAD "1 2 3 4 5 2 1 16\n/rxx0000000000000001\n",
-	        "line 5: the entry's bytes do not end with a newline where its lengths say");
-	refused(HEAD "1 2 3 4 5 2 1 16 9\n/rx0000000000000001\n",
-	        "line 4: expected 8 numbers separated by single spaces");
-	refused(HEAD "1 2 3 4 5 2 1 99999999999999999999\n/rx0000000000000001\n",
-	        "line 4: a number out of range");
-	/* the numbers line */
-	refused(HEAD "1 2 3 4 5 2 1\n/rx0000000000000001\n", "line 4: expected 8 numbers separated by single spaces");
-	refused(HEAD "1  2 3 4 5 2 1 16\n/rx0000000000000001\n", "line 4: expected 8 numbers separated by single spaces");
-	refused(HEAD "-1 2 3 4 5 2 1 16\n/rx0000000000000001\n", "line 4: a negative number where none may be");
-	refused(HEAD "1 2 3 -9223372036854775809 5 2 1 16\n/rx0000000000000001\n", "line 4: a number out of range");
-	refused(HEAD "1 2 3 4 1000000000 2 1 16\n/rx0000000000000001\n",
-	        "line 4: nanoseconds of 1000000000 (at most 999999999)");
-	/* the id and the offsets */
-	refused(HEAD "1 2 3 4 5 2 1 16\n/rx000000000000000G\n", "line 5: a malformed id or message offsets");
-	refused(HEAD "1 2 3 4 5 2 1 16\n/rx000000000000000A\n", "line 5: a malformed id or message offsets");
-	refused(HEAD "1 2 3 4 5 2 1 15\n/rx000000000000001\n", "line 5: a malformed id or message offsets");
-	refused(HEAD "1 2 3 4 5 2 1 18\n/rx0000000000000001;x\n", "line 5: a malformed id or message offsets");
-	refused(HEAD "1 2 3 4 5 2 1 20\n/rx0000000000000001;1,x\n", "line 5: a malformed id or message offsets");
-	refused(HEAD "1 2 3 4 5 2 1 20\n/rx0000000000000001,1,2\n", "line 5: a malformed id or message offsets");
-	refused(HEAD "1 2 3 4 5 2 1 40\n/rx0000000000000001;99999999999999999999999\n",
-	        "line 5: a malformed id or message offsets");
 	/* a NUL inside the bytes is data, not an end */
 	static const char nul[] = HEAD "1 2 3 4 5 2 1 16\n/r\0" "0000000000000001\n" ENTRY ENTRY;
 	refused_n(nul, sizeof(nul) - 1, "line 8: a second entry for the same file");
@@ -579,9 +614,9 @@ static char *lock_in_child(struct lock_child *c, bool unprivileged)
 
 static void test_state_lock(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir), *lp = t_asprintf("%s/st.lock", dir);
+	const struct dir_case *fx = *state;
+	const char *path = fx->path;
+	char *lp = t_asprintf("%s/st.lock", fx->dir);
 	atomic_int stop = 0;
 	char why[128];
 	int fd = state_lock(path, false, &stop, why, sizeof(why));
@@ -610,16 +645,13 @@ static void test_state_lock(void **state)
 	free(got);
 	state_unlock(-1);
 	free(lp);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* --wait-state: the second run gets the lock once the first lets it go. */
 static void test_state_lock_wait(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir);
+	const struct dir_case *fx = *state;
+	const char *path = fx->path;
 	atomic_int stop = 0;
 	char why[128];
 	int fd = state_lock(path, false, &stop, why, sizeof(why));
@@ -639,17 +671,14 @@ static void test_state_lock_wait(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* Refused before any input is read: a directory that cannot take the new
  * state, a lock file that is a symlink. */
 static void test_state_lock_refused(void **state)
 {
-	(void)state;
-	char *dir = t_tmpdir("state");
-	char *path = t_asprintf("%s/st", dir);
+	const struct dir_case *fx = *state;
+	const char *dir = fx->dir, *path = fx->path;
 	/* the lock itself could be taken: the directory is what refuses */
 	t_put_text(dir, "st.lock", "");
 	char *lp = t_asprintf("%s/st.lock", dir), *elsewhere = t_asprintf("%s/elsewhere", dir);
@@ -672,8 +701,6 @@ static void test_state_lock_refused(void **state)
 	free(want);
 	free(elsewhere);
 	free(lp);
-	free(path);
-	t_rmtree(dir);
 }
 
 /* --- faults --- */
@@ -864,18 +891,18 @@ int main(int argc, char **argv)
 		return fault_child(argv[2], e && !strncmp(e, ":ENOMEM", 7) ? ENOMEM : EIO);
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_state_file_format),
+		cmocka_unit_test_setup_teardown(test_state_file_format, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_format_bytes),
-		cmocka_unit_test(test_state_round_trip),
+		cmocka_unit_test_setup_teardown(test_state_round_trip, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_met_twice),
-		cmocka_unit_test(test_state_unread_kept),
-		cmocka_unit_test(test_state_reset_and_mode),
+		cmocka_unit_test_setup_teardown(test_state_unread_kept, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_state_reset_and_mode, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_bind_run),
 		cmocka_unit_test(test_state_corrupt),
 		cmocka_unit_test(test_state_not_a_file),
-		cmocka_unit_test(test_state_lock),
-		cmocka_unit_test(test_state_lock_wait),
-		cmocka_unit_test(test_state_lock_refused),
+		cmocka_unit_test_setup_teardown(test_state_lock, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_state_lock_wait, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_state_lock_refused, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_fault_alloc),
 		cmocka_unit_test(test_state_fault_sys),
 		cmocka_unit_test(test_state_fault_tmp_collision),
