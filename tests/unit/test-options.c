@@ -61,6 +61,7 @@ static void test_options_defaults(void **state)
 	char *f = get(o, "fields");
 	assert_non_null(strstr(f, "path,"));
 	assert_non_null(strstr(f, ",subject,"));
+	free(f);
 	ingest_options_free(o);
 }
 
