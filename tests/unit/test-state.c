@@ -17,6 +17,7 @@
  * the new one, whole. */
 #include "helpers.h"
 #include "io/state.h"
+#include "io/walk.h"
 #include "core/dynbuf.h"
 #include "config.h"
 
@@ -561,6 +562,80 @@ static void test_state_not_a_file(void **state)
 	t_rmtree(dir);
 }
 
+/* An entry not seen in a directory the walk could not list is not gone:
+ * no deletion, and the save keeps it (run as nobody, for whom a mode-000
+ * directory cannot be listed). */
+struct unlisted_child {
+	const char *path, *base;
+};
+
+static int unlisted_child(void *arg, int out)
+{
+	const struct unlisted_child *c = arg;
+	struct state *s = NULL;
+	if (state_load(c->path, &s) < 0)
+		return 1;
+	struct walk *w = walk_new();
+	if (!w || walk_add_path(w, c->base) < 0)
+		return 1;
+	struct walk_entry *e;
+	int r;
+	while ((r = walk_next(w, &e)) > 0)
+		walk_entry_done(w, e);
+	state_set_walk(s, w);
+	struct gone g;
+	dynbuf_init(&g.text, 0);
+	if (r < 0 || state_deleted(s, on_gone, &g) < 0 || state_save(s, c->path) < 0)
+		return 1;
+	t_write_all(out, g.text.p, g.text.len);
+	dynbuf_release(&g.text);
+	walk_free(w);
+	state_free(s);
+	return 0;
+}
+
+static void test_state_unlisted_kept(void **state)
+{
+	const struct dir_case *fx = *state;
+	char *base = t_tmpdir("state-tree");
+	t_mkdirs(base, (const char *const[]){ "locked", "open", NULL });
+	struct state *s = load(fx->path);
+	struct record_io a = io_of(base, "locked/a", 0xa, 1, 10, false);
+	struct record_io b = io_of(base, "open/b", 0xb, 2, 20, false);
+	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
+	assert_int_equal(check(s, &b, NULL, NULL), STATE_NEW);
+	assert_int_equal(state_save(s, fx->path), 0);
+	state_free(s);
+	/* nobody may read the state and save it again */
+	assert_int_equal(chmod(fx->path, 0644), 0);
+	assert_int_equal(chmod(fx->dir, 0777), 0);
+	char *locked = t_asprintf("%s/locked", base);
+	assert_int_equal(chmod(locked, 0), 0);
+	struct unlisted_child c = { fx->path, base };
+	int status;
+	char *got = t_fork_output(unlisted_child, &c, true, &status, NULL);
+	assert_int_equal(chmod(locked, 0755), 0);
+	free(locked);
+	if (status == 77) {
+		free(got);
+		t_rmtree(base);
+		print_message("SKIP: cannot drop root privileges to nobody (setresuid refused)\n");
+		skip();
+	}
+	assert_int_equal(status, 0);
+	char *want = t_asprintf("%s|open/b|000000000000000b 0\n", base);
+	assert_string_equal(got, want);
+	free(want);
+	free(got);
+	/* kept: a run that lists it all finds it gone now */
+	s = load(fx->path);
+	char *both = t_asprintf("%s|locked/a|000000000000000a 0\n", base);
+	assert_deleted(s, both);
+	free(both);
+	state_free(s);
+	t_rmtree(base);
+}
+
 /* --- the lock --- */
 
 struct lock_child {
@@ -900,6 +975,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_state_bind_run),
 		cmocka_unit_test(test_state_corrupt),
 		cmocka_unit_test(test_state_not_a_file),
+		cmocka_unit_test_setup_teardown(test_state_unlisted_kept, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_lock, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_lock_wait, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_lock_refused, dir_setup, dir_teardown),
