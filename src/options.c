@@ -14,7 +14,9 @@
 
 int options_parse_size(const char *s, uint64_t *out)
 {
-	if (!s || !*s || *s == '-')
+	/* digits first: strtoull alone would skip white space and take a
+	 * sign, so " -1" would be 2^64 - 1 */
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	char *end;
 	errno = 0;

@@ -8,50 +8,16 @@ independent of ours.
 Usage: test_cli.py --ingest PATH --mkcorpus PATH --case NAME
        test_cli.py --list   (the cases, their timeouts, serial or not)
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
-import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
-ARGS = None
-
-
-def run(args, stdin=None, check_rc=None, env=None):
-    p = subprocess.run([ARGS.ingest] + args, input=stdin, capture_output=True,
-                       env=env, timeout=300)
-    if check_rc is not None and p.returncode != check_rc:
-        fail(f"{args}: exit {p.returncode}, expected {check_rc}\nstderr: {p.stderr.decode(errors='replace')}")
-    return p
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def records(out):
-    lines = out.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    else:
-        fail("output does not end with a newline (a partial record?)")
-    recs = []
-    for i, line in enumerate(lines):
-        try:
-            line.decode("utf-8", errors="strict")
-            recs.append(json.loads(line))
-        except Exception as e:  # noqa: BLE001 - any parse failure is the finding
-            fail(f"line {i + 1} is not valid UTF-8 JSON ({e}): {line[:200]!r}")
-    return recs
-
-
-def mkcorpus(dest, *extra):
-    subprocess.run([sys.executable, ARGS.mkcorpus, "--out", dest] + list(extra),
-                   check=True, capture_output=True)
+sys.dont_write_bytecode = True   # nothing written into the source tree
+from clilib import ARGS, fail, mkcorpus, records, run  # noqa: E402,F401  (test_hardening.py takes them from here)
+import clilib  # noqa: E402
 
 
 def count_files(root, skip_tmp=True):
@@ -803,23 +769,11 @@ SERIAL = {"uring_refused"}   # flips kernel.io_uring_disabled
 
 
 def main():
-    global ARGS
     if sys.argv[1:] == ["--list"]:
         for name in CASES:
             print(name, SLOW.get(name, 120), "serial" if name in SERIAL else "parallel")
         return
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ingest", required=True)
-    ap.add_argument("--mkcorpus", required=True)
-    ap.add_argument("--case", required=True, choices=sorted(CASES))
-    ARGS = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ingest-cli-")
-    try:
-        CASES[ARGS.case](tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("ok")
-
+    clilib.main(CASES, "ingest-cli-")
 
 if __name__ == "__main__":
     main()

@@ -6,7 +6,6 @@ records the same binary writes as JSON Lines.
 
 Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
-import argparse
 import json
 import os
 import shutil
@@ -14,31 +13,16 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
-ARGS = None
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
+sys.dont_write_bytecode = True   # nothing written into the source tree
+from clilib import ARGS, fail, mkcorpus, records  # noqa: E402
+import clilib  # noqa: E402
 
 
 def run(args, check_rc=0, env=None, pre=()):
-    p = subprocess.run(list(pre) + [ARGS.ingest] + args, capture_output=True, env=env, timeout=300)
-    if check_rc is not None and p.returncode != check_rc:
-        fail(f"{args}: exit {p.returncode}, expected {check_rc}\nstderr: {p.stderr.decode(errors='replace')}")
-    return p
-
-
-def records(out):
-    return [json.loads(line) for line in out.decode().splitlines()]
-
-
-def mkcorpus(dest, *extra):
-    subprocess.run([sys.executable, ARGS.mkcorpus, "--out", dest] + list(extra),
-                   check=True, capture_output=True)
+    """clilib.run, with exit 0 expected unless told otherwise."""
+    return clilib.run(args, check_rc=check_rc, env=env, pre=pre)
 
 
 def stats(p):
@@ -199,7 +183,6 @@ def unprivileged_prefix(why):
     """test_cli.py's: nothing when not root, setpriv to nobody when root."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import test_cli
-    test_cli.ARGS = ARGS
     return test_cli.unprivileged_prefix(why)
 
 
@@ -581,21 +564,8 @@ CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 
 
 def main():
-    global ARGS
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ingest", required=True)
-    ap.add_argument("--mkcorpus", required=True)
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--case", required=True, choices=sorted(CASES))
-    ARGS = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ingest-index-")
-    try:
-        CASES[ARGS.case](tmp)
-    finally:
-        subprocess.run(["chmod", "-R", "u+rwX", tmp], capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("ok")
-
+    clilib.main(CASES, "ingest-index-", extra=("--source",),
+                cleanup=lambda tmp: subprocess.run(["chmod", "-R", "u+rwX", tmp], capture_output=True))
 
 if __name__ == "__main__":
     main()

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <setjmp.h>
@@ -170,6 +171,62 @@ int t_become_unprivileged(void)
 	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
 		return -1;
 	return 0;
+}
+
+char *t_fork_output(int (*fn)(void *arg, int out), void *arg, bool unprivileged, int *status,
+                    size_t *n)
+{
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		if (unprivileged && t_become_unprivileged() < 0)
+			_exit(77);
+		_exit(fn(arg, fds[1]));
+	}
+	close(fds[1]);
+	size_t len = 0, cap = 4096;
+	char *text = malloc(cap);
+	assert_non_null(text);
+	for (ssize_t k; (k = read(fds[0], text + len, cap - len - 1)) > 0;) {
+		len += (size_t)k;
+		if (cap - len - 1 == 0) {
+			text = realloc(text, cap *= 2);
+			assert_non_null(text);
+		}
+	}
+	text[len] = '\0';
+	close(fds[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (n)
+		*n = len;
+	return text;
+}
+
+char *t_read_file(const char *base, const char *rel, size_t *n)
+{
+	char *path = rel ? t_asprintf("%s/%s", base, rel) : strdup(base);
+	assert_non_null(path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	char *p = malloc((size_t)st.st_size + 1);
+	assert_non_null(p);
+	size_t got = 0;
+	for (ssize_t k; got < (size_t)st.st_size && (k = read(fd, p + got, (size_t)st.st_size - got)) > 0;)
+		got += (size_t)k;
+	close(fd);
+	assert_int_equal(got, (size_t)st.st_size);
+	p[got] = '\0';
+	if (n)
+		*n = got;
+	return p;
 }
 
 void t_assert_str(struct str s, const char *want)

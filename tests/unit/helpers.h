@@ -8,6 +8,7 @@
 
 #include "mail/mail_ctx.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,16 @@ int t_arena_case_teardown(void **state);
 /* In a forked child: drops root to nobody (a no-op when not root).
  * Returns 0, or -1 when privileges cannot be dropped here. */
 int t_become_unprivileged(void);
+
+/* Runs fn(arg, out) in a forked child and returns, NUL-terminated, what
+ * it wrote to the descriptor out (*n, when not NULL, gets its length);
+ * *status gets the child's exit status, fn's return (a signal: 128 + it).
+ * unprivileged: root is dropped to nobody first, and a child that cannot
+ * drop it exits 77 without calling fn. */
+char *t_fork_output(int (*fn)(void *arg, int out), void *arg, bool unprivileged, int *status,
+                    size_t *n);
+/* The whole file base/rel (rel NULL: base), NUL-terminated; *n its size. */
+char *t_read_file(const char *base, const char *rel, size_t *n);
 
 /* Asserts that the view holds exactly the text want (NULL: absent). */
 void t_assert_str(struct str s, const char *want);

@@ -73,6 +73,23 @@ static void start_blocked(struct acquirer *a, pthread_t *t, struct budget *b,
 	assert_int_equal(atomic_load(&a->state), 0);
 }
 
+/* A budget of 100 bytes, `held` of them in flight (after `own` of the
+ * acquirer's own, if any), and a thread blocked on it asking for `bytes`. */
+struct blocked {
+	struct budget b;
+	struct acquirer a;
+	pthread_t t;
+};
+
+static void block_one(struct blocked *x, uint64_t own, uint64_t held, uint64_t bytes)
+{
+	budget_init(&x->b, 100);
+	if (own)
+		assert_true(budget_acquire(&x->b, own));
+	assert_true(budget_acquire(&x->b, held));
+	start_blocked(&x->a, &x->t, &x->b, bytes, own, 1);
+}
+
 /* Joins the thread and returns how its acquire ended: 1 granted, 2 refused. */
 static int join_acquirer(struct acquirer *a, pthread_t t)
 {
@@ -216,57 +233,45 @@ static void test_budget_wait_hook_runs_before_sleep(void **state)
 static void test_budget_blocking_acquire_released(void **state)
 {
 	(void)state;
-	struct budget b;
-	budget_init(&b, 100);
-	assert_true(budget_acquire(&b, 80));
-	struct acquirer a;
-	pthread_t t;
-	start_blocked(&a, &t, &b, 50, 0, 1);
+	struct blocked x;
+	block_one(&x, 0, 80, 50);
 	/* Releasing too little keeps it blocked (it re-checks and sleeps). */
-	budget_release(&b, 20);                       /* used 60: 50 does not fit */
+	budget_release(&x.b, 20);                     /* used 60: 50 does not fit */
 	sleep_ms(20);
-	assert_int_equal(atomic_load(&a.state), 0);
-	budget_release(&b, 30);                       /* used 30: fits */
-	assert_int_equal(join_acquirer(&a, t), 1);
-	assert_int_equal(b.used, 80);
-	assert_int_equal(b.peak, 80);
-	assert_true(b.waited_ns > 0);
-	budget_release(&b, 80);
-	assert_int_equal(b.used, 0);
+	assert_int_equal(atomic_load(&x.a.state), 0);
+	budget_release(&x.b, 30);                     /* used 30: fits */
+	assert_int_equal(join_acquirer(&x.a, x.t), 1);
+	assert_int_equal(x.b.used, 80);
+	assert_int_equal(x.b.peak, 80);
+	assert_true(x.b.waited_ns > 0);
+	budget_release(&x.b, 80);
+	assert_int_equal(x.b.used, 0);
 }
 
 static void test_budget_blocked_oversized_granted_when_drained(void **state)
 {
 	(void)state;
-	struct budget b;
-	budget_init(&b, 100);
-	assert_true(budget_acquire(&b, 10));
-	struct acquirer a;
-	pthread_t t;
-	start_blocked(&a, &t, &b, 300, 0, 1);
-	budget_release(&b, 10);                       /* now nothing in flight */
-	assert_int_equal(join_acquirer(&a, t), 1);
-	assert_int_equal(b.used, 300);
-	budget_release(&b, 300);
+	struct blocked x;
+	block_one(&x, 0, 10, 300);
+	budget_release(&x.b, 10);                     /* now nothing in flight */
+	assert_int_equal(join_acquirer(&x.a, x.t), 1);
+	assert_int_equal(x.b.used, 300);
+	budget_release(&x.b, 300);
 }
 
 static void test_budget_cancel_wakes_acquirer(void **state)
 {
 	(void)state;
-	struct budget b;
-	budget_init(&b, 100);
-	assert_true(budget_acquire(&b, 100));
-	struct acquirer a;
-	pthread_t t;
-	start_blocked(&a, &t, &b, 1, 0, 1);
-	budget_cancel(&b);
-	assert_int_equal(join_acquirer(&a, t), 2);
-	assert_int_equal(b.used, 100);                /* nothing was granted */
+	struct blocked x;
+	block_one(&x, 0, 100, 1);
+	budget_cancel(&x.b);
+	assert_int_equal(join_acquirer(&x.a, x.t), 2);
+	assert_int_equal(x.b.used, 100);              /* nothing was granted */
 	/* After a cancel every acquire fails at once, even ones that fit. */
-	budget_release(&b, 100);
-	assert_false(budget_acquire(&b, 1));
-	assert_false(budget_try_acquire(&b, 1));
-	assert_int_equal(b.used, 0);
+	budget_release(&x.b, 100);
+	assert_false(budget_acquire(&x.b, 1));
+	assert_false(budget_try_acquire(&x.b, 1));
+	assert_int_equal(x.b.used, 0);
 }
 
 /* budget_cancel "wakes every waiter": two blocked acquirers both return. */
@@ -337,53 +342,43 @@ static void test_budget_held_granted_over_own_bytes(void **state)
 static void test_budget_held_waits_for_others_only(void **state)
 {
 	(void)state;
-	struct budget b;
-	budget_init(&b, 100);
-	assert_true(budget_acquire(&b, 30));          /* the caller's own */
-	assert_true(budget_acquire(&b, 60));          /* another batch in flight */
-	struct acquirer a;
-	pthread_t t;
-	start_blocked(&a, &t, &b, 90, 30, 1);
-	budget_release(&b, 20);                       /* others still hold 40 */
+	struct blocked x;
+	block_one(&x, 30, 60, 90);                    /* 30 its own, 60 another batch's */
+	budget_release(&x.b, 20);                     /* others still hold 40 */
 	sleep_ms(20);
-	assert_int_equal(atomic_load(&a.state), 0);
-	budget_release(&b, 40);                       /* only the caller's 30 left */
-	assert_int_equal(join_acquirer(&a, t), 1);
-	assert_int_equal(b.used, 120);
-	assert_int_equal(b.peak, 120);
-	assert_true(b.waited_ns > 0);
-	budget_release(&b, 120);
+	assert_int_equal(atomic_load(&x.a.state), 0);
+	budget_release(&x.b, 40);                     /* only the caller's 30 left */
+	assert_int_equal(join_acquirer(&x.a, x.t), 1);
+	assert_int_equal(x.b.used, 120);
+	assert_int_equal(x.b.peak, 120);
+	assert_true(x.b.waited_ns > 0);
+	budget_release(&x.b, 120);
 
 	/* granted by fitting, before the others are gone */
-	assert_true(budget_acquire(&b, 10));          /* own */
-	assert_true(budget_acquire(&b, 80));          /* others */
+	assert_true(budget_acquire(&x.b, 10));        /* own */
+	assert_true(budget_acquire(&x.b, 80));        /* others */
 	struct acquirer f;
-	start_blocked(&f, &t, &b, 30, 10, 1);
-	budget_release(&b, 30);                       /* used 60: 30 fits */
-	assert_int_equal(join_acquirer(&f, t), 1);
-	assert_int_equal(b.used, 90);
-	budget_release(&b, 90);
-	assert_int_equal(b.used, 0);
+	start_blocked(&f, &x.t, &x.b, 30, 10, 1);
+	budget_release(&x.b, 30);                     /* used 60: 30 fits */
+	assert_int_equal(join_acquirer(&f, x.t), 1);
+	assert_int_equal(x.b.used, 90);
+	budget_release(&x.b, 90);
+	assert_int_equal(x.b.used, 0);
 }
 
 static void test_budget_held_cancel_wakes(void **state)
 {
 	(void)state;
-	struct budget b;
-	budget_init(&b, 100);
-	assert_true(budget_acquire(&b, 10));          /* own */
-	assert_true(budget_acquire(&b, 90));          /* others */
-	struct acquirer a;
-	pthread_t t;
-	start_blocked(&a, &t, &b, 50, 10, 1);
-	budget_cancel(&b);
-	assert_int_equal(join_acquirer(&a, t), 2);
-	assert_int_equal(b.used, 100);                /* nothing was granted */
+	struct blocked x;
+	block_one(&x, 10, 90, 50);                    /* 10 its own, 90 others' */
+	budget_cancel(&x.b);
+	assert_int_equal(join_acquirer(&x.a, x.t), 2);
+	assert_int_equal(x.b.used, 100);              /* nothing was granted */
 	/* cancelled: refused even when only the caller's bytes are left */
-	budget_release(&b, 90);
-	assert_false(budget_acquire_held(&b, 50, 10));
-	assert_int_equal(b.used, 10);
-	budget_release(&b, 10);
+	budget_release(&x.b, 90);
+	assert_false(budget_acquire_held(&x.b, 50, 10));
+	assert_int_equal(x.b.used, 10);
+	budget_release(&x.b, 10);
 }
 
 int main(void)

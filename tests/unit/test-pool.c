@@ -86,6 +86,22 @@ static unsigned run_checked(struct pool *p, size_t items, uint64_t bytes, unsign
 	return n;
 }
 
+/* Checks the pool's counters, then frees it: `with_k` batches ran with k
+ * workers, `inline_n` inline (-1: not checked), `batches` in all (-1: not
+ * checked). */
+static void free_checked(struct pool *p, unsigned k, uint64_t with_k, int64_t inline_n,
+                         int64_t batches)
+{
+	struct pool_stats st;
+	pool_stats_get(p, &st);
+	assert_int_equal(st.workers_hist[k], with_k);
+	if (inline_n >= 0)
+		assert_int_equal(st.inline_batches, (uint64_t)inline_n);
+	if (batches >= 0)
+		assert_int_equal(st.batches, (uint64_t)batches);
+	pool_free(p);
+}
+
 static uint64_t my_futex_calls(void)
 {
 	struct stats_thread *t = stats_self();
@@ -154,10 +170,7 @@ static void test_pool_tiny_batch_many_threads(void **state)
 	assert_non_null(p);
 	for (int rep = 0; rep < 100; rep++)
 		assert_int_equal(run_checked(p, 3, 1 * GiB, 0), 3);
-	struct pool_stats st;
-	pool_stats_get(p, &st);
-	assert_int_equal(st.workers_hist[3], 100);
-	pool_free(p);
+	free_checked(p, 3, 100, -1, -1);
 }
 
 static void never_fn(void *ctx, size_t item, unsigned worker)
@@ -177,12 +190,7 @@ static void test_pool_empty_batch(void **state)
 	assert_int_equal(pool_run(p, 0, 0, never_fn, NULL), 0);
 	assert_int_equal(pool_run(p, 0, 1 * GiB, never_fn, NULL), 0);
 	assert_int_equal(my_futex_calls(), before);
-	struct pool_stats st;
-	pool_stats_get(p, &st);
-	assert_int_equal(st.batches, 2);
-	assert_int_equal(st.workers_hist[0], 2);
-	assert_int_equal(st.inline_batches, 0);
-	pool_free(p);
+	free_checked(p, 0, 2, 0, 2);
 }
 
 /* Below the byte gate the caller runs everything itself: worker 0 only, and
@@ -206,10 +214,8 @@ static void test_pool_inline_below_gate(void **state)
 	assert_int_equal(my_futex_calls(), before);
 	struct pool_stats st;
 	pool_stats_get(p, &st);
-	assert_int_equal(st.inline_batches, 100);
-	assert_int_equal(st.workers_hist[1], 100);
 	assert_int_equal(st.caller_wait_ns, 0);
-	pool_free(p);
+	free_checked(p, 1, 100, 100, -1);
 }
 
 struct who_ctx {
@@ -256,11 +262,7 @@ static void test_pool_parallel_above_gate(void **state)
 	assert_false(atomic_load(&c.moved));
 	print_message("2 workers, 20 x 64 items of 50 us: worker 0 ran %u, worker 1 ran %u\n",
 	              w0, w1);
-	struct pool_stats st;
-	pool_stats_get(p, &st);
-	assert_int_equal(st.workers_hist[2], 20);
-	assert_int_equal(st.inline_batches, 0);
-	pool_free(p);
+	free_checked(p, 2, 20, 0, -1);
 }
 
 static void test_pool_threads_started_once(void **state)

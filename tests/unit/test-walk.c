@@ -813,43 +813,31 @@ static void test_walk_deep_beyond_path_max(void **state)
 /* Runs fn in a child that is not root (dropping to nobody when we are root)
  * and returns the text it wrote, or NULL with *why set when privileges
  * cannot be dropped here. */
+struct unprivileged {
+	char *(*fn)(void *);
+	void *arg;
+};
+
+static int unprivileged_child(void *arg, int out)
+{
+	const struct unprivileged *u = arg;
+	char *text = u->fn(u->arg);
+	t_write_all(out, text, strlen(text));
+	return 0;
+}
+
 static char *run_unprivileged(char *(*fn)(void *), void *arg, const char **why)
 {
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(fds[0]);
-		if (t_become_unprivileged() < 0)
-			_exit(77);
-		char *text = fn(arg);
-		size_t n = strlen(text), off = 0;
-		while (off < n) {
-			ssize_t k = write(fds[1], text + off, n - off);
-			if (k <= 0)
-				_exit(1);
-			off += (size_t)k;
-		}
-		_exit(0);
-	}
-	close(fds[1]);
-	struct sb s = { 0 };
-	char buf[4096];
-	ssize_t k;
-	while ((k = read(fds[0], buf, sizeof(buf))) > 0)
-		sb_printf(&s, "%.*s", (int)k, buf);
-	close(fds[0]);
+	struct unprivileged u = { fn, arg };
 	int status;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	if (WEXITSTATUS(status) == 77) {
+	char *text = t_fork_output(unprivileged_child, &u, true, &status, NULL);
+	if (status == 77) {
 		*why = "cannot drop root privileges to nobody (setresuid refused)";
-		free(s.p);
+		free(text);
 		return NULL;
 	}
-	assert_int_equal(WEXITSTATUS(status), 0);
-	return sb_take(&s);
+	assert_int_equal(status, 0);
+	return text;
 }
 
 static char *render_path_child(void *arg)
