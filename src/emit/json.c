@@ -62,31 +62,6 @@ static inline size_t json_safe_run(const unsigned char *s, size_t n)
 	return i;
 }
 
-bool json_utf8_valid(const char *p, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)p;
-	size_t i = 0;
-	while (i < n) {
-		/* ASCII words first: paths and headers are mostly ASCII. */
-		while (i + 8 <= n) {
-			uint64_t v;
-			memcpy(&v, s + i, 8);
-			if (v & HIGHS)
-				break;
-			i += 8;
-		}
-		while (i < n && s[i] < 0x80)
-			i++;
-		if (i >= n)
-			break;
-		int k = json_utf8_seq(s + i, n - i);
-		if (k < 0)
-			return false;
-		i += (size_t)k;
-	}
-	return true;
-}
-
 static const char json_hex[] = "0123456789abcdef";
 
 /* The second byte of the two-byte escapes; 0 for \u00XX.  A table rather
@@ -119,7 +94,7 @@ static inline size_t json_utf8_run(const unsigned char *s, size_t i, size_t n, i
 {
 	size_t j = i;
 	*k = 0;
-	while (j < n && s[j] >= 0x80 && (*k = json_utf8_seq(s + j, n - j)) > 0)
+	while (j < n && s[j] >= 0x80 && (*k = utf8_seq(s + j, n - j)) > 0)
 		j += (size_t)*k;
 	return j;
 }
@@ -383,7 +358,7 @@ int json_put_bytes_member(struct dynbuf *b, const char *key,
 	if ((r = json_put_lit(b, "\"")) < 0 || (r = json_put_raw(b, key, kn)) < 0 ||
 	    (r = json_put_lit(b, "\":")) < 0 || (r = json_put_str(b, p, n)) < 0)
 		return r;
-	if (json_utf8_valid(p, n))
+	if (utf8_valid(p, n))
 		return 0;
 	if ((r = json_put_lit(b, ",\"")) < 0 || (r = json_put_raw(b, key, kn)) < 0 ||
 	    (r = json_put_lit(b, "_b64\":")) < 0)

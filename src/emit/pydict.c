@@ -13,6 +13,7 @@
  * maximal subpart by one U+FFFD; Python's "replace" error handler does the
  * same, so decoding the bytes gives what json.loads gives. */
 #include "emit/pydict.h"
+#include "core/utf8.h"
 #include "emit/json.h"
 #include "io/maildir.h"
 #include "mail/mail.h"
@@ -107,7 +108,7 @@ static int put_bytes(PyObject *d, PyObject *key, PyObject *key_b64, struct str s
 {
 	if (put(d, key, py_str(s)) < 0)
 		return -1;
-	if (json_utf8_valid(s.p ? s.p : "", s.p ? s.n : 0))
+	if (utf8_valid(s.p ? s.p : "", s.p ? s.n : 0))
 		return 0;
 	return put(d, key_b64, py_from_json(json_put_base64(&scratch, s.p, s.n), true));
 }

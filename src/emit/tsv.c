@@ -68,7 +68,7 @@ static int emit_tsv_str(struct dynbuf *b, const char *p, size_t n)
 			i++;
 			continue;
 		}
-		int k = json_utf8_seq(s + i, n - i);
+		int k = utf8_seq(s + i, n - i);
 		size_t len = (size_t)(k > 0 ? k : -k);
 		if ((r = json_room(b, k > 0 ? len : 4 * len)) < 0)
 			return r;
