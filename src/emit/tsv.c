@@ -2,6 +2,7 @@
 /* TSV: one line of tab-separated columns a record, in the order --fields
  * lists them. */
 #include "emit/format.h"
+#include "emit/escape.h"
 #include "emit/json.h"
 #include "io/maildir.h"
 #include "mail/mail.h"
@@ -11,24 +12,42 @@
 
 /* ---- TSV -------------------------------------------------------------- */
 
-/* 0: copy; 1: escape (C0 controls and '\\'); 2: first byte of non-ASCII. */
-static const unsigned char emit_tsv_class[256] = {
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	['\\'] = 1,
-	[0x80 ... 0xFF] = 2,
-};
-
-static inline void emit_tsv_hexbyte(struct dynbuf *b, unsigned char c)
+static inline void emit_tsv_hexbyte(char *o, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
-	char *o = b->p + b->len;
 	o[0] = '\\';
 	o[1] = 'x';
 	o[2] = hex[c >> 4];
 	o[3] = hex[c & 15];
-	b->len += 4;
 }
+
+/* Tab, newline, CR and backslash as \t \n \r \\, the other C0 controls as
+ * \xHH. */
+static size_t emit_tsv_escape(char *o, unsigned char c)
+{
+	char e = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\\' ? '\\' : 0;
+	if (!e) {
+		emit_tsv_hexbyte(o, c);
+		return 4;
+	}
+	o[0] = '\\';
+	o[1] = e;
+	return 2;
+}
+
+/* Each byte of an ill-formed sequence as \xHH. */
+static size_t emit_tsv_hexbytes(char *o, const unsigned char *s, size_t k)
+{
+	for (size_t t = 0; t < k; t++)
+		emit_tsv_hexbyte(o + 4 * t, s[t]);
+	return 4 * k;
+}
+
+static const struct escape_style emit_tsv_style = {
+	.quote = false,
+	.ascii_room = 4, .ascii = emit_tsv_escape,
+	.bad_room = 0, .bad_room_per_byte = 4, .bad = emit_tsv_hexbytes,
+};
 
 /* A TSV value: tab, newline, CR and backslash as \t \n \r \\; any other
  * byte that would be a control character or invalid UTF-8 as \xHH (the
@@ -36,52 +55,10 @@ static inline void emit_tsv_hexbyte(struct dynbuf *b, unsigned char c)
  * UTF-8, one line, and still lossless. */
 static int emit_tsv_str(struct dynbuf *b, const char *p, size_t n)
 {
-	const unsigned char *s = (const unsigned char *)p;
 	int r;
 	if ((r = json_room(b, n)) < 0)
 		return r;
-	size_t i = 0;
-	while (i < n) {
-		size_t j = i;
-		while (j < n && emit_tsv_class[s[j]] == 0)
-			j++;
-		if (j > i) {
-			if ((r = json_room(b, j - i)) < 0)
-				return r;
-			memcpy(b->p + b->len, s + i, j - i);
-			b->len += j - i;
-			i = j;
-			if (i == n)
-				break;
-		}
-		unsigned char c = s[i];
-		if (c < 0x80) {
-			if ((r = json_room(b, 4)) < 0)
-				return r;
-			char e = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r'
-			       : c == '\\' ? '\\' : 0;
-			if (e) {
-				b->p[b->len++] = '\\';
-				b->p[b->len++] = e;
-			} else
-				emit_tsv_hexbyte(b, c);
-			i++;
-			continue;
-		}
-		int k = utf8_seq(s + i, n - i);
-		size_t len = (size_t)(k > 0 ? k : -k);
-		if ((r = json_room(b, k > 0 ? len : 4 * len)) < 0)
-			return r;
-		if (k > 0) {
-			memcpy(b->p + b->len, s + i, len);
-			b->len += len;
-		} else {
-			for (size_t t = 0; t < len; t++)
-				emit_tsv_hexbyte(b, s[i + t]);
-		}
-		i += len;
-	}
-	return 0;
+	return escape_put(b, (const unsigned char *)p, 0, n, &emit_tsv_style);
 }
 
 int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n)
@@ -98,8 +75,7 @@ int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n)
 			continue;
 		}
 		if ((r = emit_tsv_str(b, p + from, i - from)) == 0 && (r = json_room(b, 4 * k)) == 0)
-			for (size_t t = 0; t < k; t++)
-				emit_tsv_hexbyte(b, s[i + t]);
+			b->len += emit_tsv_hexbytes(b->p + b->len, s + i, k);
 		i += k;
 		from = i;
 	}
