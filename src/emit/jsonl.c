@@ -283,12 +283,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 		if ((r = emit_key(b, f)) < 0)
 			return r;
 		return emit_json_error(c);
-	case EMIT_F_MESSAGE_ID:
-	case EMIT_F_IN_REPLY_TO:
-	case EMIT_F_SUBJECT:
-	case EMIT_F_LIST_ID:
-	case EMIT_F_CONTENT_TYPE:
-	case EMIT_F_TEXT: {
+	EMIT_CASE_MESSAGE_STR: {
 		struct str s = emit_message_str(m, f);
 		if (!s.p)
 			return 0;
@@ -324,12 +319,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 		if ((r = emit_key(b, f)) < 0)
 			return r;
 		return emit_json_str(b, m->date_raw);
-	case EMIT_F_FROM:
-	case EMIT_F_SENDER:
-	case EMIT_F_REPLY_TO:
-	case EMIT_F_TO:
-	case EMIT_F_CC:
-	case EMIT_F_BCC: {
+	EMIT_CASE_MESSAGE_ADDRS: {
 		const struct mail_addr_list *l = emit_message_addrs(m, f);
 		if (!l->present)
 			return 0;

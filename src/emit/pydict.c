@@ -278,12 +278,7 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 		return io->notes & (RECORD_GREW | RECORD_SHRANK) ? put(d, k, py_notes(io->notes)) : 0;
 	case EMIT_F_ERROR:
 		return emit_record_reason(r) != RECORD_NONE ? put(d, k, py_error(r)) : 0;
-	case EMIT_F_MESSAGE_ID:
-	case EMIT_F_IN_REPLY_TO:
-	case EMIT_F_SUBJECT:
-	case EMIT_F_LIST_ID:
-	case EMIT_F_CONTENT_TYPE:
-	case EMIT_F_TEXT: {
+	EMIT_CASE_MESSAGE_STR: {
 		struct str s = emit_message_str(m, f);
 		return s.p ? put(d, k, py_str(s)) : 0;
 	}
@@ -298,12 +293,7 @@ static int py_field(PyObject *d, const struct record *r, const struct mail_messa
 		return put(d, k, Py_None);
 	case EMIT_F_DATE_RAW:
 		return !m->has_date && m->date_raw.p ? put(d, k, py_str(m->date_raw)) : 0;
-	case EMIT_F_FROM:
-	case EMIT_F_SENDER:
-	case EMIT_F_REPLY_TO:
-	case EMIT_F_TO:
-	case EMIT_F_CC:
-	case EMIT_F_BCC: {
+	EMIT_CASE_MESSAGE_ADDRS: {
 		const struct mail_addr_list *l = emit_message_addrs(m, f);
 		return l->present ? put(d, k, py_addrs(l)) : 0;
 	}

@@ -211,10 +211,8 @@ static int emit_tsv_field(const struct emit_ctx *c, enum emit_field f)
 		return 0;
 	case EMIT_F_ERROR:
 		return c->reason == RECORD_NONE ? 0 : emit_tsv_error(c);
-	case EMIT_F_MESSAGE_ID:
-		return emit_tsv_mstr(b, m->message_id);
-	case EMIT_F_IN_REPLY_TO:
-		return emit_tsv_mstr(b, m->in_reply_to);
+	EMIT_CASE_MESSAGE_STR:
+		return emit_tsv_mstr(b, emit_message_str(m, f));
 	case EMIT_F_REFERENCES:
 		for (size_t i = 0; r == 0 && i < m->n_references; i++) {
 			if (i && (r = json_put_lit(b, ", ")) < 0)
@@ -226,20 +224,8 @@ static int emit_tsv_field(const struct emit_ctx *c, enum emit_field f)
 		return m->has_date ? json_put_iso8601(b, m->date) : 0;
 	case EMIT_F_DATE_RAW:
 		return m->has_date ? 0 : emit_tsv_mstr(b, m->date_raw);
-	case EMIT_F_FROM:     return emit_tsv_addrs(b, &m->from);
-	case EMIT_F_SENDER:   return emit_tsv_addrs(b, &m->sender);
-	case EMIT_F_REPLY_TO: return emit_tsv_addrs(b, &m->reply_to);
-	case EMIT_F_TO:       return emit_tsv_addrs(b, &m->to);
-	case EMIT_F_CC:       return emit_tsv_addrs(b, &m->cc);
-	case EMIT_F_BCC:      return emit_tsv_addrs(b, &m->bcc);
-	case EMIT_F_SUBJECT:
-		return emit_tsv_mstr(b, m->subject);
-	case EMIT_F_LIST_ID:
-		return emit_tsv_mstr(b, m->list_id);
-	case EMIT_F_CONTENT_TYPE:
-		return emit_tsv_mstr(b, m->content_type);
-	case EMIT_F_TEXT:
-		return emit_tsv_mstr(b, m->text);
+	EMIT_CASE_MESSAGE_ADDRS:
+		return emit_tsv_addrs(b, emit_message_addrs(m, f));
 	case EMIT_F_TEXT_TRUNCATED:
 		return m->text_truncated ? json_put_lit(b, "true") : json_put_lit(b, "false");
 	case EMIT_F_ATTACHMENTS:
