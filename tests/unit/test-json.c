@@ -207,6 +207,9 @@ static void test_json_iso8601(void **state)
 	check_time(0, "1970-01-01T00:00:00Z");
 	check_time(-1, "1969-12-31T23:59:59Z");
 	check_time(951782400, "2000-02-29T00:00:00Z");          /* leap day */
+	check_time(4102444800, "2100-01-01T00:00:00Z");         /* 2100: no leap day */
+	check_time(4107456000, "2100-02-28T00:00:00Z");
+	check_time(4107542400, "2100-03-01T00:00:00Z");   /* the day after */
 	check_time(1700000000, "2023-11-14T22:13:20Z");
 	check_time(2147483647, "2038-01-19T03:14:07Z");
 	check_time(253402300799, "9999-12-31T23:59:59Z");
@@ -219,6 +222,7 @@ static void test_json_iso8601(void **state)
 	dynbuf_init(&b, 0);
 	assert_int_equal(json_put_iso8601(&b, INT64_MAX), 0);
 	assert_int_equal(json_put_iso8601(&b, INT64_MIN), 0);
+	assert_int_equal(json_put_iso8601(&b, INT64_MIN + 1), 0);
 	dynbuf_release(&b);
 }
 
