@@ -11,6 +11,11 @@
  * can index them without probing.  TSV writes every column of `order`,
  * empty where a value is absent.
  *
+ * Files.  This one holds the options, what a record says (shared by every
+ * format and by pydict.c) and the dispatch; each format has its own file
+ * (jsonl.c, esbulk.c, tsv.c), their shared internals are in format.h, and
+ * the escaping they share is in json.c and escape.h.
+ *
  * Failure.  emit_record() notes out->len on entry and truncates back to it
  * on any error, so a record is written whole or not at all; the output of a
  * failed call is never observable.

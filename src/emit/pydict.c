@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The Python form of a record: see pydict.h.
  *
- * The same walk as emit.c's JSON writer: emit_record_fields() gives the
+ * The same walk as jsonl.c's JSON writer: emit_record_fields() gives the
  * fields, in enum emit_field order, and each is set only when the record
  * has a value for it, under the rules emit_json_field() follows.  The keys
  * come from the one table, EMIT_FIELDS; the switch below has no default,
