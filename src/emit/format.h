@@ -41,9 +41,12 @@ int emit_json_object(const struct emit_options *o, const struct emit_ctx *c);
 int emit_json_hex(struct dynbuf *b, uint64_t id);
 int emit_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b);
 
-/* esbulk.c: the _bulk action line before a document. */
+/* esbulk.c: the _bulk action line before a document; a change record's
+ * action (delete, or update), and for an update the start of its "doc"
+ * up to its path member, which emit_change() goes on from. */
 int emit_es_action(const struct emit_options *o, const struct record *rec,
                    const struct emit_ctx *c);
+int emit_es_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b);
 
 /* tsv.c: one TSV line, newline included. */
 int emit_tsv_line(const struct emit_options *o, const struct emit_ctx *c);

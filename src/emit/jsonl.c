@@ -403,19 +403,9 @@ int emit_change(const struct emit_options *o, const struct record *rec, struct d
 	const struct record_io *io = &rec->io;
 	int r = 0;
 	if (o->format == EMIT_ES_BULK) {
-		r = io->kind == RECORD_DELETED ? json_put_lit(b, "{\"delete\":{") : json_put_lit(b, "{\"update\":{");
-		if (r == 0 && o->es_index && (r = json_put_lit(b, "\"_index\":")) == 0 &&
-		    (r = json_put_cstr(b, o->es_index)) == 0)
-			r = json_put_lit(b, ",");
-		if (r == 0 && (r = json_put_lit(b, "\"_id\":")) == 0)
-			r = emit_json_hex(b, record_id(io));
-		if (r == 0)
-			r = json_put_lit(b, "}}\n");
+		r = emit_es_change(o, rec, b);
 		if (r < 0 || io->kind == RECORD_DELETED)
 			return r;
-		r = json_put_lit(b, "{\"doc\":{");
-		if (r == 0)
-			r = json_put_bytes_member(b, "path", io->path.p, io->path.n);
 	} else if (io->kind == RECORD_DELETED) {
 		r = json_put_lit(b, "{");
 		if (r == 0)
