@@ -6,7 +6,6 @@
 #include "io/maildir.h"
 #include "mail/mail.h"
 
-#include <errno.h>
 #include <string.h>
 
 /* `,"key":` for every field, so that a key costs one memcpy. */
@@ -15,8 +14,6 @@ static const struct { const char *s; unsigned char n; } emit_json_keys[EMIT_F__C
 	EMIT_FIELDS(EMIT_FIELD_KEY)
 #undef EMIT_FIELD_KEY
 };
-
-/* ---- JSON ------------------------------------------------------------- */
 
 /* The same keys zero-padded to a fixed size: a copy of a length known
  * only at run time became `rep movsq`, whose start-up cost is more than a

@@ -7,10 +7,7 @@
 #include "io/maildir.h"
 #include "mail/mail.h"
 
-#include <errno.h>
 #include <string.h>
-
-/* ---- TSV -------------------------------------------------------------- */
 
 static inline void emit_tsv_hexbyte(char *o, unsigned char c)
 {
