@@ -17,6 +17,7 @@
  * dynbuf cap is never exceeded; an optimistic reserve of n + 2 up front makes
  * those calls a compare in the usual case. */
 #include "emit/json.h"
+#include "core/utf8.h"
 #include "emit/escape.h"
 
 #include <errno.h>

@@ -15,7 +15,6 @@
 #define INGEST_EMIT_JSON_H
 
 #include "core/dynbuf.h"
-#include "core/utf8.h"
 
 #include <stdbool.h>
 #include <stddef.h>

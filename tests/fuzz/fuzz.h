@@ -15,6 +15,7 @@
 
 #include "mail/mail.h"
 #include "mail/mail_ctx.h"
+#include "core/utf8.h"
 #include "emit/json.h"
 
 #include <stdint.h>

@@ -6,6 +6,7 @@
  * of maximal subparts"); Python's bytes.decode('utf-8', 'replace') gives the
  * same answers and was used to check them. */
 #include "core/dynbuf.h"
+#include "core/utf8.h"
 #include "emit/json.h"
 
 #include <errno.h>
