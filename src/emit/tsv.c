@@ -18,11 +18,16 @@ static inline void emit_tsv_hexbyte(char *o, unsigned char c)
 	o[3] = hex[c & 15];
 }
 
+/* The letter of the two-byte escapes; 0 for \xHH. */
+static const char emit_tsv_esc_short[0x60] = {
+	['\t'] = 't', ['\n'] = 'n', ['\r'] = 'r', ['\\'] = '\\',
+};
+
 /* Tab, newline, CR and backslash as \t \n \r \\, the other C0 controls as
- * \xHH. */
+ * \xHH (c is one of them: escape_put() asks for no other). */
 static size_t emit_tsv_escape(char *o, unsigned char c)
 {
-	char e = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\\' ? '\\' : 0;
+	char e = emit_tsv_esc_short[c];
 	if (!e) {
 		emit_tsv_hexbyte(o, c);
 		return 4;
