@@ -131,6 +131,14 @@ uint64_t emit_record_fields(const struct emit_options *o, const struct record *r
  * sender, reply_to, to, cc, bcc): one selection for every format. */
 struct str emit_message_str(const struct mail_message *m, enum emit_field f);
 const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, enum emit_field f);
+/* Their case labels, for the field switches of every format (the Python
+ * module's included), so that each lists the same fields. */
+#define EMIT_CASE_MESSAGE_STR                                           \
+	case EMIT_F_MESSAGE_ID: case EMIT_F_IN_REPLY_TO: case EMIT_F_SUBJECT: \
+	case EMIT_F_LIST_ID: case EMIT_F_CONTENT_TYPE: case EMIT_F_TEXT
+#define EMIT_CASE_MESSAGE_ADDRS                                         \
+	case EMIT_F_FROM: case EMIT_F_SENDER: case EMIT_F_REPLY_TO:     \
+	case EMIT_F_TO: case EMIT_F_CC: case EMIT_F_BCC
 
 /* r's message when it is mail, else NULL. */
 const struct mail_message *emit_record_message(const struct record *r);
@@ -157,10 +165,5 @@ int emit_tsv_header(const struct emit_options *o, struct dynbuf *out);
  * \xHH), plus DEL and the C1 controls as \xHH, so that a file name cannot
  * move the cursor, recolour the terminal or forge a line.  0 or -errno. */
 int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n);
-
-/* es-bulk's _id when a record has no usable Message-ID: 64-bit FNV-1a of
- * root + "/" + path, and for an mbox message "#" + its decimal offset, as 16
- * lower-case hex digits into id[0..16] (NUL-terminated). */
-void emit_record_hash_id(const struct record *r, char id[17]);
 
 #endif

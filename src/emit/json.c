@@ -3,10 +3,10 @@
  *
  * The emitter runs once per record at up to a million records a second, so
  * the common case — ASCII with nothing to escape — must cost a scan and one
- * memcpy per run.  json_safe_run() finds the end of such a run eight bytes
- * at a time (SWAR: a word has a byte that needs attention when any byte has
- * its high bit set, is below 0x20, or equals '"' or '\\'); everything else
- * (escapes, multibyte UTF-8, repair) is handled one character at a time.
+ * memcpy per run.  The portable path is emit/escape.h's loop, which TSV
+ * shares: it finds the end of such a run eight bytes at a time; everything
+ * else (escapes, multibyte UTF-8, repair) is handled one character at a
+ * time.
  * On x86-64, SSE2 (always there) goes further: json_put_str_sse2() copies
  * 16 bytes per store without asking first, having reserved slack for the
  * overhang, because most strings are short runs where the memcpy call and
@@ -17,6 +17,8 @@
  * dynbuf cap is never exceeded; an optimistic reserve of n + 2 up front makes
  * those calls a compare in the usual case. */
 #include "emit/json.h"
+#include "core/utf8.h"
+#include "emit/escape.h"
 
 #include <errno.h>
 #include <string.h>
@@ -24,68 +26,6 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-
-/* 0: copy as is; 1: ASCII that must be escaped; 2: first byte of non-ASCII. */
-static const unsigned char json_class[256] = {
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	['"'] = 1, ['\\'] = 1,
-	[0x80 ... 0xFF] = 2,
-};
-
-#define ONES  UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Number of leading bytes of s that JSON takes verbatim. */
-static inline size_t json_safe_run(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	while (i + 8 <= n) {
-		uint64_t v, q, bs, m;
-		memcpy(&v, s + i, 8);
-		q = v ^ (ONES * '"');
-		bs = v ^ (ONES * '\\');
-		/* Borrows only run upwards from a flagged byte, so the lowest
-		 * flagged byte is exact (the first in memory on little endian). */
-		m = (v & HIGHS)
-		    | ((v - ONES * 0x20) & ~v & HIGHS)
-		    | ((q - ONES) & ~q & HIGHS)
-		    | ((bs - ONES) & ~bs & HIGHS);
-		if (m)
-			return i + ((size_t)__builtin_ctzll(m) >> 3);
-		i += 8;
-	}
-#endif
-	while (i < n && json_class[s[i]] == 0)
-		i++;
-	return i;
-}
-
-bool json_utf8_valid(const char *p, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)p;
-	size_t i = 0;
-	while (i < n) {
-		/* ASCII words first: paths and headers are mostly ASCII. */
-		while (i + 8 <= n) {
-			uint64_t v;
-			memcpy(&v, s + i, 8);
-			if (v & HIGHS)
-				break;
-			i += 8;
-		}
-		while (i < n && s[i] < 0x80)
-			i++;
-		if (i >= n)
-			break;
-		int k = json_utf8_seq(s + i, n - i);
-		if (k < 0)
-			return false;
-		i += (size_t)k;
-	}
-	return true;
-}
 
 static const char json_hex[] = "0123456789abcdef";
 
@@ -111,18 +51,20 @@ static inline size_t json_escape(char *o, unsigned char c)
 	return 6;
 }
 
-/* The end of the run of well-formed non-ASCII starting at s[i] (CJK,
- * Cyrillic text: validated in one loop, then copied with one memcpy).
- * When it returns i, s[i] starts an ill-formed sequence and *k is minus
- * its maximal subpart, which one U+FFFD replaces. */
-static inline size_t json_utf8_run(const unsigned char *s, size_t i, size_t n, int *k)
+/* U+FFFD for the k bytes of an ill-formed sequence. */
+static size_t json_fffd(char *o, const unsigned char *s, size_t k)
 {
-	size_t j = i;
-	*k = 0;
-	while (j < n && s[j] >= 0x80 && (*k = json_utf8_seq(s + j, n - j)) > 0)
-		j += (size_t)*k;
-	return j;
+	(void)s;
+	(void)k;
+	memcpy(o, "\xEF\xBF\xBD", 3);
+	return 3;
 }
+
+static const struct escape_style json_style = {
+	.quote = true,
+	.ascii_room = 6, .ascii = json_escape,
+	.bad_room = 3, .bad_room_per_byte = 0, .bad = json_fffd,
+};
 
 /* The escaping loop from s[i] on, then the closing quote, with a
  * json_room() before every store: the portable path, and the one the SSE2
@@ -132,42 +74,7 @@ static int json_put_str_from(struct dynbuf *b, const unsigned char *s,
                              size_t i, size_t n)
 {
 	int r;
-	while (i < n) {
-		size_t run = json_safe_run(s + i, n - i);
-		if (run) {
-			if ((r = json_room(b, run)) < 0)
-				return r;
-			memcpy(b->p + b->len, s + i, run);
-			b->len += run;
-			i += run;
-			if (i == n)
-				break;
-		}
-		unsigned char c = s[i];
-		if (c < 0x80) {
-			if ((r = json_room(b, 6)) < 0)
-				return r;
-			b->len += json_escape(b->p + b->len, c);
-			i++;
-			continue;
-		}
-		int k;
-		size_t j = json_utf8_run(s, i, n, &k);
-		if (j > i) {
-			if ((r = json_room(b, j - i)) < 0)
-				return r;
-			memcpy(b->p + b->len, s + i, j - i);
-			b->len += j - i;
-			i = j;
-			continue;
-		}
-		if ((r = json_room(b, 3)) < 0)
-			return r;
-		memcpy(b->p + b->len, "\xEF\xBF\xBD", 3);
-		b->len += 3;
-		i += (size_t)-k;
-	}
-	if ((r = json_room(b, 1)) < 0)
+	if ((r = escape_put(b, s, i, n, &json_style)) < 0 || (r = json_room(b, 1)) < 0)
 		return r;
 	b->p[b->len++] = '"';
 	return 0;
@@ -271,7 +178,7 @@ json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n, bool utf8_
 			continue;
 		}
 		int k;
-		size_t j = json_utf8_run(s, i, n, &k);
+		size_t j = escape_utf8_run(s, i, n, &k);
 		if (j > i) {
 			memcpy(o, s + i, j - i);
 			o += j - i;
@@ -383,7 +290,7 @@ int json_put_bytes_member(struct dynbuf *b, const char *key,
 	if ((r = json_put_lit(b, "\"")) < 0 || (r = json_put_raw(b, key, kn)) < 0 ||
 	    (r = json_put_lit(b, "\":")) < 0 || (r = json_put_str(b, p, n)) < 0)
 		return r;
-	if (json_utf8_valid(p, n))
+	if (utf8_valid(p, n))
 		return 0;
 	if ((r = json_put_lit(b, ",\"")) < 0 || (r = json_put_raw(b, key, kn)) < 0 ||
 	    (r = json_put_lit(b, "_b64\":")) < 0)

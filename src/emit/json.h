@@ -20,49 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Length of the well-formed UTF-8 sequence that starts at p[0] (p[0] >= 0x80,
- * n >= 1), as a positive number; or, when it is ill-formed, minus the length
- * of its maximal subpart (the bytes that one U+FFFD replaces), always <= -1.
- * Inline because both the JSON and the TSV writers sit on it per non-ASCII
- * character. */
-static inline int json_utf8_seq(const unsigned char *p, size_t n)
-{
-	unsigned c = p[0];
-	unsigned lo = 0x80, hi = 0xBF;
-	int len;
-
-	if (c < 0xC2)
-		return -1;              /* stray continuation or overlong lead */
-	if (c < 0xE0)
-		len = 2;
-	else if (c < 0xF0) {
-		len = 3;
-		if (c == 0xE0)
-			lo = 0xA0;      /* overlong */
-		else if (c == 0xED)
-			hi = 0x9F;      /* surrogates */
-	} else if (c < 0xF5) {
-		len = 4;
-		if (c == 0xF0)
-			lo = 0x90;      /* overlong */
-		else if (c == 0xF4)
-			hi = 0x8F;      /* above U+10FFFF */
-	} else
-		return -1;
-
-	/* The second byte has the narrowed range, the others 80..BF. */
-	for (int i = 1; i < len; i++) {
-		if ((size_t)i >= n || p[i] < lo || p[i] > hi)
-			return -i;
-		lo = 0x80;
-		hi = 0xBF;
-	}
-	return len;
-}
-
-/* True when the n bytes at p are well-formed UTF-8. */
-bool json_utf8_valid(const char *p, size_t n);
-
 /* Appends p[0..n) as a quoted JSON string: `"`, `\`, and control characters
  * below 0x20 escaped (\b \t \n \f \r, else \u00XX; DEL passes), invalid
  * UTF-8 replaced by U+FFFD.  p may be NULL when n is 0. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The Python form of a record: see pydict.h.
  *
- * The same walk as emit.c's JSON writer: emit_record_fields() gives the
+ * The same walk as jsonl.c's JSON writer: emit_record_fields() gives the
  * fields, in enum emit_field order, and each is set only when the record
  * has a value for it, under the rules emit_json_field() follows.  The keys
  * come from the one table, EMIT_FIELDS; the switch below has no default,
@@ -23,6 +23,7 @@
  * and is decoded so when built. */
 #include "emit/pydict.h"
 #include "core/dynbuf.h"
+#include "core/utf8.h"
 #include "emit/json.h"
 #include "io/maildir.h"
 #include "mail/mail.h"
@@ -335,7 +336,7 @@ static void tape_bytes(struct emit_pytape *t, PyObject *key, PyObject *key_b64, 
 {
 	tape_key(t, key);
 	tape_str(t, s);
-	if (json_utf8_valid(s.p ? s.p : "", s.p ? s.n : 0))
+	if (utf8_valid(s.p ? s.p : "", s.p ? s.n : 0))
 		return;
 	tape_key(t, key_b64);
 	tape_from_json(t, json_put_base64(&t->scratch, s.p, s.n), true);
@@ -528,12 +529,7 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
 			tape_error(t, r);
 		}
 		return;
-	case EMIT_F_MESSAGE_ID:
-	case EMIT_F_IN_REPLY_TO:
-	case EMIT_F_SUBJECT:
-	case EMIT_F_LIST_ID:
-	case EMIT_F_CONTENT_TYPE:
-	case EMIT_F_TEXT: {
+	EMIT_CASE_MESSAGE_STR: {
 		struct str s = emit_message_str(m, f);
 		if (s.p) {
 			tape_key(t, k);
@@ -562,12 +558,7 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
 			tape_str(t, m->date_raw);
 		}
 		return;
-	case EMIT_F_FROM:
-	case EMIT_F_SENDER:
-	case EMIT_F_REPLY_TO:
-	case EMIT_F_TO:
-	case EMIT_F_CC:
-	case EMIT_F_BCC: {
+	EMIT_CASE_MESSAGE_ADDRS: {
 		const struct mail_addr_list *l = emit_message_addrs(m, f);
 		if (l->present) {
 			tape_key(t, k);

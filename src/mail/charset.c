@@ -19,6 +19,7 @@
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
 #include "core/fault.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 
 #include <errno.h>
@@ -26,9 +27,6 @@
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #define CHARSET_CACHE_SLOTS 32
 
@@ -233,128 +231,6 @@ static bool charset_normalise(struct str in, char out[LIMIT_CHARSET_LABEL + 1])
 
 #define CHARSET_FFFD "\xEF\xBF\xBD"
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when invalid; then
- * *bad is the length of the maximal invalid subpart to replace by one
- * U+FFFD (Unicode 15, 3.9 "U+FFFD substitution of maximal subparts"). */
-static size_t utf8_seq(const uint8_t *p, size_t n, size_t *bad)
-{
-	uint8_t c = p[0];
-	size_t len;
-	uint8_t lo = 0x80, hi = 0xBF;
-	*bad = 1;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2;
-	else if (c >= 0xE0 && c <= 0xEF) {
-		len = 3;
-		if (c == 0xE0)
-			lo = 0xA0;          /* overlong */
-		else if (c == 0xED)
-			hi = 0x9F;          /* surrogates */
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		len = 4;
-		if (c == 0xF0)
-			lo = 0x90;          /* overlong */
-		else if (c == 0xF4)
-			hi = 0x8F;          /* past U+10FFFF */
-	} else
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if (i >= n)
-			return 0;
-		uint8_t t = p[i];
-		if (t < (i == 1 ? lo : 0x80) || t > (i == 1 ? hi : 0xBF))
-			return 0;
-		*bad = i + 1;
-	}
-	return len;
-}
-
-/* i advanced over ASCII a block at a time: to the first byte >= 0x80 or
- * to where less than a block is left.  With copy, the ASCII also goes to
- * *d as it is passed: stores are whole blocks (up to 15 bytes past what is
- * counted, in the caller's reserve of three output bytes per input byte),
- * so a run costs no memcpy call.  copy is a constant at every call, so the
- * two wrappers below compile to two specialised loops. */
-static inline size_t charset_ascii_run(char **d, const uint8_t *p, size_t n, size_t i, bool copy)
-{
-	char *o = copy ? *d : NULL;
-#if defined(__SSE2__)
-	while (n - i >= 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
-		if (copy)
-			_mm_storeu_si128((__m128i *)(void *)o, v);
-		unsigned m = (unsigned)_mm_movemask_epi8(v);
-		if (m) {
-			size_t k = (size_t)__builtin_ctz(m);
-			if (copy)
-				*d = o + k;
-			return i + k;
-		}
-		if (copy)
-			o += 16;
-		i += 16;
-	}
-#endif
-	while (n - i >= 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		if (w & UINT64_C(0x8080808080808080))
-			break;
-		if (copy) {
-			memcpy(o, &w, 8);
-			o += 8;
-		}
-		i += 8;
-	}
-	if (copy)
-		*d = o;
-	return i;
-}
-
-static inline size_t charset_skip_ascii(const uint8_t *p, size_t n, size_t i)
-{
-	return charset_ascii_run(NULL, p, n, i, false);
-}
-
-static inline size_t charset_copy_ascii(char **d, const uint8_t *p, size_t n, size_t i)
-{
-	return charset_ascii_run(d, p, n, i, true);
-}
-
-bool utf8_valid(const uint8_t *p, size_t n)
-{
-	size_t i = 0, bad;
-	while (i < n) {
-		/* ASCII runs dominate: take them a block at a time. */
-		i = charset_skip_ascii(p, n, i);
-		/* Then characters one at a time, the common forms inline (the
-		 * text of a non-Latin script is all two- or three-byte forms):
-		 * ASCII; C2..DF + one continuation; E1..EC or EE..EF + two (E0
-		 * and ED have narrower second bytes: utf8_seq checks them). */
-		while (i < n) {
-			uint8_t c = p[i];
-			if (c < 0x80) {
-				i++;
-				if (i + 8 <= n && !(p[i] & 0x80))
-					break;          /* back to the eight-byte loop */
-			} else if (c >= 0xC2 && c <= 0xDF && i + 1 < n && (p[i + 1] & 0xC0) == 0x80) {
-				i += 2;
-			} else if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 2 < n &&
-			           (p[i + 1] & 0xC0) == 0x80 && (p[i + 2] & 0xC0) == 0x80) {
-				i += 3;
-			} else {
-				size_t l = utf8_seq(p + i, n - i, &bad);
-				if (!l)
-					return false;
-				i += l;
-			}
-		}
-	}
-	return true;
-}
-
 static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out);
 
 /* Appends p[0..n) with each invalid UTF-8 sequence replaced: by U+FFFD
@@ -363,14 +239,15 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 static int charset_sanitize_as(const uint8_t *p, size_t n, struct dynbuf *out,
                                size_t *replaced, bool cp1252)
 {
-	size_t i = 0, run = 0, bad;
+	size_t i = 0, run = 0;
 	int r;
 	while (i < n) {
-		size_t l = utf8_seq(p + i, n - i, &bad);
-		if (l) {
-			i += l;
+		int l = utf8_seq(p + i, n - i);
+		if (l > 0) {
+			i += (size_t)l;
 			continue;
 		}
+		size_t bad = (size_t)-l;
 		/* Flush the valid run before i, then the replacement. */
 		if ((r = dynbuf_append(out, p + run, i - run)) < 0)
 			return r;
@@ -390,15 +267,6 @@ static int charset_sanitize(const uint8_t *p, size_t n, struct dynbuf *out,
                             size_t *replaced)
 {
 	return charset_sanitize_as(p, n, out, replaced, false);
-}
-
-/* On allocation failure the output stops early (the count stays right for
- * what was appended); callers that must know use charset_decode(). */
-size_t utf8_sanitize(const uint8_t *p, size_t n, struct dynbuf *out)
-{
-	size_t replaced = 0;
-	charset_sanitize(p, n, out, &replaced);
-	return replaced;
 }
 
 /* Replaces the invalid sequences of out->p[start..len) in place (through a
@@ -427,7 +295,7 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 	size_t i = 0;
 	while (i < n) {
 		/* ASCII a block at a time (the reserve above leaves room). */
-		i = charset_copy_ascii(&d, p, n, i);
+		i = utf8_ascii_run(&d, p, n, i, true);
 		if (i >= n)
 			break;
 		uint8_t c = p[i++];
@@ -450,7 +318,6 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 /* The descriptor for a normalised label, opened on first use.  Returns
  * (iconv_t)-1 when iconv does not know the label.  *transient is set when
  * the cache is full and the caller must close the descriptor itself. */
-static uint32_t charset_utf8_cp(const uint8_t **p);
 static inline char *charset_put_utf8(char *d, uint32_t cp);
 
 /* Table-driven converters of glibc whose output is always valid UTF-8 (the
@@ -522,7 +389,7 @@ static bool charset_probe_single_byte(iconv_t cd, const char *iconv_name, uint16
 			ok = false;
 			continue;
 		}
-		uint32_t cp = charset_utf8_cp(&u);
+		uint32_t cp = utf8_decode(&u);
 		if ((const char *)u != op || cp >= 0xFFFF || (cp >= 0xD800 && cp <= 0xDFFF))
 			ok = false;
 		sb[b] = (uint16_t)cp;
@@ -541,7 +408,7 @@ static int charset_decode_sb(const uint16_t sb[256], const uint8_t *p, size_t n,
 	size_t i = 0;
 	uint64_t bad = 0;
 	while (i < n) {
-		i = charset_copy_ascii(&d, p, n, i);    /* ASCII is itself (probed) */
+		i = utf8_ascii_run(&d, p, n, i, true);    /* ASCII is itself (probed) */
 		if (i >= n)
 			break;
 		uint16_t cp = sb[p[i++]];
@@ -650,21 +517,6 @@ static int charset_decode_iconv(iconv_t cd, const uint8_t *p, size_t n,
  * two-byte run, a cut pair) gives up and the caller runs iconv on the whole
  * input, so output never differs from iconv's. */
 
-/* Decodes the UTF-8 character at *p (valid: iconv wrote it). */
-static uint32_t charset_utf8_cp(const uint8_t **p)
-{
-	const uint8_t *q = *p;
-	uint32_t c = q[0];
-	size_t k = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-	if (k > 1) {
-		c &= 0x3F >> (k - 1);
-		for (size_t i = 1; i < k; i++)
-			c = c << 6 | (q[i] & 0x3F);
-	}
-	*p = q + k;
-	return c;
-}
-
 /* One two-byte character (or a JIS-Roman byte) through a fresh descriptor. */
 static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b, size_t k)
 {
@@ -678,7 +530,7 @@ static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b,
 	if (iconv(cd, &ip, &il, &op, &ol) == (size_t)-1 || il != 0 || op == outb)
 		return 0;
 	const uint8_t *u = (const uint8_t *)outb;
-	uint32_t c = charset_utf8_cp(&u);
+	uint32_t c = utf8_decode(&u);
 	return (const char *)u == op ? c : 0;     /* exactly one character */
 }
 

@@ -15,6 +15,8 @@
 
 #include "core/dynbuf.h"
 #include "mail/message.h"
+/* utf8_valid(), which callers use to decide whether to decode at all */
+#include "core/utf8.h"
 
 struct mail_ctx;
 struct charset_cache;
@@ -39,11 +41,5 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
  * windows-1252.  Sets MAIL_W_UNENCODED_8BIT_HEADER unless valid UTF-8. */
 int charset_decode_header(struct mail_ctx *ctx, const uint8_t *p, size_t n, struct dynbuf *out,
                           uint64_t *warnings);
-
-/* True when p[0..n) is valid UTF-8 (no overlongs, no surrogates). */
-bool utf8_valid(const uint8_t *p, size_t n);
-/* Appends p[0..n) to out, each invalid sequence replaced by U+FFFD; returns
- * the number of replacements. */
-size_t utf8_sanitize(const uint8_t *p, size_t n, struct dynbuf *out);
 
 #endif

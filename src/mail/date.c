@@ -15,7 +15,6 @@
 #include "mail/header.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #define DATE_MAX_NUMS 4
@@ -381,33 +380,4 @@ int date_parse(struct str in, int64_t *utc)
 	int64_t days = date_days_from_civil(year, month, day);
 	*utc = days * 86400 + hour * 3600 + t.min * 60 + t.sec - (int64_t)zone * 60;
 	return 0;
-}
-
-size_t date_format_iso(int64_t utc, char out[32])
-{
-	/* Far outside any date (and -utc would overflow near INT64_MIN):
-	 * clamp; date_parse never yields such values. */
-	const int64_t lim = INT64_C(1) << 50;
-	if (utc < -lim)
-		utc = -lim;
-	else if (utc > lim)
-		utc = lim;
-	/* civil_from_days, the inverse of the above. */
-	int64_t days = utc >= 0 ? utc / 86400 : -((-utc + 86399) / 86400);
-	int64_t secs = utc - days * 86400;
-	int64_t z = days + 719468;
-	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-	int64_t doe = z - era * 146097;
-	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	int64_t y = yoe + era * 400;
-	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	int64_t mp = (5 * doy + 2) / 153;
-	int64_t d = doy - (153 * mp + 2) / 5 + 1;
-	int64_t m = mp < 10 ? mp + 3 : mp - 9;
-	y += m <= 2;
-	int k = snprintf(out, 32, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
-	                 (long long)y, (long long)m, (long long)d,
-	                 (long long)(secs / 3600), (long long)(secs / 60 % 60),
-	                 (long long)(secs % 60));
-	return k < 0 ? 0 : (size_t)k < 32 ? (size_t)k : 31;
 }

@@ -11,7 +11,5 @@
 
 /* 0 and *utc (seconds since the epoch) on success; -EINVAL when unparseable. */
 int date_parse(struct str in, int64_t *utc);
-/* Writes "YYYY-MM-DDTHH:MM:SSZ" (NUL-terminated) and returns its length. */
-size_t date_format_iso(int64_t utc, char out[32]);
 
 #endif

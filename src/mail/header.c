@@ -287,14 +287,6 @@ const struct header_field *header_get(const struct header_block *h, const char *
 	return NULL;
 }
 
-size_t header_count(const struct header_block *h, const char *name)
-{
-	size_t len = strlen(name), k = 0;
-	for (size_t i = 0; i < h->n; i++)
-		k += header_name_is(&h->v[i], name, len);
-	return k;
-}
-
 int header_unfold(struct arena *a, struct str raw, struct str *out)
 {
 	const char *p = raw.p;

@@ -41,7 +41,6 @@ int header_parse(struct arena *a, const uint8_t *p, size_t n,
                  struct header_block *out, uint64_t *warnings);
 /* First field with this name (ASCII case-insensitive), or NULL. */
 const struct header_field *header_get(const struct header_block *h, const char *name);
-size_t header_count(const struct header_block *h, const char *name);
 /* Unfolds (line ends before white space removed) and trims surrounding white
  * space.  out is a view when nothing had to change, else in the arena. */
 int header_unfold(struct arena *a, struct str raw, struct str *out);

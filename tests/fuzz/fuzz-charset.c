@@ -2,8 +2,8 @@
 /* Charsets to UTF-8.  The first byte picks a label (the common ones, the
  * stateful ones iconv handles through shift sequences, aliases, bogus
  * labels, or a label taken from the input itself); the rest is decoded.
- * Output is always valid UTF-8 (charset.h), and the two UTF-8 validators of
- * the tree (charset's utf8_valid, the emitter's json_utf8_valid) agree. */
+ * Output is always valid UTF-8 (charset.h), and core/utf8.h's validator
+ * agrees with its sequence decoder. */
 #include "fuzz.h"
 #include "mail/charset.h"
 
@@ -59,22 +59,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
 	FUZZ_CHECK(out.len >= 3 && memcmp(out.p, "pre", 3) == 0);
 	if (r == 0)
-		FUZZ_CHECK(json_utf8_valid(out.p, out.len));
+		FUZZ_CHECK(utf8_valid(out.p, out.len));
 	FUZZ_CHECK(!replaced || (warnings & (UINT64_C(1) << MAIL_W_INVALID_BYTES_REPLACED)));
 	/* Decoding empty input appends nothing. */
 	FUZZ_CHECK(n > 0 || out.len == 3);
 	FUZZ_CHECK(charset_cache_count(ctx->charsets) <= 64);
 
-	/* The validators agree; sanitize is the identity on valid input and
-	 * always yields valid UTF-8. */
-	bool valid = utf8_valid(body, n);
-	FUZZ_CHECK(valid == json_utf8_valid((const char *)body, n));
+	/* utf8_valid's inline forms agree with utf8_seq taken one sequence
+	 * at a time; decoding as UTF-8 is the identity on valid input and
+	 * replaces something exactly when the input is not valid. */
+	bool valid = utf8_valid(body, n), seq_valid = true;
+	for (size_t i = 0; i < n && seq_valid;) {
+		int l = utf8_seq(body + i, n - i);
+		seq_valid = l > 0;
+		i += seq_valid ? (size_t)l : 0;
+	}
+	FUZZ_CHECK(valid == seq_valid);
 	dynbuf_reset(&out);
-	size_t rep = utf8_sanitize(body, n, &out);
-	FUZZ_CHECK(json_utf8_valid(out.p, out.len));
-	FUZZ_CHECK(valid == (rep == 0));
-	if (valid)
-		FUZZ_CHECK(out.len == n && (n == 0 || memcmp(out.p, body, n) == 0));
+	replaced = 0;
+	r = charset_decode(ctx, (struct str){ "utf-8", 5 }, body, n, &out, &warnings, &replaced);
+	FUZZ_CHECK(r == 0 || r == -ENOMEM || r == -E2BIG);
+	if (r == 0) {
+		FUZZ_CHECK(utf8_valid(out.p, out.len));
+		FUZZ_CHECK(valid == (replaced == 0));
+		if (valid)
+			FUZZ_CHECK(out.len == n && (n == 0 || memcmp(out.p, body, n) == 0));
+	}
 
 	dynbuf_release(&out);
 	free(lbuf);

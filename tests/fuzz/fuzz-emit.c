@@ -183,7 +183,7 @@ static size_t count_byte(const char *p, size_t n, char c)
 static void check_record(const struct emit_options *o, const char *p, size_t n)
 {
 	FUZZ_CHECK(n > 0 && p[n - 1] == '\n');
-	FUZZ_CHECK(json_utf8_valid(p, n));
+	FUZZ_CHECK(utf8_valid(p, n));
 	switch (o->format) {
 	case EMIT_JSONL:
 		FUZZ_CHECK(check_json_line(p, n) == n);

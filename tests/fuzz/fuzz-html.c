@@ -12,16 +12,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t cap = size ? p[0] % 97 : 0;
 	char *full = malloc(size ? size : 1), *cut = malloc(cap ? cap : 1);
 	bool full_full = false, cut_full = false;
-	bool valid = json_utf8_valid((const char *)p, size);
+	bool valid = utf8_valid((const char *)p, size);
 	FUZZ_CHECK(full && cut);
 
 	size_t n = html_to_text(p, size, full, size, &full_full);
 	FUZZ_CHECK(n <= size);
-	FUZZ_CHECK(!valid || json_utf8_valid(full, n));
+	FUZZ_CHECK(!valid || utf8_valid(full, n));
 
 	size_t m = html_to_text(p, size, cut, cap, &cut_full);
 	FUZZ_CHECK(m <= cap);
-	FUZZ_CHECK(!valid || json_utf8_valid(cut, m));
+	FUZZ_CHECK(!valid || utf8_valid(cut, m));
 	FUZZ_CHECK(cut_full || m == n);   /* not cut: the same text */
 
 	/* Named references: any name, any length, no NUL terminator. */

@@ -15,6 +15,7 @@
 
 #include "mail/mail.h"
 #include "mail/mail_ctx.h"
+#include "core/utf8.h"
 #include "emit/json.h"
 
 #include <stdint.h>
@@ -68,7 +69,7 @@ static inline int fuzz_str_utf8(struct str s)
 		FUZZ_CHECK(s.n == 0);
 		return 1;
 	}
-	return json_utf8_valid(s.p, s.n);
+	return utf8_valid(s.p, s.n);
 }
 
 /* True when the view s lies inside p[0..n). */

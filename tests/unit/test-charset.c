@@ -113,29 +113,13 @@ static void test_charset_no_charset_8bit_is_cp1252(void **state)
 	assert_int_equal(t->replaced, 1);
 }
 
-static void test_charset_utf8_valid(void **state)
-{
-	(void)state;
-	assert_true(utf8_valid((const uint8_t *)"", 0));
-	assert_true(utf8_valid((const uint8_t *)"hello, world 12345", 18));
-	assert_true(utf8_valid((const uint8_t *)"\xf0\x9f\x98\x80", 4));
-	assert_true(utf8_valid((const uint8_t *)"\xef\xbf\xbf", 3));
-	assert_false(utf8_valid((const uint8_t *)"\xc0\x80", 2));          /* overlong */
-	assert_false(utf8_valid((const uint8_t *)"\xe0\x80\xaf", 3));      /* overlong */
-	assert_false(utf8_valid((const uint8_t *)"\xed\xa0\x80", 3));      /* surrogate */
-	assert_false(utf8_valid((const uint8_t *)"\xf4\x90\x80\x80", 4));  /* > U+10FFFF */
-	assert_false(utf8_valid((const uint8_t *)"\xf5\x80\x80\x80", 4));
-	assert_false(utf8_valid((const uint8_t *)"abcdefgh\xc3", 9));      /* truncated */
-	assert_false(utf8_valid((const uint8_t *)"\x80", 1));
-}
-
-static void test_charset_utf8_sanitize(void **state)
+/* A surrogate is three ill-formed bytes (ED's second byte stops at 9F). */
+static void test_charset_utf8_surrogate_replaced(void **state)
 {
 	struct tcase *t = *state;
-	dynbuf_reset(&t->out);
-	assert_int_equal(utf8_sanitize((const uint8_t *)"x\x80y\xed\xa0\x80", 6, &t->out), 4);
-	dynbuf_putc(&t->out, '\0');
-	assert_string_equal(t->out.p, "x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	assert_string_equal(DEC(t, "utf-8", "x\x80y\xed\xa0\x80"),
+	                    "x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	assert_int_equal(t->replaced, 4);
 }
 
 static void test_charset_latin1_is_windows1252(void **state)
@@ -477,8 +461,7 @@ int main(void)
 		T(test_charset_utf8_maximal_subpart),
 		T(test_charset_us_ascii_means_utf8),
 		T(test_charset_no_charset_8bit_is_cp1252),
-		T(test_charset_utf8_valid),
-		T(test_charset_utf8_sanitize),
+		T(test_charset_utf8_surrogate_replaced),
 		T(test_charset_latin1_is_windows1252),
 		T(test_charset_cp1252_undefined_bytes_are_c1),
 		T(test_charset_iconv_iso8859_2),

@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/limits.h"
 #include "mail/header.h"
@@ -111,13 +112,22 @@ static void test_header_empty_value(void **state)
 	assert_field(t, 1, "X-Other", "v");
 }
 
+/* Fields named name, ASCII case-insensitively. */
+static size_t count_named(const struct header_block *h, const char *name)
+{
+	size_t k = 0, n = strlen(name);
+	for (size_t i = 0; i < h->n; i++)
+		k += h->v[i].name.n == n && strncasecmp(h->v[i].name.p, name, n) == 0;
+	return k;
+}
+
 static void test_header_repeated_fields_kept_in_order(void **state)
 {
 	struct tcase *t = *state;
 	PARSE(t, "Received: one\nTo: x@y\nreceived: two\nRECEIVED: three\n\n");
 	assert_int_equal(t->h.n, 4);
-	assert_int_equal(header_count(&t->h, "Received"), 3);
-	assert_int_equal(header_count(&t->h, "cc"), 0);
+	assert_int_equal(count_named(&t->h, "Received"), 3);
+	assert_int_equal(count_named(&t->h, "cc"), 0);
 	const struct header_field *f = header_get(&t->h, "RECEIVED");
 	assert_non_null(f);
 	t_assert_str(f->value, " one");
@@ -274,7 +284,7 @@ static void test_header_many_fields(void **state)
 		memcpy(m + i * ll, line, ll);
 	parse(t, m, lines * ll);
 	assert_int_equal(t->h.n, lines);
-	assert_int_equal(header_count(&t->h, "from"), lines);
+	assert_int_equal(count_named(&t->h, "from"), lines);
 	assert_field(t, lines - 1, "From", " ::::");
 	free(m);
 }
