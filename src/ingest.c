@@ -95,11 +95,14 @@ static void run_fail(struct run *run, int err, const char *what, const char *arg
 {
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&run->failed, &expected, err)) {
-		report_set_error(run->rep, err, "%s%s%s%s", what, arg ? " '" : "", arg ? arg : "",
-		                 arg ? "'" : "");
 		/* -EINVAL before any input was read: the run was refused for what
-		 * it was asked, which the caller must change (the command exits 2) */
-		if (err == -EINVAL && !run->reader)
+		 * it was asked, which the caller must change (the command exits 2);
+		 * the message says why, and strerror's "Invalid argument" after it
+		 * would only repeat it less clearly */
+		bool refused = err == -EINVAL && !run->reader;
+		report_set_error(run->rep, refused ? 0 : err, "%s%s%s%s", what, arg ? " '" : "",
+		                 arg ? arg : "", arg ? "'" : "");
+		if (refused)
 			report_set_refused(run->rep);
 	}
 	budget_cancel(&run->budget);
