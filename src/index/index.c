@@ -48,9 +48,12 @@ enum index_stmt {
 	ST__COUNT
 };
 
-/* ?1 the record, ?2 root, ?3 path (the exact bytes of record_io: the
- * record's own are lossy for a path that is not UTF-8), ?4 the message's
- * docid where one is needed. */
+/* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
+ * needed.  root is the resolved root (record_io.base), never the PATH
+ * argument as spelled: `Maildir`, `./Maildir/` and its absolute path are one
+ * root, as for --state (io/state.c) and the ids.  root and path are the
+ * exact bytes of record_io: the record's own are lossy for a path that is
+ * not UTF-8. */
 static const char *const index_sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
@@ -133,7 +136,7 @@ static const char *const index_sql[ST__COUNT] = {
 		" WHERE root = ?2 AND path = ?4",
 };
 
-/* Version 1.  Child rows go with their message through the trigger (no
+/* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
  * foreign keys: their checks cost on every insert).  mail_fts keeps its own
  * copy of the text: the text is stored nowhere else, so an external-content
  * table would save nothing, and a contentless one could not delete a row
@@ -285,6 +288,13 @@ static int index_check_schema(struct index *ix, const char **why)
 		*why = "written by a newer ingest (a later schema_version): left as it is";
 		return -EINVAL;
 	}
+	if (tables && version == 1) {
+		/* its roots are spellings relative to a working directory it did
+		 * not record: nothing to migrate from */
+		*why = "written by an older ingest (schema_version 1, roots as spelled): remove it and"
+		       " index again";
+		return -EINVAL;
+	}
 	if (tables && version == INDEX_SCHEMA_VERSION) {
 		/* the write lock proves the file and its directory writable */
 		r = index_exec(ix, "BEGIN IMMEDIATE; COMMIT");
@@ -292,8 +302,8 @@ static int index_check_schema(struct index *ix, const char **why)
 			*why = "cannot write the database";
 		return r;
 	}
-	/* New (version 0, no table); the first schema has nothing to migrate
-	 * from: a later version adds its steps here, keyed by version. */
+	/* New (version 0, no table): a later version adds the migration from
+	 * this one here, keyed by version. */
 	if (tables) {
 		*why = "an ingest index of an unknown schema_version";
 		return -EINVAL;
@@ -444,7 +454,7 @@ static void index_bind(struct index *ix, enum index_stmt k, const char *rec, siz
 	if (rec && params >= 1)
 		sqlite3_bind_text(s, 1, rec, (int)n, SQLITE_STATIC);
 	if (params >= 3) {
-		sqlite3_bind_text(s, 2, io->root.p, (int)io->root.n, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 		sqlite3_bind_text(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	}
 }
@@ -575,7 +585,7 @@ static int index_add_message(struct index *ix, const struct record_io *io, const
 static int index_file_row(struct index *ix, enum index_stmt k, const struct record_io *io)
 {
 	sqlite3_stmt *s = ix->st[k];
-	sqlite3_bind_blob(s, 1, io->root.p, (int)io->root.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 1, io->base.p, (int)io->base.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	if (k == ST_UPSERT_FILE) {
 		/* An mbox streamed over several batches (so several transactions)
@@ -618,7 +628,7 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	if (r < 0)
 		return r;
 	s = ix->st[ST_RENAME_FILE];
-	sqlite3_bind_blob(s, 2, io->root.p, (int)io->root.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 5, (int64_t)io->dev);

@@ -27,7 +27,7 @@ struct index;
 struct state;
 
 /* The schema this build writes (PRAGMA user_version of the database). */
-#define INDEX_SCHEMA_VERSION 1
+#define INDEX_SCHEMA_VERSION 2
 
 /* Opens FILE, creating it and its schema when it does not exist or is an
  * empty database.  Refused, the file left as it was: not an SQLite database,

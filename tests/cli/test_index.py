@@ -123,7 +123,7 @@ def case_sample(tmp):
             continue
         row = q(db, "SELECT docid, subject, message_id, date, flags, folder, size, content_type, parts,"
                     " in_reply_to, text_truncated FROM messages WHERE root = ? AND path = ?",
-                r["root"], r["path"])
+                os.path.realpath(src), r["path"])
         if len(row) != 1:
             fail(f"{r['path']}: {len(row)} rows")
         docid, *vals = row[0]
@@ -158,6 +158,51 @@ def case_sample(tmp):
     print(f"{n_msg} messages and {n_err} errors; the re-run read nothing")
 
 
+def case_root_spelling(tmp):
+    """The root as spelled does not matter: `Maildir`, `./Maildir/` and its
+    absolute path are one root (the resolved one, as --state keys it), so a
+    re-run under another spelling adds, deletes and renames nothing."""
+    src = os.path.join(tmp, "Maildir")
+    shutil.copytree(sample(), src, symlinks=True)
+    db = os.path.join(tmp, "mail.db")
+
+    def index(spelling):
+        p = subprocess.run([os.path.abspath(ARGS.ingest), "--index=" + db, "--stats=json", spelling], cwd=tmp,
+                           capture_output=True, timeout=300)
+        if p.returncode:
+            fail(f"{spelling}: exit {p.returncode}: {p.stderr!r}")
+        return stats(p)
+
+    first = index("Maildir")["index"]
+    before = dump(db)
+    for spelling in ("./Maildir/", os.path.abspath(src), "Maildir/../Maildir"):
+        s = index(spelling)
+        if s["index"]["messages"] or s["index"]["deleted"] or s["index"]["renamed"] or \
+                s["index"]["errors"] or s["ring_ops"]["read"] or s["syscalls"]["read"]:
+            fail(f"re-run as {spelling!r} changed the index: {s['index']}")
+        if differ(dump(db), before):
+            fail(f"re-run as {spelling!r}: {differ(dump(db), before)} changed")
+    roots = q(db, "SELECT DISTINCT root FROM messages") + q(db, "SELECT DISTINCT CAST(root AS TEXT) FROM files")
+    if roots != [(os.path.realpath(src),)] * 2:
+        fail(f"rows keyed by {roots}, not the resolved root")
+    # changes seen under another spelling: a flag change, a deletion, a
+    # rewrite; the tables then equal a clean run's
+    cur = sorted(n for n in os.listdir(os.path.join(src, "cur")) if ":2," in n)
+    os.rename(os.path.join(src, "cur", cur[0]), os.path.join(src, "cur", cur[0].split(":2,")[0] + ":2,FS"))
+    os.unlink(os.path.join(src, "cur", cur[1]))
+    with open(os.path.join(src, "cur", cur[2]), "ab") as f:
+        f.write(b"\nmore text\n")
+    s = index("./Maildir/")["index"]
+    if (s["renamed"], s["deleted"], s["messages"]) != (1, 1, 1):
+        fail(f"rename, deletion, rewrite under './Maildir/' as {s}")
+    clean = os.path.join(tmp, "clean.db")
+    run(["--index=" + clean, src])
+    if differ(dump(db), dump(clean)):
+        fail(f"after changes seen as './Maildir/': {differ(dump(db), dump(clean))} differ from a clean run")
+    print(f"{first['messages']} messages indexed as 'Maildir'; three other spellings changed nothing;"
+          " changes seen under a fourth equal a clean run")
+
+
 def case_refused(tmp):
     """Databases that are not ours, a newer schema and bad combinations are
     refused with a message, exit 1, the file untouched and no input read."""
@@ -176,8 +221,15 @@ def case_refused(tmp):
     c.execute("CREATE TABLE messages(x)")
     c.commit()
     c.close()
+    older = os.path.join(tmp, "older.db")
+    c = sqlite3.connect(older)
+    c.execute("PRAGMA application_id = 1768843124")
+    c.execute("PRAGMA user_version = 1")
+    c.execute("CREATE TABLE messages(x)")
+    c.commit()
+    c.close()
     for path, why in ((db, "another application"), (junk, "not an SQLite database"),
-                      (newer, "newer ingest")):
+                      (newer, "newer ingest"), (older, "older ingest")):
         before = open(path, "rb").read()
         p = run(["--index=" + path, "--stats=json", sample()], check_rc=2)
         if why not in p.stderr.decode():
@@ -192,7 +244,7 @@ def case_refused(tmp):
         p = run(["--index=" + good] + extra + [sample()], check_rc=2)
         if b"--index cannot be combined" not in p.stderr or os.path.exists(good):
             fail(f"{extra}: {p.stderr!r}")
-    print("refused: a foreign table, not SQLite, a newer schema, five combinations")
+    print("refused: a foreign table, not SQLite, a newer and an older schema, five combinations")
 
 
 def unprivileged_prefix(why):

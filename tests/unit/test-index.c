@@ -118,7 +118,7 @@ static void test_index_creates_schema(void **state)
 	const char *why;
 	assert_int_equal(index_open(db_path, &ix, &why), 0);
 	index_close(ix);
-	assert_string_equal(query("PRAGMA user_version"), "1");
+	assert_string_equal(query("PRAGMA user_version"), "2");
 	assert_string_equal(query("PRAGMA journal_mode"), "wal");
 	assert_string_equal(query("SELECT count(*) FROM sqlite_master WHERE name IN ('messages',"
 	                          " 'addresses', 'attachments', 'refs', 'errors', 'files', 'mail_fts',"
@@ -164,9 +164,12 @@ static void test_index_refuses_foreign(void **state)
 	size_t n;
 	make_db("CREATE TABLE notes(x)", bytes, &n);
 	refused_untouched(bytes, n, "another application");
-	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 2; CREATE TABLE messages(x)",
+	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 3; CREATE TABLE messages(x)",
 	        bytes, &n);
 	refused_untouched(bytes, n, "newer ingest");
+	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 1; CREATE TABLE messages(x)",
+	        bytes, &n);
+	refused_untouched(bytes, n, "older ingest");
 }
 
 static void test_index_refuses_read_only(void **state)
