@@ -9,6 +9,7 @@ Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import sqlite3
@@ -554,51 +555,101 @@ def case_interrupt(tmp):
     print(f"interrupted with {got} of {total} committed; the next run completed it")
 
 
-def case_sigkill(tmp):
-    """SIGKILL at five points of a run (by committed rows, so each lands
-    at another place; the last ones during the deletions of a re-run):
-    each time integrity_check passes and the completing run's tables equal
-    a clean run's."""
-    d = os.path.join(tmp, "md")
-    total = 800
-    mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", str(total))
-    points = 0
-    for k in range(1, 6):
-        db = os.path.join(tmp, f"kill{k}.db")
-        proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=32K", d],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_rows(proc, db, total * k // 6)
+def kill_seed():
+    """The seed of the kill points: INDEX_KILL_SEED replays a failed run's
+    points (the delays; where in the code each kill lands still depends on
+    the machine's speed), else a new one each run, printed."""
+    seed = int(os.environ.get("INDEX_KILL_SEED") or int.from_bytes(os.urandom(4), "little"))
+    print(f"kill points seeded with INDEX_KILL_SEED={seed}")
+    return seed
+
+
+def timed_run(args):
+    t0 = time.monotonic()
+    run(args)
+    return time.monotonic() - t0
+
+
+def kill_after(args, delay):
+    """Starts a run and SIGKILLs it after delay seconds: True when it was
+    still running (the kill landed), False when it had ended."""
+    proc = subprocess.Popen([ARGS.ingest] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait()
-        points += proc.returncode == -signal.SIGKILL
-        completes_like_clean(tmp, db, d, f"killed at {k}/6")
-    if points < 3:
-        fail(f"only {points} of 5 runs were still running when killed")
+    proc.wait()
+    return proc.returncode == -signal.SIGKILL
+
+
+def sigkill_points(tmp, total, points, batch):
+    """SIGKILL at `points` random moments of a first run over `total`
+    messages (delays drawn uniformly over a clean run's duration, seeded),
+    each on a fresh database: integrity_check passes and a completing run's
+    tables equal a clean run's.  Then three kills while a re-run applies
+    renames and deletions, against the same re-run not killed."""
+    rng = random.Random(kill_seed())
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", str(total))
+    clean = os.path.join(tmp, "clean.db")
+    first = ["--index=" + clean] + batch + [d]
+    t_clean = timed_run(first)
+    landed = tried = 0
+    t0 = time.monotonic()
+    while landed < points:
+        tried += 1
+        if tried > 3 * points:
+            fail(f"only {landed} of {tried} runs were still running when killed")
+        delay = rng.uniform(0, t_clean)
+        db = os.path.join(tmp, "kill.db")
+        for f in (db, db + "-wal", db + "-shm"):
+            if os.path.exists(f):
+                os.unlink(f)
+        if not kill_after(["--index=" + db] + batch + [d], delay):
+            continue
+        landed += 1
+        rows = messages_now(db) if os.path.exists(db) else 0
+        completes_like_clean(tmp, db, d, f"kill {landed} after {delay:.3f} s ({rows} rows committed)")
+    print(f"{landed} kills of {tried} runs over {total} messages (clean run {t_clean:.2f} s), "
+          f"{time.monotonic() - t0:.0f} s: each consistent, completed like a clean run")
     # killed while a re-run applies renames and deletions; the reference is
     # the same re-run not killed (a deletion does not split a thread, so a
     # clean run of the changed tree may thread differently)
-    db = os.path.join(tmp, "kill-rerun.db")
+    before = os.path.join(tmp, "before.db")
     ref = os.path.join(tmp, "ref-rerun.db")
-    run(["--index=" + db, d])
-    shutil.copy(db, ref)
+    shutil.copy(clean, before)
+    shutil.copy(clean, ref)
     cur = sorted(os.listdir(os.path.join(d, "cur")))
     for n in cur[: len(cur) // 2]:
         if n.endswith(":2,S"):
             os.rename(os.path.join(d, "cur", n), os.path.join(d, "cur", n[:-1] + "RS"))
         else:
             os.unlink(os.path.join(d, "cur", n))
-    run(["--index=" + ref, d])
-    proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=32K", d],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.05)
-    proc.kill()
-    proc.wait()
-    if q(db, "PRAGMA integrity_check") != [("ok",)]:
-        fail("killed during a re-run: integrity_check failed")
-    run(["--index=" + db, d])
-    if differ(dump(db), dump(ref)):
-        fail(f"killed during a re-run: {differ(dump(db), dump(ref))} differ from the re-run not killed")
-    print(f"{points} kills mid-run and one in a re-run: consistent, completed like a clean run")
+    t_rerun = timed_run(["--index=" + ref] + batch + [d])
+    want = dump(ref)
+    landed = 0
+    for k in range(3):
+        db = os.path.join(tmp, "kill-rerun.db")
+        shutil.copy(before, db)
+        delay = rng.uniform(0, t_rerun)
+        landed += kill_after(["--index=" + db] + batch + [d], delay)
+        if q(db, "PRAGMA integrity_check") != [("ok",)]:
+            fail(f"killed during a re-run after {delay:.3f} s: integrity_check failed")
+        run(["--index=" + db] + batch + [d])
+        if differ(dump(db), want):
+            fail(f"killed during a re-run after {delay:.3f} s: {differ(dump(db), want)} differ"
+                 " from the re-run not killed")
+    print(f"3 re-runs killed ({landed} still running when killed): consistent, completed like"
+          " the re-run not killed")
+
+
+def case_sigkill(tmp):
+    sigkill_points(tmp, 800, 20, ["--batch-bytes=32K"])
+
+
+def case_sigkill_20k(tmp):
+    """The same at 20,000 messages and the default batch size (slow suite)."""
+    sigkill_points(tmp, 20000, 20, [])
 
 
 def case_enospc(tmp):
