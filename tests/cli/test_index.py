@@ -516,13 +516,27 @@ def wait_rows(proc, db, at_least):
     return False
 
 
+def existing_db(tmp, db):
+    """A database that exists before the run (made by a run over an empty
+    directory): the run writes it in place, in WAL, batch by batch, where a
+    database the run creates is built aside and appears whole at the end."""
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(empty, exist_ok=True)
+    run(["--index=" + db, empty])
+
+
 def completes_like_clean(tmp, db, src, what):
-    """integrity_check passes, and a completing run makes the tables of a
-    clean run: nothing duplicated, nothing lost."""
-    ok = q(db, "PRAGMA integrity_check")
-    if ok != [("ok",)]:
-        fail(f"{what}: integrity_check says {ok}")
+    """integrity_check passes (on the database, or on no database at all
+    when a first run was cut before it put its database in place), and a
+    completing run makes the tables of a clean run: nothing duplicated,
+    nothing lost, nothing left aside."""
+    if os.path.exists(db):
+        ok = q(db, "PRAGMA integrity_check")
+        if ok != [("ok",)]:
+            fail(f"{what}: integrity_check says {ok}")
     run(["--index=" + db, src])
+    if os.path.exists(db + ".new"):
+        fail(f"{what}: the completing run left {db}.new")
     clean = os.path.join(tmp, "clean.db")
     if not os.path.exists(clean):
         run(["--index=" + clean, src])
@@ -540,6 +554,7 @@ def case_interrupt(tmp):
     total = 1500
     mkcorpus(d, "--seed", "15", "--layout", "maildir", "--count", str(total))
     db = os.path.join(tmp, "int.db")
+    existing_db(tmp, db)
     proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=64K", "--threads=1", d],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if not wait_rows(proc, db, 1):
@@ -552,7 +567,26 @@ def case_interrupt(tmp):
     if not 0 < got < total:
         fail(f"{got} of {total} messages committed: the interrupt did not stop the run early")
     completes_like_clean(tmp, db, d, "after Ctrl-C")
-    print(f"interrupted with {got} of {total} committed; the next run completed it")
+    # a first run: its database appears only at the end, and Ctrl-C puts
+    # what was parsed in place
+    db = os.path.join(tmp, "first.db")
+    proc = subprocess.Popen([ARGS.ingest, "--index=" + db, "--batch-bytes=64K", "--threads=1", d],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not os.path.exists(db + ".new") and time.time() < deadline:
+        time.sleep(0.002)
+    time.sleep(0.2)
+    seen = os.path.exists(db)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    if seen or proc.returncode != 130:
+        fail(f"first run: database visible while built ({seen}), exit {proc.returncode}: {err!r}")
+    first = messages_now(db)
+    if not 0 < first < total or os.path.exists(db + ".new"):
+        fail(f"first run interrupted: {first} of {total} messages put in place")
+    completes_like_clean(tmp, db, d, "after Ctrl-C of a first run")
+    print(f"interrupted with {got} of {total} committed, a first run with {first} put in place;"
+          " the next runs completed them")
 
 
 def kill_seed():
@@ -602,14 +636,19 @@ def sigkill_points(tmp, total, points, batch):
             fail(f"only {landed} of {tried} runs were still running when killed")
         delay = rng.uniform(0, t_clean)
         db = os.path.join(tmp, "kill.db")
-        for f in (db, db + "-wal", db + "-shm"):
+        for f in (db, db + "-wal", db + "-shm", db + ".new"):
             if os.path.exists(f):
                 os.unlink(f)
+        # every other kill hits a first run (its database built aside),
+        # the others a run into an existing database (WAL, batch by batch)
+        kind = "existing" if landed % 2 else "first"
+        if kind == "existing":
+            existing_db(tmp, db)
         if not kill_after(["--index=" + db] + batch + [d], delay):
             continue
         landed += 1
-        rows = messages_now(db) if os.path.exists(db) else 0
-        completes_like_clean(tmp, db, d, f"kill {landed} after {delay:.3f} s ({rows} rows committed)")
+        rows = messages_now(db) if os.path.exists(db) else "no database"
+        completes_like_clean(tmp, db, d, f"kill {landed} ({kind}) after {delay:.3f} s ({rows} rows)")
     print(f"{landed} kills of {tried} runs over {total} messages (clean run {t_clean:.2f} s), "
           f"{time.monotonic() - t0:.0f} s: each consistent, completed like a clean run")
     # killed while a re-run applies renames and deletions; the reference is
@@ -665,7 +704,17 @@ def case_enospc(tmp):
     try:
         d = os.path.join(tmp, "md")
         mkcorpus(d, "--seed", "17", "--layout", "maildir", "--count", "600")
+        # a first run: the database built aside is dropped whole
+        db = os.path.join(mnt, "first.db")
+        p = run(["--index=" + db, "--batch-bytes=32K", d], check_rc=1)
+        err = p.stderr.decode()
+        if "cannot write the index" not in err or "No space left on device" not in err:
+            fail(f"ENOSPC not reported: {err!r}")
+        if os.listdir(mnt):
+            fail(f"a first run that failed left {os.listdir(mnt)}")
+        # an existing database: the open batch rolls back, the others stay
         db = os.path.join(mnt, "full.db")
+        existing_db(tmp, db)
         p = run(["--index=" + db, "--batch-bytes=32K", d], check_rc=1)
         err = p.stderr.decode()
         if "cannot write the index" not in err or "No space left on device" not in err:
@@ -675,7 +724,8 @@ def case_enospc(tmp):
             fail(f"{got} messages after ENOSPC: the test did not fill the disk mid-run")
         subprocess.run(["mount", "-o", "remount,size=64m", mnt], check=True)
         completes_like_clean(tmp, db, d, "after ENOSPC")
-        print(f"ENOSPC after {got} of 600 messages: exit 1, consistent, resumed")
+        print(f"ENOSPC: a first run left nothing; an existing database kept {got} of 600"
+              " messages, consistent, resumed")
     finally:
         subprocess.run(["umount", mnt], capture_output=True)
 
