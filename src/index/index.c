@@ -807,6 +807,14 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 
 int index_add_batch(struct index *ix, const struct batch *b)
 {
+	/* a batch of files found unchanged writes nothing: no transaction
+	 * (an unchanged re-run would otherwise take and drop the write lock
+	 * once per batch) */
+	size_t live = 0;
+	for (size_t i = 0; i < b->n; i++)
+		live += !b->items[i].no_output || b->items[i].stream;
+	if (!live)
+		return 0;
 	int r = index_begin(ix);
 	for (size_t i = 0; r == 0 && i < b->n; i++) {
 		const struct batch_item *it = &b->items[i];
