@@ -204,6 +204,35 @@ def case_root_spelling(tmp):
           " changes seen under a fourth equal a clean run")
 
 
+def case_rewrite_in_place(tmp):
+    """A message rewritten in place (same name, same size, new bytes) leaves
+    its directory's mtime as it was, which is what a re-scan by directory
+    mtime (notmuch's) misses: the per-file statx of a re-run sees it."""
+    src = os.path.join(tmp, "Maildir")
+    shutil.copytree(sample(), src, symlinks=True)
+    db = os.path.join(tmp, "mail.db")
+    run(["--index=" + db, src])
+    cur = os.path.join(src, "cur")
+    name = sorted(n for n in os.listdir(cur) if ":2," in n)[0]
+    f = os.path.join(cur, name)
+    data = open(f, "rb").read()
+    old = q(db, "SELECT subject FROM messages WHERE path = ?", "cur/" + name)[0][0]
+    if not old or not old.encode() in data:
+        fail(f"{name}: no subject to rewrite ({old!r})")
+    new = bytes(c ^ 0x20 if chr(c).isalpha() else c for c in old.encode())
+    dir_mtime = os.stat(cur).st_mtime_ns
+    time.sleep(0.05)   # past the file system's timestamp granularity
+    with open(f, "r+b") as w:
+        w.write(data.replace(old.encode(), new, 1))
+    if os.stat(cur).st_mtime_ns != dir_mtime or os.path.getsize(f) != len(data):
+        fail("the rewrite changed the directory's mtime or the size: not the case tested")
+    s = stats(run(["--index=" + db, "--stats=json", src]))
+    got = q(db, "SELECT subject FROM messages WHERE path = ?", "cur/" + name)[0][0]
+    if s["index"]["messages"] != 1 or got != new.decode():
+        fail(f"in-place rewrite: {s['index']}, subject {got!r}, want {new.decode()!r}")
+    print(f"a same-size rewrite in place, directory mtime unchanged: re-read ({old!r} -> {got!r})")
+
+
 def case_refused(tmp):
     """Databases that are not ours, a newer schema and bad combinations are
     refused with a message, exit 1, the file untouched and no input read."""
