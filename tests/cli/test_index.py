@@ -244,20 +244,14 @@ def case_refused(tmp):
     junk = os.path.join(tmp, "junk.db")
     with open(junk, "wb") as f:
         f.write(b"SQLite format 2? no: plain text\n")
-    newer = os.path.join(tmp, "newer.db")
-    c = sqlite3.connect(newer)
-    c.execute("PRAGMA application_id = 1768843124")
-    c.execute("PRAGMA user_version = 99")
-    c.execute("CREATE TABLE messages(x)")
-    c.commit()
-    c.close()
-    older = os.path.join(tmp, "older.db")
-    c = sqlite3.connect(older)
-    c.execute("PRAGMA application_id = 1768843124")
-    c.execute("PRAGMA user_version = 1")
-    c.execute("CREATE TABLE messages(x)")
-    c.commit()
-    c.close()
+    newer, older = os.path.join(tmp, "newer.db"), os.path.join(tmp, "older.db")
+    for path, version in ((newer, 99), (older, 1)):
+        c = sqlite3.connect(path)
+        c.execute("PRAGMA application_id = 1768843124")
+        c.execute(f"PRAGMA user_version = {version}")
+        c.execute("CREATE TABLE messages(x)")
+        c.commit()
+        c.close()
     for path, why in ((db, "another application"), (junk, "not an SQLite database"),
                       (newer, "newer ingest"), (older, "older ingest")):
         before = open(path, "rb").read()
