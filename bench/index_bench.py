@@ -44,9 +44,13 @@ def sh(cmd, env=None, check=True):
 
 
 def timed(cmd, env=None):
-    """Wall seconds, peak RSS (KiB) and CPU seconds of one command."""
+    """Wall seconds, peak RSS (KiB) and CPU seconds of one command.  The
+    peak comes from GNU time: a child forked from this Python process
+    starts its ru_maxrss at the parent's size (the kernel keeps the high
+    mark across exec), so wait4's own figure is a floor, not the tool's."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(["/usr/bin/time", "-f", "maxrss %M"] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode(errors="replace")
@@ -54,7 +58,8 @@ def timed(cmd, env=None):
     if os.waitstatus_to_exitcode(status):
         sys.exit(f"{cmd}: exit {os.waitstatus_to_exitcode(status)}: {err[-400:]}")
     timed.cpu = ru.ru_utime + ru.ru_stime
-    return wall, ru.ru_maxrss
+    m = re.findall(r"^maxrss (\d+)$", err, re.M)
+    return wall, int(m[-1]) if m else ru.ru_maxrss
 
 
 def du(*paths):
