@@ -12,7 +12,7 @@ after every run (rows in the database, `notmuch count '*'`, `mu info store`,
 `mairix -d`).  Then, once each: the
 re-run with nothing changed, the re-run after 1% of the messages changed flags
 and 1% were added (on a hard-linked copy of the corpus), the index size on disk,
-peak RSS (wait4's ru_maxrss of the run), and search latency: the median of
+peak RSS (GNU time's maximum resident size), and search latency: the median of
 100 queries (50 words from subjects, 50 From addresses, drawn with a fixed seed
 from the index), each a whole command (`ingest search`, `notmuch search`,
 `mu find`), process start included.
@@ -308,9 +308,9 @@ def main():
 
     def row(t):
         f, c = fresh[t], cpu[t]
-        peers = " | ".join(ratio(p.name, t) for p in tools[1:])
+        peers = "".join(ratio(p.name, t) + " | " for p in tools[1:])
         return (f"| {t} | {med(f):.2f} ({min(f):.2f}–{max(f):.2f}) | {med(c):.2f} ({min(c):.2f}–{max(c):.2f}) | "
-                f"{n / med(f):,.0f} | {peers} | "
+                f"{n / med(f):,.0f} | {peers}"
                 f"{rerun[t]:.3f} ({rerun_cpu[t]:.3f}) | {changed[t]:.2f} | {size[t] / 1e6:.0f} | {max(rss[t]) / 1024:.0f} |")
 
     # the noise floor: ingest's two runs of each round, as a relative spread
@@ -341,14 +341,15 @@ def main():
         f"CPU {100 * max(noise_cpu):.0f} % at most.",
         "",
         "| tool | fresh index, wall s: median (min–max) | CPU s | messages/s | " +
-        " | ".join(f"speed vs {p.name} (per round)" for p in tools[1:]) +
-        " | re-run, nothing changed, s (CPU s) | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
+        "".join(f"speed vs {p.name} (per round) | " for p in tools[1:]) +
+        "re-run, nothing changed, s (CPU s) | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
         "|---|" + "---:|" * (len(tools) + 6),
-    ] + [row(t.name) for t in tools] + [
+    ] + [row(t.name) for t in tools] + ([
         "",
         "The same ratios in CPU seconds (less disturbed by the other work on the machine, blind to "
         "time spent waiting for the disk): " + "; ".join(
             f"ingest against {p.name} {ratio(p.name, tools[0].name, cpu)}" for p in tools[1:]) + ".",
+    ] if len(tools) > 1 else []) + [
         "",
         "Search latency, median of 50 queries of each kind (ms, whole command):",
         "",
