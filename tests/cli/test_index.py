@@ -597,15 +597,16 @@ def case_interrupt(tmp):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while not os.path.exists(db + ".new") and time.time() < deadline:
-        time.sleep(0.002)
-    time.sleep(0.2)
+        time.sleep(0.001)
     seen = os.path.exists(db)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     if seen or proc.returncode != 130:
         fail(f"first run: database visible while built ({seen}), exit {proc.returncode}: {err!r}")
+    # interrupted as soon as it began: what it parsed (maybe nothing) is
+    # put in place, whole
     first = messages_now(db)
-    if not 0 < first < total or os.path.exists(db + ".new"):
+    if not os.path.exists(db) or first >= total or os.path.exists(db + ".new"):
         fail(f"first run interrupted: {first} of {total} messages put in place")
     completes_like_clean(tmp, db, d, "after Ctrl-C of a first run")
     print(f"interrupted with {got} of {total} committed, a first run with {first} put in place;"
@@ -629,14 +630,17 @@ def timed_run(args):
 
 def kill_after(args, delay):
     """Starts a run and SIGKILLs it after delay seconds: True when it was
-    still running (the kill landed), False when it had ended."""
+    still running (the kill landed), else how long the whole run took."""
+    t0 = time.monotonic()
     proc = subprocess.Popen([ARGS.ingest] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc.wait(timeout=delay)
     except subprocess.TimeoutExpired:
         proc.kill()
     proc.wait()
-    return proc.returncode == -signal.SIGKILL
+    if proc.returncode not in (0, -signal.SIGKILL):
+        fail(f"{args}: exit {proc.returncode} before the kill")
+    return True if proc.returncode == -signal.SIGKILL else time.monotonic() - t0
 
 
 def sigkill_points(tmp, total, points, batch):
@@ -657,7 +661,9 @@ def sigkill_points(tmp, total, points, batch):
         tried += 1
         if tried > 3 * points:
             fail(f"only {landed} of {tried} runs were still running when killed")
-        delay = rng.uniform(0, t_clean)
+        # a fraction of the last whole run: the machine's load changes
+        # while the test runs, and a delay past the run's end kills nothing
+        delay = rng.uniform(0, 1) * t_clean
         db = os.path.join(tmp, "kill.db")
         for f in (db, db + "-wal", db + "-shm", db + ".new"):
             if os.path.exists(f):
@@ -667,12 +673,14 @@ def sigkill_points(tmp, total, points, batch):
         kind = "existing" if landed % 2 else "first"
         if kind == "existing":
             existing_db(tmp, db)
-        if not kill_after(["--index=" + db] + batch + [d], delay):
+        took = kill_after(["--index=" + db] + batch + [d], delay)
+        if took is not True:
+            t_clean = took
             continue
         landed += 1
         rows = messages_now(db) if os.path.exists(db) else "no database"
         completes_like_clean(tmp, db, d, f"kill {landed} ({kind}) after {delay:.3f} s ({rows} rows)")
-    print(f"{landed} kills of {tried} runs over {total} messages (clean run {t_clean:.2f} s), "
+    print(f"{landed} kills of {tried} runs over {total} messages (last whole run {t_clean:.2f} s), "
           f"{time.monotonic() - t0:.0f} s: each consistent, completed like a clean run")
     # killed while a re-run applies renames and deletions; the reference is
     # the same re-run not killed (a deletion does not split a thread, so a
@@ -694,7 +702,7 @@ def sigkill_points(tmp, total, points, batch):
         db = os.path.join(tmp, "kill-rerun.db")
         shutil.copy(before, db)
         delay = rng.uniform(0, t_rerun)
-        landed += kill_after(["--index=" + db] + batch + [d], delay)
+        landed += kill_after(["--index=" + db] + batch + [d], delay) is True
         if q(db, "PRAGMA integrity_check") != [("ok",)]:
             fail(f"killed during a re-run after {delay:.3f} s: integrity_check failed")
         run(["--index=" + db] + batch + [d])
