@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""`ingest --index` against `notmuch new` and `mu index` on a generated Maildir.
+"""`ingest --index` against `notmuch new`, `mu index` and mairix on a generated Maildir.
 
 Method (the house method of bench/README.md, reduced to what an indexer is):
 interleaved rounds, each tool once per round in a rotating order, each run on
 a fresh index, hot cache (one untimed read of the corpus first); the median of
-the rounds and their min–max; record counts verified after every run (rows in
-the database, `notmuch count '*'`, `mu info store`).  Then, once each: the
+the rounds and their min–max, wall and CPU seconds (user + system of the
+process and its threads, from wait4); ingest runs twice in each round, and the
+spread of the two is the noise floor (the control); record counts verified
+after every run (rows in the database, `notmuch count '*'`, `mu info store`,
+`mairix -d`).  Then, once each: the
 re-run with nothing changed, the re-run after 1% of the messages changed flags
 and 1% were added (on a hard-linked copy of the corpus), the index size on disk,
-peak RSS (wait4's ru_maxrss of the run), and search latency: the median of
+peak RSS (GNU time's maximum resident size), and search latency: the median of
 100 queries (50 words from subjects, 50 From addresses, drawn with a fixed seed
 from the index), each a whole command (`ingest search`, `notmuch search`,
 `mu find`), process start included.
 
 Usage: bench/index_bench.py [--ingest BIN] [--count N] [--rounds N] [--out FILE]
+                            [--tools ingest,notmuch,mu,mairix]
 Writes a Markdown report (default bench/INDEX.md) and prints it."""
 import argparse
 import os
@@ -40,16 +44,22 @@ def sh(cmd, env=None, check=True):
 
 
 def timed(cmd, env=None):
-    """Wall seconds and peak RSS (KiB) of one command."""
+    """Wall seconds, peak RSS (KiB) and CPU seconds of one command.  The
+    peak comes from GNU time: a child forked from this Python process
+    starts its ru_maxrss at the parent's size (the kernel keeps the high
+    mark across exec), so wait4's own figure is a floor, not the tool's."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(["/usr/bin/time", "-f", "maxrss %M"] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode(errors="replace")
     p.stderr.close()
     if os.waitstatus_to_exitcode(status):
         sys.exit(f"{cmd}: exit {os.waitstatus_to_exitcode(status)}: {err[-400:]}")
-    return wall, ru.ru_maxrss
+    timed.cpu = ru.ru_utime + ru.ru_stime
+    m = re.findall(r"^maxrss (\d+)$", err, re.M)
+    return wall, int(m[-1]) if m else ru.ru_maxrss
 
 
 def du(*paths):
@@ -78,7 +88,7 @@ class Ingest:
         self.bin, self.db, self.corpus = binary, os.path.join(work, "ingest.db"), corpus
 
     def fresh(self):
-        for s in ("", "-wal", "-shm"):
+        for s in ("", "-wal", "-shm", ".new"):
             if os.path.exists(self.db + s):
                 os.unlink(self.db + s)
 
@@ -149,6 +159,38 @@ class Mu:
         return ["mu", "find", "--muhome=" + self.d, "--maxnum=20", ("from:" if kind == "from" else "") + q]
 
 
+class Mairix:
+    name = "mairix"
+
+    def __init__(self, work, corpus):
+        self.d, self.corpus = os.path.join(work, "mairix"), corpus
+        self.rc = os.path.join(self.d, "rc")
+
+    def fresh(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+        os.makedirs(self.d)
+        with open(self.rc, "w") as f:
+            f.write(f"base={os.path.dirname(self.corpus)}\nmaildir={os.path.basename(self.corpus)}...\n"
+                    f"mfolder={self.d}/results\ndatabase={self.d}/db\n")
+
+    def index(self):
+        return timed(["mairix", "-f", self.rc])
+
+    def count(self):
+        # live entries: a message renamed away stays as DEAD until a purge
+        return len(re.findall(r"^\s*\d+: FILE ", sh(["mairix", "-f", self.rc, "-d"]).stdout, re.M))
+
+    def size(self):
+        return du(os.path.join(self.d, "db"))
+
+    def search(self, kind, q):
+        # mairix 0.24 leaves its lock behind when nothing matches (exit 1)
+        # and then refuses the next command: the lock goes after each query
+        # (a shell's start is in its latency)
+        return ["sh", "-c", 'mairix -f "$1" "$2"; r=$?; rm -f "$3"; exit $r', "sh", self.rc,
+                ("f:" if kind == "from" else "s:") + q, os.path.join(self.d, "db.lock")]
+
+
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -160,6 +202,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", default=os.path.join(HERE, "work", "index"))
     ap.add_argument("--out", default=os.path.join(HERE, "INDEX.md"))
+    ap.add_argument("--tools", default="ingest,notmuch,mu,mairix",
+                    help="which tools (ingest always; mairix only where installed)")
     a = ap.parse_args()
     if not os.path.exists(a.ingest):
         build = os.path.dirname(os.path.dirname(a.ingest))
@@ -172,26 +216,39 @@ def main():
         sh([sys.executable, os.path.join(HERE, "..", "tools", "mkcorpus"), "--seed", "1", "--out", corpus, "--shape", shape])
     n = count_messages(corpus)
     subprocess.run(f"find {corpus} -type f -print0 | xargs -0 cat > /dev/null", shell=True, check=True)
-    tools = [Ingest(a.ingest, a.work, corpus), Notmuch(a.work, corpus), Mu(a.work, corpus)]
+    want = set(a.tools.split(","))
+    if "mairix" in want and not shutil.which("mairix"):
+        want.discard("mairix")
+    peers = [c for c, k in ((Notmuch, "notmuch"), (Mu, "mu"), (Mairix, "mairix")) if k in want]
+    tools = [Ingest(a.ingest, a.work, corpus)] + [c(a.work, corpus) for c in peers]
     fresh = {t.name: [] for t in tools}
+    cpu = {t.name: [] for t in tools}
     rss = {t.name: [] for t in tools}
+    control = []
     loads = []
     for r in range(a.rounds):
-        order = tools[r % 3:] + tools[:r % 3]
-        for t in order:
+        order = tools[r % len(tools):] + tools[:r % len(tools)]
+        for t in order + [tools[0]]:
             t.fresh()
             loads.append(os.getloadavg()[0])
             wall, kib = t.index()
             got = t.count()
             if got != n:
                 sys.exit(f"{t.name}: {got} messages in its index, {n} inputs")
-            fresh[t.name].append(wall)
-            rss[t.name].append(kib)
-            print(f"round {r + 1}: {t.name} {wall:.2f} s, {kib} KiB", flush=True)
+            if t is tools[0] and len(fresh[t.name]) > r:
+                control.append((wall, timed.cpu))   # the control: ingest again
+            else:
+                fresh[t.name].append(wall)
+                cpu[t.name].append(timed.cpu)
+                rss[t.name].append(kib)
+            print(f"round {r + 1}: {t.name} {wall:.2f} s, {timed.cpu:.2f} CPU-s, {kib} KiB", flush=True)
     # the last round's indexes stay: re-run with nothing changed, size, search
-    rerun, size = {}, {}
+    rerun, rerun_cpu, size = {}, {}, {}
     for t in tools:
-        rerun[t.name] = min(t.index()[0] for _ in range(3))
+        runs = []
+        for _ in range(3):
+            runs.append((t.index()[0], timed.cpu))
+        rerun[t.name], rerun_cpu[t.name] = min(runs)
         size[t.name] = t.size()
         if t.count() != n:
             sys.exit(f"{t.name}: count changed on a re-run")
@@ -207,14 +264,15 @@ def main():
         for t in tools:
             t0 = time.perf_counter()
             p = sh(t.search(kind, q), env=getattr(t, "env", None), check=False)
-            if p.returncode not in (0, 4 if isinstance(t, Mu) else 0):   # mu: 4 = no match
+            # no match: mu exits 4, mairix 1
+            if p.returncode not in (0, 4 if isinstance(t, Mu) else 1 if isinstance(t, Mairix) else 0):
                 sys.exit(f"{t.search(kind, q)}: exit {p.returncode}: {p.stderr[-300:]}")
             lat[(t.name, kind)].append((time.perf_counter() - t0) * 1000)
     # 1% flag changes + 1% additions, on a hard-linked copy
     copy = os.path.join(a.work, shape + "-changed")
     shutil.rmtree(copy, ignore_errors=True)
     subprocess.run(["cp", "-al", corpus, copy], check=True)
-    ctools = [Ingest(a.ingest, a.work, copy), Notmuch(a.work, copy), Mu(a.work, copy)]
+    ctools = [Ingest(a.ingest, a.work, copy)] + [c(a.work, copy) for c in peers]
     ctools[0].db = os.path.join(a.work, "ingest-changed.db")
     for t in ctools:
         t.fresh()
@@ -242,26 +300,31 @@ def main():
             sys.exit(f"{t.name}: {t.count()} after the changes, {expect} inputs")
     shutil.rmtree(copy, ignore_errors=True)
 
-    def ratio(peer, t):
+    def ratio(peer, t, times=fresh):
         """The median of the per-round ratios time(peer)/time(t), and their range:
         both ran in the same round, under the same load."""
-        rs = [p / x for p, x in zip(fresh[peer], fresh[t])]
+        rs = [p / x for p, x in zip(times[peer], times[t])]
         return f"{med(rs):.1f}x ({min(rs):.1f}–{max(rs):.1f})"
 
     def row(t):
-        f = fresh[t]
-        return (f"| {t} | {med(f):.2f} ({min(f):.2f}–{max(f):.2f}) | {n / med(f):,.0f} | "
-                f"{ratio(tools[1].name, t)} | {ratio(tools[2].name, t)} | "
-                f"{rerun[t]:.3f} | {changed[t]:.2f} | {size[t] / 1e6:.0f} | {max(rss[t]) / 1024:.0f} |")
+        f, c = fresh[t], cpu[t]
+        peers = "".join(ratio(p.name, t) + " | " for p in tools[1:])
+        return (f"| {t} | {med(f):.2f} ({min(f):.2f}–{max(f):.2f}) | {med(c):.2f} ({min(c):.2f}–{max(c):.2f}) | "
+                f"{n / med(f):,.0f} | {peers}"
+                f"{rerun[t]:.3f} ({rerun_cpu[t]:.3f}) | {changed[t]:.2f} | {size[t] / 1e6:.0f} | {max(rss[t]) / 1024:.0f} |")
+
+    # the noise floor: ingest's two runs of each round, as a relative spread
+    noise_wall = [abs(w - x) / min(w, x) for (w, _), x in zip(control, fresh[tools[0].name])]
+    noise_cpu = [abs(c - x) / min(c, x) for (_, c), x in zip(control, cpu[tools[0].name])]
 
     git = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=False).stdout.strip()
     mu_version = sh(["mu", "--version"]).stdout.splitlines()[0].split("version")[-1].strip()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     md = [
-        "# ingest --index against notmuch and mu",
+        "# ingest --index against notmuch, mu and mairix",
         "",
         f"Generated by `bench/index_bench.py --count {a.count} --rounds {a.rounds}` at commit {git}. "
-        f"Machine: a {os.cpu_count()}-core VM ({cpu}), Linux {platform.release()}, "
+        f"Machine: a {os.cpu_count()}-core VM ({model}), Linux {platform.release()}, "
         f"SQLite {sqlite3.sqlite_version}, {sh(['notmuch', '--version']).stdout.strip()}, mu {mu_version}. "
         f"Corpus: `tools/mkcorpus --seed 1 --shape {shape}` ({n:,} messages, {du(corpus) / 1e6:.0f} MB), hot cache. "
         f"Load average (1 min) at the start of the timed runs: {min(loads):.1f}–{max(loads):.1f} "
@@ -270,12 +333,23 @@ def main():
         "Method: " + __doc__.split("Method (the house method of bench/README.md, reduced to what an indexer is):")[1]
         .split("Usage:")[0].strip().replace("\n", " "),
         "",
-        "Rounds (wall s): " + "; ".join(
-            f"{t.name} " + ", ".join(f"{w:.2f}" for w in fresh[t.name]) for t in tools) + ".",
+        "Rounds (wall s / CPU s): " + "; ".join(
+            f"{t.name} " + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in zip(fresh[t.name], cpu[t.name]))
+            for t in tools) + "; control (ingest again) " + ", ".join(f"{w:.2f}/{c:.2f}" for w, c in control) + ".",
         "",
-        "| tool | fresh index, s: median (min–max) | messages/s | speed vs notmuch (per round) | vs mu | re-run, nothing changed, s | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ] + [row(t.name) for t in tools] + [
+        f"Noise floor (ingest's two runs in a round): wall {100 * max(noise_wall):.0f} %, "
+        f"CPU {100 * max(noise_cpu):.0f} % at most.",
+        "",
+        "| tool | fresh index, wall s: median (min–max) | CPU s | messages/s | " +
+        "".join(f"speed vs {p.name} (per round) | " for p in tools[1:]) +
+        "re-run, nothing changed, s (CPU s) | re-run after 1% flags + 1% new, s | index size, MB | peak RSS, MiB |",
+        "|---|" + "---:|" * (len(tools) + 6),
+    ] + [row(t.name) for t in tools] + ([
+        "",
+        "The same ratios in CPU seconds (less disturbed by the other work on the machine, blind to "
+        "time spent waiting for the disk): " + "; ".join(
+            f"ingest against {p.name} {ratio(p.name, tools[0].name, cpu)}" for p in tools[1:]) + ".",
+    ] if len(tools) > 1 else []) + [
         "",
         "Search latency, median of 50 queries of each kind (ms, whole command):",
         "",

@@ -547,6 +547,9 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		}
 	}
 	if (run->index) {
+		int ir = index_finish(run->index);
+		if (ir < 0)
+			run_fail(run, ir, "cannot put the index in place", o->index);
 		struct index_stats is;
 		index_stats_get(run->index, &is);
 		report_set_index(run->rep, is.transactions, is.messages, is.errors, is.deleted, is.renamed,

@@ -23,6 +23,7 @@
 #include "io/maildir.h"
 #include "io/state.h"
 #include "core/dynbuf.h"
+#include "core/sys.h"
 #include "core/xalloc.h"
 #include "sched/batch.h"
 
@@ -32,6 +33,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,9 +50,12 @@ enum index_stmt {
 	ST__COUNT
 };
 
-/* ?1 the record, ?2 root, ?3 path (the exact bytes of record_io: the
- * record's own are lossy for a path that is not UTF-8), ?4 the message's
- * docid where one is needed. */
+/* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
+ * needed.  root is the resolved root (record_io.base), never the PATH
+ * argument as spelled: `Maildir`, `./Maildir/` and its absolute path are one
+ * root, as for --state (io/state.c) and the ids.  root and path are the
+ * exact bytes of record_io: the record's own are lossy for a path that is
+ * not UTF-8. */
 static const char *const index_sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
@@ -133,7 +138,7 @@ static const char *const index_sql[ST__COUNT] = {
 		" WHERE root = ?2 AND path = ?4",
 };
 
-/* Version 1.  Child rows go with their message through the trigger (no
+/* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
  * foreign keys: their checks cost on every insert).  mail_fts keeps its own
  * copy of the text: the text is stored nowhere else, so an external-content
  * table would save nothing, and a contentless one could not delete a row
@@ -183,6 +188,13 @@ struct index {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST__COUNT];
 	bool in_tx;
+	/* A database this run creates is built aside (index_build_begin):
+	 * built is FILE.new, locked through build_fd until it is renamed to
+	 * final; broken when a statement failed in it (no journal to roll
+	 * back: the file is dropped, never renamed). */
+	char *built, *final;
+	int build_fd;
+	bool broken;
 	struct dynbuf scratch;
 	struct index_stats stats;
 	char error[256];
@@ -214,6 +226,7 @@ static int index_errno(int rc)
 static int index_fail(struct index *ix, int rc)
 {
 	snprintf(ix->error, sizeof(ix->error), "%s", sqlite3_errmsg(ix->db));
+	ix->broken = ix->built != NULL;
 	return index_errno(rc) ? index_errno(rc) : -EIO;
 }
 
@@ -285,6 +298,13 @@ static int index_check_schema(struct index *ix, const char **why)
 		*why = "written by a newer ingest (a later schema_version): left as it is";
 		return -EINVAL;
 	}
+	if (tables && version == 1) {
+		/* its roots are spellings relative to a working directory it did
+		 * not record: nothing to migrate from */
+		*why = "written by an older ingest (schema_version 1, roots as spelled): remove it and"
+		       " index again";
+		return -EINVAL;
+	}
 	if (tables && version == INDEX_SCHEMA_VERSION) {
 		/* the write lock proves the file and its directory writable */
 		r = index_exec(ix, "BEGIN IMMEDIATE; COMMIT");
@@ -292,8 +312,8 @@ static int index_check_schema(struct index *ix, const char **why)
 			*why = "cannot write the database";
 		return r;
 	}
-	/* New (version 0, no table); the first schema has nothing to migrate
-	 * from: a later version adds its steps here, keyed by version. */
+	/* New (version 0, no table): a later version adds the migration from
+	 * this one here, keyed by version. */
 	if (tables) {
 		*why = "an ingest index of an unknown schema_version";
 		return -EINVAL;
@@ -315,6 +335,79 @@ static int index_check_schema(struct index *ix, const char **why)
 	return r;
 }
 
+/* A new database is built aside, as FILE.new, with no journal and no
+ * fsync, and renamed to FILE at the end (index_finish): a run killed
+ * before that leaves no FILE, and the next run starts over, truncating
+ * the FILE.new it finds.  With journal_mode=OFF a failed statement cannot
+ * be rolled back, so a build that failed is dropped whole.  The flock on
+ * FILE.new keeps a second first run from truncating it under this one
+ * (flock, not a record lock: SQLite's record locks on the same file would
+ * be dropped by our close).  1 when this run builds aside, 0 when FILE
+ * appeared meanwhile (open it as it is), -errno. */
+static int index_build_begin(struct index *ix, const char *path)
+{
+	size_t n = strlen(path);
+	ix->built = xmalloc(n + 5);
+	ix->final = xmalloc(n + 1);
+	if (!ix->built || !ix->final)
+		return -ENOMEM;
+	memcpy(ix->final, path, n + 1);
+	memcpy(ix->built, path, n);
+	memcpy(ix->built + n, ".new", 5);
+	int fd = sys_openat(AT_FDCWD, ix->built, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fd;
+	ix->build_fd = fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (access(path, F_OK) == 0) {
+		/* another first run finished between our check and the lock */
+		sys_unlinkat(AT_FDCWD, ix->built, 0);
+		return 0;
+	}
+	int r = sys_ftruncate(fd, 0);
+	return r < 0 ? r : 1;
+}
+
+/* Publishes a database built aside: the rollback journal becomes WAL (what
+ * later runs and readers use), the file is made durable, then renamed. */
+int index_finish(struct index *ix)
+{
+	if (!ix || !ix->built || ix->broken || ix->in_tx)
+		return 0;
+	int r = index_exec(ix, "PRAGMA locking_mode = NORMAL; PRAGMA journal_mode = WAL");
+	for (int i = 0; i < ST__COUNT; i++) {
+		sqlite3_finalize(ix->st[i]);
+		ix->st[i] = NULL;
+	}
+	if (sqlite3_close(ix->db) != SQLITE_OK && r == 0)
+		r = -EIO;
+	ix->db = NULL;
+	if (r == 0)
+		r = sys_fsync(ix->build_fd);
+	if (r == 0)
+		r = sys_renameat(AT_FDCWD, ix->built, AT_FDCWD, ix->final);
+	if (r == 0) {
+		/* the rename itself durable: the directory's entry */
+		char *slash = strrchr(ix->final, '/');
+		const char *dir = slash == ix->final ? "/" : slash ? ix->final : ".";
+		if (slash && slash != ix->final)
+			*slash = '\0';
+		int dfd = sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+		if (slash && slash != ix->final)
+			*slash = '/';
+		if (dfd >= 0) {
+			r = sys_fsync(dfd);
+			sys_close(dfd);
+		}
+		xfree(ix->built);
+		ix->built = NULL;
+	}
+	if (r < 0)
+		snprintf(ix->error, sizeof(ix->error), "cannot put the new database in place");
+	return r;
+}
+
 int index_open(const char *path, struct index **out, const char **why)
 {
 	*out = NULL;
@@ -331,9 +424,20 @@ int index_open(const char *path, struct index **out, const char **why)
 		index_close(ix);
 		return e;
 	}
-	int rc = sqlite3_open_v2(path, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-	                         SQLITE_OPEN_NOMUTEX, NULL);
-	int r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
+	ix->build_fd = -1;
+	int r = access(path, F_OK) < 0 && errno == ENOENT ? index_build_begin(ix, path) : 0;
+	if (r < 0) {
+		*why = r == -EBUSY ? "another run is creating it" : "cannot create the database";
+		index_close(ix);
+		return r;
+	}
+	if (r == 0) {
+		xfree(ix->built);
+		ix->built = NULL;
+	}
+	int rc = sqlite3_open_v2(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
+	                         SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 	if (r == 0 && sqlite3_db_readonly(ix->db, "main") == 1)
 		r = -EROFS;
 	if (r < 0)
@@ -347,10 +451,15 @@ int index_open(const char *path, struct index **out, const char **why)
 		r = index_check_schema(ix, why);
 	/* WAL: a reader (sqlite3 mail.db) queries while a run writes; with
 	 * synchronous=NORMAL a commit is durable at the next checkpoint, and a
-	 * crash loses at most the last commits, never consistency. */
-	if (r == 0 && (r = index_exec(ix, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-	                              " PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;"
-	                              " PRAGMA recursive_triggers = ON")) < 0)
+	 * crash loses at most the last commits, never consistency.  Built
+	 * aside, no reader can see the file and a crash drops it: no journal,
+	 * no fsync, one lock for the run (bench/INDEX.md). */
+	static const char wal[] = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
+	static const char aside[] = "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+	                            " PRAGMA locking_mode = EXCLUSIVE;";
+	if (r == 0 && ((r = index_exec(ix, ix->built ? aside : wal)) < 0 ||
+	               (r = index_exec(ix, "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;"
+	                               " PRAGMA recursive_triggers = ON")) < 0))
 		*why = "cannot set up the database";
 	for (int i = 0; i < ST__COUNT && r == 0; i++) {
 		rc = sqlite3_prepare_v3(ix->db, index_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ix->st[i], NULL);
@@ -376,6 +485,14 @@ void index_close(struct index *ix)
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(ix->st[i]);
 	sqlite3_close(ix->db);
+	/* built aside and not put in place (failed, or index_finish not
+	 * reached): nothing of it stays */
+	if (ix->built && ix->build_fd >= 0)
+		sys_unlinkat(AT_FDCWD, ix->built, 0);
+	if (ix->build_fd >= 0)
+		sys_close(ix->build_fd);
+	xfree(ix->built);
+	xfree(ix->final);
 	dynbuf_release(&ix->scratch);
 	xfree(ix);
 }
@@ -444,7 +561,7 @@ static void index_bind(struct index *ix, enum index_stmt k, const char *rec, siz
 	if (rec && params >= 1)
 		sqlite3_bind_text(s, 1, rec, (int)n, SQLITE_STATIC);
 	if (params >= 3) {
-		sqlite3_bind_text(s, 2, io->root.p, (int)io->root.n, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 		sqlite3_bind_text(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	}
 }
@@ -575,7 +692,7 @@ static int index_add_message(struct index *ix, const struct record_io *io, const
 static int index_file_row(struct index *ix, enum index_stmt k, const struct record_io *io)
 {
 	sqlite3_stmt *s = ix->st[k];
-	sqlite3_bind_blob(s, 1, io->root.p, (int)io->root.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 1, io->base.p, (int)io->base.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	if (k == ST_UPSERT_FILE) {
 		/* An mbox streamed over several batches (so several transactions)
@@ -618,7 +735,7 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	if (r < 0)
 		return r;
 	s = ix->st[ST_RENAME_FILE];
-	sqlite3_bind_blob(s, 2, io->root.p, (int)io->root.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 5, (int64_t)io->dev);
@@ -690,6 +807,14 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 
 int index_add_batch(struct index *ix, const struct batch *b)
 {
+	/* a batch of files found unchanged writes nothing: no transaction
+	 * (an unchanged re-run would otherwise take and drop the write lock
+	 * once per batch) */
+	size_t live = 0;
+	for (size_t i = 0; i < b->n; i++)
+		live += !b->items[i].no_output || b->items[i].stream;
+	if (!live)
+		return 0;
 	int r = index_begin(ix);
 	for (size_t i = 0; r == 0 && i < b->n; i++) {
 		const struct batch_item *it = &b->items[i];

@@ -27,14 +27,20 @@ struct index;
 struct state;
 
 /* The schema this build writes (PRAGMA user_version of the database). */
-#define INDEX_SCHEMA_VERSION 1
+#define INDEX_SCHEMA_VERSION 2
 
 /* Opens FILE, creating it and its schema when it does not exist or is an
  * empty database.  Refused, the file left as it was: not an SQLite database,
  * another application's database, a newer schema, a file or directory that
  * cannot be written.  0, or -errno with *why (static text) saying which. */
 int index_open(const char *path, struct index **out, const char **why);
-/* Writes pending work (an open batch is rolled back) and closes. */
+/* A database this run created is built aside and appears at FILE only
+ * here, whole (README, "Transactions"): call once the last batch is in.
+ * 0, or -errno with index_error saying what failed; nothing to do for a
+ * database that existed. */
+int index_finish(struct index *ix);
+/* Writes pending work (an open batch is rolled back) and closes; a
+ * database built aside and not finished is removed. */
 void index_close(struct index *ix);
 /* The --state view of the files table, for the reader. 0 or -errno. */
 int index_load_state(struct index *ix, struct state **out);

@@ -104,6 +104,21 @@ static struct index *open_index(void)
 	return ix;
 }
 
+/* The end of a run: a database built aside is put in place. */
+static void finish(struct index *ix)
+{
+	assert_int_equal(index_finish(ix), 0);
+	index_close(ix);
+}
+
+/* An index that exists already, written in place (WAL) batch by batch,
+ * so that a test can read it back between batches. */
+static struct index *open_existing(void)
+{
+	finish(open_index());
+	return open_index();
+}
+
 static void add(struct index *ix, const struct record_io *io, const char *rec)
 {
 	assert_int_equal(index_begin(ix), 0);
@@ -117,15 +132,15 @@ static void test_index_creates_schema(void **state)
 	struct index *ix;
 	const char *why;
 	assert_int_equal(index_open(db_path, &ix, &why), 0);
-	index_close(ix);
-	assert_string_equal(query("PRAGMA user_version"), "1");
+	finish(ix);
+	assert_string_equal(query("PRAGMA user_version"), "2");
 	assert_string_equal(query("PRAGMA journal_mode"), "wal");
 	assert_string_equal(query("SELECT count(*) FROM sqlite_master WHERE name IN ('messages',"
 	                          " 'addresses', 'attachments', 'refs', 'errors', 'files', 'mail_fts',"
 	                          " 'threads')"), "8");
 	/* and it opens again as its own */
 	assert_int_equal(index_open(db_path, &ix, &why), 0);
-	index_close(ix);
+	finish(ix);
 }
 
 static void refused_untouched(const char *bytes, size_t n, const char *expect_why)
@@ -164,9 +179,41 @@ static void test_index_refuses_foreign(void **state)
 	size_t n;
 	make_db("CREATE TABLE notes(x)", bytes, &n);
 	refused_untouched(bytes, n, "another application");
-	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 2; CREATE TABLE messages(x)",
+	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 3; CREATE TABLE messages(x)",
 	        bytes, &n);
 	refused_untouched(bytes, n, "newer ingest");
+	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 1; CREATE TABLE messages(x)",
+	        bytes, &n);
+	refused_untouched(bytes, n, "older ingest");
+}
+
+/* A database the run creates is FILE.new until index_finish renames it;
+ * closed unfinished (a failed run), nothing of it stays. */
+static void test_index_built_aside(void **state)
+{
+	(void)state;
+	char aside[128];
+	snprintf(aside, sizeof(aside), "%s.new", db_path);
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("cur/1.M1.h:2,S");
+	add(ix, &io, "{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000a1\",\"subject\":\"x\"}\n");
+	assert_int_equal(access(db_path, F_OK), -1);
+	assert_int_equal(access(aside, F_OK), 0);
+	/* a second first run while this one builds is refused */
+	struct index *other;
+	const char *why;
+	assert_int_equal(index_open(db_path, &other, &why), -EBUSY);
+	assert_non_null(strstr(why, "another run"));
+	index_close(ix);
+	assert_int_equal(access(db_path, F_OK), -1);
+	assert_int_equal(access(aside, F_OK), -1);
+	ix = open_index();
+	add(ix, &io, "{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000a1\",\"subject\":\"x\"}\n");
+	finish(ix);
+	assert_int_equal(access(aside, F_OK), -1);
+	assert_string_equal(query("SELECT count(*) FROM messages"), "1");
+	assert_string_equal(query("PRAGMA journal_mode"), "wal");
+	assert_string_equal(query("PRAGMA integrity_check"), "ok");
 }
 
 static void test_index_refuses_read_only(void **state)
@@ -175,7 +222,7 @@ static void test_index_refuses_read_only(void **state)
 	struct index *ix;
 	const char *why;
 	assert_int_equal(index_open(db_path, &ix, &why), 0);
-	index_close(ix);
+	finish(ix);
 	if (geteuid() == 0)
 		skip();   /* root writes a 0444 file; the CLI suite checks as a user */
 	chmod(db_path, 0444);
@@ -201,7 +248,7 @@ static void test_index_message_rows(void **state)
 	struct index *ix = open_index();
 	struct record_io io = maildir_io("cur/1.M1.h:2,S");
 	add(ix, &io, rec_a);
-	index_close(ix);
+	finish(ix);
 	assert_string_equal(query("SELECT id || '|' || subject || '|' || tags || '|' || warnings ||"
 	                          " '|' || parts FROM messages"),
 	                    "00000000000000a1|Q3 report|[\"seen\"]|[\"duplicated-header\"]|2");
@@ -227,7 +274,7 @@ static void test_index_error_records(void **state)
 	io.err = EACCES;
 	add(ix, &io, "{\"path\":\"cur/2.M2.h:2,\",\"id\":\"0000000000000002\",\"root\":\"Maildir\",\"error\":{\"reason\":\"io-error\","
 	             "\"errno\":\"EACCES\",\"message\":\"Permission denied\"}}\n");
-	index_close(ix);
+	finish(ix);
 	assert_string_equal(query("SELECT reason || ' ' || errno || ' ' || message FROM errors"),
 	                    "io-error EACCES Permission denied");
 	assert_string_equal(query("SELECT count(*) FROM messages"), "0");
@@ -238,7 +285,7 @@ static void test_index_error_records(void **state)
 static void test_index_threads_merge(void **state)
 {
 	(void)state;
-	struct index *ix = open_index();
+	struct index *ix = open_existing();
 	struct record_io io = maildir_io("cur/1.M1.h:2,");
 	add(ix, &io, "{\"path\":\"cur/1.M1.h:2,\",\"id\":\"0000000000000001\",\"message_id\":\"a@x\"}\n");
 	io.path = S("cur/3.M3.h:2,");
@@ -249,7 +296,7 @@ static void test_index_threads_merge(void **state)
 	/* b links a (which it answers) with c and d (which answer it) */
 	io.path = S("cur/2.M2.h:2,");
 	add(ix, &io, "{\"path\":\"cur/2.M2.h:2,\",\"id\":\"0000000000000002\",\"message_id\":\"b@x\",\"in_reply_to\":\"a@x\"}\n");
-	index_close(ix);
+	finish(ix);
 	assert_string_equal(query("SELECT count(DISTINCT thread_id) FROM messages"), "1");
 	assert_string_equal(query("SELECT messages FROM threads"), "4");
 }
@@ -257,7 +304,7 @@ static void test_index_threads_merge(void **state)
 static void test_index_rename_delete(void **state)
 {
 	(void)state;
-	struct index *ix = open_index();
+	struct index *ix = open_existing();
 	struct record_io io = maildir_io("new/1.M1.h");
 	add(ix, &io, "{\"path\":\"new/1.M1.h\",\"id\":\"00000000000000b1\",\"root\":\"Maildir\",\"folder\":\"\",\"subdir\":\"new\","
 	             "\"flags\":\"\",\"message_id\":\"a@x\",\"subject\":\"hello\"}\n");
@@ -279,7 +326,7 @@ static void test_index_rename_delete(void **state)
 	struct record_io del = maildir_io("cur/1.M1.h:2,RS");
 	del.kind = RECORD_DELETED;
 	add(ix, &del, "{\"deleted\":\"cur/1.M1.h:2,RS\",\"root\":\"Maildir\"}\n");
-	index_close(ix);
+	finish(ix);
 	assert_string_equal(query("SELECT (SELECT count(*) FROM messages) + (SELECT count(*) FROM files)"
 	                          " + (SELECT count(*) FROM mail_fts) + (SELECT count(*) FROM addresses)"), "0");
 }
@@ -307,7 +354,7 @@ static void test_index_state_view(void **state)
 	assert_int_equal(state_check(st, &moved, &v, &op, &e), 0);
 	assert_int_equal(v, STATE_RENAMED);
 	state_free(st);
-	index_close(ix);
+	finish(ix);
 }
 
 int main(void)
@@ -316,6 +363,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_creates_schema, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_refuses_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_refuses_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_built_aside, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
