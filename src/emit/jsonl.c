@@ -391,7 +391,7 @@ int emit_json_object(const struct emit_options *o, const struct emit_ctx *c)
 }
 
 /* --state's change records.  JSONL:
- *   {"deleted":"cur/x:2,S","root":"/home/u/Maildir","id":"..."}
+ *   {"deleted":"cur/x:2,S","root":"Maildir","id":"..."}   (root: as this run spells it)
  *   {"renamed":{"from":"new/x","to":"cur/x:2,S"},"root":...,"folder":...,"subdir":...,"flags":...,"tags":...,"id":...}
  * es-bulk: a delete action, or an update of the renamed document's location,
  * under the id the message was indexed with (a rename keeps it). */

@@ -794,10 +794,14 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		struct state_entry *e = &s->old[i];
 		if (e->seen)
 			continue;
-		struct str root = { e->root, e->root_n }, path = { e->path, e->path_n };
-		/* Not met, but in a directory the walk could not list: not gone,
-		 * and kept, or the next run would take it for new. */
-		int r = s->walk && walk_unlisted(s->walk, root, path) ? state_keep(s, e) : 1;
+		struct str root = { e->root, e->root_n }, path = { e->path, e->path_n }, shown = root;
+		/* Not met, but under no root of this run, or in a directory the
+		 * walk could not list: not gone, and kept, or the next run would
+		 * take it for new. */
+		int r = s->walk && (!walk_covers(s->walk, root, path, &shown) ||
+		                    walk_unlisted(s->walk, root, path))
+		            ? state_keep(s, e)
+		            : 1;
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -808,7 +812,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		if (!e->n_offs && state_find_new(s, e->id))
 			continue;
 		struct record_io gone = {
-			.kind = RECORD_DELETED, .root = root, .base = root, .path = path, .id = e->id,
+			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
 			.maildir = e->maildir,
 		};
 		/* an mbox archive: each message was a document */

@@ -1132,6 +1132,28 @@ void walk_stats_get(const struct walk *w, struct walk_stats *out)
 	*out = w->stats;
 }
 
+bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown)
+{
+	bool list = false;
+	*shown = root;
+	for (size_t i = 0; i < w->n_sources; i++) {
+		const struct walk_source *src = &w->sources[i];
+		list |= src->list != NULL;
+		if (!src->path || src->shown)
+			continue;
+		size_t n = strlen(src->base);
+		if (n == root.n && memcmp(src->base, root.p, n) == 0) {
+			*shown = (struct str){ src->path, strlen(src->path) };
+			return true;
+		}
+		/* a file argument: its entry is its directory and its name */
+		if (n == root.n + 1 + path.n && memcmp(src->base, root.p, root.n) == 0 &&
+		    src->base[root.n] == '/' && memcmp(src->base + root.n + 1, path.p, path.n) == 0)
+			return true;
+	}
+	return list;
+}
+
 const char *walk_source_base(const struct walk *w, size_t i)
 {
 	/* standard input has no root: its base names its content */
