@@ -133,59 +133,40 @@ static inline void widen16_4(Py_UCS4 *o, __m128i v)
 #endif
 
 /* Decodes well-formed UTF-8 into the len code points of a new string of
- * kind UCS (Py_UCS1, 2 or 4: the stores are the kind's width).  false,
- * leaving the string unfinished, at the first ill-formed sequence (checked
- * on the decoded value: overlong, surrogate or out of range) or when the
+ * kind Py_UCS<W> (W = 1, 2 or 4: the stores are the kind's width).  false,
+ * leaving the string unfinished, at the first ill-formed sequence (as
+ * utf8_seq() judges it: overlong, surrogate or out of range) or when the
  * count does not come out at len.  An ASCII run goes in a loop of its own,
  * sixteen bytes at a time while they last: text in most scripts has
  * spaces and punctuation between its letters, and many strings wider than
  * Latin-1 are ASCII but for one character (an emoji makes the whole string
  * four bytes a character). */
-#define UTF8_FILL(name, UCS, WIDEN)                                                           \
-static bool name(UCS *out, size_t len, const unsigned char *p, size_t n)                      \
+#define UTF8_FILL(W)                                                                          \
+static bool utf8_fill##W(Py_UCS##W *out, size_t len, const unsigned char *p, size_t n)        \
 {                                                                                             \
 	size_t i = 0, j = 0;                                                                  \
 	while (i < n) {                                                                       \
-		Py_UCS4 c = p[i];                                                             \
-		if (c < 0x80) {                                                               \
-			UTF8_ASCII16(WIDEN)                                                   \
+		if (p[i] < 0x80) {                                                            \
+			UTF8_ASCII16(widen16_##W)                                             \
 			while (i < n && p[i] < 0x80 && j < len)                               \
 				out[j++] = p[i++];                                            \
 			if (i < n && p[i] < 0x80)                                             \
 				return false;                                                 \
 			continue;                                                             \
 		}                                                                             \
-		if (j == len)                                                                 \
+		/* judged and decoded by core/utf8.h, the tree's one decoder */               \
+		int k = utf8_seq(p + i, n - i);                                               \
+		if (j == len || k < 0)                                                        \
 			return false;                                                         \
-		if (c < 0xE0) {                                                               \
-			if (c < 0xC2 || i + 1 >= n || (p[i + 1] & 0xC0) != 0x80)              \
-				return false;                                                 \
-			c = (c & 0x1F) << 6 | (p[i + 1] & 0x3Fu);                             \
-			i += 2;                                                               \
-		} else if (c < 0xF0) {                                                        \
-			if (i + 2 >= n || (((p[i + 1] & 0xC0) ^ 0x80) | ((p[i + 2] & 0xC0) ^ 0x80))) \
-				return false;                                                 \
-			c = (c & 0x0F) << 12 | (p[i + 1] & 0x3Fu) << 6 | (p[i + 2] & 0x3Fu);  \
-			if (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))                        \
-				return false;                                                 \
-			i += 3;                                                               \
-		} else {                                                                      \
-			if (c > 0xF4 || i + 3 >= n || (((p[i + 1] & 0xC0) ^ 0x80) |           \
-			    ((p[i + 2] & 0xC0) ^ 0x80) | ((p[i + 3] & 0xC0) ^ 0x80)))          \
-				return false;                                                 \
-			c = (c & 0x07) << 18 | (p[i + 1] & 0x3Fu) << 12 | (p[i + 2] & 0x3Fu) << 6 | \
-			    (p[i + 3] & 0x3Fu);                                               \
-			if (c < 0x10000 || c > 0x10FFFF)                                      \
-				return false;                                                 \
-			i += 4;                                                               \
-		}                                                                             \
-		out[j++] = (UCS)c;                                                            \
+		const uint8_t *q = p + i;                                                     \
+		out[j++] = (Py_UCS##W)utf8_decode(&q);                                        \
+		i += (size_t)k;                                                               \
 	}                                                                                     \
 	return j == len;                                                                      \
 }
-UTF8_FILL(utf8_fill1, Py_UCS1, widen16_1)
-UTF8_FILL(utf8_fill2, Py_UCS2, widen16_2)
-UTF8_FILL(utf8_fill4, Py_UCS4, widen16_4)
+UTF8_FILL(1)
+UTF8_FILL(2)
+UTF8_FILL(4)
 
 /* The tape: 8-byte aligned items, each a header and, for a string, its
  * code units (or bytes) padded to 8.  A dict's items are key-value pairs
