@@ -11,14 +11,11 @@
  * can index them without probing.  TSV writes every column of `order`,
  * empty where a value is absent.
  *
- * Files.  This one holds the options, what a record says (shared by every
- * format and by pydict.c) and the dispatch; each format has its own file
- * (jsonl.c, esbulk.c, tsv.c), their shared internals are in format.h, and
- * the escaping they share is in json.c and escape.h.
- *
- * Failure.  emit_record() notes out->len on entry and truncates back to it
- * on any error, so a record is written whole or not at all; the output of a
- * failed call is never observable.
+ * Files.  This one holds the options and what a record says (shared by
+ * every format and by pydict.c); dispatch.c picks the format, each of which
+ * has its own file (jsonl.c, esbulk.c, tsv.c) and calls down to this one,
+ * never back up; their shared internals are in format.h, and the escaping
+ * they share is in json.c and escape.h.
  *
  * Threads.  Called concurrently by every worker, each with its own dynbuf.
  * Everything here reads the shared options and the record and writes only to
@@ -135,17 +132,6 @@ uint64_t emit_active(const struct emit_options *o)
 
 /* ---- what a record says ---------------------------------------------- */
 
-static void emit_ctx_init(struct emit_ctx *c, const struct record *r,
-                          struct dynbuf *b)
-{
-	c->rec = r;
-	c->io = &r->io;
-	c->raw = r->mail;
-	c->m = emit_record_message(r);
-	c->reason = emit_record_reason(r);
-	c->b = b;
-}
-
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 static const char *emit_errno_name(int e) { return strerrorname_np(e); }
 static const char *emit_errno_desc(int e) { return strerrordesc_np(e); }
@@ -231,45 +217,4 @@ uint64_t emit_record_thread_id(const struct record *r)
 	const struct mail_message *m = emit_record_message(r);
 	uint64_t t = m ? emit_thread_root(m) : 0;
 	return t ? t : record_id(&r->io);
-}
-
-/* ---- the entry point -------------------------------------------------- */
-
-int emit_record(const struct emit_options *o, const struct record *rec,
-                struct dynbuf *out)
-{
-	size_t start = out->len;
-	struct emit_ctx c;
-	int r;
-
-	if (rec->io.kind != RECORD_MESSAGE) {
-		if ((r = o->format == EMIT_TSV ? -EINVAL : emit_change(o, rec, out)) < 0)
-			out->len = start;
-		return r;
-	}
-	emit_ctx_init(&c, rec, out);
-	switch (o->format) {
-	case EMIT_ES_BULK:
-		/* An error record is not a document of the index's shape (no
-		 * message, an error object): left out unless asked for, and
-		 * still counted by --stats and the error summary. */
-		if (c.reason != RECORD_NONE && !o->es_errors)
-			return 0;
-		if ((r = emit_es_action(o, rec, &c)) < 0)
-			break;
-		__attribute__((fallthrough));
-	case EMIT_JSONL:
-		if ((r = emit_json_object(o, &c)) == 0)
-			r = json_put_lit(out, "\n");
-		break;
-	case EMIT_TSV:
-		r = emit_tsv_line(o, &c);
-		break;
-	default:
-		r = -EINVAL;
-		break;
-	}
-	if (r < 0)
-		out->len = start;
-	return r;
 }
