@@ -23,7 +23,7 @@ static int emit_es_action_line(const struct emit_options *o, const char *verb,
 		    (r = json_put_lit(b, ",")) < 0)
 			return r;
 	}
-	if ((r = json_put_lit(b, "\"_id\":")) < 0 || (r = emit_json_hex(b, id)) < 0)
+	if ((r = json_put_lit(b, "\"_id\":")) < 0 || (r = json_put_id(b, id)) < 0)
 		return r;
 	return json_put_lit(b, "}}\n");
 }

@@ -4,13 +4,13 @@
  * escape, how they write an escape, and what stands for ill-formed UTF-8
  * (U+FFFD, or \xHH per byte).  What they share is here, once: runs of
  * bytes taken verbatim found eight at a time, well-formed non-ASCII copied
- * a run at a time (core/utf8.h), and an exact json_room() before every
+ * a run at a time (core/utf8.h), and an exact dynbuf_room() before every
  * store, so that a value that fits under the buffer's cap still fits. */
 #ifndef INGEST_EMIT_ESCAPE_H
 #define INGEST_EMIT_ESCAPE_H
 
+#include "core/dynbuf.h"
 #include "core/utf8.h"
-#include "emit/json.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,7 +94,7 @@ escape_put(struct dynbuf *b, const unsigned char *s, size_t i, size_t n,
 	while (i < n) {
 		size_t run = escape_safe_run(s + i, n - i, st->quote);
 		if (run) {
-			if ((r = json_room(b, run)) < 0)
+			if ((r = dynbuf_room(b, run)) < 0)
 				return r;
 			memcpy(b->p + b->len, s + i, run);
 			b->len += run;
@@ -103,7 +103,7 @@ escape_put(struct dynbuf *b, const unsigned char *s, size_t i, size_t n,
 				break;
 		}
 		if (s[i] < 0x80) {
-			if ((r = json_room(b, st->ascii_room)) < 0)
+			if ((r = dynbuf_room(b, st->ascii_room)) < 0)
 				return r;
 			b->len += st->ascii(b->p + b->len, s[i]);
 			i++;
@@ -112,7 +112,7 @@ escape_put(struct dynbuf *b, const unsigned char *s, size_t i, size_t n,
 		int k;
 		size_t j = escape_utf8_run(s, i, n, &k);
 		if (j > i) {
-			if ((r = json_room(b, j - i)) < 0)
+			if ((r = dynbuf_room(b, j - i)) < 0)
 				return r;
 			memcpy(b->p + b->len, s + i, j - i);
 			b->len += j - i;
@@ -120,7 +120,7 @@ escape_put(struct dynbuf *b, const unsigned char *s, size_t i, size_t n,
 			continue;
 		}
 		size_t bad = (size_t)-k;
-		if ((r = json_room(b, st->bad_room + bad * st->bad_room_per_byte)) < 0)
+		if ((r = dynbuf_room(b, st->bad_room + bad * st->bad_room_per_byte)) < 0)
 			return r;
 		b->len += st->bad(b->p + b->len, s + i, bad);
 		i += bad;

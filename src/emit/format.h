@@ -35,10 +35,9 @@ uint64_t emit_active(const struct emit_options *o);
 /* The record's thread_id: its root's, a thread of one without one. */
 uint64_t emit_thread_id(const struct emit_ctx *c);
 
-/* jsonl.c: one JSON object, no newline; a record's id as a JSON string;
- * --state's change records (JSONL and es-bulk). */
+/* jsonl.c: one JSON object, no newline; --state's change records (JSONL
+ * and es-bulk). */
 int emit_json_object(const struct emit_options *o, const struct emit_ctx *c);
-int emit_json_hex(struct dynbuf *b, uint64_t id);
 int emit_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b);
 
 /* esbulk.c: the _bulk action line before a document; a change record's

@@ -10,13 +10,14 @@
  * On x86-64, SSE2 (always there) goes further: json_put_str_sse2() copies
  * 16 bytes per store without asking first, having reserved slack for the
  * overhang, because most strings are short runs where the memcpy call and
- * json_room() per run cost more than the scan.
+ * dynbuf_room() per run cost more than the scan.
  *
  * Invariant: whatever the input, the output between the quotes is valid
- * UTF-8 and valid JSON.  json_room() is called before every store, so the
+ * UTF-8 and valid JSON.  dynbuf_room() is called before every store, so the
  * dynbuf cap is never exceeded; an optimistic reserve of n + 2 up front makes
  * those calls a compare in the usual case. */
 #include "emit/json.h"
+#include "core/record.h"
 #include "core/utf8.h"
 #include "emit/escape.h"
 
@@ -67,14 +68,14 @@ static const struct escape_style json_style = {
 };
 
 /* The escaping loop from s[i] on, then the closing quote, with a
- * json_room() before every store: the portable path, and the one the SSE2
+ * dynbuf_room() before every store: the portable path, and the one the SSE2
  * path hands over to when its slack does not fit under the buffer's cap
  * (so that a string that fits exactly still fits). */
 static int json_put_str_from(struct dynbuf *b, const unsigned char *s,
                              size_t i, size_t n)
 {
 	int r;
-	if ((r = escape_put(b, s, i, n, &json_style)) < 0 || (r = json_room(b, 1)) < 0)
+	if ((r = escape_put(b, s, i, n, &json_style)) < 0 || (r = dynbuf_room(b, 1)) < 0)
 		return r;
 	b->p[b->len++] = '"';
 	return 0;
@@ -121,7 +122,7 @@ static inline __m128i json_load_tail(const unsigned char *s, size_t k)
  * more bytes is already there.  Invariant at the top of the loop: from o,
  * the buffer holds the rest of the input verbatim, the closing quote and
  * one 16-byte store's overhang.  A verbatim block is then a load, a store
- * and a compare: no memcpy call, no json_room() per run.  Escapes and
+ * and a compare: no memcpy call, no dynbuf_room() per run.  Escapes and
  * U+FFFD grow the output, so they renew the invariant first. */
 static inline __attribute__((always_inline)) int
 json_put_str_sse2(struct dynbuf *b, const unsigned char *s, size_t n, bool utf8_known,
@@ -211,14 +212,14 @@ static int json_put_str_as(struct dynbuf *b, const char *p, size_t n, bool utf8_
 		b->p[b->len++] = '"';
 		return json_put_str_sse2(b, s, n, utf8_known, true);
 	}
-	if (n <= SIZE_MAX - 2 - JSON_SLACK && json_room(b, n + 2 + JSON_SLACK) == 0) {
+	if (n <= SIZE_MAX - 2 - JSON_SLACK && dynbuf_room(b, n + 2 + JSON_SLACK) == 0) {
 		b->p[b->len++] = '"';
 		return json_put_str_sse2(b, s, n, utf8_known, false);
 	}
 #else
 	(void)utf8_known;
 #endif
-	if ((r = json_room(b, n + 2)) < 0)
+	if ((r = dynbuf_room(b, n + 2)) < 0)
 		return r;
 	b->p[b->len++] = '"';
 	return json_put_str_from(b, s, 0, n);
@@ -248,7 +249,7 @@ int json_put_base64(struct dynbuf *b, const void *p, size_t n)
 	if (n > (SIZE_MAX - 8) / 4 * 3)
 		return -E2BIG;
 	size_t out = (n + 2) / 3 * 4 + 2;
-	int r = json_room(b, out);
+	int r = dynbuf_room(b, out);
 	if (r < 0)
 		return r;
 	char *o = b->p + b->len;
@@ -341,7 +342,7 @@ int json_put_iso8601(struct dynbuf *b, int64_t t)
 	unsigned mo, d;
 	json_civil_from_days(days, &y, &mo, &d);
 
-	int r = json_room(b, 32);
+	int r = dynbuf_room(b, 32);
 	if (r < 0)
 		return r;
 	if (y >= 0 && y <= 9999) {
@@ -360,7 +361,7 @@ int json_put_iso8601(struct dynbuf *b, int64_t t)
 			b->len += 4;
 		} else if ((r = json_put_u64(b, ay)) < 0)
 			return r;
-		if ((r = json_room(b, 16)) < 0)
+		if ((r = dynbuf_room(b, 16)) < 0)
 			return r;
 	}
 	char *o = b->p + b->len;
@@ -377,4 +378,12 @@ int json_put_iso8601(struct dynbuf *b, int64_t t)
 	o[15] = 'Z';
 	b->len += 16;
 	return 0;
+}
+
+int json_put_id(struct dynbuf *b, uint64_t id)
+{
+	char hex[19];
+	record_id_hex(id, hex + 1);
+	hex[0] = hex[17] = '"';
+	return json_put_raw(b, hex, 18);
 }

@@ -57,19 +57,14 @@ int json_put_u64(struct dynbuf *b, uint64_t v);
  * expanded form).  No locale, no time zone files. */
 int json_put_iso8601(struct dynbuf *b, int64_t t);
 
-/* Makes room for n more bytes.  The inline fast path is a compare; the cap
- * of the dynbuf is enforced by dynbuf_reserve (cap <= max + 1 always). */
-static inline int json_room(struct dynbuf *b, size_t n)
-{
-	if (b->cap - b->len > n)
-		return 0;
-	return dynbuf_reserve(b, n);
-}
+/* A record's id (record_id_hex) as a JSON string: 16 hex digits, quoted. */
+int json_put_id(struct dynbuf *b, uint64_t id);
+
 
 /* Appends bytes known to need no escaping (keys, punctuation). */
 static inline int json_put_raw(struct dynbuf *b, const char *p, size_t n)
 {
-	int r = json_room(b, n);
+	int r = dynbuf_room(b, n);
 	if (r < 0)
 		return r;
 	__builtin_memcpy(b->p + b->len, p, n);

@@ -159,14 +159,6 @@ static int emit_json_headers(struct dynbuf *b, const struct mail_message *m)
 	return r < 0 ? r : json_put_lit(b, "]");
 }
 
-int emit_json_hex(struct dynbuf *b, uint64_t id)
-{
-	char hex[19];
-	record_id_hex(id, hex + 1);
-	hex[0] = hex[17] = '"';
-	return json_put_raw(b, hex, 18);
-}
-
 /* The words of the flags the Maildir specification defines, in the order
  * the letters are written (the specification keeps them sorted). */
 static int emit_json_tags(struct dynbuf *b, struct str flags)
@@ -353,11 +345,11 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_ID:
 		if ((r = emit_key(b, f)) < 0)
 			return r;
-		return emit_json_hex(b, record_id(io));
+		return json_put_id(b, record_id(io));
 	case EMIT_F_THREAD_ID:
 		if ((r = emit_key(b, f)) < 0)
 			return r;
-		return emit_json_hex(b, emit_thread_id(c));
+		return json_put_id(b, emit_thread_id(c));
 	case EMIT_F_TAGS:
 		if (!io->maildir)
 			return 0;
@@ -431,7 +423,7 @@ int emit_change(const struct emit_options *o, const struct record *rec, struct d
 	    (r = json_put_lit(b, ",\"offset\":")) == 0)
 		r = json_put_u64(b, io->offset);
 	if (r == 0 && o->format != EMIT_ES_BULK && (r = json_put_lit(b, ",\"id\":")) == 0)
-		r = emit_json_hex(b, record_id(io));
+		r = json_put_id(b, record_id(io));
 	if (r == 0)
 		r = o->format == EMIT_ES_BULK ? json_put_lit(b, "}}\n") : json_put_lit(b, "}\n");
 	return r;

@@ -58,7 +58,7 @@ static const struct escape_style emit_tsv_style = {
 static int emit_tsv_str(struct dynbuf *b, const char *p, size_t n)
 {
 	int r;
-	if ((r = json_room(b, n)) < 0)
+	if ((r = dynbuf_room(b, n)) < 0)
 		return r;
 	return escape_put(b, (const unsigned char *)p, 0, n, &emit_tsv_style);
 }
@@ -76,7 +76,7 @@ int emit_escape_terminal(struct dynbuf *b, const char *p, size_t n)
 			i++;
 			continue;
 		}
-		if ((r = emit_tsv_str(b, p + from, i - from)) == 0 && (r = json_room(b, 4 * k)) == 0)
+		if ((r = emit_tsv_str(b, p + from, i - from)) == 0 && (r = dynbuf_room(b, 4 * k)) == 0)
 			b->len += emit_tsv_hexbytes(b->p + b->len, s + i, k);
 		i += k;
 		from = i;
