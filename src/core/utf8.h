@@ -103,6 +103,18 @@ static inline size_t utf8_ascii_run(char **d, const uint8_t *p, size_t n, size_t
 	return i;
 }
 
+/* Where to cut text of more than room bytes so that no character is split:
+ * room itself, or back to the start of the character that byte room falls
+ * in (p has more than room bytes).  A capped output (mail/textbuf.h,
+ * mail/html.c) keeps p[0..cut) and drops the rest. */
+static inline size_t utf8_cut(const uint8_t *p, size_t room)
+{
+	size_t cut = room;
+	while (cut > 0 && (p[cut] & 0xC0) == 0x80)
+		cut--;
+	return cut;
+}
+
 /* True when the n bytes at p are well-formed UTF-8.  p may be NULL when n
  * is 0. */
 bool utf8_valid(const void *p, size_t n);

@@ -12,6 +12,7 @@
  * of the input as in browsers).  No allocation: the caller's buffer is the
  * only output, and writing stops cleanly when it is full. */
 #include "mail/html.h"
+#include "core/utf8.h"
 
 #include <string.h>
 #include <strings.h>
@@ -113,9 +114,7 @@ static bool put(struct html *h, const uint8_t *s, size_t k)
 		return false;
 	size_t room = h->cap - h->len;
 	if (k > room) {
-		size_t cut = room;
-		while (cut > 0 && (s[cut] & 0xC0) == 0x80)
-			cut--;
+		size_t cut = utf8_cut((const uint8_t *)s, room);
 		memcpy(h->out + h->len, s, cut);
 		h->len += cut;
 		h->full = true;

@@ -7,6 +7,8 @@
 #ifndef INGEST_MAIL_TEXTBUF_H
 #define INGEST_MAIL_TEXTBUF_H
 
+#include "core/utf8.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,11 +36,8 @@ static inline bool textbuf_put(struct textbuf *o, const void *src, size_t k)
 {
 	size_t room = o->cap - o->len;
 	if (k > room) {
-		const uint8_t *s = src;
-		size_t cut = room;
-		while (cut > 0 && (s[cut] & 0xC0) == 0x80)
-			cut--;
-		memcpy(o->p + o->len, s, cut);
+		size_t cut = utf8_cut(src, room);
+		memcpy(o->p + o->len, src, cut);
 		o->len += cut;
 		o->full = true;
 		return false;
