@@ -125,6 +125,15 @@ static int emit_json_attachments(struct dynbuf *b, const struct mail_message *m)
 	return r < 0 ? r : json_put_lit(b, "]");
 }
 
+/* One name of a JSON list of names (warnings, tags): the comma before
+ * all but the first. */
+static int emit_json_list_name(struct dynbuf *b, bool *first, const char *name)
+{
+	int r = *first ? 0 : json_put_lit(b, ",");
+	*first = false;
+	return r < 0 ? r : json_put_cstr(b, name);
+}
+
 static int emit_json_warnings(struct dynbuf *b, uint64_t set)
 {
 	int r = json_put_lit(b, "[");
@@ -134,12 +143,8 @@ static int emit_json_warnings(struct dynbuf *b, uint64_t set)
 		enum mail_warning w = (enum mail_warning)__builtin_ctzll(set);
 		set &= set - 1;
 		const char *name = mail_warning_name(w);
-		if (!name)
-			continue;
-		if (!first && (r = json_put_lit(b, ",")) < 0)
-			break;
-		first = false;
-		r = json_put_cstr(b, name);
+		if (name)
+			r = emit_json_list_name(b, &first, name);
 	}
 	return r < 0 ? r : json_put_lit(b, "]");
 }
@@ -167,12 +172,8 @@ static int emit_json_tags(struct dynbuf *b, struct str flags)
 	bool first = true;
 	for (size_t i = 0; r == 0 && i < flags.n; i++) {
 		const char *t = maildir_flag_tag(flags.p[i]);
-		if (!t)
-			continue;
-		if (!first && (r = json_put_lit(b, ",")) < 0)
-			break;
-		first = false;
-		r = json_put_cstr(b, t);
+		if (t)
+			r = emit_json_list_name(b, &first, t);
 	}
 	return r < 0 ? r : json_put_lit(b, "]");
 }
