@@ -4,8 +4,9 @@
  *
  *            (this thread)               ingest-parse (+ ingest-wN)
  *   walk ─▶ reader ──[full]──▶ pipeline/parse_stage.c ─▶ pipeline/writer.c
- *              ▲                                                 │
- *              └──────[free batches] + budget_release(bytes) ◀───┘
+ *            │ ▲                       ▲                         │
+ *            │ └──────[free batches] + budget_release(bytes) ◀───┘
+ *            └── about to sleep: the pool's last worker ─┘
  *
  * Only this thread touches the ring (it creates it).  Batches travel in
  * order through FIFO channels, so records leave in input order.  The

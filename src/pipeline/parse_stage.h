@@ -4,7 +4,8 @@
  * buffer, then passes the batch on to the writer, in input order.
  *
  *   reader ──[full]──▶ ingest-parse (the pool's caller, worker 0)
- *                         + ingest-w1..N: mail_parse + emit_record
+ *                         + ingest-w1..N-2: mail_parse + emit_record
+ *                         + the reader, worker N-1, when it would sleep
  *                      ──[done]──▶ writer
  *
  * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses

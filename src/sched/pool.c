@@ -56,6 +56,28 @@
  * sleep, and at most one wait/wake pair for completion.  Each word sits on
  * its own cache line so that workers do not slow each other down.
  *
+ * The helper (pool_set_helper()): the last worker may be no pool thread
+ * but a thread of the caller's choosing that joins a run late, when it
+ * has nothing else to do (the pipeline's reader, about to sleep).  It is
+ * not posted to and never sleeps in the pool, so a run it skips costs no
+ * futex; it comes in through a door word instead:
+ *
+ *     caller                                     helper
+ *     ------                                     ------
+ *     job, cursor as above        plain/relaxed
+ *     help = OPEN                 release  ----> CAS(help, v, v + ONE)
+ *     helper_wake()                                 acquire, only if OPEN
+ *     loop: i = cursor++          relaxed  <-->  loop: i = cursor++
+ *     old = help &= ~OPEN         acquire        old = help -= ONE  release
+ *     spin <= 50 us, then                        if old == (WAITER | ONE):
+ *     help |= WAITER; futex_wait  <------------    futex_wake(help)
+ *
+ * A helper that finds the door shut does nothing; one that comes in after
+ * the cursor ran out leaves at once.  The caller waits only for the items a
+ * helper holds, and the count is a count, so the helper may enter any run
+ * that is open, the one it looked at or a later one: it reads the job slot
+ * only after its CAS.
+ *
  * Worker k is always thread k: per-worker state (parser contexts, iconv
  * descriptors, libmagic cookies) indexed by the worker number is therefore
  * touched by one thread only, and stays warm in its cache. */
@@ -102,6 +124,11 @@
 #define POOL_CALLER_SPIN_NS 10000
 #endif
 
+/* How long the caller polls for a helper's last item: longer than for a
+ * pool thread, since a helper inside the run is awake on another CPU and
+ * holds at most one item (a realistic message parses in ~10-20 us), and
+ * a sleep would cost a futex pair.  Not tuned apart from the pool
+ * threads' 10 us: the futex counts of bench/PIPELINE.md are with 50 us. */
 #ifndef POOL_HELPER_SPIN_NS
 #define POOL_HELPER_SPIN_NS 50000
 #endif
