@@ -405,6 +405,19 @@ struct helper_ctx {
 	size_t ran;                      /* helper thread only */
 };
 
+/* count_fn with its writes after the busy time: a caller that returned
+ * before the helper's last item ended would find them missing. */
+static void late_fn(void *arg, size_t item, unsigned worker)
+{
+	struct count_ctx *c = arg;
+	uint64_t end = now_ns() + c->spin_ns;
+	while (now_ns() < end)
+		;
+	atomic_fetch_add_explicit(&c->runs[item], 1, memory_order_relaxed);
+	c->value[item] = item * 3 + 1;
+	c->worker_of[item] = worker;
+}
+
 static void helper_wake(void *arg)
 {
 	struct helper_ctx *h = arg;
@@ -454,7 +467,7 @@ static void helper_runs(unsigned per_call)
 		struct count_ctx c;
 		count_ctx_init(&c, items);
 		c.spin_ns = 20000;
-		assert_int_equal(pool_run(p, items, 1 * GiB, count_fn, &c), 2);
+		assert_int_equal(pool_run(p, items, 1 * GiB, late_fn, &c), 2);
 		for (size_t i = 0; i < items; i++) {
 			assert_int_equal(atomic_load(&c.runs[i]), 1);
 			assert_int_equal(c.value[i], i * 3 + 1);
