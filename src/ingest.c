@@ -4,8 +4,9 @@
  *
  *            (this thread)               ingest-parse (+ ingest-wN)
  *   walk ─▶ reader ──[full]──▶ pipeline/parse_stage.c ─▶ pipeline/writer.c
- *              ▲                                                 │
- *              └──────[free batches] + budget_release(bytes) ◀───┘
+ *            │ ▲                       ▲                         │
+ *            │ └──────[free batches] + budget_release(bytes) ◀───┘
+ *            └── about to sleep: the pool's last worker ─┘
  *
  * Only this thread touches the ring (it creates it).  Batches travel in
  * order through FIFO channels, so records leave in input order.  The
@@ -274,9 +275,37 @@ static bool run_on_full(void *ctx, struct batch *b)
 	return true;
 }
 
-static void run_on_wait(void *ctx)
+/* The reader about to sleep on the budget: the parse thread must run,
+ * and the reader parses with it meanwhile if it can. */
+static bool run_on_wait(void *ctx)
 {
-	run_spawn(ctx);
+	struct run *run = ctx;
+	run_spawn(run);
+	/* the held batch, queued just now below `full`'s wake_at */
+	chan_flush(&run->full_batches);
+	return parse_stage_help(&run->parse);
+}
+
+/* The reader about to sleep on a free batch. */
+static bool run_free_ready(void *ctx)
+{
+	struct run *run = ctx;
+	return chan_any(&run->free_batches);
+}
+
+static bool run_on_idle(void *ctx)
+{
+	struct run *run = ctx;
+	return parse_stage_help_poll(&run->parse, run_free_ready, run);
+}
+
+/* A pool run opened while the reader sleeps on one of the two: it looks
+ * again, and helps (run_on_wait, run_on_idle). */
+static void run_wake_helper(void *ctx)
+{
+	struct run *run = ctx;
+	chan_nudge(&run->free_batches);
+	budget_nudge(&run->budget);
 }
 
 /* `ingest -`: standard input is copied whole into a memory file put on
@@ -384,6 +413,11 @@ static int run_start(struct run *run)
 	ps->visit_thread = o->visit_thread;
 	ps->full = &run->full_batches;
 	ps->writer = &run->writer;
+	/* The reader parses as the pool's last worker whenever it would sleep
+	 * (docs/ARCHITECTURE.md, "The pipeline and its threads"): on two
+	 * CPUs there is no ingest-w1 to post to and to put back to sleep. */
+	ps->helper_wake = run_wake_helper;
+	ps->helper_wake_ctx = run;
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;
@@ -402,6 +436,8 @@ static int run_start(struct run *run)
 	run->full_batches.hook_ctx = run;
 	run->budget.wait_hook = run_on_wait;
 	run->budget.wait_ctx = run;
+	run->free_batches.idle = run_on_idle;
+	run->free_batches.idle_ctx = run;
 	return 0;
 }
 

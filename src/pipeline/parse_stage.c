@@ -25,12 +25,21 @@
 #include "mail/mail.h"
 #include "mail/mbox.h"
 #include "sched/batch.h"
+#include "sched/futex_wait.h"
 #include "sched/pool.h"
 
 #include <errno.h>
+#include <limits.h>
 
 #ifndef PARSE_STAGE_RUN
 #define PARSE_STAGE_RUN 2
+#endif
+
+/* How long the reader, having parsed a run's last items, polls for the
+ * batches that run gives back before it sleeps: about one item and the
+ * group's writes. */
+#ifndef PARSE_STAGE_HELP_SPIN_NS
+#define PARSE_STAGE_HELP_SPIN_NS 30000
 #endif
 
 void parse_stage_message(struct mail_ctx *mctx, const struct mail_options *mo, struct record *rec,
@@ -208,6 +217,12 @@ static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, uns
 			parse_settle_threads(s, s->group[g]);
 		writer_put(s->writer, s->group[g]);
 	}
+	/* With a helper, batches go back unannounced (parse_stage_start()):
+	 * the next run's opening tells the reader, or this thread's sleep on
+	 * `full`.  A group that opened no run to it tells it now. */
+	unsigned h = pool_helper(s->pool);
+	if (h && used <= h)
+		chan_flush(s->writer->free_batches);
 }
 
 void parse_stage_inline(struct parse_stage *s, struct batch *b)
@@ -250,11 +265,35 @@ static void *parse_stage_main(void *arg)
 	return NULL;
 }
 
+bool parse_stage_help(struct parse_stage *s)
+{
+	if (!s->started || !pool_helper(s->pool))
+		return false;
+	/* A run that opens after this looked wakes the sleep that follows
+	 * (helper_wake bumps the word it sleeps on) */
+	return pool_help(s->pool, NULL, NULL) > 0;
+}
+
+bool parse_stage_help_poll(struct parse_stage *s, bool (*ready)(void *ctx), void *ctx)
+{
+	if (!parse_stage_help(s))
+		return false;
+	uint64_t t0 = clock_now_ns();
+	for (unsigned i = 1; !ready(ctx) && !pool_help_wanted(s->pool); i++) {
+		spin_pause();
+		if (i % 16 == 0 && clock_now_ns() - t0 >= PARSE_STAGE_HELP_SPIN_NS)
+			break;
+	}
+	return true;
+}
+
 int parse_stage_init(struct parse_stage *s, unsigned workers)
 {
 	s->pool = pool_new(workers);
 	if (!s->pool)
 		return -ENOMEM;
+	if (s->helper_wake && workers >= 2)
+		pool_set_helper(s->pool, s->helper_wake, s->helper_wake_ctx);
 	s->workers = workers;
 	/* Records with a thread_id: JSON's digits are rewritten in place, a
 	 * visitor's objects (the Python module's dicts) through visit_thread;
@@ -282,7 +321,11 @@ int parse_stage_start(struct parse_stage *s)
 	 * thread that uses the channels until then. */
 	s->full->wake_at = PARSE_STAGE_RUN;
 	s->full->flush_before_sleep = s->writer->free_batches;
-	s->writer->free_batches->wake_at = PARSE_STAGE_RUN;
+	/* With the reader as the pool's helper, a batch given back is
+	 * announced with the next pool run's opening (the reader, woken
+	 * then, finds both: one wake a group instead of two) or by this
+	 * thread's flush before it sleeps on `full`. */
+	s->writer->free_batches->wake_at = pool_helper(s->pool) ? UINT_MAX : PARSE_STAGE_RUN;
 	s->writer->free_batches->flush_before_sleep = s->full;
 	s->writer->budget->flush_before_sleep = s->full;
 	int r = sys_thread_create(&s->thread, NULL, parse_stage_main, s);

@@ -4,7 +4,8 @@
  * buffer, then passes the batch on to the writer, in input order.
  *
  *   reader ──[full]──▶ ingest-parse (the pool's caller, worker 0)
- *                         + ingest-w1..N: mail_parse + emit_record
+ *                         + ingest-w1..N-2: mail_parse + emit_record
+ *                         + the reader, worker N-1, when it would sleep
  *                      ──[done]──▶ writer
  *
  * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses
@@ -58,6 +59,11 @@ struct parse_stage {
 	record_thread_fn *visit_thread;    /* with visit: threads joined; NULL: not */
 	struct chan *full;                 /* from the reader */
 	struct writer *writer;             /* writes each batch once parsed */
+	/* NULL, or the calling thread (the reader) is the pool's last worker
+	 * when it would otherwise sleep (parse_stage_help()), and this wakes
+	 * it where it sleeps when a run opens (sched/pool.h, the helper) */
+	void (*helper_wake)(void *ctx);
+	void *helper_wake_ctx;
 
 	/* the stage's own */
 	struct pool *pool;
@@ -84,6 +90,16 @@ int parse_stage_start(struct parse_stage *s);
  * thread as the only worker, before the thread is started or when it could
  * not be.  Batches keep their order: never called once the thread runs. */
 void parse_stage_inline(struct parse_stage *s, struct batch *b);
+/* On the thread that started the stage, about to sleep: parses items of
+ * the stage's current pool run, if one is open and has items left.  True
+ * when it parsed any (look again before sleeping); false: sleep, and a
+ * run that opens meanwhile calls helper_wake. */
+bool parse_stage_help(struct parse_stage *s);
+/* The same, and when it parsed the run's last items: polls ready(ctx)
+ * and for a new run for up to PARSE_STAGE_HELP_SPIN_NS before it returns
+ * (the run ends within about an item, and what the caller waits for
+ * comes then). */
+bool parse_stage_help_poll(struct parse_stage *s, bool (*ready)(void *ctx), void *ctx);
 /* Waits for the thread to end (if started); the pool stays for its
  * statistics. */
 void parse_stage_join(struct parse_stage *s);

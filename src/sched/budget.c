@@ -63,11 +63,11 @@ bool budget_acquire_held(struct budget *b, uint64_t bytes, uint64_t held)
 		spin_unlock(&b->lock);
 		if (cancelled)
 			return false;
-		/* a release the hook makes bumps seq: the sleep then returns */
-		if (b->wait_hook)
-			b->wait_hook(b->wait_ctx);
 		if (b->flush_before_sleep)
 			chan_flush(b->flush_before_sleep);
+		/* a release the hook makes bumps seq: the sleep then returns */
+		if (b->wait_hook && b->wait_hook(b->wait_ctx))
+			continue;
 		futex_sleep(&b->seq, &b->waiters, seen, &b->waited_ns);
 	}
 }
@@ -89,6 +89,11 @@ void budget_release(struct budget *b, uint64_t bytes)
 	spin_unlock(&b->lock);
 	/* all waiters: with requests of different sizes, the one woken might
 	 * not fit while another would */
+	futex_notify(&b->seq, &b->waiters, INT_MAX);
+}
+
+void budget_nudge(struct budget *b)
+{
 	futex_notify(&b->seq, &b->waiters, INT_MAX);
 }
 

@@ -22,8 +22,10 @@ struct budget {
 	_Atomic uint64_t waited_ns; /* summed over waiters, hence atomic */
 	/* NULL, or called by an acquire about to sleep, before it sleeps:
 	 * whatever would release bytes must be running by then (ingest.c
-	 * starts its parse thread there).  Set before the run. */
-	void (*wait_hook)(void *ctx);
+	 * starts its parse thread there).  True when it did other work
+	 * meanwhile: the acquire then tries again rather than sleeping.  Set
+	 * before the run. */
+	bool (*wait_hook)(void *ctx);
 	void *wait_ctx;
 	/* NULL, or the channel the acquiring side produces into, flushed
 	 * before an acquire sleeps (sched/chan.h, wake_at).  Set before the
@@ -48,6 +50,9 @@ bool budget_try_acquire(struct budget *b, uint64_t bytes);
  * bring it back under the limit.  false when cancelled. */
 bool budget_acquire_held(struct budget *b, uint64_t bytes, uint64_t held);
 void budget_release(struct budget *b, uint64_t bytes);
+/* Wakes every waiter to look again (its wait_hook may have work for it
+ * now).  No syscall when nobody sleeps. */
+void budget_nudge(struct budget *b);
 /* Wakes every waiter and makes acquire fail from now on (shutdown). */
 void budget_cancel(struct budget *b);
 

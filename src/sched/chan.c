@@ -19,6 +19,8 @@ void chan_init(struct chan *c)
 	c->queued = 0;
 	c->wake_at = 1;
 	c->flush_before_sleep = NULL;
+	c->idle = NULL;
+	c->idle_ctx = NULL;
 	atomic_init(&c->seq, 0);
 	atomic_init(&c->waiters, 0);
 	atomic_init(&c->waited_ns, 0);
@@ -58,6 +60,19 @@ void chan_flush(struct chan *c)
 		futex_notify(&c->seq, &c->waiters, 1);
 }
 
+bool chan_any(struct chan *c)
+{
+	spin_lock(&c->lock);
+	bool any = c->queued > 0;
+	spin_unlock(&c->lock);
+	return any;
+}
+
+void chan_nudge(struct chan *c)
+{
+	futex_notify(&c->seq, &c->waiters, 1);
+}
+
 void chan_close(struct chan *c)
 {
 	spin_lock(&c->lock);
@@ -92,6 +107,8 @@ struct batch *chan_pop(struct chan *c)
 			return b;
 		if (c->flush_before_sleep)
 			chan_flush(c->flush_before_sleep);
+		if (c->idle && c->idle(c->idle_ctx))
+			continue;
 		futex_sleep(&c->seq, &c->waiters, seen, &c->waited_ns);
 	}
 }

@@ -37,6 +37,11 @@ struct chan {
 	 * pushed below its channel's wake_at lies unannounced.  Set before
 	 * the run. */
 	struct chan *flush_before_sleep;
+	/* NULL, or called by a pop about to sleep, after the flush: true
+	 * when it did other work instead (the pop then looks again rather
+	 * than sleeping).  Set before the run. */
+	bool (*idle)(void *ctx);
+	void *idle_ctx;
 	_Atomic uint32_t seq;       /* futex word: bumped on every change */
 	atomic_uint waiters;
 	_Atomic uint64_t waited_ns; /* time the consumers spent blocked */
@@ -51,6 +56,11 @@ void chan_push(struct chan *c, struct batch *b);
  * called by a producer that is about to block on what its consumer would
  * give back. */
 void chan_flush(struct chan *c);
+/* Wakes a sleeping consumer to look again, queued or not: its idle hook
+ * may have work for it now.  No syscall when nobody sleeps. */
+void chan_nudge(struct chan *c);
+/* Whether a batch is queued now (no syscall; a hint to the consumer). */
+bool chan_any(struct chan *c);
 /* No more pushes: pops drain what is queued, then return NULL. */
 void chan_close(struct chan *c);
 /* Blocks until a batch is queued or the channel is closed and empty. */

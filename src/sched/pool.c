@@ -56,6 +56,28 @@
  * sleep, and at most one wait/wake pair for completion.  Each word sits on
  * its own cache line so that workers do not slow each other down.
  *
+ * The helper (pool_set_helper()): the last worker may be no pool thread
+ * but a thread of the caller's choosing that joins a run late, when it
+ * has nothing else to do (the pipeline's reader, about to sleep).  It is
+ * not posted to and never sleeps in the pool, so a run it skips costs no
+ * futex; it comes in through a door word instead:
+ *
+ *     caller                                     helper
+ *     ------                                     ------
+ *     job, cursor as above        plain/relaxed
+ *     help = OPEN                 release  ----> CAS(help, v, v + ONE)
+ *     helper_wake()                                 acquire, only if OPEN
+ *     loop: i = cursor++          relaxed  <-->  loop: i = cursor++
+ *     old = help &= ~OPEN         acquire        old = help -= ONE  release
+ *     spin <= 50 us, then                        if old == (WAITER | ONE):
+ *     help |= WAITER; futex_wait  <------------    futex_wake(help)
+ *
+ * A helper that finds the door shut does nothing; one that comes in after
+ * the cursor ran out leaves at once.  The caller waits only for the items a
+ * helper holds, and the count is a count, so the helper may enter any run
+ * that is open, the one it looked at or a later one: it reads the job slot
+ * only after its CAS.
+ *
  * Worker k is always thread k: per-worker state (parser contexts, iconv
  * descriptors, libmagic cookies) indexed by the worker number is therefore
  * touched by one thread only, and stays warm in its cache. */
@@ -76,6 +98,9 @@
 #define POOL_CACHE_LINE 64
 #define POOL_SLEEPING   1u              /* in w[k].word: thread k sleeps */
 #define POOL_WAITER     (1u << 31)      /* in pending: the caller sleeps */
+#define POOL_HELP_OPEN   1u             /* in help: the run takes a helper */
+#define POOL_HELP_WAITER 2u             /* in help: the caller sleeps */
+#define POOL_HELP_ONE    4u             /* in help: one helper inside the run */
 
 /* How long the caller polls `pending` before it sleeps: about the cost of
  * blocking (a futex wait, a wake and a context switch), so that polling can
@@ -97,6 +122,15 @@
  * noise either way. */
 #ifndef POOL_CALLER_SPIN_NS
 #define POOL_CALLER_SPIN_NS 10000
+#endif
+
+/* How long the caller polls for a helper's last item: longer than for a
+ * pool thread, since a helper inside the run is awake on another CPU and
+ * holds at most one item (a realistic message parses in ~10-20 us), and
+ * a sleep would cost a futex pair.  Not tuned apart from the pool
+ * threads' 10 us: the futex counts of bench/PIPELINE.md are with 50 us. */
+#ifndef POOL_HELPER_SPIN_NS
+#define POOL_HELPER_SPIN_NS 50000
 #endif
 
 /* One per worker thread, each on its own cache line (the array is only
@@ -127,6 +161,16 @@ struct pool {
 		_Atomic uint32_t pending;   /* POOL_WAITER | participants still working */
 		char line1[POOL_CACHE_LINE];
 	};
+	/* The helper's door (see "The helper" above): POOL_HELP_OPEN while
+	 * the caller still claims, POOL_HELP_WAITER, and POOL_HELP_ONE per
+	 * helper inside. */
+	union {
+		struct {
+			_Atomic uint32_t help;
+			_Atomic uint64_t helper_items;   /* the helper's count */
+		};
+		char line2[POOL_CACHE_LINE];
+	};
 	/* The job slot: written by the caller between batches (see top). */
 	pool_fn fn;
 	void *ctx;
@@ -136,6 +180,9 @@ struct pool {
 	unsigned threads;           /* including the caller */
 	bool launched;              /* pool_launch() has run */
 	unsigned usable;            /* the caller + the threads that started */
+	unsigned helper;            /* 0, or the worker pool_help() runs as */
+	void (*helper_wake)(void *ctx);   /* set with helper, before any run */
+	void *helper_wake_ctx;
 	struct pool_worker *w;      /* [threads]; w[0] unused (the caller) */
 	struct pool_stats stats;    /* caller only */
 };
@@ -261,6 +308,41 @@ static void pool_post(struct pool_worker *w)
 		pool_wake(&w->word);
 }
 
+/* Caller: opens the door of this run to the helper (release: the job
+ * slot and the cursor are written), and tells it wherever it sleeps; the
+ * hook makes a syscall only if it does. */
+static void pool_help_open(struct pool *p)
+{
+	atomic_store_explicit(&p->help, POOL_HELP_OPEN, memory_order_release);
+	if (p->helper_wake)
+		p->helper_wake(p->helper_wake_ctx);
+}
+
+/* Caller, its own claims done: shuts the door and returns once no helper
+ * is inside (a helper that came in has at most its last item in hand).
+ * Polls first, as pool_wait() does. */
+static void pool_help_close(struct pool *p, uint64_t t0)
+{
+	/* WAITER is the caller's, cleared by the open: what is left is the
+	 * count */
+	uint32_t v = atomic_fetch_and_explicit(&p->help, ~POOL_HELP_OPEN, memory_order_acquire) &
+	             ~POOL_HELP_OPEN;
+	for (unsigned i = 1; v >= POOL_HELP_ONE; i++) {
+		pool_cpu_relax();
+		v = atomic_load_explicit(&p->help, memory_order_acquire);
+		if (i % 16 == 0 && clock_now_ns() - t0 >= POOL_HELPER_SPIN_NS)
+			break;
+	}
+	if (v < POOL_HELP_ONE)
+		return;
+	v = atomic_fetch_or_explicit(&p->help, POOL_HELP_WAITER, memory_order_acquire);
+	while (v & ~POOL_HELP_WAITER) {
+		/* -EAGAIN when the helper left in between; loop. */
+		sys_futex_wait(pool_futex_word(&p->help), v | POOL_HELP_WAITER);
+		v = atomic_load_explicit(&p->help, memory_order_acquire);
+	}
+}
+
 /* Caller: returns when every participant has decremented pending.  Polls
  * for up to POOL_CALLER_SPIN_NS first, since t0 (taken when the caller's own
  * claims ran out). */
@@ -295,6 +377,8 @@ struct pool *pool_new(unsigned threads)
 	p->usable = threads;
 	atomic_init(&p->cursor, 0);
 	atomic_init(&p->pending, 0);
+	atomic_init(&p->help, 0);
+	atomic_init(&p->helper_items, 0);
 	p->w = xcalloc(threads, sizeof(*p->w));
 	if (!p->w) {
 		xfree(p);
@@ -327,6 +411,8 @@ static void pool_launch(struct pool *p)
 		atomic_init(&w->done, false);
 		w->index = k;
 		w->pool = p;
+		if (k == p->helper)
+			continue;   /* no thread: pool_help()'s caller */
 		if (sys_thread_create(&w->thread, &attr, pool_main, w) < 0)
 			break;
 		w->started = true;
@@ -429,18 +515,79 @@ unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max
 	p->items = items;
 	/* Relaxed: published by the release exchanges in pool_post(). */
 	atomic_store_explicit(&p->cursor, 0, memory_order_relaxed);
-	atomic_store_explicit(&p->pending, n - 1, memory_order_relaxed);
+	bool helped = p->helper && p->helper < n;
+	atomic_store_explicit(&p->pending, n - 1 - helped, memory_order_relaxed);
 	for (unsigned k = 1; k < n; k++)
-		pool_post(&p->w[k]);
+		if (k != p->helper)
+			pool_post(&p->w[k]);
+	if (helped)
+		pool_help_open(p);
 	pool_work(p, 0);
 
 	uint64_t t0 = clock_now_ns();
+	if (helped)
+		pool_help_close(p, t0);
 	pool_wait(p, t0);
 	p->stats.caller_wait_ns += clock_now_ns() - t0;
 	return n;
 }
 
+void pool_set_helper(struct pool *p, void (*wake)(void *ctx), void *ctx)
+{
+	/* before the threads start: pool_launch() skips the helper's */
+	ingest_verify(!p->launched && p->threads >= 2);
+	p->helper = p->threads - 1;
+	p->helper_wake = wake;
+	p->helper_wake_ctx = ctx;
+}
+
+bool pool_help_wanted(const struct pool *p)
+{
+	return atomic_load_explicit(&p->help, memory_order_relaxed) & POOL_HELP_OPEN;
+}
+
+unsigned pool_helper(const struct pool *p)
+{
+	return p->helper;
+}
+
+size_t pool_help(struct pool *p, bool (*enough)(void *ctx), void *ctx)
+{
+	/* Acquire: the job slot, written before the caller's release store
+	 * of POOL_HELP_OPEN.  Entering a later run than the one first seen
+	 * is fine: the slot is read only after the CAS. */
+	uint32_t v = atomic_load_explicit(&p->help, memory_order_relaxed);
+	do {
+		if (!(v & POOL_HELP_OPEN))
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&p->help, &v, v + POOL_HELP_ONE,
+	                                                memory_order_acquire, memory_order_relaxed));
+	pool_fn fn = p->fn;
+	void *fctx = p->ctx;
+	size_t items = p->items, ran = 0;
+	for (;;) {
+		size_t i = atomic_fetch_add_explicit(&p->cursor, 1, memory_order_relaxed);
+		if (i >= items)
+			break;
+		fn(fctx, i, p->helper);
+		ran++;
+		if (enough && enough(ctx))
+			break;
+	}
+	/* Release: what fn wrote, before the caller's acquire of a count of
+	 * 0; the caller sleeps only once the door is shut, so WAITER with
+	 * one helper left means it waits for this one. */
+	atomic_fetch_add_explicit(&p->helper_items, ran, memory_order_relaxed);
+	uint32_t old = atomic_fetch_sub_explicit(&p->help, POOL_HELP_ONE, memory_order_release);
+	ingest_assert(old >= POOL_HELP_ONE);
+	if (old == (POOL_HELP_WAITER | POOL_HELP_ONE))
+		pool_wake(&p->help);
+	return ran;
+}
+
+
 void pool_stats_get(const struct pool *p, struct pool_stats *out)
 {
 	*out = p->stats;
+	out->helper_items = atomic_load_explicit(&p->helper_items, memory_order_relaxed);
 }

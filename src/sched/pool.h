@@ -38,6 +38,8 @@ struct pool_stats {
 	/* time the caller waited for workers to finish after its own claims
 	 * ran out: the cost of the last items' imbalance */
 	uint64_t caller_wait_ns;
+	/* items the helper ran (pool_set_helper()) */
+	uint64_t helper_items;
 };
 
 /* A pool of `threads` workers including the caller; the threads - 1 named
@@ -79,6 +81,29 @@ unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void
  * inline runs. */
 unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max, pool_fn fn,
                       void *ctx);
+
+/* The helper: the last worker (threads - 1) becomes no thread of the pool
+ * but a thread of the caller's choosing (the pipeline's reader) that joins
+ * runs late, when it has nothing else to do, with pool_help().  A run
+ * that uses all the workers opens to it while its caller claims; the
+ * caller then waits only for the items the helper holds, not for a thread
+ * to be woken and to go back to sleep.  `wake` is called by the caller
+ * each time a run opens to the helper: it must wake the helper wherever
+ * it may sleep (cheaply when it does not: the pipeline's chan_nudge() and
+ * budget_nudge() make a syscall only for a sleeper).  Call once, before
+ * the first pool_run(), with threads >= 2. */
+void pool_set_helper(struct pool *p, void (*wake)(void *ctx), void *ctx);
+/* The helper's worker number, 0 when the pool has none. */
+unsigned pool_helper(const struct pool *p);
+/* On the helper's thread (one thread only): runs items of the open run as
+ * worker pool_helper(p), until none is left or enough(ctx) says so after
+ * an item (NULL: until none is left).  Returns the items it ran; 0 at
+ * once when no run is open.  Everything fn wrote is visible to the run's
+ * caller when its pool_run() returns. */
+size_t pool_help(struct pool *p, bool (*enough)(void *ctx), void *ctx);
+
+/* Whether a run is open to the helper now (a hint: it may close at once). */
+bool pool_help_wanted(const struct pool *p);
 
 /* Copies the counters.  Same thread rules as pool_run(). */
 void pool_stats_get(const struct pool *p, struct pool_stats *out);

@@ -207,11 +207,12 @@ struct hook_ctx {
 	int calls;
 };
 
-static void release_all(void *arg)
+static bool release_all(void *arg)
 {
 	struct hook_ctx *h = arg;
 	h->calls++;
 	budget_release(h->b, 80);
+	return true;
 }
 
 static void test_budget_wait_hook_runs_before_sleep(void **state)

@@ -394,6 +394,160 @@ static void test_parallelism_cpu_max_parse(void **state)
 		assert_int_equal(parallelism_cpu_max_parse(cases[i].text), cases[i].want);
 }
 
+/* The helper (pool_set_helper): a thread of the test's own that joins
+ * runs late, as the pipeline's reader does. */
+struct helper_ctx {
+	struct pool *p;
+	atomic_bool done;
+	_Atomic unsigned wakes;          /* helper_wake calls: runs opened */
+	unsigned per_call;               /* > 0: enough() after that many items */
+	unsigned in_call;
+	size_t ran;                      /* helper thread only */
+};
+
+/* count_fn with its writes after the busy time: a caller that returned
+ * before the helper's last item ended would find them missing. */
+static void late_fn(void *arg, size_t item, unsigned worker)
+{
+	struct count_ctx *c = arg;
+	uint64_t end = now_ns() + c->spin_ns;
+	while (now_ns() < end)
+		;
+	atomic_fetch_add_explicit(&c->runs[item], 1, memory_order_relaxed);
+	c->value[item] = item * 3 + 1;
+	c->worker_of[item] = worker;
+}
+
+static void helper_wake(void *arg)
+{
+	struct helper_ctx *h = arg;
+	atomic_fetch_add_explicit(&h->wakes, 1, memory_order_relaxed);
+}
+
+static bool helper_enough(void *arg)
+{
+	struct helper_ctx *h = arg;
+	return ++h->in_call >= h->per_call;
+}
+
+static void *helper_main(void *arg)
+{
+	struct helper_ctx *h = arg;
+	while (!atomic_load(&h->done)) {
+		h->in_call = 0;
+		size_t n = pool_help(h->p, h->per_call ? helper_enough : NULL, h);
+		assert_true(!h->per_call || n <= h->per_call);
+		h->ran += n;
+		if (!n)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Runs with a helper: every item once, on worker 0 or the helper's
+ * number, the helper's writes visible on return; the pool starts no
+ * thread of its own for the helper's slot, and each run that uses it
+ * calls the wake hook once. */
+static void helper_runs(unsigned per_call)
+{
+	struct pool *p = pool_new(2);
+	assert_non_null(p);
+	static struct helper_ctx h;
+	memset(&h, 0, sizeof(h));
+	h.p = p;
+	h.per_call = per_call;
+	pool_set_helper(p, helper_wake, &h);
+	assert_int_equal(pool_helper(p), 1);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, helper_main, &h), 0);
+	size_t by_helper = 0;
+	const unsigned runs = 200;
+	const size_t items = 32;
+	for (unsigned r = 0; r < runs; r++) {
+		struct count_ctx c;
+		count_ctx_init(&c, items);
+		c.spin_ns = 20000;
+		assert_int_equal(pool_run(p, items, 1 * GiB, late_fn, &c), 2);
+		for (size_t i = 0; i < items; i++) {
+			assert_int_equal(atomic_load(&c.runs[i]), 1);
+			assert_int_equal(c.value[i], i * 3 + 1);
+			assert_true(c.worker_of[i] == 0 || c.worker_of[i] == 1);
+			by_helper += c.worker_of[i] == 1;
+		}
+		count_ctx_release(&c);
+	}
+	atomic_store(&h.done, true);
+	pthread_join(t, NULL);
+	struct pool_stats st;
+	pool_stats_get(p, &st);
+	print_message("helper (%u a call): %zu of %zu items, %u wakes\n", per_call, by_helper,
+	              (size_t)runs * items, atomic_load(&h.wakes));
+	assert_int_equal(st.threads_started, 0);
+	assert_int_equal(st.workers_hist[2], runs);
+	assert_int_equal(atomic_load(&h.wakes), runs);
+	assert_int_equal(st.helper_items, by_helper);
+	assert_int_equal(h.ran, by_helper);
+	/* 20 us items and a helper that polls: it gets some of them */
+	assert_true(by_helper > 0);
+	pool_free(p);
+}
+
+static void test_pool_helper_joins_runs(void **state)
+{
+	(void)state;
+	helper_runs(0);
+}
+
+static void test_pool_helper_enough_stops_it(void **state)
+{
+	(void)state;
+	helper_runs(1);
+}
+
+/* A helper that never comes: the caller runs everything itself, without
+ * a futex call (nobody to wait for, nobody to wake), and pool_help()
+ * with no run open returns at once. */
+static void test_pool_helper_absent(void **state)
+{
+	(void)state;
+	struct pool *p = pool_new(3);
+	assert_non_null(p);
+	static struct helper_ctx h;
+	memset(&h, 0, sizeof(h));
+	pool_set_helper(p, helper_wake, &h);
+	assert_int_equal(pool_helper(p), 2);
+	assert_int_equal(pool_help(p, NULL, NULL), 0);
+	/* two workers: the run does not reach the helper's slot */
+	struct count_ctx c;
+	count_ctx_init(&c, 8);
+	assert_int_equal(pool_run(p, 8, 2 * LIMIT_BYTES_PER_WORKER, count_fn, &c), 2);
+	count_ctx_release(&c);
+	assert_int_equal(atomic_load(&h.wakes), 0);
+	struct pool_stats st;
+	pool_stats_get(p, &st);
+	assert_int_equal(st.threads_started, 1);
+	/* three: it opens to the helper, which does not come */
+	uint64_t f0 = my_futex_calls();
+	for (int r = 0; r < 50; r++) {
+		count_ctx_init(&c, 64);
+		assert_int_equal(pool_run(p, 64, 1 * GiB, count_fn, &c), 3);
+		for (size_t i = 0; i < 64; i++) {
+			assert_int_equal(atomic_load(&c.runs[i]), 1);
+			assert_true(c.worker_of[i] <= 1);
+		}
+		count_ctx_release(&c);
+	}
+	assert_int_equal(atomic_load(&h.wakes), 50);
+	assert_int_equal(pool_help(p, NULL, NULL), 0);
+	pool_stats_get(p, &st);
+	assert_int_equal(st.helper_items, 0);
+	assert_int_equal(st.threads_started, 1);
+	/* the caller's futex calls are the post to worker 1 and its wait for
+	 * it: none for the helper's slot */
+	assert_true(my_futex_calls() - f0 <= 2 * 50);
+	pool_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +561,9 @@ int main(void)
 		cmocka_unit_test(test_pool_futex_per_batch_not_per_item),
 		cmocka_unit_test(test_pool_free_prompt),
 		cmocka_unit_test(test_pool_new_rejects),
+		cmocka_unit_test(test_pool_helper_joins_runs),
+		cmocka_unit_test(test_pool_helper_enough_stops_it),
+		cmocka_unit_test(test_pool_helper_absent),
 		cmocka_unit_test(test_parallelism_default_bounds),
 		cmocka_unit_test(test_parallelism_cpu_max_parse),
 	};
