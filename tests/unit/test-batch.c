@@ -109,15 +109,24 @@ static void test_batch_reset_keeps_capacity(void **state)
 	batch_free(b);
 }
 
+/* A batch of one worker as the reader first takes it: reset, so that its
+ * data arena has its home chunk of keep bytes (*home). */
+static struct batch *batch_with_home(uint64_t keep, const void **home)
+{
+	struct batch *b = batch_new(1);
+	assert_non_null(b);
+	batch_reset(b, keep);
+	*home = b->data.home;
+	assert_non_null(*home);
+	return b;
+}
+
 static void test_batch_data_is_allocated_once(void **state)
 {
 	(void)state;
-	struct batch *b = batch_new(1);
-	assert_non_null(b);
 	const uint64_t keep = 1 * MiB;
-	batch_reset(b, keep);
-	const void *home = b->data.home;
-	assert_non_null(home);
+	const void *home;
+	struct batch *b = batch_with_home(keep, &home);
 	/* A whole batch's worth of files of mixed sizes, three batches in a
 	 * row: every read lands in the home chunk, each batch from its
 	 * beginning, and no chunk is ever added. */
@@ -144,11 +153,9 @@ static void test_batch_data_is_allocated_once(void **state)
 static void test_batch_reset_frees_grown_data(void **state)
 {
 	(void)state;
-	struct batch *b = batch_new(1);
-	assert_non_null(b);
 	const uint64_t keep = 1 * MiB;
-	batch_reset(b, keep);
-	const void *home = b->data.home;
+	const void *home;
+	struct batch *b = batch_with_home(keep, &home);
 	uint8_t *small = arena_alloc(&b->data, 10);
 	assert_non_null(small);
 	/* One huge file grows the data arena past keep_bytes ... */

@@ -357,6 +357,26 @@ static int ino_name_cmp(const void *a, const void *b)
 	return (x->ino > y->ino) - (x->ino < y->ino);
 }
 
+/* The regular names of dir (skip: a name left out, or NULL) with their
+ * inodes, sorted by inode as the walk hands them out; at most max. */
+static size_t list_by_inode(const char *dir, const char *skip, struct ino_name *files, size_t max)
+{
+	size_t n = 0;
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		if (de->d_name[0] == '.' || (skip && !strcmp(de->d_name, skip)))
+			continue;
+		assert_true(n < max);
+		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
+		files[n].ino = t_ino_of(dir, de->d_name);
+		n++;
+	}
+	closedir(d);
+	qsort(files, n, sizeof(files[0]), ino_name_cmp);
+	return n;
+}
+
 static void test_walk_sorted_by_inode(void **state)
 {
 	(void)state;
@@ -380,20 +400,8 @@ static void test_walk_sorted_by_inode(void **state)
 		put_file(base, name, "x");
 	}
 	struct ino_name files[N];
-	size_t n = 0;
-	DIR *d = opendir(base);
-	assert_non_null(d);
-	for (struct dirent *de; (de = readdir(d));) {
-		if (de->d_name[0] == '.')
-			continue;
-		assert_true(n < N);
-		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
-		files[n].ino = t_ino_of(base, de->d_name);
-		n++;
-	}
-	closedir(d);
+	size_t n = list_by_inode(base, NULL, files, N);
 	assert_int_equal(n, N);
-	qsort(files, n, sizeof(files[0]), ino_name_cmp);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
@@ -442,21 +450,9 @@ static void test_walk_many_entries_held_at_once(void **state)
 	}
 	put_file(base, "a/b/only", "x");
 	static struct ino_name files[N];
-	size_t n = 0;
 	char *dir = t_asprintf("%s/a", base);
-	DIR *d = opendir(dir);
-	assert_non_null(d);
-	for (struct dirent *de; (de = readdir(d));) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "b"))
-			continue;
-		assert_true(n < N);
-		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
-		files[n].ino = t_ino_of(dir, de->d_name);
-		n++;
-	}
-	closedir(d);
+	size_t n = list_by_inode(dir, "b", files, N);
 	assert_int_equal(n, N);
-	qsort(files, n, sizeof(files[0]), ino_name_cmp);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, dir), 0);
