@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Bump allocator: see arena.h.  Chunks grow geometrically (64 KiB upwards) so
  * that a message with a large decoded body costs few mallocs; reset keeps the
- * largest chunk so that the steady state allocates nothing. */
+ * largest chunk so that the steady state allocates nothing.  An arena with a
+ * home chunk (arena_reserve) keeps that one instead, whatever else grew:
+ * memory whose size is known ahead is allocated once, and its pages, written
+ * again from the start after every reset, stay mapped and warm. */
 #include "core/arena.h"
 #include "core/xalloc.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -19,7 +23,7 @@ struct arena_chunk {
 
 void arena_init(struct arena *a, size_t limit)
 {
-	a->head = NULL;
+	a->head = a->home = NULL;
 	a->cur = a->end = NULL;
 	a->used = 0;
 	a->limit = limit;
@@ -38,10 +42,12 @@ void arena_release(struct arena *a)
 
 void arena_reset(struct arena *a)
 {
-	struct arena_chunk *keep = NULL, *c = a->head;
+	struct arena_chunk *keep = a->home, *c = a->head;
 	while (c) {
 		struct arena_chunk *next = c->next;
-		if (!keep || c->size > keep->size) {
+		if (c == a->home) {
+			/* kept */
+		} else if (!a->home && (!keep || c->size > keep->size)) {
 			if (keep)
 				xfree(keep);
 			keep = c;
@@ -61,6 +67,22 @@ void arena_reset(struct arena *a)
 	}
 }
 
+int arena_reserve(struct arena *a, size_t n)
+{
+	if (a->home)
+		return a->home->size >= n ? 0 : -EEXIST;
+	arena_release(a);
+	struct arena_chunk *c = xmalloc(sizeof(*c) + n);
+	if (!c)
+		return -ENOMEM;
+	c->size = n;
+	c->next = NULL;
+	a->head = a->home = c;
+	a->cur = c->data;
+	a->end = c->data + n;
+	return 0;
+}
+
 void *arena_alloc(struct arena *a, size_t n)
 {
 	size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
@@ -69,7 +91,9 @@ void *arena_alloc(struct arena *a, size_t n)
 	if (a->limit && (need > a->limit || a->used > a->limit - need))
 		return NULL;
 	if ((size_t)(a->end - a->cur) < need) {
-		size_t size = a->head ? a->head->size * 2 : ARENA_MIN_CHUNK;
+		/* past a home chunk only the request: what does not fit a
+		 * memory sized ahead is the exception, and goes at reset */
+		size_t size = a->home ? need : a->head ? a->head->size * 2 : ARENA_MIN_CHUNK;
 		if (size < need)
 			size = need;
 		struct arena_chunk *c = xmalloc(sizeof(*c) + size);

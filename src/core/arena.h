@@ -15,6 +15,7 @@ struct arena_chunk;
 
 struct arena {
 	struct arena_chunk *head;   /* newest chunk; older ones linked behind */
+	struct arena_chunk *home;   /* NULL, or the chunk a reset always keeps */
 	char *cur, *end;            /* free space of the newest chunk */
 	size_t used;                /* bytes handed out since the last reset */
 	size_t limit;               /* cap on used; 0 means no cap */
@@ -23,9 +24,15 @@ struct arena {
 void arena_init(struct arena *a, size_t limit);
 /* Frees every chunk. */
 void arena_release(struct arena *a);
-/* Forgets every allocation; keeps the largest chunk for reuse. */
+/* Forgets every allocation; keeps the home chunk, or without one the
+ * largest chunk, for reuse. */
 void arena_reset(struct arena *a);
-/* Bytes the newest chunk can hold (what a reset would keep at most). */
+/* Gives the arena a home chunk of n bytes, allocated now: allocations go
+ * there first, and a reset frees every other chunk and keeps it.  Past it,
+ * a chunk is allocated for each request that does not fit.  Releases what
+ * the arena held; 0, -EEXIST when it has a smaller home already, -ENOMEM. */
+int arena_reserve(struct arena *a, size_t n);
+/* Bytes the largest chunk can hold (what a reset without home keeps). */
 size_t arena_capacity(const struct arena *a);
 /* Returns n bytes aligned to 16, or NULL when the cap or memory runs out. */
 void *arena_alloc(struct arena *a, size_t n);

@@ -40,14 +40,34 @@ struct walk_dir {
 	bool is_maildir;           /* has cur/ and new/ */
 	bool in_maildir;           /* is the cur/ or new/ of a Maildir */
 	char *folder;              /* Maildir folder name, when is_maildir */
-	struct walk_entry *files;  /* sorted by inode */
-	size_t n_files, next_file;
+	struct walk_entry *files;  /* a --files-from list's entries */
+	struct walk_dent *dents;   /* a listed directory's files, sorted by inode */
+	size_t n_files, next_file; /* of files or dents */
 	struct walk_entry *subs;   /* subdirectories to enter, sorted by inode */
 	size_t n_subs, next_sub;
 	char *names;               /* storage of every name above */
 	/* a Maildir's: the unique names its new/ held when listed, sorted */
 	char **new_bases;
 	size_t n_new_bases;
+};
+
+/* A listed file, until it is handed out (see the top of the file). */
+struct walk_dent {
+	uint64_t ino;
+	uint32_t name;             /* offset in the directory's names */
+	uint8_t d_type;
+};
+
+/* Entries handed out from listed directories; a free one links the next. */
+union walk_pooled {
+	struct walk_entry e;
+	union walk_pooled *next;
+};
+
+#define WALK_SLAB_ENTRIES 256
+struct walk_slab {
+	struct walk_slab *next;
+	union walk_pooled items[WALK_SLAB_ENTRIES];
 };
 
 struct walk_source {
@@ -78,6 +98,8 @@ struct walk {
 	bool reopened;             /* walk_expand_dir() after the end */
 	char **excludes;           /* --exclude patterns */
 	size_t n_excludes;
+	struct walk_slab *slabs;   /* the entry pool's memory */
+	union walk_pooled *free_entries;
 	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
 	size_t n_unlisted;
 	bool unlisted_sorted;
@@ -214,6 +236,7 @@ static void walk_dir_unref(struct walk_dir *d)
 	xfree(d->relpath);
 	xfree(d->folder);
 	xfree(d->files);
+	xfree(d->dents);
 	xfree(d->subs);
 	xfree(d->names);
 	for (size_t i = 0; i < d->n_new_bases; i++)
@@ -268,7 +291,31 @@ void walk_free(struct walk *w)
 	xfree(w->stack);
 	xfree(w->buf);
 	xfree(w->cwd);
+	while (w->slabs) {
+		struct walk_slab *next = w->slabs->next;
+		xfree(w->slabs);
+		w->slabs = next;
+	}
 	xfree(w);
+}
+
+/* An entry from the pool, or NULL when out of memory. */
+static struct walk_entry *walk_entry_get(struct walk *w)
+{
+	if (!w->free_entries) {
+		struct walk_slab *sl = xmalloc(sizeof(*sl));
+		if (!sl)
+			return NULL;
+		sl->next = w->slabs;
+		w->slabs = sl;
+		for (size_t i = 0; i < WALK_SLAB_ENTRIES; i++) {
+			sl->items[i].next = w->free_entries;
+			w->free_entries = &sl->items[i];
+		}
+	}
+	union walk_pooled *p = w->free_entries;
+	w->free_entries = p->next;
+	return &p->e;
 }
 
 static int walk_push_source(struct walk *w, struct walk_source s)
@@ -403,10 +450,87 @@ int walk_add_list(struct walk *w, int fd, bool nul_separated)
 	return r;
 }
 
-static int walk_entry_cmp(const void *a, const void *b)
+/* Inode order; names listed earlier first among equal inodes (hard
+ * links), as the stable sort this replaced kept them: a name's offset grows
+ * with its place in the listing. */
+static inline bool walk_dent_less(const struct walk_dent *x, const struct walk_dent *y)
 {
-	const struct walk_entry *x = a, *y = b;
-	return (x->ino > y->ino) - (x->ino < y->ino);
+	return x->ino < y->ino || (x->ino == y->ino && x->name < y->name);
+}
+
+static void walk_dent_swap(struct walk_dent *x, struct walk_dent *y)
+{
+	struct walk_dent t = *x;
+	*x = *y;
+	*y = t;
+}
+
+static void walk_dent_sift(struct walk_dent *v, size_t root, size_t n)
+{
+	for (size_t c; (c = 2 * root + 1) < n; root = c) {
+		if (c + 1 < n && walk_dent_less(&v[c], &v[c + 1]))
+			c++;
+		if (!walk_dent_less(&v[root], &v[c]))
+			return;
+		walk_dent_swap(&v[root], &v[c]);
+	}
+}
+
+/* In place, allocating nothing: quicksort (median of three, the smaller
+ * side first so the stack stays O(log n)), heapsort past a depth limit,
+ * insertion sort for short runs.  Keys are distinct, so no run of equal
+ * keys can make it quadratic. */
+static void walk_dent_sort(struct walk_dent *v, size_t n, unsigned depth)
+{
+	while (n > 16) {
+		if (!depth--) {
+			for (size_t i = n / 2; i-- > 0;)
+				walk_dent_sift(v, i, n);
+			for (size_t i = n; --i > 0;) {
+				walk_dent_swap(&v[0], &v[i]);
+				walk_dent_sift(v, 0, i);
+			}
+			return;
+		}
+		size_t m = n / 2;
+		if (walk_dent_less(&v[m], &v[0]))
+			walk_dent_swap(&v[m], &v[0]);
+		if (walk_dent_less(&v[n - 1], &v[m])) {
+			walk_dent_swap(&v[n - 1], &v[m]);
+			if (walk_dent_less(&v[m], &v[0]))
+				walk_dent_swap(&v[m], &v[0]);
+		}
+		/* the median to the front; v[n - 1] >= it stops the scan */
+		walk_dent_swap(&v[0], &v[m]);
+		struct walk_dent pivot = v[0];
+		size_t i = 0, j = n;
+		for (;;) {
+			while (walk_dent_less(&v[++i], &pivot))
+				;
+			while (walk_dent_less(&pivot, &v[--j]))
+				;
+			if (i >= j)
+				break;
+			walk_dent_swap(&v[i], &v[j]);
+		}
+		walk_dent_swap(&v[0], &v[j]);
+		/* [0, j) < pivot = v[j] < (j, n) */
+		if (j < n - j - 1) {
+			walk_dent_sort(v, j, depth);
+			v += j + 1;
+			n -= j + 1;
+		} else {
+			walk_dent_sort(v + j + 1, n - j - 1, depth);
+			n = j;
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct walk_dent t = v[i];
+		size_t k = i;
+		for (; k && walk_dent_less(&t, &v[k - 1]); k--)
+			v[k] = v[k - 1];
+		v[k] = t;
+	}
 }
 
 /* d_type is DT_UNKNOWN on a few filesystems: ask statx, once, here. */
@@ -424,7 +548,8 @@ static int walk_base_cmp(const void *a, const void *b)
 }
 
 /* Keeps the unique names of a Maildir's new/ for the listing of its cur/. */
-static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, size_t n)
+static int walk_remember_new(struct walk_dir *md, const char *names, const struct walk_dent *all,
+                             size_t n)
 {
 	for (size_t i = 0; i < md->n_new_bases; i++)
 		xfree(md->new_bases[i]);
@@ -439,8 +564,8 @@ static int walk_remember_new(struct walk_dir *md, const struct walk_entry *all, 
 	for (size_t i = 0; i < n; i++) {
 		if (all[i].d_type == DT_DIR)
 			continue;
-		size_t len = strlen(all[i].name);
-		char *b = walk_strdup(all[i].name, maildir_unique_len(all[i].name, len));
+		const char *nm = names + all[i].name;
+		char *b = walk_strdup(nm, maildir_unique_len(nm, strlen(nm)));
 		if (!b)
 			return -ENOMEM;
 		md->new_bases[md->n_new_bases++] = b;
@@ -468,16 +593,18 @@ static size_t walk_unique_len(const char *name)
 
 /* True when e is a name of a message already among kept[0..k) (sorted by
  * inode): the same inode under the same unique name, met mid-rename. */
-static bool walk_relisted(const struct walk_entry *kept, size_t k, const struct walk_entry *e)
+static bool walk_relisted(const char *names, const struct walk_dent *kept, size_t k,
+                          const struct walk_dent *e)
 {
 	/* sorted by inode, so almost every entry leaves here, before any name
 	 * is scanned */
 	if (!k || kept[k - 1].ino != e->ino)
 		return false;
-	size_t ul = walk_unique_len(e->name);
+	const char *en = names + e->name;
+	size_t ul = walk_unique_len(en);
 	for (size_t j = k; j-- > 0 && kept[j].ino == e->ino;)
-		if (kept[j].d_type != DT_DIR && walk_unique_len(kept[j].name) == ul &&
-		    !memcmp(kept[j].name, e->name, ul))
+		if (kept[j].d_type != DT_DIR && walk_unique_len(names + kept[j].name) == ul &&
+		    !memcmp(names + kept[j].name, en, ul))
 			return true;
 	return false;
 }
@@ -487,9 +614,9 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 {
 	size_t names_len = 0, names_cap = 0, n = 0, cap = 0;
 	char *names = NULL;
-	struct walk_entry *all = NULL;
+	struct walk_dent *all = NULL;
 	*err = 0;
-	for (;;) {
+	for (bool full = false; !full;) {
 		/* EINTR by hand, not sys_getdents64_restart: an interrupted
 		 * call is a getdents64 too, and --stats counts each. */
 		ssize_t got = sys_getdents64(d->fd, w->buf, LIMIT_GETDENTS_BYTES);
@@ -519,6 +646,15 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 				continue;
 			}
 			size_t len = strlen(nm) + 1;
+			if (names_len + len > UINT32_MAX) {
+				/* 4 GiB of names (a directory of some hundred
+				 * million files): what was listed is walked, the
+				 * directory is an error record, as when its
+				 * getdents64 fails half-way */
+				*err = EOVERFLOW;
+				full = true;
+				break;
+			}
 			if (names_len + len > names_cap) {
 				size_t nc = names_cap ? names_cap * 2 : 4096;
 				while (nc < names_len + len)
@@ -531,40 +667,37 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 			}
 			if (n == cap) {
 				size_t nc = cap ? cap * 2 : 64;
-				struct walk_entry *na = xrealloc(all, nc * sizeof(*na));
+				struct walk_dent *na = xrealloc(all, nc * sizeof(*na));
 				if (!na)
 					goto nomem;
 				all = na;
 				cap = nc;
 			}
 			memcpy(names + names_len, nm, len);
-			/* name holds an offset until names stops moving */
-			all[n++] = (struct walk_entry){
-				.dir = d, .name = (const char *)(uintptr_t)names_len,
-				.ino = de->d_ino, .d_type = de->d_type,
+			all[n++] = (struct walk_dent){
+				.ino = de->d_ino, .name = (uint32_t)names_len, .d_type = de->d_type,
 			};
 			names_len += len;
 		}
 	}
 	w->stats.dirs++;
 	size_t listed = n;
-	for (size_t i = 0; i < n; i++) {
-		all[i].name = names + (uintptr_t)all[i].name;
-		if (all[i].d_type == DT_UNKNOWN)
-			all[i].d_type = walk_resolve_type(d->fd, all[i].name);
-	}
 	bool has_cur = false, has_new = false;
 	size_t n_subs = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (all[i].d_type == DT_UNKNOWN)
+			all[i].d_type = walk_resolve_type(d->fd, names + all[i].name);
 		if (all[i].d_type != DT_DIR)
 			continue;
 		n_subs++;
-		has_cur |= !strcmp(all[i].name, "cur");
-		has_new |= !strcmp(all[i].name, "new");
+		has_cur |= !strcmp(names + all[i].name, "cur");
+		has_new |= !strcmp(names + all[i].name, "new");
 	}
 	d->is_maildir = has_cur && has_new;
-	if (n)
-		qsort(all, n, sizeof(*all), walk_entry_cmp);
+	unsigned depth = 0;
+	for (size_t k = n; k; k >>= 1)
+		depth += 2;
+	walk_dent_sort(all, n, depth);
 	/* A Maildir message whose flags change while its directory is being
 	 * listed can be listed under both names (getdents64 allows it): same
 	 * inode, same unique name, one input.  Anything else sharing an inode
@@ -572,7 +705,7 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	if (n && d->in_maildir) {
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			if (all[i].d_type == DT_DIR || !walk_relisted(all, k, &all[i]))
+			if (all[i].d_type == DT_DIR || !walk_relisted(names, all, k, &all[i]))
 				all[k++] = all[i];
 		n = k;
 	}
@@ -581,13 +714,13 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	 * between the two listings is then neither lost nor doubled (it is
 	 * read under its new name, see walk_entry_find_renamed). */
 	if (parent && parent->is_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new")) {
-		if (walk_remember_new(parent, all, n) < 0)
+		if (walk_remember_new(parent, names, all, n) < 0)
 			goto nomem;
 	} else if (parent && parent->is_maildir && parent->n_new_bases &&
 	           !strcmp(d->relpath + d->relpath_len - 3, "cur")) {
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, all[i].name))
+			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, names + all[i].name))
 				all[k++] = all[i];
 		n = k;
 	}
@@ -604,9 +737,11 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 			continue;
 		}
 		/* A Maildir's tmp/ holds messages still being written. */
-		if (d->is_maildir && !strcmp(all[i].name, "tmp"))
+		if (d->is_maildir && !strcmp(names + all[i].name, "tmp"))
 			continue;
-		subs[ns++] = all[i];
+		subs[ns++] = (struct walk_entry){
+			.dir = d, .name = names + all[i].name, .ino = all[i].ino, .d_type = DT_DIR,
+		};
 	}
 	if (d->is_maildir) {
 		/* new/ first */
@@ -618,7 +753,7 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 				break;
 			}
 	}
-	d->files = all;
+	d->dents = all;
 	d->n_files = nf;
 	d->subs = subs;
 	d->n_subs = ns;
@@ -977,7 +1112,15 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 		}
 		struct walk_dir *top = w->stack[w->depth - 1];
 		if (top->next_file < top->n_files) {
-			*out = &top->files[top->next_file++];
+			struct walk_entry *e = walk_entry_get(w);
+			if (!e)
+				return -ENOMEM;
+			const struct walk_dent *de = &top->dents[top->next_file++];
+			*e = (struct walk_entry){
+				.dir = top, .name = top->names + de->name, .ino = de->ino,
+				.d_type = de->d_type, .pooled = true,
+			};
+			*out = e;
 			return 1;
 		}
 		if (top->next_sub < top->n_subs) {
@@ -1005,8 +1148,13 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 void walk_entry_done(struct walk *w, struct walk_entry *e)
 {
 	struct walk_dir *d = e->dir;
-	if (d == w->explicit_dir)
+	if (e->pooled) {
+		union walk_pooled *p = (union walk_pooled *)e;
+		p->next = w->free_entries;
+		w->free_entries = p;
+	} else if (d == w->explicit_dir) {
 		xfree(e);
+	}
 	walk_dir_unref(d);
 }
 

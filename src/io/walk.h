@@ -34,6 +34,7 @@ struct walk_entry {
 	uint64_t ino;
 	uint8_t d_type;           /* DT_REG, DT_UNKNOWN (stat says), ... */
 	bool follow;              /* an explicit path: symlinks followed */
+	bool pooled;              /* walk-private: from the walk's entry pool */
 	const char *base;         /* a PATH argument's: resolved (NULL: lexically) */
 	const char *shown;        /* the path records show, when not name ("-") */
 	enum record_reason reason;/* set when the walk itself failed on it */

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Batch storage: see batch.h.  Each file gets a buffer of exactly its stat
- * size + 1 from the batch's data arena; after the first few batches the
- * arena's kept chunk holds a whole batch, so reads land in reused memory. */
+ * size + 1 from the batch's data arena, whose home chunk of keep_bytes is
+ * allocated at the batch's first reset and kept for the run: every batch
+ * after the first reads into the same memory, so the steady state maps
+ * nothing and its reads land in pages already faulted in.  A batch larger
+ * than that (one file past keep_bytes, below the stream threshold) gets a
+ * chunk of its own, given back at the next reset. */
 #include "sched/batch.h"
 #include "core/xalloc.h"
 
@@ -61,10 +65,10 @@ void batch_reset(struct batch *b, uint64_t keep_bytes)
 		if (b->out[i].cap > 4 * keep_bytes + (1 << 20))
 			dynbuf_release(&b->out[i]);
 	}
-	/* a chunk grown for one huge file is given back, not kept */
-	if (arena_capacity(&b->data) > keep_bytes)
+	arena_reset(&b->data);
+	/* A failure leaves the arena growing chunk by chunk as before; the
+	 * allocation that cannot be made is then the one that fails. */
+	if (keep_bytes && !b->data.home && arena_reserve(&b->data, keep_bytes) < 0)
 		arena_release(&b->data);
-	else
-		arena_reset(&b->data);
 }
 

@@ -478,6 +478,62 @@ def case_faults_per_batch(ctx):
                f'{FAULTS_PER_BATCH}: batch memory is no longer reused')
 
 
+# The same files given several times (PATH arguments repeated): every
+# added copy adds batches but no new message ids, names or sizes, so what
+# grows with messages (the thread map, the walk's listing) is out of the
+# difference and what is left is the batches' own memory.  Each batch's data
+# arena has a home chunk made at its first reset (src/sched/batch.c), so a
+# steady batch maps nothing and reads into pages faulted in before.
+# Measured (2,000 messages, 12-13 batches, and six copies): 0.13-0.25
+# mappings and 8.7-14.2 faults per added batch (the walk's listing memory
+# of each repeated directory, the parser's scratch and the output buffers
+# meeting a larger message than before); the data arena that grew chunk by
+# chunk and kept its largest made 0.15 and 27.6, and one given back at
+# every reset 0.50 and 52.3 (malloc hands the freed pages back out, so
+# even that costs far less than the 512 faults of 2 MiB mapped afresh).
+MAPPINGS_PER_ADDED_BATCH = 0.4
+FAULTS_PER_ADDED_BATCH = 24
+MAPPING_NAMES = ('mmap', 'munmap', 'mremap', 'mprotect', 'brk')
+
+
+def case_memory_per_batch(ctx):
+    """Mappings (strace -f -c) and minor faults (getrusage) of 2,000
+    realistic messages given once and six times: their difference per
+    added batch."""
+    need_strace()
+    fail = ctx.fail
+    d = os.path.join(ctx.tmp, 'realistic')
+    p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout', 'maildir',
+                        '--count', '2000'], capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+    runs = {}
+    for k in (1, 6):
+        args = ['--stats=json', '-o', '/dev/null'] + ['realistic'] * k
+        r = run_ingest(ctx.ingest, args, ctx.tmp, f'repeat-{k}')
+        need_ok(r, f'{k} copies')
+        mm = sum(calls_in(r.counts, n) for n in MAPPING_NAMES)
+        code, err, ru = rusage_run([ctx.ingest] + args, ctx.tmp)
+        if not fail.check(code == 0, f'{k} copies: exit {code}: {err[-500:]}'):
+            return
+        runs[k] = (r.stats['batches'], mm, ru.ru_minflt)
+    (b1, mm1, f1), (b6, mm6, f6) = runs[1], runs[6]
+    added = b6 - b1
+    if not fail.check(added > 0, f'batches {b1} and {b6}: none added'):
+        return
+    mm_per, f_per = (mm6 - mm1) / added, (f6 - f1) / added
+    note(f'one copy: {b1} batches, {mm1} mappings, {f1} faults; six: {b6} batches, {mm6} '
+         f'mappings, {f6} faults: {mm_per:.2f} mappings and {f_per:.1f} faults per added batch '
+         f'(bounds {MAPPINGS_PER_ADDED_BATCH}, {FAULTS_PER_ADDED_BATCH})')
+    fail.check(mm_per <= MAPPINGS_PER_ADDED_BATCH,
+               f'{mm6 - mm1} more mmap/munmap/mremap/mprotect/brk for {added} more batches: '
+               f'{mm_per:.2f} a batch, over {MAPPINGS_PER_ADDED_BATCH}: batch memory is mapped '
+               f'per batch')
+    fail.check(f_per <= FAULTS_PER_ADDED_BATCH,
+               f'{f6 - f1} more page faults for {added} more batches: {f_per:.1f} a batch, over '
+               f'{FAULTS_PER_ADDED_BATCH}: batch memory is no longer reused')
+
+
 def top_names(counts, k=6):
     items = sorted(((v, n) for n, v in counts.items() if n != 'total'), reverse=True)[:k]
     return ', '.join(f'{n}={v}' for v, n in items)
@@ -1071,6 +1127,7 @@ CASES = {
     'uring-flat-compare': case_uring_flat_compare,
     'uring-realistic': case_uring_realistic,
     'faults-per-batch': case_faults_per_batch,
+    'memory-per-batch': case_memory_per_batch,
     'sync-flat': case_sync_flat,
     'stats-agree-uring': lambda c: case_stats_agree(c, 'uring'),
     'stats-agree-sync': lambda c: case_stats_agree(c, 'sync'),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for core/arena: alignment, the byte cap, reset keeping the
- * largest chunk, memdup's NUL, and overflow of the size rounding. */
+ * largest chunk or the home chunk, memdup's NUL, and overflow of the size rounding. */
 #include "core/arena.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,37 @@ static void test_arena_reset_keeps_the_largest_chunk(void **state)
 	assert_int_equal(arena_capacity(&a), 0);
 }
 
+static void test_arena_home_chunk_is_kept(void **state)
+{
+	(void)state;
+	struct arena a;
+	arena_init(&a, 0);
+	assert_non_null(arena_alloc(&a, 100));
+	assert_int_equal(arena_reserve(&a, 4096), 0);
+	/* what the arena held before is gone; the home is all there is */
+	assert_int_equal(a.used, 0);
+	assert_int_equal(arena_capacity(&a), 4096);
+	char *p = arena_alloc(&a, 1000);
+	assert_non_null(p);
+	/* past the home: a chunk of just the request, not a doubling */
+	char *big = arena_alloc(&a, 5000);
+	assert_non_null(big);
+	memset(big, 1, 5000);
+	assert_int_equal(arena_capacity(&a), 5008);
+	/* reset keeps the home, though the other chunk is larger */
+	arena_reset(&a);
+	assert_int_equal(arena_capacity(&a), 4096);
+	assert_ptr_equal(a.head, a.home);
+	assert_ptr_equal(arena_alloc(&a, 10), p);
+	/* a home as large or larger is there already; a smaller one is not */
+	assert_int_equal(arena_reserve(&a, 4096), 0);
+	assert_int_equal(arena_reserve(&a, 100), 0);
+	assert_int_equal(arena_reserve(&a, 8192), -EEXIST);
+	arena_release(&a);
+	assert_null(a.home);
+	assert_null(a.head);
+}
+
 static void test_arena_memdup_terminates(void **state)
 {
 	(void)state;
@@ -81,6 +113,7 @@ int main(void)
 		cmocka_unit_test(test_arena_aligned_and_distinct),
 		cmocka_unit_test(test_arena_cap_is_a_failure_not_a_crash),
 		cmocka_unit_test(test_arena_reset_keeps_the_largest_chunk),
+		cmocka_unit_test(test_arena_home_chunk_is_kept),
 		cmocka_unit_test(test_arena_memdup_terminates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -357,6 +357,26 @@ static int ino_name_cmp(const void *a, const void *b)
 	return (x->ino > y->ino) - (x->ino < y->ino);
 }
 
+/* The regular names of dir (skip: a name left out, or NULL) with their
+ * inodes, sorted by inode as the walk hands them out; at most max. */
+static size_t list_by_inode(const char *dir, const char *skip, struct ino_name *files, size_t max)
+{
+	size_t n = 0;
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));) {
+		if (de->d_name[0] == '.' || (skip && !strcmp(de->d_name, skip)))
+			continue;
+		assert_true(n < max);
+		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
+		files[n].ino = t_ino_of(dir, de->d_name);
+		n++;
+	}
+	closedir(d);
+	qsort(files, n, sizeof(files[0]), ino_name_cmp);
+	return n;
+}
+
 static void test_walk_sorted_by_inode(void **state)
 {
 	(void)state;
@@ -380,20 +400,8 @@ static void test_walk_sorted_by_inode(void **state)
 		put_file(base, name, "x");
 	}
 	struct ino_name files[N];
-	size_t n = 0;
-	DIR *d = opendir(base);
-	assert_non_null(d);
-	for (struct dirent *de; (de = readdir(d));) {
-		if (de->d_name[0] == '.')
-			continue;
-		assert_true(n < N);
-		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
-		files[n].ino = t_ino_of(base, de->d_name);
-		n++;
-	}
-	closedir(d);
+	size_t n = list_by_inode(base, NULL, files, N);
 	assert_int_equal(n, N);
-	qsort(files, n, sizeof(files[0]), ino_name_cmp);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
@@ -409,6 +417,74 @@ static void test_walk_sorted_by_inode(void **state)
 	struct walk_entry *e;
 	assert_int_equal(walk_next(w, &e), 0);
 	walk_free(w);
+	t_rmtree(base);
+}
+
+/* A directory past what one slab of the walk's entry pool holds (256), its
+ * entries all held by the reader at once, then given back out of order:
+ * the listing is sorted in place (quicksort over the compact listing) into
+ * the same inode order as qsort gives, every entry handed out is its own
+ * and stays intact while it is held, and entries given back are handed out
+ * again by the next directory (a directory's own array of entries, as
+ * before, would not be). */
+static void test_walk_many_entries_held_at_once(void **state)
+{
+	(void)state;
+	enum { MADE = 3000, N = 2000 };
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "a", "a/b", NULL });
+	char name[32];
+	for (int i = 0; i < MADE; i++) {
+		snprintf(name, sizeof(name), "a/f%05d", i);
+		put_file(base, name, "x");
+	}
+	/* holes in the inode numbers, filled by the next files */
+	for (int i = 0; i < MADE; i += 3) {
+		char *p = t_asprintf("%s/a/f%05d", base, i);
+		assert_int_equal(unlink(p), 0);
+		free(p);
+	}
+	for (int i = 0; i < N - (MADE - (MADE + 2) / 3); i++) {
+		snprintf(name, sizeof(name), "a/g%05d", i);
+		put_file(base, name, "x");
+	}
+	put_file(base, "a/b/only", "x");
+	static struct ino_name files[N];
+	char *dir = t_asprintf("%s/a", base);
+	size_t n = list_by_inode(dir, "b", files, N);
+	assert_int_equal(n, N);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, dir), 0);
+	static struct walk_entry *held[N];
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(walk_next(w, &held[i]), 1);
+		assert_string_equal(held[i]->name, files[i].name);
+		assert_int_equal(held[i]->ino, files[i].ino);
+		assert_int_equal(held[i]->d_type, DT_REG);
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* none was overwritten by a later one */
+		assert_string_equal(held[i]->name, files[i].name);
+		for (size_t j = i + 1; j < n && j < i + 300; j++)
+			assert_ptr_not_equal(held[i], held[j]);
+	}
+	for (size_t i = 0; i < n; i += 2)
+		walk_entry_done(w, held[i]);
+	for (size_t i = 1; i < n; i += 2)
+		walk_entry_done(w, held[i]);
+	/* a/b/, entered after a/'s files: its one entry reuses one given back */
+	struct walk_entry *e;
+	assert_int_equal(walk_next(w, &e), 1);
+	assert_string_equal(e->name, "only");
+	bool reused = false;
+	for (size_t i = 0; i < n && !reused; i++)
+		reused = e == held[i];
+	assert_true(reused);
+	walk_entry_done(w, e);
+	assert_int_equal(walk_next(w, &e), 0);
+	walk_free(w);
+	free(dir);
 	t_rmtree(base);
 }
 
@@ -952,6 +1028,7 @@ int main(void)
 		cmocka_unit_test(test_walk_plain_tree),
 		cmocka_unit_test(test_walk_maildir_in_tree),
 		cmocka_unit_test(test_walk_sorted_by_inode),
+		cmocka_unit_test(test_walk_many_entries_held_at_once),
 		cmocka_unit_test(test_walk_hard_links_and_relisted),
 		cmocka_unit_test(test_walk_symlinks_not_followed),
 		cmocka_unit_test(test_walk_fifo_and_socket_listed),
