@@ -45,7 +45,7 @@ enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,
 	ST_INSERT_MESSAGE, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
-	ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
+	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
 	ST__COUNT
 };
@@ -100,17 +100,25 @@ static const char *const index_sql[ST__COUNT] = {
 		" value->>'disposition', value->>'content_id', value->>'size' FROM json_each(?1)",
 	[ST_INSERT_REFS] =
 		"INSERT INTO refs(message, position, msgid) SELECT ?7, key, value FROM json_each(?1)",
-	/* ?1 the attachments, ?2 the text, ?7 the docid; subject from the row.
-	 * Names and addresses as words: from:ann and from:example.org match */
-	[ST_INSERT_FTS] =
-		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
-		" SELECT ?7, (SELECT subject FROM messages WHERE docid = ?7),"
+	/* The columns of a message's FTS row but its text (index_fts_flush):
+	 * ?1 the attachments, ?7 the docid; no row for a message replaced or
+	 * deleted since.  Names and addresses as words: from:ann and
+	 * from:example.org match */
+	[ST_FTS_ROW] =
+		"SELECT m.subject,"
 		" (SELECT group_concat(coalesce(name || ' ', '') || coalesce(address, ''), ' ')"
 		"   FROM addresses WHERE message = ?7 AND role IN ('from', 'sender')),"
 		" (SELECT group_concat(coalesce(\"group\" || ' ', '') || coalesce(name || ' ', '')"
 		"   || coalesce(address, ''), ' ') FROM addresses"
 		"   WHERE message = ?7 AND role IN ('to', 'cc', 'bcc')),"
-		" ?2, (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))",
+		" (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))"
+		" FROM messages m WHERE m.docid = ?7",
+	/* one row, VALUES: a statement that writes one row opens no statement
+	 * savepoint, and FTS5 (before 3.43) writes its pending terms out as a
+	 * segment at every savepoint (index_fts_flush) */
+	[ST_INSERT_FTS] =
+		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
 	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3) */
 	[ST_THREAD_LINKS] =
@@ -195,6 +203,10 @@ struct index {
 	char *built, *final;
 	int build_fd;
 	bool broken;
+	/* The FTS rows of the open transaction, written at its commit
+	 * (index_fts_flush): per message a struct index_fts_head, then the
+	 * text's bytes and the attachments' JSON. */
+	struct dynbuf fts_rows;
 	struct dynbuf scratch;
 	struct index_stats stats;
 	char error[256];
@@ -416,6 +428,7 @@ int index_open(const char *path, struct index **out, const char **why)
 	if (!ix)
 		return -ENOMEM;
 	dynbuf_init(&ix->scratch, 0);
+	dynbuf_init(&ix->fts_rows, 0);
 	/* A file we may not write is refused before SQLite opens it read-only
 	 * behind our back (it would fail only at the first batch). */
 	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
@@ -493,6 +506,7 @@ void index_close(struct index *ix)
 		sys_close(ix->build_fd);
 	xfree(ix->built);
 	xfree(ix->final);
+	dynbuf_release(&ix->fts_rows);
 	dynbuf_release(&ix->scratch);
 	xfree(ix);
 }
@@ -566,6 +580,75 @@ static void index_bind(struct index *ix, enum index_stmt k, const char *rec, siz
 	}
 }
 
+/* A message's FTS row, kept until its transaction commits: the text and
+ * the attachments' JSON follow it, in this order; a length of -1 is NULL. */
+struct index_fts_head {
+	int64_t docid;
+	int64_t text_len, attachments_len;
+};
+
+static int index_fts_keep(struct index *ix, int64_t docid, sqlite3_stmt *msg, int text, int attachments)
+{
+	const void *t = sqlite3_column_text(msg, text), *a = sqlite3_column_text(msg, attachments);
+	struct index_fts_head h = {
+		docid, t ? sqlite3_column_bytes(msg, text) : -1, a ? sqlite3_column_bytes(msg, attachments) : -1,
+	};
+	int r = dynbuf_append(&ix->fts_rows, &h, sizeof(h));
+	if (r == 0 && t)
+		r = dynbuf_append(&ix->fts_rows, t, (size_t)h.text_len);
+	if (r == 0 && a)
+		r = dynbuf_append(&ix->fts_rows, a, (size_t)h.attachments_len);
+	return r;
+}
+
+static void index_bind_kept(sqlite3_stmt *s, int param, const char *p, int64_t n)
+{
+	if (n >= 0)
+		sqlite3_bind_text(s, param, p, (int)n, SQLITE_STATIC);
+}
+
+/* Writes the FTS rows of the transaction, after all its other statements.
+ * FTS5 of SQLite before 3.43 writes its pending terms out as a new segment
+ * whenever a statement opens a savepoint (one that writes several rows or
+ * fires a trigger: the message's REPLACE, the addresses' INSERT ... SELECT,
+ * the per-file DELETE), so an FTS row inserted between them became a
+ * segment of one message, and FTS5 merged them all again: half of a first
+ * index's instructions (bench/INDEX.md).  Written last, one VALUES insert
+ * each, the batch's terms stay pending until the commit writes them as
+ * one segment.  A message replaced or deleted later in the transaction
+ * has no row to select: its FTS row is not written. */
+static int index_fts_flush(struct index *ix)
+{
+	sqlite3_stmt *row = ix->st[ST_FTS_ROW], *ins = ix->st[ST_INSERT_FTS];
+	int r = 0;
+	for (size_t at = 0; r == 0 && at < ix->fts_rows.len;) {
+		struct index_fts_head h;
+		memcpy(&h, ix->fts_rows.p + at, sizeof(h));
+		const char *text = ix->fts_rows.p + at + sizeof(h);
+		const char *att = text + (h.text_len > 0 ? h.text_len : 0);
+		at += sizeof(h) + (size_t)(h.text_len > 0 ? h.text_len : 0) +
+		      (size_t)(h.attachments_len > 0 ? h.attachments_len : 0);
+		index_bind_kept(row, 1, att, h.attachments_len);
+		sqlite3_bind_int64(row, 7, h.docid);
+		int rc = sqlite3_step(row);
+		if (rc == SQLITE_ROW) {
+			/* the row's columns stay valid until it is reset */
+			sqlite3_bind_int64(ins, 1, h.docid);
+			for (int c = 0; c < 3; c++)
+				sqlite3_bind_value(ins, 2 + c, sqlite3_column_value(row, c));
+			index_bind_kept(ins, 5, text, h.text_len);
+			sqlite3_bind_value(ins, 6, sqlite3_column_value(row, 3));
+			r = index_run(ix, ST_INSERT_FTS);
+		} else if (rc != SQLITE_DONE) {
+			r = index_fail(ix, rc);
+		}
+		sqlite3_reset(row);
+		sqlite3_clear_bindings(row);
+	}
+	dynbuf_reset(&ix->fts_rows);
+	return r;
+}
+
 int index_begin(struct index *ix)
 {
 	uint64_t t0 = index_now_ns();
@@ -578,7 +661,9 @@ int index_begin(struct index *ix)
 int index_commit(struct index *ix)
 {
 	uint64_t t0 = index_now_ns();
-	int r = index_run(ix, ST_COMMIT);
+	int r = index_fts_flush(ix);
+	if (r == 0)
+		r = index_run(ix, ST_COMMIT);
 	if (r < 0)
 		index_rollback(ix);
 	else
@@ -593,6 +678,7 @@ void index_rollback(struct index *ix)
 	/* after SQLITE_FULL SQLite may have rolled back already: harmless */
 	if (sqlite3_get_autocommit(ix->db) == 0)
 		index_run(ix, ST_ROLLBACK);
+	dynbuf_reset(&ix->fts_rows);
 	ix->in_tx = false;
 }
 
@@ -666,16 +752,15 @@ static int index_add_message(struct index *ix, const struct record_io *io, const
 	int r = index_run(ix, ST_INSERT_ADDRESSES);
 	static const struct { enum index_stmt st; enum index_part part; } lists[] = {
 		{ ST_INSERT_ATTACHMENTS, PART_ATTACHMENTS }, { ST_INSERT_REFS, PART_REFERENCES },
-		{ ST_INSERT_FTS, PART_ATTACHMENTS },
 	};
 	for (size_t i = 0; r == 0 && i < sizeof(lists) / sizeof(lists[0]); i++) {
 		st = ix->st[lists[i].st];
 		index_bind_part(st, 1, msg, lists[i].part);
-		if (lists[i].st == ST_INSERT_FTS)
-			index_bind_part(st, 2, msg, PART_TEXT);
 		sqlite3_bind_int64(st, 7, docid);
 		r = index_run(ix, lists[i].st);
 	}
+	if (r == 0)
+		r = index_fts_keep(ix, docid, msg, PART_TEXT, PART_ATTACHMENTS);
 	if (r == 0)
 		r = index_thread(ix, msg, docid);
 	while (rc == SQLITE_ROW)
