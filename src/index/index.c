@@ -205,7 +205,7 @@ struct index {
 	bool broken;
 	/* The FTS rows of the open transaction, written at its commit
 	 * (index_fts_flush): per message a struct index_fts_head, then the
-	 * text's bytes and the attachments' JSON. */
+	 * text and the attachments' JSON, each with its NUL. */
 	struct dynbuf fts_rows;
 	struct dynbuf scratch;
 	struct index_stats stats;
@@ -566,14 +566,25 @@ static int index_run(struct index *ix, enum index_stmt k)
 	return rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
-/* ?1 record, ?2 root, ?3 path, as index_sql's comment says. */
+/* Text that ends in a NUL at p[n] (terminated) and holds none before it is
+ * bound as a C string: SQLite marks it terminated and never copies it to
+ * terminate it, as it did for each JSON function of a statement and for
+ * FTS5's tokenizer (bench/INDEX.md).  Other text keeps its length. */
+static void index_bind_text(sqlite3_stmt *s, int param, const char *p, size_t n, bool terminated)
+{
+	int len = terminated && !memchr(p, '\0', n) ? -1 : (int)n;
+	sqlite3_bind_text(s, param, p, len, SQLITE_STATIC);
+}
+
+/* ?1 record, ?2 root, ?3 path, as index_sql's comment says; rec is
+ * NUL-terminated (index_add_item's copy) or not (terminated). */
 static void index_bind(struct index *ix, enum index_stmt k, const char *rec, size_t n,
-                       const struct record_io *io)
+                       bool terminated, const struct record_io *io)
 {
 	sqlite3_stmt *s = ix->st[k];
 	int params = sqlite3_bind_parameter_count(s);
 	if (rec && params >= 1)
-		sqlite3_bind_text(s, 1, rec, (int)n, SQLITE_STATIC);
+		index_bind_text(s, 1, rec, n, terminated);
 	if (params >= 3) {
 		sqlite3_bind_text(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 		sqlite3_bind_text(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
@@ -581,7 +592,8 @@ static void index_bind(struct index *ix, enum index_stmt k, const char *rec, siz
 }
 
 /* A message's FTS row, kept until its transaction commits: the text and
- * the attachments' JSON follow it, in this order; a length of -1 is NULL. */
+ * the attachments' JSON follow it, in this order, each NUL-terminated; a
+ * length (without the NUL) of -1 is NULL. */
 struct index_fts_head {
 	int64_t docid;
 	int64_t text_len, attachments_len;
@@ -593,18 +605,19 @@ static int index_fts_keep(struct index *ix, int64_t docid, sqlite3_stmt *msg, in
 	struct index_fts_head h = {
 		docid, t ? sqlite3_column_bytes(msg, text) : -1, a ? sqlite3_column_bytes(msg, attachments) : -1,
 	};
+	/* each with its NUL, bound with it (index_bind_kept) */
 	int r = dynbuf_append(&ix->fts_rows, &h, sizeof(h));
 	if (r == 0 && t)
-		r = dynbuf_append(&ix->fts_rows, t, (size_t)h.text_len);
+		r = dynbuf_append(&ix->fts_rows, t, (size_t)h.text_len + 1);
 	if (r == 0 && a)
-		r = dynbuf_append(&ix->fts_rows, a, (size_t)h.attachments_len);
+		r = dynbuf_append(&ix->fts_rows, a, (size_t)h.attachments_len + 1);
 	return r;
 }
 
 static void index_bind_kept(sqlite3_stmt *s, int param, const char *p, int64_t n)
 {
 	if (n >= 0)
-		sqlite3_bind_text(s, param, p, (int)n, SQLITE_STATIC);
+		index_bind_text(s, param, p, (size_t)n, true);
 }
 
 /* Writes the FTS rows of the transaction, after all its other statements.
@@ -625,9 +638,9 @@ static int index_fts_flush(struct index *ix)
 		struct index_fts_head h;
 		memcpy(&h, ix->fts_rows.p + at, sizeof(h));
 		const char *text = ix->fts_rows.p + at + sizeof(h);
-		const char *att = text + (h.text_len > 0 ? h.text_len : 0);
-		at += sizeof(h) + (size_t)(h.text_len > 0 ? h.text_len : 0) +
-		      (size_t)(h.attachments_len > 0 ? h.attachments_len : 0);
+		const char *att = text + (h.text_len >= 0 ? h.text_len + 1 : 0);
+		at += sizeof(h) + (size_t)(h.text_len >= 0 ? h.text_len + 1 : 0) +
+		      (size_t)(h.attachments_len >= 0 ? h.attachments_len + 1 : 0);
 		index_bind_kept(row, 1, att, h.attachments_len);
 		sqlite3_bind_int64(row, 7, h.docid);
 		int rc = sqlite3_step(row);
@@ -691,8 +704,9 @@ enum index_part {
 static void index_bind_part(sqlite3_stmt *to, int param, sqlite3_stmt *from, enum index_part k)
 {
 	const char *p = (const char *)sqlite3_column_text(from, k);
+	/* a column's text has its NUL */
 	if (p)
-		sqlite3_bind_text(to, param, p, sqlite3_column_bytes(from, k), SQLITE_STATIC);
+		index_bind_text(to, param, p, (size_t)sqlite3_column_bytes(from, k), true);
 }
 
 /* Joins the message (docid) to the threads it links to, merging them. */
@@ -737,7 +751,7 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 static int index_add_message(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
 	sqlite3_stmt *msg = ix->st[ST_INSERT_MESSAGE];
-	index_bind(ix, ST_INSERT_MESSAGE, rec, n, io);
+	index_bind(ix, ST_INSERT_MESSAGE, rec, n, true, io);
 	int rc = sqlite3_step(msg);
 	if (rc != SQLITE_ROW) {
 		sqlite3_reset(msg);
@@ -802,10 +816,10 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 /* A file gone: its messages, its errors and its state row. */
 static int index_delete_file(struct index *ix, const struct record_io *io)
 {
-	index_bind(ix, ST_DELETE_PATH, NULL, 0, io);
+	index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
 	int r = index_run(ix, ST_DELETE_PATH);
 	if (r == 0) {
-		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, io);
+		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH_ERRORS);
 	}
 	return r;
@@ -814,7 +828,7 @@ static int index_delete_file(struct index *ix, const struct record_io *io)
 static int index_rename(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
 	sqlite3_stmt *s = ix->st[ST_RENAME_MESSAGES];
-	index_bind(ix, ST_RENAME_MESSAGES, rec, n, io);
+	index_bind(ix, ST_RENAME_MESSAGES, rec, n, false, io);
 	sqlite3_bind_text(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
 	int r = index_run(ix, ST_RENAME_MESSAGES);
 	if (r < 0)
@@ -871,8 +885,16 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;
 			const char *rec = records + at;
+			/* a terminated copy, bound as such (index_bind_text) */
+			dynbuf_reset(&ix->scratch);
+			r = dynbuf_append(&ix->scratch, rec, n);
+			if (r == 0)
+				r = dynbuf_putc(&ix->scratch, '\0');
+			if (r < 0)
+				break;
+			rec = ix->scratch.p;
 			if (index_is_error(rec, n)) {
-				index_bind(ix, ST_INSERT_ERROR, rec, n, io);
+				index_bind(ix, ST_INSERT_ERROR, rec, n, true, io);
 				r = index_run(ix, ST_INSERT_ERROR);
 				ix->stats.errors++;
 			} else {
