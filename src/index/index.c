@@ -120,13 +120,18 @@ static const char *const index_sql[ST__COUNT] = {
 		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
-	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3) */
+	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3), with
+	 * repeats (index_thread keeps each once): joins and UNION ALL build
+	 * one temporary table, where IN and UNION built seven, a tenth of a
+	 * first index's instructions (bench/INDEX.md) */
 	[ST_THREAD_LINKS] =
-		"WITH ids(v) AS (SELECT ?1 UNION SELECT ?2 UNION SELECT value FROM json_each(?3))"
-		" SELECT thread_id FROM messages WHERE message_id IN ids AND thread_id IS NOT NULL"
-		" UNION SELECT thread_id FROM messages WHERE in_reply_to IN ids AND thread_id IS NOT NULL"
-		" UNION SELECT m.thread_id FROM refs r JOIN messages m ON m.docid = r.message"
-		"  WHERE r.msgid IN ids AND m.thread_id IS NOT NULL AND m.docid <> ?7",
+		"WITH ids(v) AS (SELECT ?1 UNION ALL SELECT ?2 UNION ALL SELECT value FROM json_each(?3))"
+		" SELECT m.thread_id FROM ids JOIN messages m ON m.message_id = ids.v"
+		"  WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM ids JOIN messages m ON m.in_reply_to = ids.v"
+		"  WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM ids JOIN refs r ON r.msgid = ids.v"
+		"  JOIN messages m ON m.docid = r.message WHERE m.thread_id IS NOT NULL AND m.docid <> ?7",
 	[ST_THREAD_SET] = "UPDATE messages SET thread_id = ?2 WHERE docid = ?1",
 	[ST_THREAD_MERGE] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
 	[ST_INSERT_ERROR] =
@@ -720,10 +725,20 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 	index_bind_part(s, 2, msg, PART_IN_REPLY_TO);
 	index_bind_part(s, 3, msg, PART_REFERENCES);
 	sqlite3_bind_int64(s, 7, docid);
+	/* found: the smallest distinct threads, ascending */
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t t = sqlite3_column_int64(s, 0);
-		if (nf < sizeof(found) / sizeof(found[0]))
-			found[nf++] = t;
+		size_t at = 0;
+		while (at < nf && found[at] < t)
+			at++;
+		if (at < nf && found[at] == t)
+			continue;
+		if (at < sizeof(found) / sizeof(found[0])) {
+			nf -= nf == sizeof(found) / sizeof(found[0]);
+			memmove(found + at + 1, found + at, (nf - at) * sizeof(found[0]));
+			found[at] = t;
+			nf++;
+		}
 		if (t < thread)
 			thread = t;
 	}
@@ -731,9 +746,9 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_DONE)
 		return index_fail(ix, rc);
-	/* more than 16 threads linked by one message: the rest merge when
-	 * their next message comes (each merge is permanent, so none is lost
-	 * beyond that) */
+	/* more than 16 threads linked by one message: the 16 smallest merge,
+	 * the rest when their next message comes (each merge is permanent,
+	 * so none is lost beyond that) */
 	for (size_t i = 0; i < nf; i++) {
 		if (found[i] == thread)
 			continue;
