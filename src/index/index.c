@@ -45,7 +45,7 @@ enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,
 	ST_INSERT_MESSAGE, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
-	ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
+	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
 	ST__COUNT
 };
@@ -100,25 +100,38 @@ static const char *const index_sql[ST__COUNT] = {
 		" value->>'disposition', value->>'content_id', value->>'size' FROM json_each(?1)",
 	[ST_INSERT_REFS] =
 		"INSERT INTO refs(message, position, msgid) SELECT ?7, key, value FROM json_each(?1)",
-	/* ?1 the attachments, ?2 the text, ?7 the docid; subject from the row.
-	 * Names and addresses as words: from:ann and from:example.org match */
-	[ST_INSERT_FTS] =
-		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
-		" SELECT ?7, (SELECT subject FROM messages WHERE docid = ?7),"
+	/* The columns of a message's FTS row but its text (index_fts_flush):
+	 * ?1 the attachments, ?7 the docid; no row for a message replaced or
+	 * deleted since.  Names and addresses as words: from:ann and
+	 * from:example.org match */
+	[ST_FTS_ROW] =
+		"SELECT m.subject,"
 		" (SELECT group_concat(coalesce(name || ' ', '') || coalesce(address, ''), ' ')"
 		"   FROM addresses WHERE message = ?7 AND role IN ('from', 'sender')),"
 		" (SELECT group_concat(coalesce(\"group\" || ' ', '') || coalesce(name || ' ', '')"
 		"   || coalesce(address, ''), ' ') FROM addresses"
 		"   WHERE message = ?7 AND role IN ('to', 'cc', 'bcc')),"
-		" ?2, (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))",
+		" (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))"
+		" FROM messages m WHERE m.docid = ?7",
+	/* one row, VALUES: a statement that writes one row opens no statement
+	 * savepoint, and FTS5 (before 3.43) writes its pending terms out as a
+	 * segment at every savepoint (index_fts_flush) */
+	[ST_INSERT_FTS] =
+		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
-	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3) */
+	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3), with
+	 * repeats (index_thread keeps each once): joins and UNION ALL build
+	 * one temporary table, where IN and UNION built seven, a tenth of a
+	 * first index's instructions (bench/INDEX.md) */
 	[ST_THREAD_LINKS] =
-		"WITH ids(v) AS (SELECT ?1 UNION SELECT ?2 UNION SELECT value FROM json_each(?3))"
-		" SELECT thread_id FROM messages WHERE message_id IN ids AND thread_id IS NOT NULL"
-		" UNION SELECT thread_id FROM messages WHERE in_reply_to IN ids AND thread_id IS NOT NULL"
-		" UNION SELECT m.thread_id FROM refs r JOIN messages m ON m.docid = r.message"
-		"  WHERE r.msgid IN ids AND m.thread_id IS NOT NULL AND m.docid <> ?7",
+		"WITH ids(v) AS (SELECT ?1 UNION ALL SELECT ?2 UNION ALL SELECT value FROM json_each(?3))"
+		" SELECT m.thread_id FROM ids JOIN messages m ON m.message_id = ids.v"
+		"  WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM ids JOIN messages m ON m.in_reply_to = ids.v"
+		"  WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM ids JOIN refs r ON r.msgid = ids.v"
+		"  JOIN messages m ON m.docid = r.message WHERE m.thread_id IS NOT NULL AND m.docid <> ?7",
 	[ST_THREAD_SET] = "UPDATE messages SET thread_id = ?2 WHERE docid = ?1",
 	[ST_THREAD_MERGE] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
 	[ST_INSERT_ERROR] =
@@ -195,6 +208,10 @@ struct index {
 	char *built, *final;
 	int build_fd;
 	bool broken;
+	/* The FTS rows of the open transaction, written at its commit
+	 * (index_fts_flush): per message a struct index_fts_head, then the
+	 * text and the attachments' JSON, each with its NUL. */
+	struct dynbuf fts_rows;
 	struct dynbuf scratch;
 	struct index_stats stats;
 	char error[256];
@@ -416,6 +433,7 @@ int index_open(const char *path, struct index **out, const char **why)
 	if (!ix)
 		return -ENOMEM;
 	dynbuf_init(&ix->scratch, 0);
+	dynbuf_init(&ix->fts_rows, 0);
 	/* A file we may not write is refused before SQLite opens it read-only
 	 * behind our back (it would fail only at the first batch). */
 	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
@@ -493,6 +511,7 @@ void index_close(struct index *ix)
 		sys_close(ix->build_fd);
 	xfree(ix->built);
 	xfree(ix->final);
+	dynbuf_release(&ix->fts_rows);
 	dynbuf_release(&ix->scratch);
 	xfree(ix);
 }
@@ -552,18 +571,100 @@ static int index_run(struct index *ix, enum index_stmt k)
 	return rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
-/* ?1 record, ?2 root, ?3 path, as index_sql's comment says. */
+/* Text that ends in a NUL at p[n] (terminated) and holds none before it is
+ * bound as a C string: SQLite marks it terminated and never copies it to
+ * terminate it, as it did for each JSON function of a statement and for
+ * FTS5's tokenizer (bench/INDEX.md).  Other text keeps its length. */
+static void index_bind_text(sqlite3_stmt *s, int param, const char *p, size_t n, bool terminated)
+{
+	int len = terminated && !memchr(p, '\0', n) ? -1 : (int)n;
+	sqlite3_bind_text(s, param, p, len, SQLITE_STATIC);
+}
+
+/* ?1 record, ?2 root, ?3 path, as index_sql's comment says; rec is
+ * NUL-terminated (index_add_item's copy) or not (terminated). */
 static void index_bind(struct index *ix, enum index_stmt k, const char *rec, size_t n,
-                       const struct record_io *io)
+                       bool terminated, const struct record_io *io)
 {
 	sqlite3_stmt *s = ix->st[k];
 	int params = sqlite3_bind_parameter_count(s);
 	if (rec && params >= 1)
-		sqlite3_bind_text(s, 1, rec, (int)n, SQLITE_STATIC);
+		index_bind_text(s, 1, rec, n, terminated);
 	if (params >= 3) {
 		sqlite3_bind_text(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 		sqlite3_bind_text(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	}
+}
+
+/* A message's FTS row, kept until its transaction commits: the text and
+ * the attachments' JSON follow it, in this order, each NUL-terminated; a
+ * length (without the NUL) of -1 is NULL. */
+struct index_fts_head {
+	int64_t docid;
+	int64_t text_len, attachments_len;
+};
+
+static int index_fts_keep(struct index *ix, int64_t docid, sqlite3_stmt *msg, int text, int attachments)
+{
+	const void *t = sqlite3_column_text(msg, text), *a = sqlite3_column_text(msg, attachments);
+	struct index_fts_head h = {
+		docid, t ? sqlite3_column_bytes(msg, text) : -1, a ? sqlite3_column_bytes(msg, attachments) : -1,
+	};
+	/* each with its NUL, bound with it (index_bind_kept) */
+	int r = dynbuf_append(&ix->fts_rows, &h, sizeof(h));
+	if (r == 0 && t)
+		r = dynbuf_append(&ix->fts_rows, t, (size_t)h.text_len + 1);
+	if (r == 0 && a)
+		r = dynbuf_append(&ix->fts_rows, a, (size_t)h.attachments_len + 1);
+	return r;
+}
+
+static void index_bind_kept(sqlite3_stmt *s, int param, const char *p, int64_t n)
+{
+	if (n >= 0)
+		index_bind_text(s, param, p, (size_t)n, true);
+}
+
+/* Writes the FTS rows of the transaction, after all its other statements.
+ * FTS5 of SQLite before 3.43 writes its pending terms out as a new segment
+ * whenever a statement opens a savepoint (one that writes several rows or
+ * fires a trigger: the message's REPLACE, the addresses' INSERT ... SELECT,
+ * the per-file DELETE), so an FTS row inserted between them became a
+ * segment of one message, and FTS5 merged them all again: half of a first
+ * index's instructions (bench/INDEX.md).  Written last, one VALUES insert
+ * each, the batch's terms stay pending until the commit writes them as
+ * one segment.  A message replaced or deleted later in the transaction
+ * has no row to select: its FTS row is not written. */
+static int index_fts_flush(struct index *ix)
+{
+	sqlite3_stmt *row = ix->st[ST_FTS_ROW], *ins = ix->st[ST_INSERT_FTS];
+	int r = 0;
+	for (size_t at = 0; r == 0 && at < ix->fts_rows.len;) {
+		struct index_fts_head h;
+		memcpy(&h, ix->fts_rows.p + at, sizeof(h));
+		const char *text = ix->fts_rows.p + at + sizeof(h);
+		const char *att = text + (h.text_len >= 0 ? h.text_len + 1 : 0);
+		at += sizeof(h) + (size_t)(h.text_len >= 0 ? h.text_len + 1 : 0) +
+		      (size_t)(h.attachments_len >= 0 ? h.attachments_len + 1 : 0);
+		index_bind_kept(row, 1, att, h.attachments_len);
+		sqlite3_bind_int64(row, 7, h.docid);
+		int rc = sqlite3_step(row);
+		if (rc == SQLITE_ROW) {
+			/* the row's columns stay valid until it is reset */
+			sqlite3_bind_int64(ins, 1, h.docid);
+			for (int c = 0; c < 3; c++)
+				sqlite3_bind_value(ins, 2 + c, sqlite3_column_value(row, c));
+			index_bind_kept(ins, 5, text, h.text_len);
+			sqlite3_bind_value(ins, 6, sqlite3_column_value(row, 3));
+			r = index_run(ix, ST_INSERT_FTS);
+		} else if (rc != SQLITE_DONE) {
+			r = index_fail(ix, rc);
+		}
+		sqlite3_reset(row);
+		sqlite3_clear_bindings(row);
+	}
+	dynbuf_reset(&ix->fts_rows);
+	return r;
 }
 
 int index_begin(struct index *ix)
@@ -578,7 +679,9 @@ int index_begin(struct index *ix)
 int index_commit(struct index *ix)
 {
 	uint64_t t0 = index_now_ns();
-	int r = index_run(ix, ST_COMMIT);
+	int r = index_fts_flush(ix);
+	if (r == 0)
+		r = index_run(ix, ST_COMMIT);
 	if (r < 0)
 		index_rollback(ix);
 	else
@@ -593,6 +696,7 @@ void index_rollback(struct index *ix)
 	/* after SQLITE_FULL SQLite may have rolled back already: harmless */
 	if (sqlite3_get_autocommit(ix->db) == 0)
 		index_run(ix, ST_ROLLBACK);
+	dynbuf_reset(&ix->fts_rows);
 	ix->in_tx = false;
 }
 
@@ -605,8 +709,9 @@ enum index_part {
 static void index_bind_part(sqlite3_stmt *to, int param, sqlite3_stmt *from, enum index_part k)
 {
 	const char *p = (const char *)sqlite3_column_text(from, k);
+	/* a column's text has its NUL */
 	if (p)
-		sqlite3_bind_text(to, param, p, sqlite3_column_bytes(from, k), SQLITE_STATIC);
+		index_bind_text(to, param, p, (size_t)sqlite3_column_bytes(from, k), true);
 }
 
 /* Joins the message (docid) to the threads it links to, merging them. */
@@ -620,10 +725,20 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 	index_bind_part(s, 2, msg, PART_IN_REPLY_TO);
 	index_bind_part(s, 3, msg, PART_REFERENCES);
 	sqlite3_bind_int64(s, 7, docid);
+	/* found: the smallest distinct threads, ascending */
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		int64_t t = sqlite3_column_int64(s, 0);
-		if (nf < sizeof(found) / sizeof(found[0]))
-			found[nf++] = t;
+		size_t at = 0;
+		while (at < nf && found[at] < t)
+			at++;
+		if (at < nf && found[at] == t)
+			continue;
+		if (at < sizeof(found) / sizeof(found[0])) {
+			nf -= nf == sizeof(found) / sizeof(found[0]);
+			memmove(found + at + 1, found + at, (nf - at) * sizeof(found[0]));
+			found[at] = t;
+			nf++;
+		}
 		if (t < thread)
 			thread = t;
 	}
@@ -631,9 +746,9 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_DONE)
 		return index_fail(ix, rc);
-	/* more than 16 threads linked by one message: the rest merge when
-	 * their next message comes (each merge is permanent, so none is lost
-	 * beyond that) */
+	/* more than 16 threads linked by one message: the 16 smallest merge,
+	 * the rest when their next message comes (each merge is permanent,
+	 * so none is lost beyond that) */
 	for (size_t i = 0; i < nf; i++) {
 		if (found[i] == thread)
 			continue;
@@ -651,7 +766,7 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 static int index_add_message(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
 	sqlite3_stmt *msg = ix->st[ST_INSERT_MESSAGE];
-	index_bind(ix, ST_INSERT_MESSAGE, rec, n, io);
+	index_bind(ix, ST_INSERT_MESSAGE, rec, n, true, io);
 	int rc = sqlite3_step(msg);
 	if (rc != SQLITE_ROW) {
 		sqlite3_reset(msg);
@@ -666,16 +781,15 @@ static int index_add_message(struct index *ix, const struct record_io *io, const
 	int r = index_run(ix, ST_INSERT_ADDRESSES);
 	static const struct { enum index_stmt st; enum index_part part; } lists[] = {
 		{ ST_INSERT_ATTACHMENTS, PART_ATTACHMENTS }, { ST_INSERT_REFS, PART_REFERENCES },
-		{ ST_INSERT_FTS, PART_ATTACHMENTS },
 	};
 	for (size_t i = 0; r == 0 && i < sizeof(lists) / sizeof(lists[0]); i++) {
 		st = ix->st[lists[i].st];
 		index_bind_part(st, 1, msg, lists[i].part);
-		if (lists[i].st == ST_INSERT_FTS)
-			index_bind_part(st, 2, msg, PART_TEXT);
 		sqlite3_bind_int64(st, 7, docid);
 		r = index_run(ix, lists[i].st);
 	}
+	if (r == 0)
+		r = index_fts_keep(ix, docid, msg, PART_TEXT, PART_ATTACHMENTS);
 	if (r == 0)
 		r = index_thread(ix, msg, docid);
 	while (rc == SQLITE_ROW)
@@ -717,10 +831,10 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 /* A file gone: its messages, its errors and its state row. */
 static int index_delete_file(struct index *ix, const struct record_io *io)
 {
-	index_bind(ix, ST_DELETE_PATH, NULL, 0, io);
+	index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
 	int r = index_run(ix, ST_DELETE_PATH);
 	if (r == 0) {
-		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, io);
+		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH_ERRORS);
 	}
 	return r;
@@ -729,7 +843,7 @@ static int index_delete_file(struct index *ix, const struct record_io *io)
 static int index_rename(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
 	sqlite3_stmt *s = ix->st[ST_RENAME_MESSAGES];
-	index_bind(ix, ST_RENAME_MESSAGES, rec, n, io);
+	index_bind(ix, ST_RENAME_MESSAGES, rec, n, false, io);
 	sqlite3_bind_text(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
 	int r = index_run(ix, ST_RENAME_MESSAGES);
 	if (r < 0)
@@ -786,8 +900,16 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;
 			const char *rec = records + at;
+			/* a terminated copy, bound as such (index_bind_text) */
+			dynbuf_reset(&ix->scratch);
+			r = dynbuf_append(&ix->scratch, rec, n);
+			if (r == 0)
+				r = dynbuf_putc(&ix->scratch, '\0');
+			if (r < 0)
+				break;
+			rec = ix->scratch.p;
 			if (index_is_error(rec, n)) {
-				index_bind(ix, ST_INSERT_ERROR, rec, n, io);
+				index_bind(ix, ST_INSERT_ERROR, rec, n, true, io);
 				r = index_run(ix, ST_INSERT_ERROR);
 				ix->stats.errors++;
 			} else {

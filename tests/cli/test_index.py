@@ -510,6 +510,20 @@ def case_search(tmp):
         fail("hits not in rank order, or a snippet without the marked word")
     if [h["path"] for h in search(db, "notmuch", limit=3)] != [h["path"] for h in hits[:3]]:
         fail("--limit=3 is not the three best")
+    # the ranks are README's weighted bm25, computed here by SQLite itself
+    c = sqlite3.connect(db)
+    want = sorted(r for (r,) in c.execute("SELECT bm25(mail_fts, 8.0, 4.0, 2.0, 1.0, 2.0) FROM mail_fts"
+                                          " WHERE mail_fts MATCH 'notmuch'"))
+    c.close()
+    # (JSON prints 15 digits)
+    got = [h["rank"] for h in search(db, "notmuch", limit=5)]
+    if len(got) != 5 or any(abs(a - b) > 1e-9 for a, b in zip(got, want)) or len(hits) != len(want):
+        fail(f"ranks are not bm25 with README's weights: {got} against {want[:5]}")
+    # a TSV line is the JSON line's hit: same order, same snippet
+    tsv = search(db, "notmuch", fmt="tsv")
+    flat_tsv = lambda v: re.sub(r"[\t\n\r]", " ", v or "")
+    if [(x[5], x[6]) for x in tsv] != [(h["path"], flat_tsv(h["snippet"])) for h in hits]:
+        fail("tsv lines are not the jsonl hits in their order with their snippets")
     rows = search(db, "from:carl", fmt="tsv")
     if len(rows) != n["from"] or any(len(x) != 7 for x in rows):
         fail(f"tsv: {rows[:2]}")

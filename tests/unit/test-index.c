@@ -301,6 +301,31 @@ static void test_index_threads_merge(void **state)
 	assert_string_equal(query("SELECT messages FROM threads"), "4");
 }
 
+/* The FTS rows of a transaction are written at its commit: a message
+ * replaced (the same id again) or deleted before it leaves no FTS row. */
+static void test_index_fts_rows_at_commit(void **state)
+{
+	(void)state;
+	struct index *ix = open_existing();
+	struct record_io a = maildir_io("cur/1.M1.h:2,S"), b = maildir_io("cur/1.M1.h:2,RS");
+	struct record_io c = maildir_io("cur/2.M2.h:2,S"), del = maildir_io("cur/2.M2.h:2,S");
+	del.kind = RECORD_DELETED;
+	static const char ra[] = "{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000c1\",\"text\":\"first\"}\n",
+	                  rb[] = "{\"path\":\"cur/1.M1.h:2,RS\",\"id\":\"00000000000000c1\",\"text\":\"second\"}\n",
+	                  rc[] = "{\"path\":\"cur/2.M2.h:2,S\",\"id\":\"00000000000000c2\",\"text\":\"gone\"}\n",
+	                  rd[] = "{\"deleted\":\"cur/2.M2.h:2,S\",\"root\":\"Maildir\"}\n";
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, &a, ra, strlen(ra)), 0);
+	assert_int_equal(index_add_item(ix, &b, rb, strlen(rb)), 0);
+	assert_int_equal(index_add_item(ix, &c, rc, strlen(rc)), 0);
+	assert_int_equal(index_add_item(ix, &del, rd, strlen(rd)), 0);
+	assert_int_equal(index_commit(ix), 0);
+	finish(ix);
+	assert_string_equal(query("SELECT count(*) FROM messages"), "1");
+	assert_string_equal(query("SELECT group_concat(f.rowid = m.docid) || ' ' || group_concat(f.text)"
+	                          " FROM mail_fts f, messages m"), "1 second");
+}
+
 static void test_index_rename_delete(void **state)
 {
 	(void)state;
@@ -367,6 +392,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_fts_rows_at_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_rename_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_state_view, setup, teardown),
 	};
