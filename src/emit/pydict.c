@@ -188,6 +188,7 @@ void emit_pytape_init(struct emit_pytape *t)
 	dynbuf_init(&t->items, 0);
 	dynbuf_init(&t->scratch, 0);
 	t->failed = false;
+	t->next = NULL;
 }
 
 void emit_pytape_release(struct emit_pytape *t)
