@@ -6,8 +6,10 @@
  *
  *   parse / parse_many:  caller (GIL released) ─▶ parse_mem_run (the
  *       process's pool, byte gate, caller as worker 0) ─▶ per message, on
- *       its worker: the dict's tape without the GIL (emit/pydict.h), then
- *       take the GIL, make the objects from the tape, drop the GIL
+ *       its worker: the dict's tape without the GIL (emit/pydict.h) into
+ *       the message's slot; the caller alone takes the GIL, to make the
+ *       dicts of the ready slots in input order, and parses when it has
+ *       none to make (see "parse, parse_many" below)
  *
  *   scan:  a run thread: ingest_run() with a visitor in place of the JSON
  *       emitter: each worker builds its records' dicts (taking the GIL
@@ -28,9 +30,11 @@
 #include "options.h"
 #include "emit/pydict.h"
 #include "parse_mem.h"
+#include "sched/futex_wait.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,29 +134,6 @@ fail:
 	return NULL;
 }
 
-/* ---- parse, parse_many ---------------------------------------------------- */
-
-struct many {
-	const struct ingest_options *o;
-	PyObject **dicts;
-	bool failed;
-};
-
-/* The GIL for a worker of the process's pool.  Those threads live as long
- * as the process, so each keeps the thread state Python gives it on first
- * use (taken once, released with the state kept): PyGILState_Ensure alone
- * would make and free one per message. */
-static PyGILState_STATE pool_gil_take(void)
-{
-	static __thread bool kept;
-	if (!kept && !PyGILState_GetThisThreadState()) {
-		PyGILState_Ensure();
-		PyEval_SaveThread();
-	}
-	kept = true;
-	return PyGILState_Ensure();
-}
-
 /* A thread's tape (emit/pydict.h), kept between records so that its
  * buffer is not grown anew for each, and freed when the thread ends; one
  * grown past TAPE_KEEP_BYTES by a large record is given back. */
@@ -209,16 +190,165 @@ static PyObject *tape_dict(struct emit_pytape *t)
 	return d;
 }
 
-/* On the worker that parsed message i: its tape, then its dict under the
- * GIL, which is held for making the objects only. */
+/* ---- parse, parse_many ---------------------------------------------------- */
+
+/* parse_many in two overlapped steps (the dicts need the GIL, the parse
+ * and the tape do not):
+ *
+ *   worker k >= 1:  parse i ─▶ tape i ─▶ slot i (ready)     no GIL, ever
+ *   the caller:     parse j ─▶ tape j ─▶ slot j, then, with the GIL, the
+ *                   dicts of the slots ready in input order from `built`
+ *
+ * The caller, worker 0 of the pool, builds every dict, and parses only
+ * when it has none to build: with two workers the GIL-held share (13% of
+ * the work, bench/PYTHON.md) overlaps the other's parse instead of being
+ * fought over per message.  It takes the GIL once for a run of ready
+ * slots (MANY_DRAIN_ITEMS, or MANY_DRAIN_BYTES of tape), and once all the
+ * items are claimed it waits for the others' slots in order, building
+ * each as it comes (the end of the batch is then the last item's dict,
+ * not every dict the workers made).  Tapes are recycled through a free
+ * list; the caller is the one consumer, so slots ahead of `built` are at
+ * most what the others parsed during the caller's own item. */
+#define MANY_DRAIN_ITEMS 8
+#define MANY_DRAIN_BYTES (256u << 10)
+
+struct many {
+	const struct ingest_options *o;
+	size_t n;
+	PyObject **dicts;
+	_Atomic(struct emit_pytape *) *slots;   /* [n]: NULL until ready */
+	_Atomic size_t started;                 /* items whose call began */
+	_Atomic uint32_t seq;                   /* bumped as a slot gets ready */
+	atomic_uint waiters;
+	_Atomic uint64_t waited;
+	pthread_t caller;
+	PyThreadState *ts;                      /* the caller's, while the GIL is released */
+	size_t built;                           /* caller only: slots made into dicts */
+	pthread_mutex_t free_lock;
+	struct emit_pytape *free;               /* recycled tapes, linked by .next */
+	bool failed;                            /* caller only */
+};
+
+/* A slot whose tape could not be made (no memory). */
+static struct emit_pytape many_no_tape;
+
+/* A tape: a recycled one, or a new one; NULL without memory. */
+static struct emit_pytape *many_tape_get(struct many *m)
+{
+	pthread_mutex_lock(&m->free_lock);
+	struct emit_pytape *t = m->free;
+	if (t)
+		m->free = t->next;
+	pthread_mutex_unlock(&m->free_lock);
+	if (!t && (t = malloc(sizeof(*t))))
+		emit_pytape_init(t);
+	return t;
+}
+
+/* Back on the free list, or freed when a large record grew it past
+ * TAPE_KEEP_BYTES. */
+static void many_tape_put(struct many *m, struct emit_pytape *t)
+{
+	if (t->items.cap > TAPE_KEEP_BYTES) {
+		emit_pytape_release(t);
+		free(t);
+		return;
+	}
+	pthread_mutex_lock(&m->free_lock);
+	t->next = m->free;
+	m->free = t;
+	pthread_mutex_unlock(&m->free_lock);
+}
+
+static void many_free_tapes(struct many *m)
+{
+	while (m->free) {
+		struct emit_pytape *t = m->free;
+		m->free = t->next;
+		emit_pytape_release(t);
+		free(t);
+	}
+}
+
+/* The slots ready from `built` on: how many (at most `want`), and
+ * whether they are worth a GIL take (MANY_DRAIN_*). */
+static bool many_ready_run(struct many *m, size_t want)
+{
+	size_t bytes = 0;
+	for (size_t i = m->built, k = 0; i < m->n && k < want; i++, k++) {
+		struct emit_pytape *t = atomic_load_explicit(&m->slots[i], memory_order_acquire);
+		if (!t)
+			return false;
+		if (t != &many_no_tape && (bytes += t->items.len) >= MANY_DRAIN_BYTES)
+			return true;
+	}
+	return true;
+}
+
+/* The dict of slot `built`, under the GIL; the slot must be ready. */
+static void many_build_one(struct many *m)
+{
+	size_t i = m->built++;
+	struct emit_pytape *t = atomic_load_explicit(&m->slots[i], memory_order_acquire);
+	atomic_store_explicit(&m->slots[i], NULL, memory_order_relaxed);
+	if (t == &many_no_tape || !(m->dicts[i] = emit_pytape_build(t))) {
+		PyErr_Clear();
+		m->failed = true;
+	}
+	if (t != &many_no_tape)
+		many_tape_put(m, t);
+}
+
+/* The caller's dicts: every ready slot in order from `built`; with
+ * `all`, waits for the others' slots until every dict is made.  Takes
+ * the GIL only when there is a dict to make. */
+static void many_drain(struct many *m, bool all)
+{
+	bool gil = false;
+	while (m->built < m->n) {
+		uint32_t seen = atomic_load_explicit(&m->seq, memory_order_seq_cst);
+		if (!atomic_load_explicit(&m->slots[m->built], memory_order_acquire)) {
+			if (!all)
+				break;
+			if (gil) {   /* the GIL is not kept while waiting */
+				m->ts = PyEval_SaveThread();
+				gil = false;
+			}
+			futex_sleep(&m->seq, &m->waiters, seen, &m->waited);
+			continue;
+		}
+		if (!gil) {
+			PyEval_RestoreThread(m->ts);
+			gil = true;
+		}
+		many_build_one(m);
+	}
+	if (gil)
+		m->ts = PyEval_SaveThread();
+}
+
+/* On the worker that parsed message i: its tape into slot i; on the
+ * caller, then the dicts that are ready. */
 static void many_item(void *ctx, size_t i, struct record *rec)
 {
 	struct many *m = ctx;
-	struct emit_pytape *t = record_tape(m->o, rec);
-	PyGILState_STATE g = pool_gil_take();
-	if (!(m->dicts[i] = tape_dict(t)))
-		m->failed = true;
-	PyGILState_Release(g);
+	atomic_fetch_add_explicit(&m->started, 1, memory_order_relaxed);
+	struct emit_pytape *t = many_tape_get(m);
+	if (t && emit_pytape_record(t, &m->o->emit, rec) < 0) {
+		many_tape_put(m, t);
+		t = NULL;
+	}
+	atomic_store_explicit(&m->slots[i], t ? t : &many_no_tape, memory_order_release);
+	if (!pthread_equal(pthread_self(), m->caller)) {
+		futex_notify(&m->seq, &m->waiters, 1);
+		return;
+	}
+	/* every item's call began: nothing is left to parse, only dicts to
+	 * make (an item claimed and not yet begun is left to the end) */
+	if (atomic_load_explicit(&m->started, memory_order_relaxed) == m->n)
+		many_drain(m, true);
+	else if (many_ready_run(m, MANY_DRAIN_ITEMS))
+		many_drain(m, false);
 }
 
 /* Parses n buffers into a new list (or the one dict when single). */
@@ -231,8 +361,11 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 	const void **bufs = PyMem_Calloc(n ? n : 1, sizeof(*bufs));
 	size_t *lens = PyMem_Calloc(n ? n : 1, sizeof(*lens));
 	PyObject **dicts = PyMem_Calloc(n ? n : 1, sizeof(*dicts));
+	_Atomic(struct emit_pytape *) *slots = PyMem_Calloc(n ? n : 1, sizeof(*slots));
 	PyObject *out = NULL;
-	if (!bufs || !lens || !dicts) {
+	struct many m = { .o = o, .n = n, .dicts = dicts, .slots = slots,
+	                  .caller = pthread_self(), .free_lock = PTHREAD_MUTEX_INITIALIZER };
+	if (!bufs || !lens || !dicts || !slots) {
 		PyErr_NoMemory();
 		goto done;
 	}
@@ -240,11 +373,13 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 		bufs[i] = views[i].buf;
 		lens[i] = (size_t)views[i].len;
 	}
-	struct many m = { o, dicts, false };
-	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = parse_mem_run(o, bufs, lens, n, threads, many_item, &m);
-	Py_END_ALLOW_THREADS
+	m.ts = PyEval_SaveThread();
+	int r = parse_mem_run(o, bufs, lens, n, threads, many_item, &m);
+	PyEval_RestoreThread(m.ts);
+	/* what the caller did not make: the slots of items that ended after
+	 * its last one (all ready now) */
+	while (r == 0 && m.built < n)
+		many_build_one(&m);
 	if (r < 0 || m.failed) {
 		PyErr_NoMemory();
 		goto done;
@@ -263,6 +398,8 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 done:
 	for (size_t i = 0; dicts && i < n; i++)
 		Py_XDECREF(dicts[i]);
+	many_free_tapes(&m);
+	PyMem_Free(slots);
 	PyMem_Free(dicts);
 	PyMem_Free(lens);
 	PyMem_Free(bufs);

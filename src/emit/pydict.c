@@ -154,9 +154,28 @@ static bool utf8_fill##W(Py_UCS##W *out, size_t len, const unsigned char *p, siz
 				return false;                                                 \
 			continue;                                                             \
 		}                                                                             \
-		/* judged and decoded by core/utf8.h, the tree's one decoder */               \
+		if (j == len)                                                                 \
+			return false;                                                         \
+		/* the two forms of most non-ASCII text, inline: C2-DF and one                \
+		 * continuation; E1-EC or EE-EF and two (no overlong form, no                 \
+		 * surrogate: Unicode 15 table 3-7).  Latin-1 strings have only               \
+		 * the first. */                                                              \
+		unsigned c = p[i];                                                            \
+		if (c < 0xE0 && c >= 0xC2 && i + 1 < n && (p[i + 1] & 0xC0) == 0x80) {        \
+			out[j++] = (Py_UCS##W)((c & 0x1F) << 6 | (p[i + 1] & 0x3F));          \
+			i += 2;                                                               \
+			continue;                                                             \
+		}                                                                             \
+		if (W > 1 && c > 0xE0 && c < 0xF0 && c != 0xED && i + 2 < n &&                \
+		    (p[i + 1] & 0xC0) == 0x80 && (p[i + 2] & 0xC0) == 0x80) {                 \
+			out[j++] = (Py_UCS##W)((c & 0x0F) << 12 | (p[i + 1] & 0x3F) << 6 |    \
+			                       (p[i + 2] & 0x3F));                            \
+			i += 3;                                                               \
+			continue;                                                             \
+		}                                                                             \
+		/* the rest judged and decoded by core/utf8.h, the tree's one decoder */      \
 		int k = utf8_seq(p + i, n - i);                                               \
-		if (j == len || k < 0)                                                        \
+		if (k < 0)                                                                    \
 			return false;                                                         \
 		const uint8_t *q = p + i;                                                     \
 		out[j++] = (Py_UCS##W)utf8_decode(&q);                                        \
@@ -188,6 +207,7 @@ void emit_pytape_init(struct emit_pytape *t)
 	dynbuf_init(&t->items, 0);
 	dynbuf_init(&t->scratch, 0);
 	t->failed = false;
+	t->next = NULL;
 }
 
 void emit_pytape_release(struct emit_pytape *t)

@@ -28,6 +28,7 @@ struct emit_pytape {
 	struct dynbuf items;
 	struct dynbuf scratch;   /* the formatting of dates and base64 */
 	bool failed;
+	struct emit_pytape *next;   /* its owner's free list; the tape's calls leave it alone */
 };
 
 void emit_pytape_init(struct emit_pytape *t);

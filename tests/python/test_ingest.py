@@ -170,6 +170,33 @@ def test_parse_many_order_threads_and_error_slots(generated):
     assert [ingest.parse(d) for d in datas] == one
 
 
+def test_parse_many_order_across_drains():
+    """parse_many's caller makes the dicts of the slots the workers fill,
+    in runs of ready slots (python/ingestmodule.c): each dict must land in
+    its own slot whatever order the parses end in.  Large messages make
+    the workers finish out of order (one worker's item outlasts many of
+    the other's) and error slots sit on and beside the runs' edges (8
+    slots a run) and at both ends."""
+    def msg(i, body=60):
+        return b"From: a@example.org\nSubject: m%d\n\n" % i + b"x" * body + b"\n"
+    n = 203
+    datas = [msg(i) for i in range(n)]
+    for i in (0, 1, 37, 100, 150):
+        datas[i] = msg(i, 700000)           # outlast many small parses
+    errors = {2, 7, 8, 9, 15, 16, 63, 64, 65, n - 1}
+    for i in errors:
+        datas[i] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" if i % 2 else b""
+    for threads in (None, 2, 1):
+        for _ in range(5):
+            got = ingest.parse_many(datas, threads=threads)
+            assert len(got) == n
+            for i, d in enumerate(got):
+                if i in errors:
+                    assert "error" in d, (threads, i)
+                else:
+                    assert d["subject"] == "m%d" % i, (threads, i, d.get("subject"))
+
+
 def test_parse_many_from_several_threads(generated):
     files = message_files(generated)[:200]
     datas = [open(f, "rb").read() for f in files] + [b"From: x@example.org\n\n" + b"y" * 200000]
