@@ -166,7 +166,7 @@ static bool utf8_fill##W(Py_UCS##W *out, size_t len, const unsigned char *p, siz
 			i += 2;                                                               \
 			continue;                                                             \
 		}                                                                             \
-		if (W > 1 && c > 0xE0 && c < 0xF0 && c != 0xED && i + 2 < n &&                \
+		if ((W) > 1 && c > 0xE0 && c < 0xF0 && c != 0xED && i + 2 < n &&                \
 		    (p[i + 1] & 0xC0) == 0x80 && (p[i + 2] & 0xC0) == 0x80) {                 \
 			out[j++] = (Py_UCS##W)((c & 0x0F) << 12 | (p[i + 1] & 0x3F) << 6 |    \
 			                       (p[i + 2] & 0x3F));                            \
