@@ -381,7 +381,11 @@ def case_walk_memory(tmp):
     their own, as names of one inode are outside a Maildir's relisting):
     making them costs no data written."""
     runs = {}
-    for n in (5_000, 50_000):
+    # Under a sanitizer RSS is the shadow memory's, so only the smaller
+    # listing runs there (its records are still counted): the 50,000 links
+    # took 90 s of an ASan build's suite for a bound it cannot check.
+    sanitized = bool(os.environ.get("INGEST_SANITIZED"))
+    for n in (5_000,) if sanitized else (5_000, 50_000):
         top = os.path.join(tmp, f"dir{n}")
         d = os.path.join(top, "cur")
         os.makedirs(d)
@@ -397,12 +401,13 @@ def case_walk_memory(tmp):
         if st["files"] != n:
             fail(f"{st['files']} records for {n} files")
         runs[n] = st["peak_rss_kib"]
+    if sanitized:
+        print(f"sanitizer build: {runs[5_000]} KiB peak RSS not checked (shadow memory)")
+        return
     per = (runs[50_000] - runs[5_000]) * 1024 / 45_000
     print(f"peak RSS {runs[5_000]} KiB at 5,000 files, {runs[50_000]} KiB at 50,000: "
           f"{per:.0f} bytes per added file (bound 80)")
-    if os.environ.get("INGEST_SANITIZED"):
-        print("sanitizer build: not checked (shadow memory)")
-    elif per > 80:
+    if per > 80:
         fail(f"{per:.0f} bytes of peak RSS per added file of one directory, over 80")
 
 
