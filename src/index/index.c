@@ -604,6 +604,13 @@ struct index_fts_head {
 	int64_t text_len, attachments_len;
 };
 
+/* The bytes a kept column takes after the head: its text and NUL, or
+ * nothing for NULL (-1). */
+static size_t index_kept_size(int64_t len)
+{
+	return len >= 0 ? (size_t)len + 1 : 0;
+}
+
 static int index_fts_keep(struct index *ix, int64_t docid, sqlite3_stmt *msg, int text, int attachments)
 {
 	const void *t = sqlite3_column_text(msg, text), *a = sqlite3_column_text(msg, attachments);
@@ -613,9 +620,9 @@ static int index_fts_keep(struct index *ix, int64_t docid, sqlite3_stmt *msg, in
 	/* each with its NUL, bound with it (index_bind_kept) */
 	int r = dynbuf_append(&ix->fts_rows, &h, sizeof(h));
 	if (r == 0 && t)
-		r = dynbuf_append(&ix->fts_rows, t, (size_t)h.text_len + 1);
+		r = dynbuf_append(&ix->fts_rows, t, index_kept_size(h.text_len));
 	if (r == 0 && a)
-		r = dynbuf_append(&ix->fts_rows, a, (size_t)h.attachments_len + 1);
+		r = dynbuf_append(&ix->fts_rows, a, index_kept_size(h.attachments_len));
 	return r;
 }
 
@@ -643,9 +650,8 @@ static int index_fts_flush(struct index *ix)
 		struct index_fts_head h;
 		memcpy(&h, ix->fts_rows.p + at, sizeof(h));
 		const char *text = ix->fts_rows.p + at + sizeof(h);
-		const char *att = text + (h.text_len >= 0 ? h.text_len + 1 : 0);
-		at += sizeof(h) + (size_t)(h.text_len >= 0 ? h.text_len + 1 : 0) +
-		      (size_t)(h.attachments_len >= 0 ? h.attachments_len + 1 : 0);
+		const char *att = text + index_kept_size(h.text_len);
+		at += sizeof(h) + index_kept_size(h.text_len) + index_kept_size(h.attachments_len);
 		index_bind_kept(row, 1, att, h.attachments_len);
 		sqlite3_bind_int64(row, 7, h.docid);
 		int rc = sqlite3_step(row);
