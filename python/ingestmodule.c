@@ -270,8 +270,9 @@ static void many_free_tapes(struct many *m)
 	}
 }
 
-/* The slots ready from `built` on: how many (at most `want`), and
- * whether they are worth a GIL take (MANY_DRAIN_*). */
+/* Whether the slots from `built` on are worth a GIL take: the next `want`
+ * (or all that are left) are ready, or those ready before the first that
+ * is not hold MANY_DRAIN_BYTES of tape. */
 static bool many_ready_run(struct many *m, size_t want)
 {
 	size_t bytes = 0;
