@@ -27,10 +27,14 @@
 /* Scheduling: one worker per this many bytes of a batch. */
 #define LIMIT_BYTES_PER_WORKER      (64 * KiB)
 #define LIMIT_MAX_THREADS           256
-/* Batches circulating between the reader, the parse stage and the writer:
- * one being read, one parsed, one written, one spare; the byte budget, not
- * this count, bounds their memory. */
-#define LIMIT_PIPELINE_DEPTH        4
+/* Batches circulating between the reader and the parse stage, which also
+ * writes what it parsed: one being read, one being parsed and written, one
+ * queued between them.  Each keeps its memory for the run (sched/batch.c),
+ * so a fourth costs a batch's data and output pages and, measured, did not
+ * make a run faster: peak RSS at 1,000,000 small files 67.8 -> 63.4 MiB,
+ * at 100,000 messages with 6 MiB batches 65.7 -> 54.5 MiB (README,
+ * "Performance"). */
+#define LIMIT_PIPELINE_DEPTH        3
 /* Slots of the run's msg-id → thread map (pipeline/threads.c), 16 bytes
  * each: 64 MiB at most, three ids a message, so about 1.4 million messages
  * are threaded across each other; past that a message keeps the thread of
