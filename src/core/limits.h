@@ -13,9 +13,13 @@
 
 /* I/O (options --max-size, --batch-bytes, --max-inflight). */
 #define LIMIT_MAX_SIZE_DEFAULT      (256 * MiB)
-/* The batch-bytes sweep's choice (bench/run --suites=sweep; README,
- * "Performance"): fastest in three sweeps, half the syscalls of 1 MiB. */
-#define LIMIT_BATCH_BYTES_DEFAULT   (2 * MiB)
+/* Each batch costs about three system calls whatever its size (an
+ * io_uring_enter, a writev, a futex handoff), and its memory is kept for
+ * the run, so the size is syscalls against peak RSS (README, "Performance"):
+ * 6 MiB takes a 100,000-message run to ~0.01 calls a message (2 MiB: 0.023)
+ * and keeps a 4 GiB mbox at 42-43 MiB (goal 48; 8 MiB: 51), for 2-6% more CPU
+ * while its pages are first touched. */
+#define LIMIT_BATCH_BYTES_DEFAULT   (6 * MiB)
 #define LIMIT_MAX_INFLIGHT_DEFAULT  (64 * MiB)
 /* Files per batch: each costs four SQEs (statx of the next batch, open, read,
  * close) and one direct-descriptor slot, so the ring size follows from it. */
