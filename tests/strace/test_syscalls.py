@@ -850,6 +850,47 @@ def count_submits(trace, pid, event):
     return ops, rings, lost
 
 
+# ---------------------------------------------------------------- start-up ---
+
+# The whole process over an empty directory, and over 16 small files (one
+# batch, no thread, no charset to convert): what every run pays before
+# and around its input.  Measured 82-83 and 102 with the command's
+# libraries linked from their archives (src/meson.build, static_deps);
+# 142-143 and 166 with the eight shared libraries the loader mapped before
+# (about seven calls each).  The margin is for the allocator's mappings
+# and the environment (a longer working directory, a ring that registers
+# differently), not for another shared library.
+STARTUP_EMPTY = 95
+STARTUP_SMALL = 115
+SHARED_DEPS = ('liburing.so', 'libmagic.so', 'libsqlite3.so')
+
+
+def case_startup(ctx):
+    need_strace()
+    need_uring(ctx.ingest, ctx.tmp)
+    p = subprocess.run(['ldd', ctx.ingest], capture_output=True, text=True)
+    shared = [d for d in SHARED_DEPS if d in p.stdout]
+    if shared:
+        raise Skip('the command links ' + ', '.join(shared) + ' shared (-Dstatic_deps=disabled, '
+                   'or no static archive installed): the loader costs ~7 calls each')
+    empty = os.path.join(ctx.tmp, 'empty')
+    os.makedirs(empty)
+    small = os.path.join(ctx.tmp, 'small')
+    make_maildir(small, 16)
+    fail = ctx.fail
+    for d, bound in ((empty, STARTUP_EMPTY), (small, STARTUP_SMALL)):
+        r = run_ingest(ctx.ingest, ['-o', '/dev/null', os.path.basename(d)], ctx.tmp,
+                       'startup-' + os.path.basename(d))
+        need_ok(r, os.path.basename(d))
+        total = r.counts.get('total', 0)
+        note(f'{os.path.basename(d)}: {total} syscalls, whole process (bound {bound}); '
+             + top_names(r.counts, 8))
+        fail.check(total <= bound, f'{total} syscalls for a run over {os.path.basename(d)}, over '
+                   f'{bound}; by name: ' + top_names(r.counts, 8))
+        fail.check(thread_calls(r.counts) == 0,
+                   f'{os.path.basename(d)}: {thread_calls(r.counts)} clone for one batch')
+
+
 # ---------------------------------------------------------------- threads ---
 
 def case_threads_once(ctx):
@@ -1150,6 +1191,7 @@ CASES = {
     'stats-agree-sync': lambda c: case_stats_agree(c, 'sync'),
     'tracefs': case_tracefs,
     'threads-once': case_threads_once,
+    'startup': case_startup,
     'no-record-lost': case_no_record_lost,
     'logs-current': case_logs_current,
 }
