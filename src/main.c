@@ -36,7 +36,7 @@ static const char usage_text[] =
 "Performance\n"
 "  --backend=B            auto (default), uring, sync\n"
 "  --threads=N            parse with at most N threads (default: the CPUs)\n"
-"  --batch-bytes=SIZE     bytes per batch (2M)\n"
+"  --batch-bytes=SIZE     bytes per batch (6M)\n"
 "  --max-inflight=SIZE    bytes read but not yet written, at most (64M)\n"
 "  --stats[=json]         statistics on stderr at the end\n"
 "  --shard=K/N            only the inputs of shard K (1..N) of N, by path hash\n"

@@ -13,12 +13,20 @@ void dynbuf_init(struct dynbuf *b, size_t max)
 	b->p = NULL;
 	b->len = b->cap = 0;
 	b->max = max;
+	b->first = 0;
+}
+
+/* Empty and unallocated, with its cap and first size. */
+static void dynbuf_forget(struct dynbuf *b)
+{
+	b->p = NULL;
+	b->len = b->cap = 0;
 }
 
 void dynbuf_release(struct dynbuf *b)
 {
 	xfree(b->p);
-	dynbuf_init(b, b->max);
+	dynbuf_forget(b);
 }
 
 int dynbuf_reserve(struct dynbuf *b, size_t extra)
@@ -30,7 +38,7 @@ int dynbuf_reserve(struct dynbuf *b, size_t extra)
 		return -E2BIG;
 	if (need <= b->cap)
 		return 0;
-	size_t cap = b->cap ? b->cap : 256;
+	size_t cap = b->cap ? b->cap : b->first > 256 ? b->first : 256;
 	while (cap < need)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	if (b->max && cap > b->max + 1)
@@ -94,6 +102,6 @@ char *dynbuf_take(struct dynbuf *b, size_t *len)
 	char *p = b->p;
 	if (len)
 		*len = b->len;
-	dynbuf_init(b, b->max);
+	dynbuf_forget(b);
 	return p;
 }

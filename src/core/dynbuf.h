@@ -15,6 +15,7 @@ struct dynbuf {
 	char *p;
 	size_t len, cap;
 	size_t max;            /* 0 means no cap */
+	size_t first;          /* capacity of the first allocation; 0: 256 */
 };
 
 void dynbuf_init(struct dynbuf *b, size_t max);

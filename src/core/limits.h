@@ -13,9 +13,13 @@
 
 /* I/O (options --max-size, --batch-bytes, --max-inflight). */
 #define LIMIT_MAX_SIZE_DEFAULT      (256 * MiB)
-/* The batch-bytes sweep's choice (bench/run --suites=sweep; README,
- * "Performance"): fastest in three sweeps, half the syscalls of 1 MiB. */
-#define LIMIT_BATCH_BYTES_DEFAULT   (2 * MiB)
+/* Each batch costs about three system calls whatever its size (an
+ * io_uring_enter, a writev, a futex handoff), and its memory is kept for
+ * the run, so the size is syscalls against peak RSS (README, "Performance"):
+ * 6 MiB takes a 100,000-message run to ~0.01 calls a message (2 MiB: 0.023)
+ * and keeps a 4 GiB mbox at 42-43 MiB (goal 48; 8 MiB: 51), for 2-6% more CPU
+ * while its pages are first touched. */
+#define LIMIT_BATCH_BYTES_DEFAULT   (6 * MiB)
 #define LIMIT_MAX_INFLIGHT_DEFAULT  (64 * MiB)
 /* Files per batch: each costs four SQEs (statx of the next batch, open, read,
  * close) and one direct-descriptor slot, so the ring size follows from it. */
@@ -27,10 +31,14 @@
 /* Scheduling: one worker per this many bytes of a batch. */
 #define LIMIT_BYTES_PER_WORKER      (64 * KiB)
 #define LIMIT_MAX_THREADS           256
-/* Batches circulating between the reader, the parse stage and the writer:
- * one being read, one parsed, one written, one spare; the byte budget, not
- * this count, bounds their memory. */
-#define LIMIT_PIPELINE_DEPTH        4
+/* Batches circulating between the reader and the parse stage, which also
+ * writes what it parsed: one being read, one being parsed and written, one
+ * queued between them.  Each keeps its memory for the run (sched/batch.c),
+ * so a fourth costs a batch's data and output pages and, measured, did not
+ * make a run faster: peak RSS at 1,000,000 small files 67.8 -> 63.4 MiB,
+ * at 100,000 messages with 6 MiB batches 65.7 -> 54.5 MiB (README,
+ * "Performance"). */
+#define LIMIT_PIPELINE_DEPTH        3
 /* Slots of the run's msg-id → thread map (pipeline/threads.c), 16 bytes
  * each: 64 MiB at most, three ids a message, so about 1.4 million messages
  * are threaded across each other; past that a message keeps the thread of

@@ -42,7 +42,6 @@ struct ingest_report {
 	struct pool_stats ps;
 	uint64_t peak_inflight, budget_wait_ns;
 	uint64_t parse_wait_ns, write_wait_ns, read_wait_ns;
-	long peak_rss_kib;
 	struct stats_thread counts;
 	char *samples[REPORT_SAMPLES];       /* the first error records, as text */
 	unsigned n_samples;
@@ -158,6 +157,12 @@ void report_count_batch(struct ingest_report *r, const struct batch *b)
 		r->records += b->items[i].out_records;
 }
 
+/* The process's peak RSS, read when the statistics are formatted, not at
+ * every run's end: a run without --stats makes no call for it (three:
+ * open, read, close).  A high-water mark, so reading it after the run's
+ * memory is freed gives the same figure.  VmHWM, not getrusage's
+ * ru_maxrss: the latter is kept across execve, so a child of a large
+ * process (a Python harness) would report its parent's peak. */
 static long report_vmhwm_kib(void)
 {
 	char buf[4096];
@@ -190,10 +195,6 @@ void report_finish(struct ingest_report *r, const struct reader *rd, const struc
 	r->parse_wait_ns = parse_wait_ns;
 	r->write_wait_ns = write_wait_ns;
 	r->read_wait_ns = read_wait_ns;
-	/* After the window.  VmHWM, not getrusage's ru_maxrss: the latter is
-	 * kept across execve, so a child of a large process (a Python
-	 * harness) would report its parent's peak. */
-	r->peak_rss_kib = report_vmhwm_kib();
 }
 
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted)
@@ -310,7 +311,7 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	              (unsigned long long)r->rs.shrank, (unsigned long long)r->rs.renamed);
 	dynbuf_printf(b, "  batches      %llu, peak in flight %llu bytes, peak RSS %ld KiB\n",
 	              (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
-	              r->peak_rss_kib);
+	              report_vmhwm_kib());
 	dynbuf_printf(b, "  walk         %llu dirs, %llu entries, %llu getdents64, %llu mail-software "
 	              "files skipped, %llu excluded\n",
 	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries,
@@ -386,7 +387,7 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 	              "\"peak_rss_kib\":%ld,",
 	              (unsigned long long)r->rs.grew, (unsigned long long)r->rs.shrank,
 	              (unsigned long long)r->rs.renamed, (unsigned long long)r->rs.batches, (unsigned long long)r->peak_inflight,
-	              r->peak_rss_kib);
+	              report_vmhwm_kib());
 	dynbuf_printf(b, "\"walk\":{\"dirs\":%llu,\"entries\":%llu,\"relisted\":%llu,"
 	              "\"skipped\":%llu,\"excluded\":%llu},",
 	              (unsigned long long)r->ws.dirs, (unsigned long long)r->ws.entries,

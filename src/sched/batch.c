@@ -64,6 +64,11 @@ void batch_reset(struct batch *b, uint64_t keep_bytes)
 		/* an output buffer that once held a huge record is not kept */
 		if (b->out[i].cap > 4 * keep_bytes + (1 << 20))
 			dynbuf_release(&b->out[i]);
+		/* A worker's records of a batch are most of half its input
+		 * (the text, not the attachments): its output buffer starts
+		 * there, not at 256 bytes doubling through malloc's mremap
+		 * six times or more.  Untouched pages cost no memory. */
+		b->out[i].first = (size_t)(keep_bytes / 4);
 	}
 	arena_reset(&b->data);
 	/* A failure leaves the arena growing chunk by chunk as before; the

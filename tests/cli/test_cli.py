@@ -226,14 +226,18 @@ def case_threads_identical(tmp):
     mkcorpus(large, "--seed", "4", "--layout", "maildir", "--count", "400")
     modes = [[], ["--format=es-bulk"], ["--format=tsv", "--fields=path,from,subject,date,attachments,warnings"],
              ["--headers"], ["--no-text"]]
+    # The large corpus (~5 MB) in several batches: one batch is parsed on
+    # the calling thread whatever --threads says, so only several show the
+    # pool and the parse thread at work.
+    several = ["--batch-bytes=1M"]
     for corpus in (small, large):
         for mode in modes:
-            base = run(mode + ["--threads=1", "--stats=json", corpus], check_rc=0)
+            base = run(mode + several + ["--threads=1", "--stats=json", corpus], check_rc=0)
             for t in ([], ["--threads=2"], ["--threads=64"]):
-                other = run(mode + t + ["--stats=json", corpus], check_rc=0)
+                other = run(mode + several + t + ["--stats=json", corpus], check_rc=0)
                 if other.stdout != base.stdout:
                     fail(f"output differs: {mode} {t} on {os.path.basename(corpus)}")
-        st = json.loads(run(["--threads=2", "--stats=json", corpus], check_rc=0).stderr.decode().strip().splitlines()[-1])
+        st = json.loads(run(several + ["--threads=2", "--stats=json", corpus], check_rc=0).stderr.decode().strip().splitlines()[-1])
         hist = st["pool"]["workers_per_batch"]
         used_two = any(int(k) >= 2 for k in hist)
         if corpus is large and not used_two:

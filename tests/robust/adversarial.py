@@ -525,7 +525,7 @@ INFLIGHT_CHUNK = 256 << 10        # --batch-bytes=256K: the stream chunk
 
 
 def default_batch_bytes(runner):
-    """--batch-bytes' default as ingest --help states it ("bytes per batch (2M)")."""
+    """--batch-bytes' default as ingest --help states it ("bytes per batch (6M)")."""
     res = runner.run(['--help'])
     m = re.search(rb'--batch-bytes=SIZE +bytes per batch \((\d+)([KMG])\)', res.out)
     if not m:
@@ -534,9 +534,10 @@ def default_batch_bytes(runner):
 INFLIGHT_MBOX_SIZES = (3000, 90_000, 400_000, 700_000, 20_000, 300_000, 1000, 650_000)
 
 
-def make_inflight_tree(top):
+def make_inflight_tree(top, mbox_bytes):
     """Six files above the stream threshold (4 MiB) that are not mbox, and
-    one mbox of about 8 MiB; returns (whole dir, mbox path, message spans)."""
+    one mbox of about mbox_bytes; returns (whole dir, mbox path, message
+    spans)."""
     whole = os.path.join(top, 'whole')
     os.mkdir(whole)
     line = b'x' * 76 + b'\n'
@@ -550,7 +551,7 @@ def make_inflight_tree(top):
     spans = []
     with open(mbox, 'wb') as f:
         i = 0
-        while f.tell() < 8 << 20:
+        while f.tell() < mbox_bytes:
             start = f.tell()
             f.write(b'From sender@example.org Mon Jan  1 00:00:00 2024\n')
             f.write(f'From: a@example.org\nSubject: m{i}\nMessage-ID: <m{i}@example.org>\n\n'
@@ -565,7 +566,9 @@ def make_inflight_tree(top):
 
 
 def case_inflight(top, runner):
-    whole, mbox, spans = make_inflight_tree(top)
+    # the mbox is streamed at the default batch size too: past four batches
+    mbox_bytes = max(8 << 20, 4 * default_batch_bytes(runner) + (1 << 20))
+    whole, mbox, spans = make_inflight_tree(top, mbox_bytes)
     sanitized = bool(os.environ.get('INGEST_SANITIZED'))
     fails = []
     for b in ('uring', 'sync'):

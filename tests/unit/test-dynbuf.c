@@ -66,12 +66,39 @@ static void test_dynbuf_printf_and_take(void **state)
 	free(s);
 }
 
+/* first: the size of the first allocation, kept by a release and a take
+ * (the next allocation starts there again), still under the cap. */
+static void test_dynbuf_first_size(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	b.first = 100000;
+	assert_int_equal(dynbuf_append(&b, "x", 1), 0);
+	assert_int_equal(b.cap, 100000);
+	dynbuf_release(&b);
+	assert_int_equal(b.first, 100000);
+	assert_int_equal(dynbuf_append(&b, "y", 1), 0);
+	assert_int_equal(b.cap, 100000);
+	size_t len;
+	char *p = dynbuf_take(&b, &len);
+	assert_non_null(p);
+	free(p);
+	assert_int_equal(b.first, 100000);
+	dynbuf_init(&b, 5000);
+	b.first = 100000;
+	assert_int_equal(dynbuf_append(&b, "z", 1), 0);
+	assert_int_equal(b.cap, 5001);
+	dynbuf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dynbuf_grows_and_keeps_bytes),
 		cmocka_unit_test(test_dynbuf_cap_fails_whole),
 		cmocka_unit_test(test_dynbuf_printf_and_take),
+		cmocka_unit_test(test_dynbuf_first_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

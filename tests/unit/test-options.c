@@ -40,9 +40,9 @@ static void assert_get(const struct ingest_options *o, const char *name, const c
 	free(got);
 }
 
-/* README's defaults ("Usage": 2M, 64M, 256M, 1M; jsonl; auto). */
+/* README's defaults ("Usage": 6M, 64M, 256M, 1M; jsonl; auto). */
 static const char *const defaults[][2] = {
-	{ "backend", "auto" }, { "batch-bytes", "2097152" }, { "max-inflight", "67108864" },
+	{ "backend", "auto" }, { "batch-bytes", "6291456" }, { "max-inflight", "67108864" },
 	{ "max-size", "268435456" }, { "max-text", "1048576" }, { "threads", "0" },
 	{ "format", "jsonl" }, { "es-index", "" }, { "no-text", "0" }, { "headers", "0" },
 	{ "parse", "1" }, { "output", "" }, { "files-from", "" }, { "null", "0" }, { "state", "" },
@@ -242,7 +242,7 @@ static void test_options_get_truncates(void **state)
 	assert_int_equal(ingest_options_get(o, "exclude", buf, sizeof(buf)), 14);
 	assert_string_equal(buf, "*.bak");
 	assert_int_equal(ingest_options_get(o, "batch-bytes", buf, 4), 7);
-	assert_string_equal(buf, "209");
+	assert_string_equal(buf, "629");
 	assert_int_equal(ingest_options_get(o, "backend", NULL, 0), 4);
 	assert_int_equal(ingest_options_set(o, "fields", "subject,date"), 0);
 	assert_int_equal(ingest_options_get(o, "fields", buf, sizeof(buf)), 12);
