@@ -5,7 +5,10 @@
  * Invariants: every function reads only p[0..n), writes only out[0..out_cap),
  * and makes one forward pass (the QP decoder may look at a run of white space
  * after `=` twice, never more).  The decoded size is computed by the same
- * loop that writes, so "size only" and "full decode" cannot disagree.  The
+ * loop that writes, so "size only" and "full decode" cannot disagree; the
+ * one exception, QP's decode into a buffer as large as its input, shares
+ * the escape rules (hex_pair, qp_after_eq) with the bounded loop, and the
+ * transfer fuzz target holds the two to the same bytes and warnings.  The
  * hot loops are table-driven and make no per-byte function calls: base64
  * takes four alphabet bytes per step and falls back to one byte at a time
  * only around line ends and garbage; QP finds runs between `=` a block at a
@@ -40,19 +43,25 @@ static const uint8_t b64_table[256] = {
 	/* 0xc0 */ B64_ROW_BAD, B64_ROW_BAD, B64_ROW_BAD, B64_ROW_BAD,
 };
 
-/* Hex digit values; 0 for anything else, so callers test is_hex() first.
- * Lower case is accepted: RFC 2045 6.7 says a robust decoder may, and real
- * encoders emit it. */
-static const uint8_t hex_table[256] = {
-	['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6,
-	['7'] = 7, ['8'] = 8, ['9'] = 9,
-	['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
-	['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+/* Hex digit values, and 16 for every other byte: one OR of two look-ups
+ * tells whether both bytes after a `=` are digits.  Lower case is
+ * accepted: RFC 2045 6.7 says a robust decoder may, and real encoders
+ * emit it. */
+#define HEX_NONE16 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
+#define HEX_LETTERS 16, 10, 11, 12, 13, 14, 15, 16, 16, 16, 16, 16, 16, 16, 16, 16
+static const uint8_t hex_or_16[256] = {
+	HEX_NONE16, HEX_NONE16, HEX_NONE16,
+	/* 0x30 */ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 16, 16, 16, 16, 16,
+	/* 0x40 */ HEX_LETTERS, HEX_NONE16,
+	/* 0x60 */ HEX_LETTERS, HEX_NONE16,
+	HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16,
 };
+#undef HEX_NONE16
+#undef HEX_LETTERS
 
-static inline bool is_hex(uint8_t c)
+static inline bool hex_pair(const uint8_t *p)
 {
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+	return (hex_or_16[p[0]] | hex_or_16[p[1]]) < 16;
 }
 
 static inline bool ascii_ieq(const uint8_t *p, size_t n, const char *lit)
@@ -308,6 +317,75 @@ static inline void put_bytes(uint8_t *out, size_t out_cap, uint64_t o,
 	}
 }
 
+/* What follows a `=` at p[i - 1] that is not two hex digits: a soft line
+ * break (6.7 rule 5), with the transport padding that rule 3 allows
+ * between `=` and the line end, after which decoding goes on at the
+ * returned position; or, returned as 0 (a position past a `=` is never
+ * 0), an invalid escape, whose `=` is kept literally (rule 1's advice)
+ * and decoding goes on at i.  `=` at the very end of the data is a soft
+ * break too: encoders end bodies so. */
+static inline size_t qp_after_eq(const uint8_t *p, size_t n, size_t i)
+{
+	size_t j = i;
+	while (j < n && (p[j] == ' ' || p[j] == '\t'))
+		j++;
+	if (j == n)
+		return n;
+	if (p[j] == '\n')
+		return j + 1;
+	if (p[j] == '\r' && (j + 1 == n || p[j + 1] == '\n'))
+		return j + 1 == n ? n : j + 2;
+	return 0;
+}
+
+#if defined(__SSE2__)
+/* The whole decode into out[0..n): the output is never longer than the
+ * input (each byte written consumes at least one), so nothing needs a
+ * bound check, and a 16-byte block is stored before it is looked at,
+ * whether or not it holds a `=` (the store lands within out[0..n) when
+ * 16 input bytes are left, as o <= i).  Encoded non-ASCII text is short
+ * runs between `=XX` chains; each run then costs one block step. */
+static uint64_t qp_decode_whole(const uint8_t *p, size_t n, uint8_t *out, bool *bad)
+{
+	const __m128i eq = _mm_set1_epi8('=');
+	size_t i = 0, o = 0;
+	for (;;) {
+		while (n - i >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			_mm_storeu_si128((__m128i *)(void *)(out + o), v);
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq));
+			if (m) {
+				size_t k = (size_t)__builtin_ctz(m);
+				i += k;
+				o += k;
+				goto at_eq;
+			}
+			i += 16;
+			o += 16;
+		}
+		while (i < n && p[i] != '=')
+			out[o++] = p[i++];
+		if (i >= n)
+			return o;
+	at_eq:
+		/* p[i] is `=`: a chain of `=XX`, or what qp_after_eq says */
+		if (i + 3 <= n && hex_pair(p + i + 1)) {
+			do {
+				out[o++] = (uint8_t)(hex_or_16[p[i + 1]] << 4 | hex_or_16[p[i + 2]]);
+				i += 3;
+			} while (i + 3 <= n && p[i] == '=' && hex_pair(p + i + 1));
+			continue;
+		}
+		size_t j = qp_after_eq(p, n, i + 1);
+		if (!j) {
+			out[o++] = '=';
+			*bad = true;
+		}
+		i = j ? j : i + 1;
+	}
+}
+#endif
+
 uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
                             size_t out_cap, uint64_t *warnings)
 {
@@ -317,6 +395,12 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 
 	if (!out)
 		out_cap = 0;
+#if defined(__SSE2__)
+	if (out_cap >= n && n) {
+		o = qp_decode_whole(p, n, out, &bad);
+		i = n;
+	}
+#endif
 	while (i < n) {
 		/* The run up to the next `=`: eight bytes at a time (SWAR: a
 		 * zero byte of w ^ "========" is an `=`), the rest by bytes.
@@ -371,39 +455,28 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 		if (end >= n)
 			break;
 		i = end + 1;
-		if (i + 2 <= n && is_hex(p[i]) && is_hex(p[i + 1])) {
+		if (i + 2 <= n && hex_pair(p + i)) {
 			/* Encoded text is `=XX` after `=XX` (UTF-8 letters,
 			 * `=3D` in HTML): take the chain here rather than
 			 * scanning an empty run between each two. */
 			do {
-				uint8_t b = (uint8_t)(hex_table[p[i]] << 4 | hex_table[p[i + 1]]);
+				uint8_t b = (uint8_t)(hex_or_16[p[i]] << 4 | hex_or_16[p[i + 1]]);
 				if (o < out_cap)
 					out[o] = b;
 				o++;
 				i += 3;
-			} while (i + 2 <= n && p[i - 1] == '=' && is_hex(p[i]) && is_hex(p[i + 1]));
+			} while (i + 2 <= n && p[i - 1] == '=' && hex_pair(p + i));
 			i--;
 			continue;
 		}
-		/* Soft line break (6.7 rule 5), with the transport padding that
-		 * rule 3 allows between `=` and the line end.  `=` at the very
-		 * end of the data is a soft break too: encoders end bodies so. */
-		size_t j = i;
-		while (j < n && (p[j] == ' ' || p[j] == '\t'))
-			j++;
-		if (j == n) {
-			i = n;
-		} else if (p[j] == '\n') {
-			i = j + 1;
-		} else if (p[j] == '\r' && (j + 1 == n || p[j + 1] == '\n')) {
-			i = j + 1 == n ? n : j + 2;
-		} else {
-			/* Invalid escape: keep the `=` literally (rule 1's advice). */
+		size_t j = qp_after_eq(p, n, i);
+		if (!j) {
 			if (o < out_cap)
 				out[o] = '=';
 			o++;
 			bad = true;
 		}
+		i = j ? j : i;
 	}
 	if (bad && warnings)
 		mail_warn(warnings, MAIL_W_BAD_QUOTED_PRINTABLE);
