@@ -157,6 +157,55 @@ static size_t b64_count_avx2(const uint8_t *p, size_t n, size_t i, uint64_t *k)
 	}
 	return i;
 }
+
+/* Whole quanta, 32 alphabet bytes (24 bytes out) a step, from p[i] while
+ * the block is all alphabet and out has room for a 32-byte store at *o:
+ * the decoder of Muła and Lemire ("Faster Base64 Encoding and Decoding
+ * Using AVX2 Instructions", ACM TWEB 2018).  Two nibble look-ups reject
+ * any byte outside A-Z a-z 0-9 + / (white space, `=`, garbage), which the
+ * caller's loops then take as before; a third gives each byte the offset
+ * that turns it into its sextet, and two multiply-adds and two shuffles
+ * pack four sextets into three bytes.  Returns where it stopped. */
+__attribute__((target("avx2")))
+static size_t b64_decode_avx2(const uint8_t *p, size_t n, size_t i, uint8_t *out,
+                              size_t out_cap, uint64_t *o)
+{
+	const __m256i lut_lo = _mm256_setr_epi8(
+		0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A,
+		0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
+	const __m256i lut_hi = _mm256_setr_epi8(
+		0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+		0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
+	const __m256i lut_roll = _mm256_setr_epi8(
+		0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i mask_2f = _mm256_set1_epi8(0x2F);
+	const __m256i pack_lane = _mm256_setr_epi8(
+		2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
+		2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+	const __m256i pack_lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
+	uint64_t w = *o;
+	while (n - i >= 32 && out_cap - w >= 32) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		__m256i hi_nib = _mm256_and_si256(_mm256_srli_epi32(v, 4), mask_2f);
+		__m256i lo_nib = _mm256_and_si256(v, mask_2f);
+		if (!_mm256_testz_si256(_mm256_shuffle_epi8(lut_lo, lo_nib),
+		                        _mm256_shuffle_epi8(lut_hi, hi_nib)))
+			break;
+		__m256i roll = _mm256_shuffle_epi8(lut_roll,
+		                                   _mm256_add_epi8(_mm256_cmpeq_epi8(v, mask_2f), hi_nib));
+		v = _mm256_add_epi8(v, roll);
+		v = _mm256_maddubs_epi16(v, _mm256_set1_epi32(0x01400140));
+		v = _mm256_madd_epi16(v, _mm256_set1_epi32(0x00011000));
+		v = _mm256_shuffle_epi8(v, pack_lane);
+		v = _mm256_permutevar8x32_epi32(v, pack_lanes);
+		_mm256_storeu_si256((__m256i *)(void *)(out + w), v);
+		w += 24;
+		i += 32;
+	}
+	*o = w;
+	return i;
+}
 #endif
 
 static size_t b64_count(const uint8_t *p, size_t n, size_t i, uint64_t *sextets)
@@ -235,6 +284,10 @@ uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
 				break;
 		} else if (q == 0) {
 			/* Fast path: whole quanta of four alphabet bytes. */
+#if defined(B64_AVX2)
+			if (n - i >= 32 && out_cap - o >= 32 && __builtin_cpu_supports("avx2"))
+				i = b64_decode_avx2(p, n, i, out, out_cap, &o);
+#endif
 			while (i + 4 <= n) {
 				uint32_t a = b64_table[p[i]], b = b64_table[p[i + 1]];
 				uint32_t c = b64_table[p[i + 2]], d = b64_table[p[i + 3]];

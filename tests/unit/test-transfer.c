@@ -362,6 +362,50 @@ static void test_transfer_base64_size_only_large(void **state)
 	free(full);
 }
 
+/* Bytes encoded with lines of several lengths (none at all; 76, RFC 2045's
+ * longest; one block of the vector loop; shorter; one quantum) decode back
+ * to themselves, every byte value included, with the full decode taking
+ * whole blocks between line ends. */
+static void test_transfer_base64_round_trip(void **state)
+{
+	(void)state;
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = 9001;
+	uint8_t *raw = malloc(n), *enc = malloc(2 * n + 16), *dec = malloc(2 * n + 16);
+	assert_non_null(raw);
+	assert_non_null(enc);
+	assert_non_null(dec);
+	uint32_t x = 12345;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		raw[i] = (uint8_t)(i < 256 ? i : x >> 16);
+	}
+	static const size_t line[] = { 0, 76, 32, 40, 4 };
+	for (size_t L = 0; L < sizeof(line) / sizeof(line[0]); L++) {
+		size_t e = 0, col = 0;
+		for (size_t i = 0; i < n; i += 3) {
+			uint32_t v = (uint32_t)raw[i] << 16 | (i + 1 < n ? (uint32_t)raw[i + 1] << 8 : 0) |
+			             (i + 2 < n ? raw[i + 2] : 0);
+			for (int k = 0; k < 4; k++) {
+				enc[e++] = (k >= 2 && i + (size_t)k > n) ? '=' : (uint8_t)al[v >> (18 - 6 * k) & 63];
+				if (line[L] && ++col == line[L]) {
+					enc[e++] = '\r';
+					enc[e++] = '\n';
+					col = 0;
+				}
+			}
+		}
+		uint64_t w = 0;
+		uint64_t k = transfer_base64_decode(enc, e, dec, e, &w);
+		assert_int_equal(k, n);
+		assert_int_equal(w, 0);
+		assert_memory_equal(dec, raw, n);
+	}
+	free(raw);
+	free(enc);
+	free(dec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_transfer_base64_truncated_warns),
 		cmocka_unit_test(test_transfer_base64_concatenated),
 		cmocka_unit_test(test_transfer_base64_prefix),
+		cmocka_unit_test(test_transfer_base64_round_trip),
 		cmocka_unit_test(test_transfer_qp_escapes),
 		cmocka_unit_test(test_transfer_qp_soft_breaks),
 		cmocka_unit_test(test_transfer_qp_invalid_kept_literally),
