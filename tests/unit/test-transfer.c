@@ -406,6 +406,28 @@ static void test_transfer_base64_round_trip(void **state)
 	free(dec);
 }
 
+/* Every byte value, inside a long run of base64 lines, is classified by
+ * the size-only count as the full decode's byte loop classifies it: the
+ * sizes and warnings agree. */
+static void test_transfer_base64_count_every_byte(void **state)
+{
+	(void)state;
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint8_t in[400], full[400];
+	for (unsigned b = 0; b < 256; b++) {
+		for (size_t at = 100; at < 140; at += 13) {
+			for (size_t i = 0; i < sizeof(in); i++)
+				in[i] = i % 78 == 77 ? '\n' : (uint8_t)al[(i * 5) % 64];
+			in[at] = (uint8_t)b;
+			uint64_t w1 = 0, w2 = 0;
+			uint64_t k1 = transfer_base64_decode(in, sizeof(in), full, sizeof(full), &w1);
+			uint64_t k2 = transfer_base64_decode(in, sizeof(in), NULL, 0, &w2);
+			assert_int_equal(k1, k2);
+			assert_int_equal(w1, w2);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_transfer_base64_concatenated),
 		cmocka_unit_test(test_transfer_base64_prefix),
 		cmocka_unit_test(test_transfer_base64_round_trip),
+		cmocka_unit_test(test_transfer_base64_count_every_byte),
 		cmocka_unit_test(test_transfer_qp_escapes),
 		cmocka_unit_test(test_transfer_qp_soft_breaks),
 		cmocka_unit_test(test_transfer_qp_invalid_kept_literally),
