@@ -118,7 +118,7 @@ enum transfer_encoding transfer_encoding_parse(struct str v)
  * or at n.  SSE2 (every x86-64) takes 16 bytes a step: well-formed base64 is
  * a few instructions per 16 bytes instead of a table lookup per byte. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define B64_AVX2 1
+#define TRANSFER_AVX2 1
 #include <immintrin.h>
 /* The same classification as the SSE2 loop below, 32 bytes a step, for
  * CPUs that have AVX2 (checked once at run time), by two nibble look-ups
@@ -220,7 +220,7 @@ static size_t b64_decode_avx2(const uint8_t *p, size_t n, size_t i, uint8_t *out
 static size_t b64_count(const uint8_t *p, size_t n, size_t i, uint64_t *sextets)
 {
 	uint64_t k = 0;
-#if defined(B64_AVX2)
+#if defined(TRANSFER_AVX2)
 	/* __builtin_cpu_supports reads a table libgcc fills at start-up. */
 	if (n - i >= 64 && __builtin_cpu_supports("avx2"))
 		i = b64_count_avx2(p, n, i, &k);
@@ -293,7 +293,7 @@ uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
 				break;
 		} else if (q == 0) {
 			/* Fast path: whole quanta of four alphabet bytes. */
-#if defined(B64_AVX2)
+#if defined(TRANSFER_AVX2)
 			if (n - i >= 32 && out_cap - o >= 32 && __builtin_cpu_supports("avx2"))
 				i = b64_decode_avx2(p, n, i, out, out_cap, &o);
 #endif
@@ -595,11 +595,47 @@ static inline bool uu_begins(const uint8_t *p, size_t n, size_t s)
  * with "begin ", or n.  Nearly every text part has none, so this is the
  * whole cost of the search: SSE2 looks for the pair "\nb" 16 positions at
  * a time, where a memchr per line would pay a call per 70 bytes. */
+#if defined(TRANSFER_AVX2)
+/* The SSE2 loop below, 32 positions a step, where the CPU has AVX2: the
+ * first "begin " line start from i, or where fewer than 33 bytes are
+ * left (*found false). */
+__attribute__((target("avx2")))
+static size_t uu_next_begin_avx2(const uint8_t *p, size_t n, size_t i, bool *found)
+{
+	const __m256i nl = _mm256_set1_epi8('\n'), b = _mm256_set1_epi8('b');
+	*found = false;
+	while (n - i >= 33) {
+		__m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		__m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 1));
+		uint32_t m = (uint32_t)_mm256_movemask_epi8(
+			_mm256_and_si256(_mm256_cmpeq_epi8(c0, nl), _mm256_cmpeq_epi8(c1, b)));
+		while (m) {
+			size_t s = i + (size_t)__builtin_ctz(m) + 1;
+			if (uu_begins(p, n, s)) {
+				*found = true;
+				return s;
+			}
+			m &= m - 1;
+		}
+		i += 32;
+	}
+	return i;
+}
+#endif
+
 static size_t uu_next_begin(const uint8_t *p, size_t n, size_t from)
 {
 	if (from >= n || uu_begins(p, n, from))
 		return from;
 	size_t i = from;
+#if defined(TRANSFER_AVX2)
+	if (n - i >= 64 && __builtin_cpu_supports("avx2")) {
+		bool found;
+		i = uu_next_begin_avx2(p, n, i, &found);
+		if (found)
+			return i;
+	}
+#endif
 #if defined(__SSE2__)
 	const __m128i nl = _mm_set1_epi8('\n'), b = _mm_set1_epi8('b');
 	while (n - i >= 17) {

@@ -269,6 +269,29 @@ static void test_transfer_uu_find_every_offset(void **state)
 	}
 }
 
+/* A block after every length of prose with no "begin" in it (lines that
+ * start with 'b' included), up to past two blocks of the vector search,
+ * found from the start: each position is looked at. */
+static void test_transfer_uu_find_after_long_prose(void **state)
+{
+	(void)state;
+	static const char prose[] = "ab\nbb\nb x\nbegi\n\n";
+	static const char block[] = "begin 644 cat.txt\n#0V%T\n`\nend\n";
+	char buf[256];
+	struct transfer_uu u;
+	for (size_t k = 1; k <= 150; k++) {
+		size_t n = 0;
+		for (size_t i = 0; i < k; i++)
+			buf[n++] = prose[i % (sizeof(prose) - 1)];
+		buf[n++] = '\n';
+		size_t at = n;
+		memcpy(buf + n, block, sizeof(block) - 1);
+		n += sizeof(block) - 1;
+		assert_true(transfer_uu_find((const uint8_t *)buf, n, 0, &u));
+		assert_int_equal(u.start, at);
+	}
+}
+
 static void test_transfer_uu_unterminated(void **state)
 {
 	(void)state;
@@ -450,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_transfer_base64_size_only_large),
 		cmocka_unit_test(test_transfer_uu_find_and_decode),
 		cmocka_unit_test(test_transfer_uu_find_every_offset),
+		cmocka_unit_test(test_transfer_uu_find_after_long_prose),
 		cmocka_unit_test(test_transfer_uu_not_a_block),
 		cmocka_unit_test(test_transfer_uu_unterminated),
 		cmocka_unit_test(test_transfer_uu_damaged_warns),
