@@ -429,15 +429,23 @@ static int charset_decode_sb(const uint32_t sb[256], const uint8_t *p, size_t n,
 		if (i >= n)
 			break;
 		/* The bytes up to the next ASCII block, a look-up and a
-		 * store each (the entry's little-endian bytes are its UTF-8
-		 * first). */
+		 * store each: an entry's first three bytes in memory, little
+		 * endian, are its UTF-8; its fourth (the length) is written
+		 * over by the next character or left in the reserve's last
+		 * byte, past out->len. */
+		const uint8_t *q = p + i, *end = p + n;
 		do {
-			uint32_t e = sb[p[i++]];
+			uint32_t e = sb[*q++];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			memcpy(d, &e, 4);
+#else
 			uint8_t u[4] = { (uint8_t)e, (uint8_t)(e >> 8), (uint8_t)(e >> 16), 0 };
 			memcpy(d, u, 4);
+#endif
 			d += e >> 24 & 7;
 			bad += e >> 31;
-		} while (i < n && (p[i] >= 0x80 || n - i < 8));
+		} while (q < end && (*q >= 0x80 || end - q < 8));
+		i = (size_t)(q - p);
 	}
 	out->len = (size_t)(d - out->p);
 	*replaced += bad;
