@@ -595,6 +595,18 @@ static inline bool uu_begins(const uint8_t *p, size_t n, size_t s)
  * with "begin ", or n.  Nearly every text part has none, so this is the
  * whole cost of the search: SSE2 looks for the pair "\nb" 16 positions at
  * a time, where a memchr per line would pay a call per 70 bytes. */
+/* The first line start after a "\n" at i + k (bit k of m set) whose line
+ * starts with "begin ", or 0 (never a line start found this way). */
+static inline size_t uu_first_begin(const uint8_t *p, size_t n, size_t i, uint32_t m)
+{
+	for (; m; m &= m - 1) {
+		size_t s = i + (size_t)__builtin_ctz(m) + 1;
+		if (uu_begins(p, n, s))
+			return s;
+	}
+	return 0;
+}
+
 #if defined(TRANSFER_AVX2)
 /* The SSE2 loop below, 32 positions a step, where the CPU has AVX2: the
  * first "begin " line start from i, or where fewer than 33 bytes are
@@ -609,13 +621,10 @@ static size_t uu_next_begin_avx2(const uint8_t *p, size_t n, size_t i, bool *fou
 		__m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 1));
 		uint32_t m = (uint32_t)_mm256_movemask_epi8(
 			_mm256_and_si256(_mm256_cmpeq_epi8(c0, nl), _mm256_cmpeq_epi8(c1, b)));
-		while (m) {
-			size_t s = i + (size_t)__builtin_ctz(m) + 1;
-			if (uu_begins(p, n, s)) {
-				*found = true;
-				return s;
-			}
-			m &= m - 1;
+		size_t s = uu_first_begin(p, n, i, m);
+		if (s) {
+			*found = true;
+			return s;
 		}
 		i += 32;
 	}
@@ -641,14 +650,10 @@ static size_t uu_next_begin(const uint8_t *p, size_t n, size_t from)
 	while (n - i >= 17) {
 		__m128i c0 = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
 		__m128i c1 = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
-		unsigned m = (unsigned)_mm_movemask_epi8(
-			_mm_and_si128(_mm_cmpeq_epi8(c0, nl), _mm_cmpeq_epi8(c1, b)));
-		while (m) {
-			size_t s = i + (size_t)__builtin_ctz(m) + 1;
-			if (uu_begins(p, n, s))
-				return s;
-			m &= m - 1;
-		}
+		size_t s = uu_first_begin(p, n, i, (uint32_t)_mm_movemask_epi8(
+			_mm_and_si128(_mm_cmpeq_epi8(c0, nl), _mm_cmpeq_epi8(c1, b))));
+		if (s)
+			return s;
 		i += 16;
 	}
 #endif
