@@ -231,6 +231,21 @@ static void test_transfer_uu_not_a_block(void **state)
 	assert_false(transfer_uu_find(S("begin 644 x\nthis is prose\n"), 0, &u));
 }
 
+/* buf: k bytes of prose (repeated), a line end, then block; *at is where
+ * block starts.  Returns the length. */
+static size_t prose_then_block(char *buf, const char *prose, size_t k, const char *block,
+                               size_t *at)
+{
+	size_t n = 0, pn = strlen(prose), bn = strlen(block);
+	for (size_t i = 0; i < k; i++)
+		buf[n++] = prose[i % pn];
+	if (k)
+		buf[n++] = '\n';
+	*at = n;
+	memcpy(buf + n, block, bn);
+	return n + bn;
+}
+
 /* The block scan for "\nbegin ": a begin line after every length of prose
  * (so at every offset of a 16-byte block and in the byte-wise tail), near
  * misses before it, and a search from the middle of a line. */
@@ -242,14 +257,7 @@ static void test_transfer_uu_find_every_offset(void **state)
 	char buf[256];
 	struct transfer_uu u;
 	for (size_t k = 0; k <= 60; k++) {
-		size_t n = 0;
-		for (size_t i = 0; i < k; i++)
-			buf[n++] = prose[i % (sizeof(prose) - 1)];
-		if (k)
-			buf[n++] = '\n';
-		size_t at = n;
-		memcpy(buf + n, block, sizeof(block) - 1);
-		n += sizeof(block) - 1;
+		size_t at, n = prose_then_block(buf, prose, k, block, &at);
 		assert_true(transfer_uu_find((const uint8_t *)buf, n, 0, &u));
 		assert_int_equal(u.start, at);
 		assert_int_equal(u.end, n);
@@ -280,13 +288,7 @@ static void test_transfer_uu_find_after_long_prose(void **state)
 	char buf[256];
 	struct transfer_uu u;
 	for (size_t k = 1; k <= 150; k++) {
-		size_t n = 0;
-		for (size_t i = 0; i < k; i++)
-			buf[n++] = prose[i % (sizeof(prose) - 1)];
-		buf[n++] = '\n';
-		size_t at = n;
-		memcpy(buf + n, block, sizeof(block) - 1);
-		n += sizeof(block) - 1;
+		size_t at, n = prose_then_block(buf, prose, k, block, &at);
 		assert_true(transfer_uu_find((const uint8_t *)buf, n, 0, &u));
 		assert_int_equal(u.start, at);
 	}

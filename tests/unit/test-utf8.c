@@ -60,6 +60,13 @@ static void test_utf8_seq(void **state)
 	assert_int_equal(SEQ("\xf0\x9f\x98\xc3"), -3);
 }
 
+/* Bytes that cover each range boundary of table 3-7. */
+static const uint8_t boundary_bytes[] = {
+	0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1,
+	0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf3, 0xf4,
+	0xf5, 0xff,
+};
+
 /* Every sequence of up to three bytes from a set that covers each range
  * boundary, after every length of ASCII (every offset of a 16- and an
  * 8-byte block): utf8_valid agrees with utf8_seq taken one at a time, and
@@ -67,12 +74,8 @@ static void test_utf8_seq(void **state)
 static void test_utf8_valid_matches_seq(void **state)
 {
 	(void)state;
-	static const uint8_t bytes[] = {
-		0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1,
-		0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf3, 0xf4,
-		0xf5, 0xff,
-	};
-	const size_t nb = sizeof(bytes);
+	const uint8_t *bytes = boundary_bytes;
+	const size_t nb = sizeof(boundary_bytes);
 	uint8_t buf[64];
 	size_t checked_valid = 0, checked_invalid = 0;
 	for (size_t k = 0; k <= 17; k += (k < 3 ? 1 : 7)) {
@@ -126,12 +129,8 @@ static bool utf8_valid_by_seq(const uint8_t *p, size_t n)
 static void test_utf8_valid_blocks(void **state)
 {
 	(void)state;
-	static const uint8_t bytes[] = {
-		0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1,
-		0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf3, 0xf4,
-		0xf5, 0xff,
-	};
-	const size_t nb = sizeof(bytes);
+	const uint8_t *bytes = boundary_bytes;
+	const size_t nb = sizeof(boundary_bytes);
 	uint8_t buf[160];
 	size_t checked_valid = 0, checked_invalid = 0;
 	for (int lead = 0; lead < 2; lead++) {
