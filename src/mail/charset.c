@@ -678,8 +678,11 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 		} else {
 			kind = CHARSET_ICONV;
 			iconv_name = norm;
+			/* Every text part and encoded word comes here: the first
+			 * letter turns away most of the table before strcmp. */
 			for (size_t i = 0; i < sizeof(charset_aliases) / sizeof(charset_aliases[0]); i++) {
-				if (strcmp(charset_aliases[i].label, norm) == 0) {
+				if (charset_aliases[i].label[0] == norm[0] &&
+				    strcmp(charset_aliases[i].label, norm) == 0) {
 					kind = charset_aliases[i].kind;
 					if (charset_aliases[i].iconv_name)
 						iconv_name = charset_aliases[i].iconv_name;
