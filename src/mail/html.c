@@ -280,6 +280,10 @@ static bool text(struct html *h)
 
 static bool name_is(const char *name, size_t k, const char *lit)
 {
+	/* Each tag is compared with a few dozen names: the first letter
+	 * turns most away before strlen. */
+	if (k && lit[0] != name[0])
+		return false;
 	return strlen(lit) == k && memcmp(name, lit, k) == 0;
 }
 
