@@ -37,9 +37,11 @@ struct charset_slot {
 	bool trusted;                      /* output needs no UTF-8 check */
 	/* A stateless single-byte charset: each byte's code point, read
 	 * from iconv at open (CHARSET_SB_BAD where iconv refuses the byte),
-	 * so conversion is a table lookup with iconv's own answers. */
+	 * so conversion is a table lookup with iconv's own answers.  Kept
+	 * as each byte's UTF-8 (charset_sb_entry) rather than code points:
+	 * text in such a charset is mostly characters outside ASCII. */
 	bool single_byte;
-	uint16_t sb[256];
+	uint32_t sb[256];
 };
 
 #define CHARSET_SB_BAD 0xFFFF
@@ -398,10 +400,25 @@ static bool charset_probe_single_byte(iconv_t cd, const char *iconv_name, uint16
 	return ok;
 }
 
-static int charset_decode_sb(const uint16_t sb[256], const uint8_t *p, size_t n,
+/* A slot's table entry for code point cp (CHARSET_SB_BAD: U+FFFD for a
+ * refused byte): its UTF-8 in the low three bytes, its length in bits
+ * 24..26, and bit 31 when it replaces the byte. */
+static uint32_t charset_sb_entry(uint16_t cp)
+{
+	char u[4] = { 0 };
+	size_t k = cp == CHARSET_SB_BAD ? 3 : (size_t)(charset_put_utf8(u, cp) - u);
+	if (cp == CHARSET_SB_BAD)
+		memcpy(u, CHARSET_FFFD, 3);
+	return (uint32_t)(uint8_t)u[0] | (uint32_t)(uint8_t)u[1] << 8 | (uint32_t)(uint8_t)u[2] << 16 |
+	       (uint32_t)k << 24 | (cp == CHARSET_SB_BAD ? UINT32_C(1) << 31 : 0);
+}
+
+static int charset_decode_sb(const uint32_t sb[256], const uint8_t *p, size_t n,
                              struct dynbuf *out, uint64_t *replaced)
 {
-	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
+	/* Three bytes out for one at most, and one more for the last
+	 * entry's four-byte store. */
+	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 - 1 ? SIZE_MAX : n * 3 + 1);
 	if (r < 0)
 		return r;
 	char *d = out->p + out->len;
@@ -411,14 +428,24 @@ static int charset_decode_sb(const uint16_t sb[256], const uint8_t *p, size_t n,
 		i = utf8_ascii_run(&d, p, n, i, true);    /* ASCII is itself (probed) */
 		if (i >= n)
 			break;
-		uint16_t cp = sb[p[i++]];
-		if (cp == CHARSET_SB_BAD) {
-			memcpy(d, CHARSET_FFFD, 3);
-			d += 3;
-			bad++;
-		} else {
-			d = charset_put_utf8(d, cp);
-		}
+		/* The bytes up to the next ASCII block, a look-up and a
+		 * store each: an entry's first three bytes in memory, little
+		 * endian, are its UTF-8; its fourth (the length) is written
+		 * over by the next character or left in the reserve's last
+		 * byte, past out->len. */
+		const uint8_t *q = p + i, *end = p + n;
+		do {
+			uint32_t e = sb[*q++];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			memcpy(d, &e, 4);
+#else
+			uint8_t u[4] = { (uint8_t)e, (uint8_t)(e >> 8), (uint8_t)(e >> 16), 0 };
+			memcpy(d, u, 4);
+#endif
+			d += e >> 24 & 7;
+			bad += e >> 31;
+		} while (q < end && (*q >= 0x80 || end - q < 8));
+		i = (size_t)(q - p);
 	}
 	out->len = (size_t)(d - out->p);
 	*replaced += bad;
@@ -460,8 +487,11 @@ static iconv_t charset_open(struct charset_cache *c, const char *label,
 		s->cd = cd;
 		s->ascii_identity = cd != (iconv_t)-1 && charset_probe_ascii(cd);
 		s->trusted = charset_trusted(iconv_name);
+		uint16_t sb[256];
 		s->single_byte = s->ascii_identity &&
-		                 charset_probe_single_byte(cd, iconv_name, s->sb);
+		                 charset_probe_single_byte(cd, iconv_name, sb);
+		for (int b = 0; s->single_byte && b < 256; b++)
+			s->sb[b] = charset_sb_entry(sb[b]);
 		*slot = s;
 	} else if (cd != (iconv_t)-1) {
 		*transient = true;
@@ -648,8 +678,11 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 		} else {
 			kind = CHARSET_ICONV;
 			iconv_name = norm;
+			/* Every text part and encoded word comes here: the first
+			 * letter turns away most of the table before strcmp. */
 			for (size_t i = 0; i < sizeof(charset_aliases) / sizeof(charset_aliases[0]); i++) {
-				if (strcmp(charset_aliases[i].label, norm) == 0) {
+				if (charset_aliases[i].label[0] == norm[0] &&
+				    strcmp(charset_aliases[i].label, norm) == 0) {
 					kind = charset_aliases[i].kind;
 					if (charset_aliases[i].iconv_name)
 						iconv_name = charset_aliases[i].iconv_name;

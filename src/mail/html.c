@@ -227,8 +227,17 @@ static bool text(struct html *h)
 	size_t n = h->n;
 	while (h->i < n) {
 		size_t s = h->i, i = s;
-		while (i < n && text_class[p[i]] == C_TEXT)
-			i++;
+		/* One space between two words is written as itself (put()
+		 * flushes the separator it asks for as one space), so it
+		 * joins the run: a run is then a line, not a word. */
+		bool join = !h->pre && !h->in_head;
+		for (;;) {
+			while (i < n && text_class[p[i]] == C_TEXT)
+				i++;
+			if (!join || i == s || n - i < 2 || p[i] != ' ' || text_class[p[i + 1]] != C_TEXT)
+				break;
+			i += 2;
+		}
 		if (i > s && !put(h, p + s, i - s))
 			return false;
 		h->i = i;
@@ -271,6 +280,10 @@ static bool text(struct html *h)
 
 static bool name_is(const char *name, size_t k, const char *lit)
 {
+	/* Each tag is compared with a few dozen names: the first letter
+	 * turns most away before strlen. */
+	if (k && lit[0] != name[0])
+		return false;
 	return strlen(lit) == k && memcmp(name, lit, k) == 0;
 }
 

@@ -5,7 +5,10 @@
  * Invariants: every function reads only p[0..n), writes only out[0..out_cap),
  * and makes one forward pass (the QP decoder may look at a run of white space
  * after `=` twice, never more).  The decoded size is computed by the same
- * loop that writes, so "size only" and "full decode" cannot disagree.  The
+ * loop that writes, so "size only" and "full decode" cannot disagree; the
+ * one exception, QP's decode into a buffer as large as its input, shares
+ * the escape rules (hex_pair, qp_after_eq) with the bounded loop, and the
+ * transfer fuzz target holds the two to the same bytes and warnings.  The
  * hot loops are table-driven and make no per-byte function calls: base64
  * takes four alphabet bytes per step and falls back to one byte at a time
  * only around line ends and garbage; QP finds runs between `=` a block at a
@@ -40,19 +43,25 @@ static const uint8_t b64_table[256] = {
 	/* 0xc0 */ B64_ROW_BAD, B64_ROW_BAD, B64_ROW_BAD, B64_ROW_BAD,
 };
 
-/* Hex digit values; 0 for anything else, so callers test is_hex() first.
- * Lower case is accepted: RFC 2045 6.7 says a robust decoder may, and real
- * encoders emit it. */
-static const uint8_t hex_table[256] = {
-	['0'] = 0, ['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6,
-	['7'] = 7, ['8'] = 8, ['9'] = 9,
-	['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
-	['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+/* Hex digit values, and 16 for every other byte: one OR of two look-ups
+ * tells whether both bytes after a `=` are digits.  Lower case is
+ * accepted: RFC 2045 6.7 says a robust decoder may, and real encoders
+ * emit it. */
+#define HEX_NONE16 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
+#define HEX_LETTERS 16, 10, 11, 12, 13, 14, 15, 16, 16, 16, 16, 16, 16, 16, 16, 16
+static const uint8_t hex_or_16[256] = {
+	HEX_NONE16, HEX_NONE16, HEX_NONE16,
+	/* 0x30 */ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 16, 16, 16, 16, 16,
+	/* 0x40 */ HEX_LETTERS, HEX_NONE16,
+	/* 0x60 */ HEX_LETTERS, HEX_NONE16,
+	HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16, HEX_NONE16,
 };
+#undef HEX_NONE16
+#undef HEX_LETTERS
 
-static inline bool is_hex(uint8_t c)
+static inline bool hex_pair(const uint8_t *p)
 {
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+	return (hex_or_16[p[0]] | hex_or_16[p[1]]) < 16;
 }
 
 static inline bool ascii_ieq(const uint8_t *p, size_t n, const char *lit)
@@ -109,43 +118,101 @@ enum transfer_encoding transfer_encoding_parse(struct str v)
  * or at n.  SSE2 (every x86-64) takes 16 bytes a step: well-formed base64 is
  * a few instructions per 16 bytes instead of a table lookup per byte. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define B64_AVX2 1
+#define TRANSFER_AVX2 1
 #include <immintrin.h>
 /* The same classification as the SSE2 loop below, 32 bytes a step, for
- * CPUs that have AVX2 (checked once at run time). */
+ * CPUs that have AVX2 (checked once at run time), by two nibble look-ups
+ * rather than range compares: the bytes outside the alphabet and white
+ * space are six rectangles of (high nibble, low nibble) sets, a bit each,
+ * so a byte is outside when the bits of its two nibbles meet.  In a block
+ * that passes, white space is exactly the bytes below '!', and the rest
+ * are sextets. */
 __attribute__((target("avx2")))
 static size_t b64_count_avx2(const uint8_t *p, size_t n, size_t i, uint64_t *k)
 {
-	const __m256i lo_a = _mm256_set1_epi8('a' - 1), hi_z = _mm256_set1_epi8('z' + 1);
-	const __m256i lo_d = _mm256_set1_epi8('/' - 1), hi_d = _mm256_set1_epi8('9' + 1);
-	const __m256i plus = _mm256_set1_epi8('+'), sp = _mm256_set1_epi8(' ');
-	const __m256i lo_w = _mm256_set1_epi8('\t' - 1), hi_w = _mm256_set1_epi8('\r' + 1);
-	const __m256i case_bit = _mm256_set1_epi8(0x20), zero = _mm256_setzero_si256();
+	/* bit 0: high 1, 8..F (controls, non-ASCII); bit 1: high 0, low
+	 * 0..8 E F (controls other than HT LF VT FF CR); bit 2: high 2, low
+	 * 1..A C D E (punctuation but SP + /); bit 3: 3A..3F; bit 4: '@' and
+	 * '`'; bit 5: 5B..5F, 7B..7F. */
+	const __m256i hi_bits = _mm256_setr_epi8(
+		0x02, 0x01, 0x04, 0x08, 0x10, 0x20, 0x10, 0x20, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+		0x02, 0x01, 0x04, 0x08, 0x10, 0x20, 0x10, 0x20, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01);
+	const __m256i lo_bits = _mm256_setr_epi8(
+		0x13, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x05, 0x0D, 0x29, 0x2D, 0x2D, 0x2F, 0x2B,
+		0x13, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x05, 0x0D, 0x29, 0x2D, 0x2D, 0x2F, 0x2B);
+	const __m256i lo4 = _mm256_set1_epi8(0x0F), excl = _mm256_set1_epi8('!');
+	const __m256i zero = _mm256_setzero_si256();
 	while (i + 32 <= n) {
+		/* Per-lane white space counters (each to at most 255),
+		 * summed with one SAD per block of steps. */
 		__m256i acc = zero;
 		size_t steps = 0;
 		while (steps < 255 && i + 32 <= n) {
 			__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
-			__m256i f = _mm256_or_si256(v, case_bit);
-			__m256i al = _mm256_and_si256(_mm256_cmpgt_epi8(f, lo_a), _mm256_cmpgt_epi8(hi_z, f));
-			al = _mm256_or_si256(al, _mm256_and_si256(_mm256_cmpgt_epi8(v, lo_d),
-			                                          _mm256_cmpgt_epi8(hi_d, v)));
-			al = _mm256_or_si256(al, _mm256_cmpeq_epi8(v, plus));
-			__m256i ws = _mm256_or_si256(_mm256_cmpeq_epi8(v, sp),
-			                             _mm256_and_si256(_mm256_cmpgt_epi8(v, lo_w),
-			                                              _mm256_cmpgt_epi8(hi_w, v)));
-			if ((uint32_t)_mm256_movemask_epi8(_mm256_or_si256(al, ws)) != 0xFFFFFFFFu)
+			__m256i h = _mm256_shuffle_epi8(hi_bits, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4));
+			__m256i l = _mm256_shuffle_epi8(lo_bits, _mm256_and_si256(v, lo4));
+			if (!_mm256_testz_si256(h, l))
 				break;
-			acc = _mm256_sub_epi8(acc, al);
+			acc = _mm256_sub_epi8(acc, _mm256_cmpgt_epi8(excl, v));
 			i += 32;
 			steps++;
 		}
 		__m256i sad = _mm256_sad_epu8(acc, zero);
-		*k += (uint64_t)_mm256_extract_epi64(sad, 0) + (uint64_t)_mm256_extract_epi64(sad, 1) +
-		      (uint64_t)_mm256_extract_epi64(sad, 2) + (uint64_t)_mm256_extract_epi64(sad, 3);
+		*k += 32 * (uint64_t)steps -
+		      ((uint64_t)_mm256_extract_epi64(sad, 0) + (uint64_t)_mm256_extract_epi64(sad, 1) +
+		       (uint64_t)_mm256_extract_epi64(sad, 2) + (uint64_t)_mm256_extract_epi64(sad, 3));
 		if (steps < 255)
 			break;
 	}
+	return i;
+}
+
+/* Whole quanta, 32 alphabet bytes (24 bytes out) a step, from p[i] while
+ * the block is all alphabet and out has room for a 32-byte store at *o:
+ * the decoder of Muła and Lemire ("Faster Base64 Encoding and Decoding
+ * Using AVX2 Instructions", ACM TWEB 2018).  Two nibble look-ups reject
+ * any byte outside A-Z a-z 0-9 + / (white space, `=`, garbage), which the
+ * caller's loops then take as before; a third gives each byte the offset
+ * that turns it into its sextet, and two multiply-adds and two shuffles
+ * pack four sextets into three bytes.  Returns where it stopped. */
+__attribute__((target("avx2")))
+static size_t b64_decode_avx2(const uint8_t *p, size_t n, size_t i, uint8_t *out,
+                              size_t out_cap, uint64_t *o)
+{
+	const __m256i lut_lo = _mm256_setr_epi8(
+		0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A,
+		0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
+	const __m256i lut_hi = _mm256_setr_epi8(
+		0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+		0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
+	const __m256i lut_roll = _mm256_setr_epi8(
+		0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
+	const __m256i mask_2f = _mm256_set1_epi8(0x2F);
+	const __m256i pack_lane = _mm256_setr_epi8(
+		2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
+		2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
+	const __m256i pack_lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
+	uint64_t w = *o;
+	while (n - i >= 32 && out_cap - w >= 32) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		__m256i hi_nib = _mm256_and_si256(_mm256_srli_epi32(v, 4), mask_2f);
+		__m256i lo_nib = _mm256_and_si256(v, mask_2f);
+		if (!_mm256_testz_si256(_mm256_shuffle_epi8(lut_lo, lo_nib),
+		                        _mm256_shuffle_epi8(lut_hi, hi_nib)))
+			break;
+		__m256i roll = _mm256_shuffle_epi8(lut_roll,
+		                                   _mm256_add_epi8(_mm256_cmpeq_epi8(v, mask_2f), hi_nib));
+		v = _mm256_add_epi8(v, roll);
+		v = _mm256_maddubs_epi16(v, _mm256_set1_epi32(0x01400140));
+		v = _mm256_madd_epi16(v, _mm256_set1_epi32(0x00011000));
+		v = _mm256_shuffle_epi8(v, pack_lane);
+		v = _mm256_permutevar8x32_epi32(v, pack_lanes);
+		_mm256_storeu_si256((__m256i *)(void *)(out + w), v);
+		w += 24;
+		i += 32;
+	}
+	*o = w;
 	return i;
 }
 #endif
@@ -153,7 +220,7 @@ static size_t b64_count_avx2(const uint8_t *p, size_t n, size_t i, uint64_t *k)
 static size_t b64_count(const uint8_t *p, size_t n, size_t i, uint64_t *sextets)
 {
 	uint64_t k = 0;
-#if defined(B64_AVX2)
+#if defined(TRANSFER_AVX2)
 	/* __builtin_cpu_supports reads a table libgcc fills at start-up. */
 	if (n - i >= 64 && __builtin_cpu_supports("avx2"))
 		i = b64_count_avx2(p, n, i, &k);
@@ -226,6 +293,10 @@ uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
 				break;
 		} else if (q == 0) {
 			/* Fast path: whole quanta of four alphabet bytes. */
+#if defined(TRANSFER_AVX2)
+			if (n - i >= 32 && out_cap - o >= 32 && __builtin_cpu_supports("avx2"))
+				i = b64_decode_avx2(p, n, i, out, out_cap, &o);
+#endif
 			while (i + 4 <= n) {
 				uint32_t a = b64_table[p[i]], b = b64_table[p[i + 1]];
 				uint32_t c = b64_table[p[i + 2]], d = b64_table[p[i + 3]];
@@ -308,6 +379,75 @@ static inline void put_bytes(uint8_t *out, size_t out_cap, uint64_t o,
 	}
 }
 
+/* What follows a `=` at p[i - 1] that is not two hex digits: a soft line
+ * break (6.7 rule 5), with the transport padding that rule 3 allows
+ * between `=` and the line end, after which decoding goes on at the
+ * returned position; or, returned as 0 (a position past a `=` is never
+ * 0), an invalid escape, whose `=` is kept literally (rule 1's advice)
+ * and decoding goes on at i.  `=` at the very end of the data is a soft
+ * break too: encoders end bodies so. */
+static inline size_t qp_after_eq(const uint8_t *p, size_t n, size_t i)
+{
+	size_t j = i;
+	while (j < n && (p[j] == ' ' || p[j] == '\t'))
+		j++;
+	if (j == n)
+		return n;
+	if (p[j] == '\n')
+		return j + 1;
+	if (p[j] == '\r' && (j + 1 == n || p[j + 1] == '\n'))
+		return j + 1 == n ? n : j + 2;
+	return 0;
+}
+
+#if defined(__SSE2__)
+/* The whole decode into out[0..n): the output is never longer than the
+ * input (each byte written consumes at least one), so nothing needs a
+ * bound check, and a 16-byte block is stored before it is looked at,
+ * whether or not it holds a `=` (the store lands within out[0..n) when
+ * 16 input bytes are left, as o <= i).  Encoded non-ASCII text is short
+ * runs between `=XX` chains; each run then costs one block step. */
+static uint64_t qp_decode_whole(const uint8_t *p, size_t n, uint8_t *out, bool *bad)
+{
+	const __m128i eq = _mm_set1_epi8('=');
+	size_t i = 0, o = 0;
+	for (;;) {
+		while (n - i >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			_mm_storeu_si128((__m128i *)(void *)(out + o), v);
+			unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq));
+			if (m) {
+				size_t k = (size_t)__builtin_ctz(m);
+				i += k;
+				o += k;
+				goto at_eq;
+			}
+			i += 16;
+			o += 16;
+		}
+		while (i < n && p[i] != '=')
+			out[o++] = p[i++];
+		if (i >= n)
+			return o;
+	at_eq:
+		/* p[i] is `=`: a chain of `=XX`, or what qp_after_eq says */
+		if (i + 3 <= n && hex_pair(p + i + 1)) {
+			do {
+				out[o++] = (uint8_t)(hex_or_16[p[i + 1]] << 4 | hex_or_16[p[i + 2]]);
+				i += 3;
+			} while (i + 3 <= n && p[i] == '=' && hex_pair(p + i + 1));
+			continue;
+		}
+		size_t j = qp_after_eq(p, n, i + 1);
+		if (!j) {
+			out[o++] = '=';
+			*bad = true;
+		}
+		i = j ? j : i + 1;
+	}
+}
+#endif
+
 uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
                             size_t out_cap, uint64_t *warnings)
 {
@@ -317,6 +457,12 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 
 	if (!out)
 		out_cap = 0;
+#if defined(__SSE2__)
+	if (out_cap >= n && n) {
+		o = qp_decode_whole(p, n, out, &bad);
+		i = n;
+	}
+#endif
 	while (i < n) {
 		/* The run up to the next `=`: eight bytes at a time (SWAR: a
 		 * zero byte of w ^ "========" is an `=`), the rest by bytes.
@@ -371,39 +517,28 @@ uint64_t transfer_qp_decode(const uint8_t *p, size_t n, uint8_t *out,
 		if (end >= n)
 			break;
 		i = end + 1;
-		if (i + 2 <= n && is_hex(p[i]) && is_hex(p[i + 1])) {
+		if (i + 2 <= n && hex_pair(p + i)) {
 			/* Encoded text is `=XX` after `=XX` (UTF-8 letters,
 			 * `=3D` in HTML): take the chain here rather than
 			 * scanning an empty run between each two. */
 			do {
-				uint8_t b = (uint8_t)(hex_table[p[i]] << 4 | hex_table[p[i + 1]]);
+				uint8_t b = (uint8_t)(hex_or_16[p[i]] << 4 | hex_or_16[p[i + 1]]);
 				if (o < out_cap)
 					out[o] = b;
 				o++;
 				i += 3;
-			} while (i + 2 <= n && p[i - 1] == '=' && is_hex(p[i]) && is_hex(p[i + 1]));
+			} while (i + 2 <= n && p[i - 1] == '=' && hex_pair(p + i));
 			i--;
 			continue;
 		}
-		/* Soft line break (6.7 rule 5), with the transport padding that
-		 * rule 3 allows between `=` and the line end.  `=` at the very
-		 * end of the data is a soft break too: encoders end bodies so. */
-		size_t j = i;
-		while (j < n && (p[j] == ' ' || p[j] == '\t'))
-			j++;
-		if (j == n) {
-			i = n;
-		} else if (p[j] == '\n') {
-			i = j + 1;
-		} else if (p[j] == '\r' && (j + 1 == n || p[j + 1] == '\n')) {
-			i = j + 1 == n ? n : j + 2;
-		} else {
-			/* Invalid escape: keep the `=` literally (rule 1's advice). */
+		size_t j = qp_after_eq(p, n, i);
+		if (!j) {
 			if (o < out_cap)
 				out[o] = '=';
 			o++;
 			bad = true;
 		}
+		i = j ? j : i;
 	}
 	if (bad && warnings)
 		mail_warn(warnings, MAIL_W_BAD_QUOTED_PRINTABLE);
@@ -460,24 +595,65 @@ static inline bool uu_begins(const uint8_t *p, size_t n, size_t s)
  * with "begin ", or n.  Nearly every text part has none, so this is the
  * whole cost of the search: SSE2 looks for the pair "\nb" 16 positions at
  * a time, where a memchr per line would pay a call per 70 bytes. */
+/* The first line start after a "\n" at i + k (bit k of m set) whose line
+ * starts with "begin ", or 0 (never a line start found this way). */
+static inline size_t uu_first_begin(const uint8_t *p, size_t n, size_t i, uint32_t m)
+{
+	for (; m; m &= m - 1) {
+		size_t s = i + (size_t)__builtin_ctz(m) + 1;
+		if (uu_begins(p, n, s))
+			return s;
+	}
+	return 0;
+}
+
+#if defined(TRANSFER_AVX2)
+/* The SSE2 loop below, 32 positions a step, where the CPU has AVX2: the
+ * first "begin " line start from i, or where fewer than 33 bytes are
+ * left (*found false). */
+__attribute__((target("avx2")))
+static size_t uu_next_begin_avx2(const uint8_t *p, size_t n, size_t i, bool *found)
+{
+	const __m256i nl = _mm256_set1_epi8('\n'), b = _mm256_set1_epi8('b');
+	*found = false;
+	while (n - i >= 33) {
+		__m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+		__m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + i + 1));
+		uint32_t m = (uint32_t)_mm256_movemask_epi8(
+			_mm256_and_si256(_mm256_cmpeq_epi8(c0, nl), _mm256_cmpeq_epi8(c1, b)));
+		size_t s = uu_first_begin(p, n, i, m);
+		if (s) {
+			*found = true;
+			return s;
+		}
+		i += 32;
+	}
+	return i;
+}
+#endif
+
 static size_t uu_next_begin(const uint8_t *p, size_t n, size_t from)
 {
 	if (from >= n || uu_begins(p, n, from))
 		return from;
 	size_t i = from;
+#if defined(TRANSFER_AVX2)
+	if (n - i >= 64 && __builtin_cpu_supports("avx2")) {
+		bool found;
+		i = uu_next_begin_avx2(p, n, i, &found);
+		if (found)
+			return i;
+	}
+#endif
 #if defined(__SSE2__)
 	const __m128i nl = _mm_set1_epi8('\n'), b = _mm_set1_epi8('b');
 	while (n - i >= 17) {
 		__m128i c0 = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
 		__m128i c1 = _mm_loadu_si128((const __m128i *)(const void *)(p + i + 1));
-		unsigned m = (unsigned)_mm_movemask_epi8(
-			_mm_and_si128(_mm_cmpeq_epi8(c0, nl), _mm_cmpeq_epi8(c1, b)));
-		while (m) {
-			size_t s = i + (size_t)__builtin_ctz(m) + 1;
-			if (uu_begins(p, n, s))
-				return s;
-			m &= m - 1;
-		}
+		size_t s = uu_first_begin(p, n, i, (uint32_t)_mm_movemask_epi8(
+			_mm_and_si128(_mm_cmpeq_epi8(c0, nl), _mm_cmpeq_epi8(c1, b))));
+		if (s)
+			return s;
 		i += 16;
 	}
 #endif

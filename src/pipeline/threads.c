@@ -148,10 +148,16 @@ int thread_note_add(struct dynbuf *notes, const struct dynbuf *out, size_t start
 	size_t kn = sizeof(key) - 1;
 	if (!m || out->len - start < kn + 16)
 		return 0;
-	const char *at = memmem(out->p + start, out->len - start, key, kn);
-	if (!at || (size_t)(out->p + out->len - at) < kn + 16)
-		return 0;
-	return thread_note_put(notes, (uint64_t)(at + kn - out->p), m, 0);
+	/* A JSON record holds these bytes once: in a string value every
+	 * quote is escaped, and headers are [name, value] pairs, so only the
+	 * thread_id member can have them.  It is written after the text and
+	 * the attachments, with at most the tags after it (emit.h's field
+	 * order), so the search starts from the end: a forward search read
+	 * the whole text first (4% of a run's instructions). */
+	for (size_t i = out->len - kn - 16 + 1; i-- > start;)
+		if (out->p[i] == '"' && memcmp(out->p + i, key, kn) == 0)
+			return thread_note_put(notes, (uint64_t)(i + kn), m, 0);
+	return 0;
 }
 
 int thread_note_add_at(struct dynbuf *notes, size_t start, const struct mail_message *m,

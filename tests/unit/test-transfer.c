@@ -231,6 +231,21 @@ static void test_transfer_uu_not_a_block(void **state)
 	assert_false(transfer_uu_find(S("begin 644 x\nthis is prose\n"), 0, &u));
 }
 
+/* buf: k bytes of prose (repeated), a line end, then block; *at is where
+ * block starts.  Returns the length. */
+static size_t prose_then_block(char *buf, const char *prose, size_t k, const char *block,
+                               size_t *at)
+{
+	size_t n = 0, pn = strlen(prose), bn = strlen(block);
+	for (size_t i = 0; i < k; i++)
+		buf[n++] = prose[i % pn];
+	if (k)
+		buf[n++] = '\n';
+	*at = n;
+	memcpy(buf + n, block, bn);
+	return n + bn;
+}
+
 /* The block scan for "\nbegin ": a begin line after every length of prose
  * (so at every offset of a 16-byte block and in the byte-wise tail), near
  * misses before it, and a search from the middle of a line. */
@@ -242,14 +257,7 @@ static void test_transfer_uu_find_every_offset(void **state)
 	char buf[256];
 	struct transfer_uu u;
 	for (size_t k = 0; k <= 60; k++) {
-		size_t n = 0;
-		for (size_t i = 0; i < k; i++)
-			buf[n++] = prose[i % (sizeof(prose) - 1)];
-		if (k)
-			buf[n++] = '\n';
-		size_t at = n;
-		memcpy(buf + n, block, sizeof(block) - 1);
-		n += sizeof(block) - 1;
+		size_t at, n = prose_then_block(buf, prose, k, block, &at);
 		assert_true(transfer_uu_find((const uint8_t *)buf, n, 0, &u));
 		assert_int_equal(u.start, at);
 		assert_int_equal(u.end, n);
@@ -266,6 +274,23 @@ static void test_transfer_uu_find_every_offset(void **state)
 			assert_false(transfer_uu_find((const uint8_t *)buf, cut, 0, &u));
 		/* Prose only. */
 		assert_false(transfer_uu_find((const uint8_t *)buf, at, 0, &u));
+	}
+}
+
+/* A block after every length of prose with no "begin" in it (lines that
+ * start with 'b' included), up to past two blocks of the vector search,
+ * found from the start: each position is looked at. */
+static void test_transfer_uu_find_after_long_prose(void **state)
+{
+	(void)state;
+	static const char prose[] = "ab\nbb\nb x\nbegi\n\n";
+	static const char block[] = "begin 644 cat.txt\n#0V%T\n`\nend\n";
+	char buf[256];
+	struct transfer_uu u;
+	for (size_t k = 1; k <= 150; k++) {
+		size_t at, n = prose_then_block(buf, prose, k, block, &at);
+		assert_true(transfer_uu_find((const uint8_t *)buf, n, 0, &u));
+		assert_int_equal(u.start, at);
 	}
 }
 
@@ -362,6 +387,72 @@ static void test_transfer_base64_size_only_large(void **state)
 	free(full);
 }
 
+/* Bytes encoded with lines of several lengths (none at all; 76, RFC 2045's
+ * longest; one block of the vector loop; shorter; one quantum) decode back
+ * to themselves, every byte value included, with the full decode taking
+ * whole blocks between line ends. */
+static void test_transfer_base64_round_trip(void **state)
+{
+	(void)state;
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = 9001;
+	uint8_t *raw = malloc(n), *enc = malloc(2 * n + 16), *dec = malloc(2 * n + 16);
+	assert_non_null(raw);
+	assert_non_null(enc);
+	assert_non_null(dec);
+	uint32_t x = 12345;
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		raw[i] = (uint8_t)(i < 256 ? i : x >> 16);
+	}
+	static const size_t line[] = { 0, 76, 32, 40, 4 };
+	for (size_t L = 0; L < sizeof(line) / sizeof(line[0]); L++) {
+		size_t e = 0, col = 0;
+		for (size_t i = 0; i < n; i += 3) {
+			uint32_t v = (uint32_t)raw[i] << 16 | (i + 1 < n ? (uint32_t)raw[i + 1] << 8 : 0) |
+			             (i + 2 < n ? raw[i + 2] : 0);
+			for (int k = 0; k < 4; k++) {
+				enc[e++] = (k >= 2 && i + (size_t)k > n) ? '=' : (uint8_t)al[v >> (18 - 6 * k) & 63];
+				if (line[L] && ++col == line[L]) {
+					enc[e++] = '\r';
+					enc[e++] = '\n';
+					col = 0;
+				}
+			}
+		}
+		uint64_t w = 0;
+		uint64_t k = transfer_base64_decode(enc, e, dec, e, &w);
+		assert_int_equal(k, n);
+		assert_int_equal(w, 0);
+		assert_memory_equal(dec, raw, n);
+	}
+	free(raw);
+	free(enc);
+	free(dec);
+}
+
+/* Every byte value, inside a long run of base64 lines, is classified by
+ * the size-only count as the full decode's byte loop classifies it: the
+ * sizes and warnings agree. */
+static void test_transfer_base64_count_every_byte(void **state)
+{
+	(void)state;
+	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint8_t in[400], full[400];
+	for (unsigned b = 0; b < 256; b++) {
+		for (size_t at = 100; at < 140; at += 13) {
+			for (size_t i = 0; i < sizeof(in); i++)
+				in[i] = i % 78 == 77 ? '\n' : (uint8_t)al[(i * 5) % 64];
+			in[at] = (uint8_t)b;
+			uint64_t w1 = 0, w2 = 0;
+			uint64_t k1 = transfer_base64_decode(in, sizeof(in), full, sizeof(full), &w1);
+			uint64_t k2 = transfer_base64_decode(in, sizeof(in), NULL, 0, &w2);
+			assert_int_equal(k1, k2);
+			assert_int_equal(w1, w2);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +463,8 @@ int main(void)
 		cmocka_unit_test(test_transfer_base64_truncated_warns),
 		cmocka_unit_test(test_transfer_base64_concatenated),
 		cmocka_unit_test(test_transfer_base64_prefix),
+		cmocka_unit_test(test_transfer_base64_round_trip),
+		cmocka_unit_test(test_transfer_base64_count_every_byte),
 		cmocka_unit_test(test_transfer_qp_escapes),
 		cmocka_unit_test(test_transfer_qp_soft_breaks),
 		cmocka_unit_test(test_transfer_qp_invalid_kept_literally),
@@ -382,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_transfer_base64_size_only_large),
 		cmocka_unit_test(test_transfer_uu_find_and_decode),
 		cmocka_unit_test(test_transfer_uu_find_every_offset),
+		cmocka_unit_test(test_transfer_uu_find_after_long_prose),
 		cmocka_unit_test(test_transfer_uu_not_a_block),
 		cmocka_unit_test(test_transfer_uu_unterminated),
 		cmocka_unit_test(test_transfer_uu_damaged_warns),

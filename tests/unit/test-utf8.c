@@ -60,6 +60,13 @@ static void test_utf8_seq(void **state)
 	assert_int_equal(SEQ("\xf0\x9f\x98\xc3"), -3);
 }
 
+/* Bytes that cover each range boundary of table 3-7. */
+static const uint8_t boundary_bytes[] = {
+	0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1,
+	0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf3, 0xf4,
+	0xf5, 0xff,
+};
+
 /* Every sequence of up to three bytes from a set that covers each range
  * boundary, after every length of ASCII (every offset of a 16- and an
  * 8-byte block): utf8_valid agrees with utf8_seq taken one at a time, and
@@ -67,12 +74,8 @@ static void test_utf8_seq(void **state)
 static void test_utf8_valid_matches_seq(void **state)
 {
 	(void)state;
-	static const uint8_t bytes[] = {
-		0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1,
-		0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf3, 0xf4,
-		0xf5, 0xff,
-	};
-	const size_t nb = sizeof(bytes);
+	const uint8_t *bytes = boundary_bytes;
+	const size_t nb = sizeof(boundary_bytes);
 	uint8_t buf[64];
 	size_t checked_valid = 0, checked_invalid = 0;
 	for (size_t k = 0; k <= 17; k += (k < 3 ? 1 : 7)) {
@@ -106,12 +109,69 @@ static void test_utf8_valid_matches_seq(void **state)
 	assert_true(checked_valid > 0 && checked_invalid > 0);
 }
 
+/* The same over longer inputs, which utf8_valid takes 32 bytes a step
+ * where the CPU allows: the three bytes at every offset around the first
+ * two block boundaries, in a buffer whose first block also has a
+ * well-formed two-byte character (so that it is not all ASCII) or not,
+ * and either followed by more ASCII or ending right after them (a short
+ * last block). */
+static bool utf8_valid_by_seq(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		int l = utf8_seq(p + i, n - i);
+		if (l < 0)
+			return false;
+		i += (size_t)l;
+	}
+	return true;
+}
+
+static void test_utf8_valid_blocks(void **state)
+{
+	(void)state;
+	const uint8_t *bytes = boundary_bytes;
+	const size_t nb = sizeof(boundary_bytes);
+	uint8_t buf[160];
+	size_t checked_valid = 0, checked_invalid = 0;
+	for (int lead = 0; lead < 2; lead++) {
+		for (size_t k = 61; k <= 100; k += k == 67 ? 24 : 1) {
+			for (size_t x = 0; x < nb * nb * nb; x++) {
+				memset(buf, 'a', sizeof(buf));
+				if (lead)
+					memcpy(buf + 3, "\xC3\xA9", 2);
+				buf[k] = bytes[x % nb];
+				buf[k + 1] = bytes[x / nb % nb];
+				buf[k + 2] = bytes[x / nb / nb];
+				for (size_t n = k + 3; n <= k + 40; n += 37) {
+					bool want = utf8_valid_by_seq(buf, n);
+					assert_int_equal(utf8_valid(buf, n), want);
+					if (want)
+						checked_valid++;
+					else
+						checked_invalid++;
+				}
+			}
+		}
+	}
+	/* A four-byte character across each boundary, and one cut short by
+	 * the end, after every length of ASCII. */
+	for (size_t k = 60; k < 100; k++) {
+		memset(buf, 'a', sizeof(buf));
+		memcpy(buf + k, "\xF0\x9F\x98\x80", 4);
+		assert_true(utf8_valid(buf, sizeof(buf)));
+		assert_true(utf8_valid(buf, k + 4));
+		assert_false(utf8_valid(buf, k + 3));
+	}
+	assert_true(checked_valid > 0 && checked_invalid > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_utf8_seq),
 		cmocka_unit_test(test_utf8_valid_matches_seq),
+		cmocka_unit_test(test_utf8_valid_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
