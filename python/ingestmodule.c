@@ -201,6 +201,7 @@ struct many {
 	pthread_mutex_t free_lock;
 	struct emit_pytape *free;               /* recycled tapes, linked by .next */
 	bool failed;                            /* caller only */
+	int gc_was;                             /* caller only: PyGC_Disable()'s answer */
 };
 
 /* A slot whose tape could not be made (no memory). */
@@ -274,6 +275,27 @@ static void many_build_one(struct many *m)
 		many_tape_put(m, t);
 }
 
+/* The caller takes the GIL to make dicts, with the cyclic collector
+ * paused until it gives the GIL back.  The dicts are trees of new objects
+ * with no cycle to find, and made a few thousand at a time they set off
+ * collection after collection (a tenth of parse_many's CPU time,
+ * bench/PYTHON.md).  No other thread runs Python while the GIL is held,
+ * so none sees the pause; the allocations still count, and the first
+ * one after it (the result's list, at the latest) runs the collection
+ * they are due. */
+static void many_gil_take(struct many *m)
+{
+	PyEval_RestoreThread(m->ts);
+	m->gc_was = PyGC_Disable();
+}
+
+static void many_gil_give(struct many *m)
+{
+	if (m->gc_was)
+		PyGC_Enable();
+	m->ts = PyEval_SaveThread();
+}
+
 /* The caller's dicts: every ready slot in order from `built`; with
  * `all`, waits for the others' slots until every dict is made.  Takes
  * the GIL only when there is a dict to make. */
@@ -286,20 +308,20 @@ static void many_drain(struct many *m, bool all)
 			if (!all)
 				break;
 			if (gil) {   /* the GIL is not kept while waiting */
-				m->ts = PyEval_SaveThread();
+				many_gil_give(m);
 				gil = false;
 			}
 			futex_sleep(&m->seq, &m->waiters, seen, &m->waited);
 			continue;
 		}
 		if (!gil) {
-			PyEval_RestoreThread(m->ts);
+			many_gil_take(m);
 			gil = true;
 		}
 		many_build_one(m);
 	}
 	if (gil)
-		m->ts = PyEval_SaveThread();
+		many_gil_give(m);
 }
 
 /* On the worker that parsed message i: its tape into slot i; on the
@@ -350,11 +372,13 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 	}
 	m.ts = PyEval_SaveThread();
 	int r = parse_mem_run(o, bufs, lens, n, threads, many_item, &m);
-	PyEval_RestoreThread(m.ts);
 	/* what the caller did not make: the slots of items that ended after
 	 * its last one (all ready now) */
+	many_gil_take(&m);
 	while (r == 0 && m.built < n)
 		many_build_one(&m);
+	if (m.gc_was)
+		PyGC_Enable();
 	if (r < 0 || m.failed) {
 		PyErr_NoMemory();
 		goto done;
