@@ -157,7 +157,7 @@ def v_control():
     return n20k
 
 
-PAGE_REPS, LARGE_REPS = 2000, 5
+PAGE_REPS, LARGE_REPS = 2000, 100
 variants = {
     "parse_many 20k": (v_parse_many, n20k),
     "parse_many 20k threads=1": (v_parse_many_1, n20k),
