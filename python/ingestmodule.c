@@ -130,9 +130,9 @@ fail:
 	return NULL;
 }
 
-/* A thread's tape (emit/pydict.h), kept between records so that its
- * buffer is not grown anew for each, and freed when the thread ends; one
- * grown past TAPE_KEEP_BYTES by a large record is given back. */
+/* A scan worker's tape (emit/pydict.h), for its scratch buffer: kept
+ * between records, freed when the thread ends.  parse_many's tapes give
+ * back one grown past TAPE_KEEP_BYTES by a large record. */
 #define TAPE_KEEP_BYTES (1u << 20)
 
 static pthread_key_t tape_key;
@@ -510,27 +510,26 @@ struct scan {
 	struct ingest_report *rep;
 };
 
-/* The worker's visitor: the record's tape, after its header, into the
- * batch's output.  No GIL: the dict is made by __next__. */
+/* The worker's visitor: the record's tape, after its header, written
+ * into the batch's output.  No GIL: the dict is made by __next__. */
 static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 {
 	struct scan *s = ctx;
 	struct emit_pytape *t = thread_tape();
-	if (t)   /* it waits in the batch: the smaller form */
-		t->astral_utf8 = true;
-	int r = t ? emit_pytape_record(t, &s->o->emit, rec) : -ENOMEM;
-	if (r == 0 && dynbuf_reserve(out, sizeof(struct scan_rec) + t->items.len) < 0)
-		r = -ENOMEM;
-	if (r == 0) {
-		struct scan_rec h = { t->items.len, t->thread_at };
-		dynbuf_append(out, &h, sizeof(h));
-		dynbuf_append(out, t->items.p, t->items.len);
+	size_t at = out->len;
+	struct scan_rec h = { 0, EMIT_PYTAPE_NO_THREAD };
+	if (!t || dynbuf_append(out, &h, sizeof(h)) < 0)
+		return -ENOMEM;
+	t->astral_utf8 = true;   /* it waits in the batch: the smaller form */
+	int r = emit_pytape_append(t, out, &s->o->emit, rec);
+	if (r < 0) {
+		out->len = at;
+		return r;
 	}
-	if (t && t->items.cap > TAPE_KEEP_BYTES) {
-		emit_pytape_release(t);
-		emit_pytape_init(t);
-	}
-	return r;
+	h.len = out->len - at - sizeof(h);
+	h.thread_at = t->thread_at;
+	memcpy(out->p + at, &h, sizeof(h));
+	return 0;
 }
 
 /* The parse stage's thread: the record at obj joins a thread met earlier

@@ -618,11 +618,13 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
 	}
 }
 
-int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
+/* r's items after what t->items holds; thread_at counts from where they
+ * begin.  0, or -ENOMEM with t->items as it was. */
+static int tape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
 {
 	const struct mail_message *m = emit_record_message(r);
 	uint64_t act = emit_record_fields(o, r);
-	dynbuf_reset(&t->items);
+	size_t base = t->items.len;
 	t->thread_at = EMIT_PYTAPE_NO_THREAD;
 	t->failed = false;
 	tape_tag(t, T_DICT);
@@ -632,7 +634,31 @@ int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, cons
 		tape_field(t, r, m, f);
 	}
 	tape_tag(t, T_END);
-	return t->failed ? -ENOMEM : 0;
+	if (t->failed) {
+		t->items.len = base;
+		return -ENOMEM;
+	}
+	if (t->thread_at != EMIT_PYTAPE_NO_THREAD)
+		t->thread_at -= base;
+	return 0;
+}
+
+int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
+{
+	dynbuf_reset(&t->items);
+	return tape_record(t, o, r);
+}
+
+int emit_pytape_append(struct emit_pytape *t, struct dynbuf *out, const struct emit_options *o,
+                       const struct record *r)
+{
+	/* the walk writes to t->items: out is lent to it */
+	struct dynbuf own = t->items;
+	t->items = *out;
+	int rc = tape_record(t, o, r);
+	*out = t->items;
+	t->items = own;
+	return rc;
 }
 
 /* The object of the item at *at, which moves past it (and its items); NULL

@@ -49,6 +49,12 @@ void emit_pytape_release(struct emit_pytape *t);
 /* Fills t with r's dict for o's fields (what the tape held is dropped).
  * 0, or -ENOMEM.  No GIL needed: t and r are the caller's alone. */
 int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r);
+/* The same appended to out instead of t's items (t gives its scratch
+ * and its flags): a tape written where it will wait, with no copy.  Its
+ * items start where out ended, t->thread_at counting from there.  0, or
+ * -ENOMEM with out as it was. */
+int emit_pytape_append(struct emit_pytape *t, struct dynbuf *out, const struct emit_options *o,
+                       const struct record *r);
 /* The dict on t, or NULL with an exception set.  Needs the GIL. */
 PyObject *emit_pytape_build(const struct emit_pytape *t);
 /* The same from a copy of a tape's items (t->items.p, t->items.len),
