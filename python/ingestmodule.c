@@ -12,17 +12,17 @@
  *       none to make (see "parse, parse_many" below)
  *
  *   scan:  a run thread: ingest_run() with a visitor in place of the JSON
- *       emitter: each worker builds its records' dicts (taking the GIL
- *       for the objects only) and appends the references to the batch's
- *       output, so the writer hands them to the sink in input order, whole ─▶ queue
- *       (at most SCAN_QUEUE_MAX dicts; the sink waits for room) ─▶
- *       __next__ on the caller's thread
+ *       emitter: each worker writes its records' tapes into the batch's
+ *       output, so the writer hands them to the sink in input order, whole
+ *       ─▶ the sink lends each batch's tapes to __next__ and waits ─▶
+ *       __next__, on the caller's thread, makes each dict as it yields it.
+ *       The run never takes the GIL.
  *
  * __next__ waits with the GIL released and wakes every 100 ms to let
  * Python run its signal handlers: a KeyboardInterrupt there interrupts the
  * run (ingest_interrupt), drops the dicts not yet yielded and is raised;
  * every dict yielded before is a whole record.  Memory is bounded by the
- * run's byte budget (--max-inflight) plus the queue. */
+ * run's byte budget (--max-inflight) and its batches' tapes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -39,10 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* Dicts made and not yet taken by __next__: enough to keep the workers
- * busy while Python consumes, small next to a batch's bytes. */
-#define SCAN_QUEUE_MAX 4096
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -134,9 +130,9 @@ fail:
 	return NULL;
 }
 
-/* A thread's tape (emit/pydict.h), kept between records so that its
- * buffer is not grown anew for each, and freed when the thread ends; one
- * grown past TAPE_KEEP_BYTES by a large record is given back. */
+/* A scan worker's tape (emit/pydict.h), for its scratch buffer: kept
+ * between records, freed when the thread ends.  parse_many's tapes give
+ * back one grown past TAPE_KEEP_BYTES by a large record. */
 #define TAPE_KEEP_BYTES (1u << 20)
 
 static pthread_key_t tape_key;
@@ -166,28 +162,6 @@ static struct emit_pytape *thread_tape(void)
 		}
 	}
 	return t;
-}
-
-/* The record's tape, made on the calling thread with the GIL not held:
- * NULL without memory. */
-static struct emit_pytape *record_tape(const struct ingest_options *o, const struct record *rec)
-{
-	struct emit_pytape *t = thread_tape();
-	return t && emit_pytape_record(t, &o->emit, rec) == 0 ? t : NULL;
-}
-
-/* The dict of a tape, under the GIL (taken by the caller); NULL with no
- * exception left set. */
-static PyObject *tape_dict(struct emit_pytape *t)
-{
-	PyObject *d = t ? emit_pytape_build(t) : NULL;
-	if (!d)
-		PyErr_Clear();
-	if (t && t->items.cap > TAPE_KEEP_BYTES) {
-		emit_pytape_release(t);
-		emit_pytape_init(t);
-	}
-	return d;
 }
 
 /* ---- parse, parse_many ---------------------------------------------------- */
@@ -227,6 +201,7 @@ struct many {
 	pthread_mutex_t free_lock;
 	struct emit_pytape *free;               /* recycled tapes, linked by .next */
 	bool failed;                            /* caller only */
+	int gc_was;                             /* caller only: PyGC_Disable()'s answer */
 };
 
 /* A slot whose tape could not be made (no memory). */
@@ -300,6 +275,27 @@ static void many_build_one(struct many *m)
 		many_tape_put(m, t);
 }
 
+/* The caller takes the GIL to make dicts, with the cyclic collector
+ * paused until it gives the GIL back.  The dicts are trees of new objects
+ * with no cycle to find, and made a few thousand at a time they set off
+ * collection after collection (a tenth of parse_many's CPU time,
+ * bench/PYTHON.md).  No other thread runs Python while the GIL is held,
+ * so none sees the pause; the allocations still count, and the first
+ * one after it (the result's list, at the latest) runs the collection
+ * they are due. */
+static void many_gil_take(struct many *m)
+{
+	PyEval_RestoreThread(m->ts);
+	m->gc_was = PyGC_Disable();
+}
+
+static void many_gil_give(struct many *m)
+{
+	if (m->gc_was)
+		PyGC_Enable();
+	m->ts = PyEval_SaveThread();
+}
+
 /* The caller's dicts: every ready slot in order from `built`; with
  * `all`, waits for the others' slots until every dict is made.  Takes
  * the GIL only when there is a dict to make. */
@@ -312,20 +308,20 @@ static void many_drain(struct many *m, bool all)
 			if (!all)
 				break;
 			if (gil) {   /* the GIL is not kept while waiting */
-				m->ts = PyEval_SaveThread();
+				many_gil_give(m);
 				gil = false;
 			}
 			futex_sleep(&m->seq, &m->waiters, seen, &m->waited);
 			continue;
 		}
 		if (!gil) {
-			PyEval_RestoreThread(m->ts);
+			many_gil_take(m);
 			gil = true;
 		}
 		many_build_one(m);
 	}
 	if (gil)
-		m->ts = PyEval_SaveThread();
+		many_gil_give(m);
 }
 
 /* On the worker that parsed message i: its tape into slot i; on the
@@ -376,11 +372,13 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 	}
 	m.ts = PyEval_SaveThread();
 	int r = parse_mem_run(o, bufs, lens, n, threads, many_item, &m);
-	PyEval_RestoreThread(m.ts);
 	/* what the caller did not make: the slots of items that ended after
 	 * its last one (all ready now) */
+	many_gil_take(&m);
 	while (r == 0 && m.built < n)
 		many_build_one(&m);
+	if (m.gc_was)
+		PyGC_Enable();
 	if (r < 0 || m.failed) {
 		PyErr_NoMemory();
 		goto done;
@@ -489,88 +487,85 @@ done:
 
 /* ---- scan ----------------------------------------------------------------- */
 
+/* A record on its way to __next__: this header, then its tape's items
+ * (emit/pydict.h), in the batch's output until __next__ has made its dict. */
+struct scan_rec {
+	uint64_t len;         /* of the items that follow */
+	uint64_t thread_at;   /* the tape's thread_at */
+};
+
 struct scan {
 	PyObject_HEAD
 	struct ingest_options *o;
 	pthread_t thread;
 	bool started, joined;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;          /* queue changed, or the run ended */
-	PyObject **queue;             /* ring of SCAN_QUEUE_MAX */
-	size_t head, len;
+	pthread_cond_t cond;          /* a batch given or taken, or the run ended */
+	const char *batch;            /* the sink's records, until __next__ took them all */
+	size_t batch_len;
+	size_t pos;                   /* __next__'s: the next record's offset in batch */
 	bool stopping;                /* the consumer is gone or interrupted */
 	bool done;                    /* ingest_run() returned */
 	int result;
 	struct ingest_report *rep;
 };
 
-/* The worker's visitor: the dict, referenced from the batch's output. */
+/* The worker's visitor: the record's tape, after its header, written
+ * into the batch's output.  No GIL: the dict is made by __next__. */
 static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 {
 	struct scan *s = ctx;
-	struct emit_pytape *t = record_tape(s->o, rec);
-	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *d = tape_dict(t);
-	PyGILState_Release(g);
-	if (!d)
+	struct emit_pytape *t = thread_tape();
+	size_t at = out->len;
+	struct scan_rec h = { 0, EMIT_PYTAPE_NO_THREAD };
+	if (!t || dynbuf_append(out, &h, sizeof(h)) < 0)
 		return -ENOMEM;
-	if (dynbuf_append(out, &d, sizeof(d)) < 0) {
-		g = PyGILState_Ensure();
-		Py_DECREF(d);
-		PyGILState_Release(g);
-		return -ENOMEM;
+	t->astral_utf8 = true;   /* it waits in the batch: the smaller form */
+	int r = emit_pytape_append(t, out, &s->o->emit, rec);
+	if (r < 0) {
+		out->len = at;
+		return r;
 	}
+	h.len = out->len - at - sizeof(h);
+	h.thread_at = t->thread_at;
+	memcpy(out->p + at, &h, sizeof(h));
 	return 0;
 }
 
-/* The parse stage's thread: the dict at obj joins a thread met earlier in
- * the run, as the command's line does (README, "Threads"). */
+/* The parse stage's thread: the record at obj joins a thread met earlier
+ * in the run, as the command's line does (README, "Threads"): its
+ * thread_id's digits are rewritten on the tape. */
 static void scan_thread(void *ctx, char *obj, uint64_t thread)
 {
 	(void)ctx;
-	PyObject *d;
-	memcpy(&d, obj, sizeof(d));
+	struct scan_rec h;
+	memcpy(&h, obj, sizeof(h));
+	if (h.thread_at == EMIT_PYTAPE_NO_THREAD)
+		return;
 	char hex[17];
 	record_id_hex(thread, hex);
-	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *v = PyUnicode_FromStringAndSize(hex, 16);
-	/* no memory: the dict keeps its References root's thread, as the
-	 * command's line does then */
-	if (!v || PyDict_SetItemString(d, "thread_id", v) < 0)
-		PyErr_Clear();
-	Py_XDECREF(v);
-	PyGILState_Release(g);
+	memcpy(obj + sizeof(h) + h.thread_at, hex, 16);
 }
 
-static void drop_refs(PyObject *const *v, size_t n)
-{
-	PyGILState_STATE g = PyGILState_Ensure();
-	for (size_t i = 0; i < n; i++)
-		Py_DECREF(v[i]);
-	PyGILState_Release(g);
-}
-
-/* The writer's sink: a batch's dicts, in order, into the queue. */
+/* The writer's sink: lends a batch's tapes, in order, to __next__ and
+ * returns once it has made their dicts (or stopped): no copy, and no
+ * more than one batch waits for Python. */
 static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
 {
 	struct scan *s = ctx;
-	size_t n = len / sizeof(PyObject *);
 	(void)count;
-	PyObject *const *v = (PyObject *const *)(const void *)records;
-	size_t i = 0;
+	if (!len)
+		return 0;
 	pthread_mutex_lock(&s->lock);
-	while (i < n && !s->stopping) {
-		while (s->len == SCAN_QUEUE_MAX && !s->stopping)
-			pthread_cond_wait(&s->cond, &s->lock);
-		while (i < n && s->len < SCAN_QUEUE_MAX && !s->stopping) {
-			s->queue[(s->head + s->len) % SCAN_QUEUE_MAX] = v[i++];
-			s->len++;
-		}
+	if (!s->stopping) {
+		s->batch = records;
+		s->batch_len = len;
 		pthread_cond_broadcast(&s->cond);
+		while (s->batch && !s->stopping)
+			pthread_cond_wait(&s->cond, &s->lock);
 	}
+	s->batch = NULL;   /* stopping: nobody will take the rest */
 	pthread_mutex_unlock(&s->lock);
-	if (i < n)
-		drop_refs(v + i, n - i);   /* stopping: nobody will take them */
 	return 0;
 }
 
@@ -589,7 +584,7 @@ static void *scan_main(void *arg)
 }
 
 /* Stops the run, waits for it, drops what was not taken.  GIL held on
- * entry; released while waiting (the workers need it to finish). */
+ * entry; released while waiting. */
 static void scan_stop(struct scan *s, bool interrupt)
 {
 	if (!s->started || s->joined)
@@ -605,11 +600,8 @@ static void scan_stop(struct scan *s, bool interrupt)
 	pthread_join(s->thread, NULL);
 	Py_END_ALLOW_THREADS
 	s->joined = true;
-	while (s->len) {
-		Py_DECREF(s->queue[s->head]);
-		s->head = (s->head + 1) % SCAN_QUEUE_MAX;
-		s->len--;
-	}
+	s->batch = NULL;
+	s->pos = s->batch_len = 0;
 }
 
 static void scan_dealloc(PyObject *self)
@@ -618,29 +610,41 @@ static void scan_dealloc(PyObject *self)
 	scan_stop(s, true);
 	ingest_report_free(s->rep);
 	ingest_options_free(s->o);
-	PyMem_Free(s->queue);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	Py_TYPE(self)->tp_free(self);
 }
 
+/* The dict of the next record of the batch lent, or NULL (an exception
+ * set) without memory; the last one gives the batch back. */
+static PyObject *scan_build(struct scan *s)
+{
+	struct scan_rec h;
+	memcpy(&h, s->batch + s->pos, sizeof(h));
+	PyObject *d = emit_pytape_build_bytes(s->batch + s->pos + sizeof(h));
+	s->pos += sizeof(h) + h.len;
+	if (s->pos >= s->batch_len) {
+		pthread_mutex_lock(&s->lock);
+		s->batch = NULL;
+		s->pos = 0;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return d;
+}
+
 static PyObject *scan_next(PyObject *self)
 {
 	struct scan *s = (struct scan *)self;
-	if (s->joined && !s->len)
+	if (s->joined)
 		return NULL;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		if (s->len) {
-			PyObject *d = s->queue[s->head];
-			s->head = (s->head + 1) % SCAN_QUEUE_MAX;
-			s->len--;
-			pthread_cond_broadcast(&s->cond);
-			pthread_mutex_unlock(&s->lock);
-			return d;
-		}
+		/* the sink wrote the batch before it set the pointer under the
+		 * lock; it waits until scan_build() gives it back */
+		bool lent = s->batch != NULL;
 		bool done = s->done;
-		if (!done) {
+		if (!lent && !done) {
 			struct timespec t;
 			clock_gettime(CLOCK_REALTIME, &t);
 			t.tv_nsec += 100000000;
@@ -651,8 +655,11 @@ static PyObject *scan_next(PyObject *self)
 			Py_BEGIN_ALLOW_THREADS
 			pthread_cond_timedwait(&s->cond, &s->lock, &t);
 			Py_END_ALLOW_THREADS
+			lent = s->batch != NULL;
 		}
 		pthread_mutex_unlock(&s->lock);
+		if (lent)
+			return scan_build(s);
 		if (done)
 			break;
 		if (PyErr_CheckSignals() < 0) {
@@ -720,16 +727,12 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	s->o = o;
 	s->started = s->joined = s->stopping = s->done = false;
-	s->head = s->len = 0;
+	s->batch = NULL;
+	s->pos = s->batch_len = 0;
 	s->result = 0;
 	s->rep = NULL;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
-	s->queue = PyMem_Calloc(SCAN_QUEUE_MAX, sizeof(*s->queue));
-	if (!s->queue) {
-		Py_DECREF(s);
-		return PyErr_NoMemory();
-	}
 	o->visit = scan_visit;
 	o->visit_ctx = s;
 	o->visit_thread = scan_thread;

@@ -206,6 +206,8 @@ void emit_pytape_init(struct emit_pytape *t)
 {
 	dynbuf_init(&t->items, 0);
 	dynbuf_init(&t->scratch, 0);
+	t->thread_at = EMIT_PYTAPE_NO_THREAD;
+	t->astral_utf8 = false;
 	t->failed = false;
 	t->next = NULL;
 }
@@ -252,7 +254,8 @@ static void tape_int(struct emit_pytape *t, uint64_t v)
  * in well-formed UTF-8 the largest byte names the widest character's class
  * (leads C2-C3 are Latin-1, up to EF the BMP, F0 and above beyond it;
  * there are no overlong forms).  Anything ill-formed, such as an
- * as-written token's 8-bit bytes, goes as T_RAW. */
+ * as-written token's 8-bit bytes, goes as T_RAW, as do strings beyond the
+ * BMP on a tape that asks (astral_utf8). */
 static void tape_str(struct emit_pytape *t, struct str s)
 {
 	const unsigned char *p = (const unsigned char *)(s.p ? s.p : "");
@@ -261,7 +264,7 @@ static void tape_str(struct emit_pytape *t, struct str s)
 	size_t len = n - cont;
 	uint32_t maxchar = hi < 0x80 ? 0x7F : hi < 0xC4 ? 0xFF : hi < 0xF0 ? 0xFFFF : 0x10FFFF;
 	size_t width = maxchar <= 0xFF ? 1 : maxchar <= 0xFFFF ? 2 : 4;
-	if (hi < 0xF5 && (hi < 0x80 || hi >= 0xC2)) {
+	if (hi < (t->astral_utf8 ? 0xF0 : 0xF5) && (hi < 0x80 || hi >= 0xC2)) {
 		size_t at = t->items.len;
 		struct tape_item *it = tape_put(t, T_STR, len, len * width);
 		if (!it)
@@ -599,6 +602,9 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
 		record_id_hex(f == EMIT_F_ID ? record_id(io) : emit_record_thread_id(r), hex);
 		tape_key(t, k);
 		tape_str(t, (struct str){ .p = hex, .n = 16 });
+		/* ASCII: 16 code units of one byte, the item's last 16 bytes */
+		if (f == EMIT_F_THREAD_ID && !t->failed)
+			t->thread_at = t->items.len - 16;
 		return;
 	}
 	case EMIT_F_TAGS:
@@ -612,11 +618,14 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
 	}
 }
 
-int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
+/* r's items after what t->items holds; thread_at counts from where they
+ * begin.  0, or -ENOMEM with t->items as it was. */
+static int tape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
 {
 	const struct mail_message *m = emit_record_message(r);
 	uint64_t act = emit_record_fields(o, r);
-	dynbuf_reset(&t->items);
+	size_t base = t->items.len;
+	t->thread_at = EMIT_PYTAPE_NO_THREAD;
 	t->failed = false;
 	tape_tag(t, T_DICT);
 	while (act) {
@@ -625,7 +634,31 @@ int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, cons
 		tape_field(t, r, m, f);
 	}
 	tape_tag(t, T_END);
-	return t->failed ? -ENOMEM : 0;
+	if (t->failed) {
+		t->items.len = base;
+		return -ENOMEM;
+	}
+	if (t->thread_at != EMIT_PYTAPE_NO_THREAD)
+		t->thread_at -= base;
+	return 0;
+}
+
+int emit_pytape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
+{
+	dynbuf_reset(&t->items);
+	return tape_record(t, o, r);
+}
+
+int emit_pytape_append(struct emit_pytape *t, struct dynbuf *out, const struct emit_options *o,
+                       const struct record *r)
+{
+	/* the walk writes to t->items: out is lent to it */
+	struct dynbuf own = t->items;
+	t->items = *out;
+	int rc = tape_record(t, o, r);
+	*out = t->items;
+	t->items = own;
+	return rc;
 }
 
 /* The object of the item at *at, which moves past it (and its items); NULL
@@ -691,6 +724,11 @@ static PyObject *tape_object(const char **at)
 
 PyObject *emit_pytape_build(const struct emit_pytape *t)
 {
-	const char *at = t->items.p;
+	return emit_pytape_build_bytes(t->items.p);
+}
+
+PyObject *emit_pytape_build_bytes(const void *items)
+{
+	const char *at = items;
 	return tape_object(&at);
 }

@@ -197,6 +197,31 @@ def test_parse_many_order_across_drains():
                     assert d["subject"] == "m%d" % i, (threads, i, d.get("subject"))
 
 
+def test_parse_many_pauses_the_collector_only_inside():
+    """parse_many pauses the cyclic collector while it holds the GIL to
+    make dicts (python/ingestmodule.c): the collector's state is the
+    caller's again afterwards, and the collection the dicts are due runs
+    inside the call, not in whatever allocates next."""
+    import gc
+    datas = [b"From: a@example.org\nTo: b@example.org, c@example.org\n\nx\n"] * 3000
+    was = gc.isenabled()
+    try:
+        for threads in (1, None):
+            gc.disable()
+            ingest.parse_many(datas, threads=threads)
+            assert not gc.isenabled()
+            gc.enable()
+            gc.collect()
+            keep = ingest.parse_many(datas, threads=threads)
+            assert gc.isenabled()
+            # thousands of lists and dicts were made: a collection that
+            # ran in the call leaves fewer than one threshold counted
+            assert gc.get_count()[0] < gc.get_threshold()[0], gc.get_count()
+            del keep
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 def test_parse_many_from_several_threads(generated):
     files = message_files(generated)[:200]
     datas = [open(f, "rb").read() for f in files] + [b"From: x@example.org\n\n" + b"y" * 200000]
