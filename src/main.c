@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,12 @@ static int search_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* This process is the program, not a host of libingest: SQLite's
+	 * allocation statistics go, and with them the one global mutex every
+	 * allocation of every connection takes, which the two connections of
+	 * a first index (docs/ARCHITECTURE.md, "The index") took turns on.
+	 * The library itself leaves SQLite's configuration to its host. */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	if (argc > 1 && !strcmp(argv[1], "search"))
 		return search_main(argc, argv);
 	/* OPT_SET: the library option of the same name (ingest_options_set),

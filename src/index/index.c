@@ -20,6 +20,7 @@
  * A file whose read failed (io-error) keeps its previous row, as --state
  * keeps the previous entry: the next run sees the difference and reads it. */
 #include "index/index.h"
+#include "index/fts_build.h"
 #include "io/maildir.h"
 #include "io/state.h"
 #include "core/dynbuf.h"
@@ -151,6 +152,12 @@ static const char *const index_sql[ST__COUNT] = {
 		" WHERE root = ?2 AND path = ?4",
 };
 
+/* The text index, in the database and in the file a build writes it in
+ * first (fts_build.h). */
+#define INDEX_FTS_TABLE \
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(subject, \"from\", \"to\", text, attachments," \
+	" tokenize = 'unicode61 remove_diacritics 2')"
+
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
  * foreign keys: their checks cost on every insert).  mail_fts keeps its own
  * copy of the text: the text is stored nowhere else, so an external-content
@@ -185,8 +192,7 @@ static const char index_schema[] =
 	"CREATE TABLE files (root BLOB NOT NULL, path BLOB NOT NULL, dev INTEGER, ino INTEGER,"
 	" size INTEGER, mtime_sec INTEGER, mtime_nsec INTEGER, id INTEGER,"
 	" PRIMARY KEY (root, path)) WITHOUT ROWID;"
-	"CREATE VIRTUAL TABLE mail_fts USING fts5(subject, \"from\", \"to\", text, attachments,"
-	" tokenize = 'unicode61 remove_diacritics 2');"
+	INDEX_FTS_TABLE ";"
 	"CREATE TRIGGER messages_delete AFTER DELETE ON messages BEGIN"
 	" DELETE FROM addresses WHERE message = old.docid;"
 	" DELETE FROM attachments WHERE message = old.docid;"
@@ -212,6 +218,10 @@ struct index {
 	 * (index_fts_flush): per message a struct index_fts_head, then the
 	 * text and the attachments' JSON, each with its NUL. */
 	struct dynbuf fts_rows;
+	/* Built aside, the FTS rows go to the builder's thread and file
+	 * (fts_build.h); fts_out holds a transaction's rows as it takes them. */
+	struct fts_build *fts;
+	struct dynbuf fts_out;
 	struct dynbuf scratch;
 	struct index_stats stats;
 	char error[256];
@@ -392,7 +402,10 @@ int index_finish(struct index *ix)
 {
 	if (!ix || !ix->built || ix->broken || ix->in_tx)
 		return 0;
-	int r = index_exec(ix, "PRAGMA locking_mode = NORMAL; PRAGMA journal_mode = WAL");
+	/* with a builder, its connection copies the text index in and turns
+	 * the file to WAL once this one has closed it: in WAL the copy would
+	 * be written twice */
+	int r = ix->fts ? 0 : index_exec(ix, "PRAGMA locking_mode = NORMAL; PRAGMA journal_mode = WAL");
 	for (int i = 0; i < ST__COUNT; i++) {
 		sqlite3_finalize(ix->st[i]);
 		ix->st[i] = NULL;
@@ -400,6 +413,17 @@ int index_finish(struct index *ix)
 	if (sqlite3_close(ix->db) != SQLITE_OK && r == 0)
 		r = -EIO;
 	ix->db = NULL;
+	if (r == 0 && ix->fts) {
+		int rc = fts_build_finish(ix->fts, ix->built);
+		ix->stats.ns += fts_build_ns(ix->fts);
+		if (rc != SQLITE_OK) {
+			r = index_errno(rc) ? index_errno(rc) : -EIO;
+			snprintf(ix->error, sizeof(ix->error), "%s", fts_build_error(ix->fts) ?
+			         fts_build_error(ix->fts) : sqlite3_errstr(rc));
+		}
+		fts_build_close(ix->fts);
+		ix->fts = NULL;
+	}
 	if (r == 0)
 		r = sys_fsync(ix->build_fd);
 	if (r == 0)
@@ -420,7 +444,7 @@ int index_finish(struct index *ix)
 		xfree(ix->built);
 		ix->built = NULL;
 	}
-	if (r < 0)
+	if (r < 0 && !ix->error[0])
 		snprintf(ix->error, sizeof(ix->error), "cannot put the new database in place");
 	return r;
 }
@@ -434,6 +458,7 @@ int index_open(const char *path, struct index **out, const char **why)
 		return -ENOMEM;
 	dynbuf_init(&ix->scratch, 0);
 	dynbuf_init(&ix->fts_rows, 0);
+	dynbuf_init(&ix->fts_out, 0);
 	/* A file we may not write is refused before SQLite opens it read-only
 	 * behind our back (it would fail only at the first batch). */
 	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
@@ -486,6 +511,19 @@ int index_open(const char *path, struct index **out, const char **why)
 			*why = "cannot prepare the statements";
 		}
 	}
+	if (r == 0 && ix->built) {
+		/* the text index built in a file and on a thread of its own
+		 * (fts_build.h), FILE.new-fts, whose name goes as soon as it is
+		 * open; if that fails, in the database, as when written in place */
+		size_t n = strlen(ix->built);
+		char *aux = xmalloc(n + sizeof("-fts"));
+		if (aux) {
+			memcpy(aux, ix->built, n);
+			memcpy(aux + n, "-fts", sizeof("-fts"));
+			fts_build_open(aux, INDEX_FTS_TABLE, index_sql[ST_INSERT_FTS], &ix->fts);
+		}
+		xfree(aux);
+	}
 	if (r < 0) {
 		index_close(ix);
 		return r;
@@ -500,6 +538,7 @@ void index_close(struct index *ix)
 		return;
 	if (ix->in_tx)
 		index_rollback(ix);
+	fts_build_close(ix->fts);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(ix->st[i]);
 	sqlite3_close(ix->db);
@@ -512,6 +551,7 @@ void index_close(struct index *ix)
 	xfree(ix->built);
 	xfree(ix->final);
 	dynbuf_release(&ix->fts_rows);
+	dynbuf_release(&ix->fts_out);
 	dynbuf_release(&ix->scratch);
 	xfree(ix);
 }
@@ -644,8 +684,9 @@ static void index_bind_kept(sqlite3_stmt *s, int param, const char *p, int64_t n
  * has no row to select: its FTS row is not written. */
 static int index_fts_flush(struct index *ix)
 {
-	sqlite3_stmt *row = ix->st[ST_FTS_ROW], *ins = ix->st[ST_INSERT_FTS];
+	sqlite3_stmt *row = ix->st[ST_FTS_ROW];
 	int r = 0;
+	dynbuf_reset(&ix->fts_out);
 	for (size_t at = 0; r == 0 && at < ix->fts_rows.len;) {
 		struct index_fts_head h;
 		memcpy(&h, ix->fts_rows.p + at, sizeof(h));
@@ -656,13 +697,19 @@ static int index_fts_flush(struct index *ix)
 		sqlite3_bind_int64(row, 7, h.docid);
 		int rc = sqlite3_step(row);
 		if (rc == SQLITE_ROW) {
-			/* the row's columns stay valid until it is reset */
-			sqlite3_bind_int64(ins, 1, h.docid);
-			for (int c = 0; c < 3; c++)
-				sqlite3_bind_value(ins, 2 + c, sqlite3_column_value(row, c));
-			index_bind_kept(ins, 5, text, h.text_len);
-			sqlite3_bind_value(ins, 6, sqlite3_column_value(row, 3));
-			r = index_run(ix, ST_INSERT_FTS);
+			/* subject, from, to, text, attachments: the insert's order */
+			const char *col[FTS_ROW_COLUMNS];
+			int64_t len[FTS_ROW_COLUMNS];
+			for (int c = 0, k = 0; c < FTS_ROW_COLUMNS; c++) {
+				if (c == 3) {
+					col[c] = h.text_len >= 0 ? text : NULL;
+					len[c] = h.text_len;
+					continue;
+				}
+				col[c] = (const char *)sqlite3_column_text(row, k);
+				len[c] = sqlite3_column_bytes(row, k++);
+			}
+			r = fts_rows_add(&ix->fts_out, h.docid, col, len);
 		} else if (rc != SQLITE_DONE) {
 			r = index_fail(ix, rc);
 		}
@@ -670,6 +717,19 @@ static int index_fts_flush(struct index *ix)
 		sqlite3_clear_bindings(row);
 	}
 	dynbuf_reset(&ix->fts_rows);
+	if (r == 0 && ix->fts) {
+		int rc = fts_build_put(ix->fts, &ix->fts_out);
+		if (rc != SQLITE_OK) {
+			snprintf(ix->error, sizeof(ix->error), "%s", fts_build_error(ix->fts) ?
+			         fts_build_error(ix->fts) : sqlite3_errstr(rc));
+			ix->broken = true;
+			r = index_errno(rc) ? index_errno(rc) : -EIO;
+		}
+	} else if (r == 0) {
+		int rc = fts_rows_insert(ix->st[ST_INSERT_FTS], ix->fts_out.p, ix->fts_out.len);
+		if (rc != SQLITE_OK)
+			r = index_fail(ix, rc);
+	}
 	return r;
 }
 

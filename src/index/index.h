@@ -13,7 +13,8 @@
  *
  * Threads: index_open and index_load_state before the pipeline starts,
  * index_add_* on the writer thread, index_close after it joined.  One
- * connection, used by one thread at a time. */
+ * connection, used by one thread at a time; a database built aside has a
+ * second one for its text index, on a thread of its own (fts_build.h). */
 #ifndef INGEST_INDEX_H
 #define INGEST_INDEX_H
 

@@ -301,6 +301,16 @@ static void test_index_threads_merge(void **state)
 	assert_string_equal(query("SELECT messages FROM threads"), "4");
 }
 
+/* One message left, and one FTS row, its own, with this text. */
+static void one_fts_row(const char *text)
+{
+	char want[64];
+	snprintf(want, sizeof(want), "1 %s", text);
+	assert_string_equal(query("SELECT count(*) FROM messages"), "1");
+	assert_string_equal(query("SELECT group_concat(f.rowid = m.docid) || ' ' || group_concat(f.text)"
+	                          " FROM mail_fts f, messages m"), want);
+}
+
 /* The FTS rows of a transaction are written at its commit: a message
  * replaced (the same id again) or deleted before it leaves no FTS row. */
 static void test_index_fts_rows_at_commit(void **state)
@@ -321,9 +331,40 @@ static void test_index_fts_rows_at_commit(void **state)
 	assert_int_equal(index_add_item(ix, &del, rd, strlen(rd)), 0);
 	assert_int_equal(index_commit(ix), 0);
 	finish(ix);
-	assert_string_equal(query("SELECT count(*) FROM messages"), "1");
-	assert_string_equal(query("SELECT group_concat(f.rowid = m.docid) || ' ' || group_concat(f.text)"
-	                          " FROM mail_fts f, messages m"), "1 second");
+	one_fts_row("second");
+}
+
+/* A database built aside writes its FTS rows into a file of its own, one
+ * transaction for the run, and copies them in at the end: a message
+ * replaced in a later batch (its identity met again) leaves one FTS row,
+ * its last one, and the copy passes FTS5's own check. */
+static void test_index_built_replaced(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io a = maildir_io("cur/1.M1.h:2,S"), b = maildir_io("new/1.M1.h");
+	static const char ra[] = "{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000d1\",\"text\":\"first\"}\n",
+	                  rb[] = "{\"path\":\"new/1.M1.h\",\"id\":\"00000000000000d1\",\"text\":\"second\"}\n";
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, &a, ra, strlen(ra)), 0);
+	assert_int_equal(index_commit(ix), 0);
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, &b, rb, strlen(rb)), 0);
+	assert_int_equal(index_commit(ix), 0);
+	finish(ix);
+	one_fts_row("second");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'first'"), "0");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'second'"), "1");
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO mail_fts(mail_fts) VALUES ('integrity-check')", NULL,
+	                              NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_string_equal(query("PRAGMA journal_mode"), "wal");
+	/* nothing left beside the database */
+	char aside[128];
+	snprintf(aside, sizeof(aside), "%s.new-fts", db_path);
+	assert_int_equal(access(aside, F_OK), -1);
 }
 
 static void test_index_rename_delete(void **state)
@@ -393,6 +434,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_fts_rows_at_commit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_built_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_rename_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_state_view, setup, teardown),
 	};

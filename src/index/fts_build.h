@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* The FTS rows of a database built aside (index.c, index_build_begin),
+ * written by a thread and a connection of their own into a second SQLite
+ * file, and copied into the database when it is finished.
+ *
+ * Why (bench/INDEX.md): in the database itself, every statement of the
+ * other tables that opens a savepoint makes FTS5 (before SQLite 3.43)
+ * write its pending terms out, so the FTS rows can only go in at a
+ * transaction's end and each transaction makes a segment, which FTS5 then
+ * merges again and again.  In a file of its own, written by one
+ * transaction, FTS5 keeps its terms until `hashsize` bytes are pending and
+ * merges a few large segments; and on a thread of its own the tokenizing
+ * runs while the writer's thread inserts the other rows.
+ *
+ * The rows travel as bytes (fts_rows_add): the writer hands a buffer of
+ * rows over (fts_build_put) and goes on while the thread inserts them.  The
+ * same bytes are what a database written in place inserts, on the
+ * writer's thread (fts_rows_insert). */
+#ifndef INGEST_INDEX_FTS_BUILD_H
+#define INGEST_INDEX_FTS_BUILD_H
+
+#include "core/dynbuf.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+/* A row's columns after its rowid, in the order of the insert's ?2..?6. */
+#define FTS_ROW_COLUMNS 5
+
+/* Appends a row: its rowid and its columns, col[i] NULL for SQL NULL, else
+ * len[i] bytes followed by a NUL.  0 or -ENOMEM. */
+int fts_rows_add(struct dynbuf *b, int64_t rowid, const char *const col[FTS_ROW_COLUMNS],
+                 const int64_t len[FTS_ROW_COLUMNS]);
+/* Runs ins (rowid ?1, columns ?2..?6) for each row of p[0..n): SQLITE_OK
+ * or the failing step's code. */
+int fts_rows_insert(sqlite3_stmt *ins, const char *p, size_t n);
+
+struct fts_build;
+
+/* Creates `path` with the table of create_sql, opens one transaction on it
+ * and removes the file's name (the connection keeps it open: a run killed
+ * leaves nothing), then starts the thread (or, if it cannot start, inserts
+ * on the caller's thread).  SQLITE_OK, or a code with *out NULL. */
+int fts_build_open(const char *path, const char *create_sql, const char *insert_sql,
+                   struct fts_build **out);
+/* Hands rows over: takes b's bytes and leaves b empty (with a buffer to
+ * reuse).  Waits while the thread still has a buffer queued.  SQLITE_OK,
+ * or the code of an earlier failure of the thread (nothing is taken). */
+int fts_build_put(struct fts_build *fb, struct dynbuf *b);
+/* Waits for the thread, commits, and copies the table's rows into the
+ * table of the same name in the database at dst (closed by its writer,
+ * its table empty but for what deletions through it left), without the
+ * rows whose docid `messages` no longer has, then turns dst to WAL.
+ * SQLITE_OK or a code, with fts_build_error saying what failed. */
+int fts_build_finish(struct fts_build *fb, const char *dst);
+/* Stops the thread and closes; what was not copied is gone. */
+void fts_build_close(struct fts_build *fb);
+const char *fts_build_error(const struct fts_build *fb);
+/* Nanoseconds the thread spent inside SQLite, for --stats. */
+uint64_t fts_build_ns(const struct fts_build *fb);
+
+#endif
