@@ -29,6 +29,17 @@ void dynbuf_release(struct dynbuf *b)
 	dynbuf_forget(b);
 }
 
+/* The capacity for need bytes, doubling from `from`, within the cap. */
+static size_t dynbuf_cap_for(size_t from, size_t need, size_t max)
+{
+	size_t cap = from;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	if (max && cap > max + 1)
+		cap = max + 1;
+	return cap;
+}
+
 int dynbuf_reserve(struct dynbuf *b, size_t extra)
 {
 	if (extra > SIZE_MAX - b->len - 1)
@@ -38,12 +49,16 @@ int dynbuf_reserve(struct dynbuf *b, size_t extra)
 		return -E2BIG;
 	if (need <= b->cap)
 		return 0;
-	size_t cap = b->cap ? b->cap : b->first > 256 ? b->first : 256;
-	while (cap < need)
-		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-	if (b->max && cap > b->max + 1)
-		cap = b->max + 1;
+	size_t cap = dynbuf_cap_for(b->cap ? b->cap : b->first > 256 ? b->first : 256, need, b->max);
 	char *p = xrealloc(b->p, cap);
+	/* The first size is a guess at the working size, not a need: where the
+	 * allocator cannot give it (an address-space limit, many workers), the
+	 * room asked for may still fit, as a record must, or at least the error
+	 * record that replaces it (pipeline/parse_stage.c). */
+	if (!p && !b->cap && cap > need && b->first > 256) {
+		cap = dynbuf_cap_for(256, need, b->max);
+		p = xrealloc(NULL, cap);
+	}
 	if (!p)
 		return -ENOMEM;
 	b->p = p;
