@@ -496,6 +496,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		walk_set_shard(run->walk, o->shard_k, o->shard_n);
 	struct reader_stats rst;
 	struct reader_options ro = o->reader;
+	ro.max_inflight = o->max_inflight;
+	reader_options_fit(&ro);
 	/* before any input is looked at: a database that is not ours, or
 	 * cannot be written, stops the run here (and --state with it is refused) */
 	if (r == 0 && o->index)
@@ -539,7 +541,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 			.walk = run->walk, .budget = &run->budget,
 			.free_batches = &run->free_batches, .full_batches = &run->full_batches,
 			.stop = &ingest_stop,
-			.keep_bytes = 2 * o->reader.batch_bytes + (1 << 20),
+			.keep_bytes = 2 * ro.batch_bytes + (1 << 20),
 		};
 		r = reader_run(run->reader, &io);
 		if (r < 0)

@@ -15,9 +15,17 @@
 #include "io/reader_backend.h"
 #include "io/reader_item.h"
 #include "io/state.h"
+#include "core/limits.h"
 
 #include <errno.h>
 #include <string.h>
+
+void reader_options_fit(struct reader_options *o)
+{
+	uint64_t half = o->max_inflight / 2 > 64 * KiB ? o->max_inflight / 2 : 64 * KiB;
+	if (o->max_inflight && o->batch_bytes > half)
+		o->batch_bytes = half;
+}
 
 int reader_new(const struct reader_options *o, struct reader **out, struct reader_stats *st)
 {

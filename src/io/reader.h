@@ -33,7 +33,8 @@ enum reader_backend { READER_AUTO, READER_URING, READER_SYNC };
 
 struct reader_options {
 	enum reader_backend backend;
-	uint64_t batch_bytes;
+	uint64_t batch_bytes;            /* as fitted by reader_options_fit */
+	uint64_t max_inflight;           /* --max-inflight; 0: no budget to fit (unit tests) */
 	uint64_t max_size;
 	struct state *state;             /* --state: skip what did not change */
 	/* test seam: when set, called with the entry's name (relative to its
@@ -73,6 +74,13 @@ struct reader;
 /* Sets the backend up (ring creation happens here, on the calling thread;
  * run the reader on that same thread).  -errno when `uring` was asked for
  * and is unavailable (the message is in the stats' fallback). */
+/* Fits the batch size to the in-flight budget: a batch is at most half of
+ * --max-inflight, so that one batch can be read while another is parsed and
+ * the budget still bounds what is in flight (a larger --batch-bytes, or the
+ * default under a small --max-inflight, would otherwise read every batch
+ * alone, past the budget).  Never below 64 KiB. */
+void reader_options_fit(struct reader_options *o);
+
 int reader_new(const struct reader_options *o, struct reader **out, struct reader_stats *st);
 void reader_free(struct reader *r);
 /* Reads everything the walk yields; closes full_batches at the end.

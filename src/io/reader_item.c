@@ -21,6 +21,7 @@
 #include "io/walk.h"
 #include "io/state.h"
 #include "io/maildir.h"
+#include "core/limits.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 
@@ -287,9 +288,15 @@ int reader_item_read_done(struct reader_common *rc, struct budget *budget, struc
 
 uint64_t reader_stream_threshold(const struct reader_options *o)
 {
-	/* Past four batches' worth a file is not worth holding whole; an mbox
-	 * of any size then costs one chunk of memory at a time. */
-	uint64_t t = 4 * (o->batch_bytes > 1024 * 1024 ? o->batch_bytes : 1024 * 1024);
+	/* Past four batches' worth, or an eighth of the in-flight budget, a
+	 * file is not worth holding whole; an mbox of any size then costs one
+	 * chunk of memory at a time.  The budget's share keeps the threshold
+	 * where the memory bound puts it whatever the batch size (8 MiB under
+	 * the default 64 MiB), never below 1 MiB. */
+	uint64_t t = 4 * (o->batch_bytes > MiB ? o->batch_bytes : MiB);
+	uint64_t share = o->max_inflight / 8 > MiB ? o->max_inflight / 8 : MiB;
+	if (o->max_inflight && share < t)
+		t = share;
 	return t < o->max_size ? t : o->max_size;
 }
 

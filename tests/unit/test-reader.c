@@ -29,6 +29,7 @@
  * runs in a forked child that drops to `nobody` (setresuid) and reports back
  * through a pipe. */
 #include "io/reader.h"
+#include "io/reader_item.h"
 #include "io/walk.h"
 #include "core/limits.h"
 #include "core/stats.h"
@@ -1083,6 +1084,39 @@ static void test_reader_budget_backpressure(void **state)
 	{ #fn " (sync)", fn, NULL, NULL, &backend_sync },                 \
 	{ #fn " (uring)", fn, NULL, NULL, &backend_uring }
 
+/* The batch size and the stream threshold follow the in-flight budget
+ * (reader_options_fit, reader_stream_threshold): whatever --batch-bytes
+ * says, a batch is at most half the budget and a file held whole at most an
+ * eighth of it, so that --max-inflight stays the memory bound. */
+static void test_reader_fit_to_budget(void **state)
+{
+	(void)state;
+	struct reader_options o = { .batch_bytes = LIMIT_BATCH_BYTES_DEFAULT,
+	                            .max_inflight = LIMIT_MAX_INFLIGHT_DEFAULT,
+	                            .max_size = 256 * MiB };
+	reader_options_fit(&o);
+	assert_int_equal(o.batch_bytes, LIMIT_BATCH_BYTES_DEFAULT);
+	assert_int_equal(reader_stream_threshold(&o), LIMIT_MAX_INFLIGHT_DEFAULT / 8);
+
+	o.max_inflight = 16 * MiB;   /* a 10 MiB mbox is streamed, not held whole */
+	reader_options_fit(&o);
+	assert_int_equal(reader_stream_threshold(&o), 2 * MiB);
+
+	o.max_inflight = 4 * MiB;    /* the default batch would be read alone */
+	reader_options_fit(&o);
+	assert_int_equal(o.batch_bytes, 2 * MiB);
+	assert_int_equal(reader_stream_threshold(&o), 1 * MiB);
+
+	o.max_inflight = 1;          /* never below 64 KiB */
+	reader_options_fit(&o);
+	assert_int_equal(o.batch_bytes, 64 * KiB);
+
+	struct reader_options bare = { .batch_bytes = 2 * MiB, .max_size = 256 * MiB };
+	reader_options_fit(&bare);   /* no budget: four batches, as before */
+	assert_int_equal(bare.batch_bytes, 2 * MiB);
+	assert_int_equal(reader_stream_threshold(&bare), 8 * MiB);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1105,6 +1139,7 @@ int main(void)
 		BOTH(test_reader_thousand_files),
 		BOTH(test_reader_batch_file_limit),
 		BOTH(test_reader_budget_backpressure),
+		cmocka_unit_test(test_reader_fit_to_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
