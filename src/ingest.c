@@ -418,6 +418,8 @@ static int run_start(struct run *run)
 	 * CPUs there is no ingest-w1 to post to and to put back to sleep. */
 	ps->helper_wake = run_wake_helper;
 	ps->helper_wake_ctx = run;
+	ps->fail = run_fail_cb;
+	ps->fail_ctx = run;
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;

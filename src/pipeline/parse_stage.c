@@ -88,8 +88,13 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 	if (s->parse && rec.io.reason == RECORD_NONE && data) {
 		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
 	}
-	if (parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out) == 0 && s->thread_notes &&
-	    rec.mail && rec.mail->is_mail && notes) {
+	int r = parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out);
+	if (r < 0) {
+		if (s->fail)
+			s->fail(s->fail_ctx, r, "cannot format a record", NULL);
+		return;
+	}
+	if (s->thread_notes && rec.mail && rec.mail->is_mail && notes) {
 		/* out of memory: the record keeps its References root's thread */
 		if (s->visit)
 			(void)thread_note_add_at(notes, start, rec.mail, emit_record_thread_id(&rec));

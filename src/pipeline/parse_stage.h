@@ -64,6 +64,11 @@ struct parse_stage {
 	 * it where it sleeps when a run opens (sched/pool.h, the helper) */
 	void (*helper_wake)(void *ctx);
 	void *helper_wake_ctx;
+	/* Called, on whichever worker met it, when a record cannot be
+	 * formatted even as an error record: that input would have no record,
+	 * so the run fails (exit 1) rather than lose it.  NULL: not told. */
+	void (*fail)(void *ctx, int err, const char *what, const char *arg);
+	void *fail_ctx;
 
 	/* the stage's own */
 	struct pool *pool;
