@@ -6,10 +6,9 @@
  * three-byte characters) are tested inline; only the rest takes
  * utf8_seq(). */
 #include "core/utf8.h"
+#include "core/simd.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define UTF8_AVX2 1
-#include <immintrin.h>
+#if defined(SIMD_AVX2)
 
 /* Text of a non-Latin script is nearly all multibyte characters, which
  * the byte loop below takes at several instructions each.  This is the
@@ -47,13 +46,11 @@ enum {
 	U8_CARRY = U8_TOO_SHORT | U8_TOO_LONG | U8_TWO_CONTS,
 };
 
-#define U8_T16(...) _mm256_setr_epi8(__VA_ARGS__, __VA_ARGS__)
-
 __attribute__((target("avx2")))
 static bool utf8_valid_avx2(const uint8_t *p, size_t n)
 {
 	const __m256i lo4 = _mm256_set1_epi8(0x0F);
-	const __m256i t1h = U8_T16(
+	const __m256i t1h = SIMD_LANES16(
 		U8_TOO_LONG, U8_TOO_LONG, U8_TOO_LONG, U8_TOO_LONG,
 		U8_TOO_LONG, U8_TOO_LONG, U8_TOO_LONG, U8_TOO_LONG,
 		U8_TWO_CONTS, U8_TWO_CONTS, U8_TWO_CONTS, U8_TWO_CONTS,
@@ -61,7 +58,7 @@ static bool utf8_valid_avx2(const uint8_t *p, size_t n)
 		U8_TOO_SHORT,
 		U8_TOO_SHORT | U8_OVERLONG_3 | U8_SURROGATE,
 		U8_TOO_SHORT | U8_TOO_LARGE | U8_TOO_LARGE_1000 | U8_OVERLONG_4);
-	const __m256i t1l = U8_T16(
+	const __m256i t1l = SIMD_LANES16(
 		U8_CARRY | U8_OVERLONG_3 | U8_OVERLONG_2 | U8_OVERLONG_4,
 		U8_CARRY | U8_OVERLONG_2,
 		U8_CARRY,
@@ -78,7 +75,7 @@ static bool utf8_valid_avx2(const uint8_t *p, size_t n)
 		U8_CARRY | U8_TOO_LARGE | U8_TOO_LARGE_1000 | U8_SURROGATE,
 		U8_CARRY | U8_TOO_LARGE | U8_TOO_LARGE_1000,
 		U8_CARRY | U8_TOO_LARGE | U8_TOO_LARGE_1000);
-	const __m256i t2h = U8_T16(
+	const __m256i t2h = SIMD_LANES16(
 		U8_TOO_SHORT, U8_TOO_SHORT, U8_TOO_SHORT, U8_TOO_SHORT,
 		U8_TOO_SHORT, U8_TOO_SHORT, U8_TOO_SHORT, U8_TOO_SHORT,
 		U8_TOO_LONG | U8_OVERLONG_2 | U8_TWO_CONTS | U8_OVERLONG_3 | U8_TOO_LARGE_1000 | U8_OVERLONG_4,
@@ -134,7 +131,7 @@ bool utf8_valid(const void *v, size_t n)
 {
 	const uint8_t *p = v;
 	size_t i = 0;
-#if defined(UTF8_AVX2)
+#if defined(SIMD_AVX2)
 	/* Header values are mostly short ASCII, which the loop below takes a
 	 * block at a time with no set-up; __builtin_cpu_supports reads a
 	 * table libgcc fills at start-up. */

@@ -16,6 +16,7 @@
  * arguments. */
 #include "mail/transfer.h"
 #include "mail/textbuf.h"
+#include "core/simd.h"
 
 #include <string.h>
 #if defined(__SSE2__)
@@ -117,9 +118,7 @@ enum transfer_encoding transfer_encoding_parse(struct str v)
  * caller's byte loop handles (so warnings cannot differ from a full decode),
  * or at n.  SSE2 (every x86-64) takes 16 bytes a step: well-formed base64 is
  * a few instructions per 16 bytes instead of a table lookup per byte. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define TRANSFER_AVX2 1
-#include <immintrin.h>
+#if defined(SIMD_AVX2)
 /* The same classification as the SSE2 loop below, 32 bytes a step, for
  * CPUs that have AVX2 (checked once at run time), by two nibble look-ups
  * rather than range compares: the bytes outside the alphabet and white
@@ -134,11 +133,9 @@ static size_t b64_count_avx2(const uint8_t *p, size_t n, size_t i, uint64_t *k)
 	 * 0..8 E F (controls other than HT LF VT FF CR); bit 2: high 2, low
 	 * 1..A C D E (punctuation but SP + /); bit 3: 3A..3F; bit 4: '@' and
 	 * '`'; bit 5: 5B..5F, 7B..7F. */
-	const __m256i hi_bits = _mm256_setr_epi8(
-		0x02, 0x01, 0x04, 0x08, 0x10, 0x20, 0x10, 0x20, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01,
+	const __m256i hi_bits = SIMD_LANES16(
 		0x02, 0x01, 0x04, 0x08, 0x10, 0x20, 0x10, 0x20, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01);
-	const __m256i lo_bits = _mm256_setr_epi8(
-		0x13, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x05, 0x0D, 0x29, 0x2D, 0x2D, 0x2F, 0x2B,
+	const __m256i lo_bits = SIMD_LANES16(
 		0x13, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x05, 0x0D, 0x29, 0x2D, 0x2D, 0x2F, 0x2B);
 	const __m256i lo4 = _mm256_set1_epi8(0x0F), excl = _mm256_set1_epi8('!');
 	const __m256i zero = _mm256_setzero_si256();
@@ -179,18 +176,14 @@ __attribute__((target("avx2")))
 static size_t b64_decode_avx2(const uint8_t *p, size_t n, size_t i, uint8_t *out,
                               size_t out_cap, uint64_t *o)
 {
-	const __m256i lut_lo = _mm256_setr_epi8(
-		0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A,
+	const __m256i lut_lo = SIMD_LANES16(
 		0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B, 0x1B, 0x1A);
-	const __m256i lut_hi = _mm256_setr_epi8(
-		0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+	const __m256i lut_hi = SIMD_LANES16(
 		0x10, 0x10, 0x01, 0x02, 0x04, 0x08, 0x04, 0x08, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10);
-	const __m256i lut_roll = _mm256_setr_epi8(
-		0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0,
+	const __m256i lut_roll = SIMD_LANES16(
 		0, 16, 19, 4, -65, -65, -71, -71, 0, 0, 0, 0, 0, 0, 0, 0);
 	const __m256i mask_2f = _mm256_set1_epi8(0x2F);
-	const __m256i pack_lane = _mm256_setr_epi8(
-		2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1,
+	const __m256i pack_lane = SIMD_LANES16(
 		2, 1, 0, 6, 5, 4, 10, 9, 8, 14, 13, 12, -1, -1, -1, -1);
 	const __m256i pack_lanes = _mm256_setr_epi32(0, 1, 2, 4, 5, 6, -1, -1);
 	uint64_t w = *o;
@@ -220,7 +213,7 @@ static size_t b64_decode_avx2(const uint8_t *p, size_t n, size_t i, uint8_t *out
 static size_t b64_count(const uint8_t *p, size_t n, size_t i, uint64_t *sextets)
 {
 	uint64_t k = 0;
-#if defined(TRANSFER_AVX2)
+#if defined(SIMD_AVX2)
 	/* __builtin_cpu_supports reads a table libgcc fills at start-up. */
 	if (n - i >= 64 && __builtin_cpu_supports("avx2"))
 		i = b64_count_avx2(p, n, i, &k);
@@ -293,7 +286,7 @@ uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
 				break;
 		} else if (q == 0) {
 			/* Fast path: whole quanta of four alphabet bytes. */
-#if defined(TRANSFER_AVX2)
+#if defined(SIMD_AVX2)
 			if (n - i >= 32 && out_cap - o >= 32 && __builtin_cpu_supports("avx2"))
 				i = b64_decode_avx2(p, n, i, out, out_cap, &o);
 #endif
@@ -607,7 +600,7 @@ static inline size_t uu_first_begin(const uint8_t *p, size_t n, size_t i, uint32
 	return 0;
 }
 
-#if defined(TRANSFER_AVX2)
+#if defined(SIMD_AVX2)
 /* The SSE2 loop below, 32 positions a step, where the CPU has AVX2: the
  * first "begin " line start from i, or where fewer than 33 bytes are
  * left (*found false). */
@@ -637,7 +630,7 @@ static size_t uu_next_begin(const uint8_t *p, size_t n, size_t from)
 	if (from >= n || uu_begins(p, n, from))
 		return from;
 	size_t i = from;
-#if defined(TRANSFER_AVX2)
+#if defined(SIMD_AVX2)
 	if (n - i >= 64 && __builtin_cpu_supports("avx2")) {
 		bool found;
 		i = uu_next_begin_avx2(p, n, i, &found);
