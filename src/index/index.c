@@ -52,6 +52,27 @@ enum index_stmt {
 	ST__COUNT
 };
 
+/* No statement below makes a temporary table (a CTE used more than once, a
+ * UNION ALL subquery in a join, an IN list of more than two values): each
+ * is a b-tree SQLite opens, zeroes a page for and frees again; four a
+ * message were a tenth of the writer's instructions (bench/INDEX.md). */
+#define INDEX_ADDR_ROLES(PASS) \
+	PASS("from", "1") " UNION ALL" PASS("sender", "2") " UNION ALL" PASS("reply_to", "3") \
+	" UNION ALL" PASS("to", "4") " UNION ALL" PASS("cc", "5") " UNION ALL" PASS("bcc", "6")
+#define INDEX_ADDR_PLAIN(role, n) \
+	" SELECT ?7, '" role "', key, NULL, value->>'name', value->>'address', NULL" \
+	"  FROM json_each(?" n ") WHERE value->>'group' IS NULL"
+#define INDEX_ADDR_MEMBERS(role, n) \
+	" SELECT ?7, '" role "', e.key, m.key, m.value->>'name', m.value->>'address'," \
+	"  e.value->>'group' FROM json_each(?" n ") e, json_each(e.value, '$.members') m" \
+	"  WHERE ?8 AND e.value->>'group' IS NOT NULL"
+#define INDEX_ADDR_EMPTY(role, n) \
+	" SELECT ?7, '" role "', key, NULL, NULL, NULL, value->>'group' FROM json_each(?" n ")" \
+	"  WHERE ?8 AND value->>'group' IS NOT NULL AND json_array_length(value, '$.members') = 0"
+/* ST_THREAD_LINKS' ids: the References and the two ids after them (a
+ * missing one is JSON null, which matches nothing) */
+#define INDEX_THREAD_IDS "json_insert(coalesce(?3, '[]'), '$[#]', ?1, '$[#]', ?2)"
+
 /* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
  * needed.  root is the resolved root (record_io.base), never the PATH
  * argument as spelled: `Maildir`, `./Maildir/` and its absolute path are one
@@ -75,22 +96,17 @@ static const char *const index_sql[ST__COUNT] = {
 		" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
 	/* the record's top-level members, in one pass over it (index_record) */
 	[ST_RECORD_FIELDS] = "SELECT key, value FROM json_each(?1)",
-	/* ?1..?6 the address lists by role, ?7 the docid.  A group's members
-	 * are rows with its name in "group"; an empty group
-	 * (undisclosed-recipients:;) is one row with no address */
+	/* ?1..?6 the address lists by role, ?7 the docid, ?8 whether a list
+	 * may hold a group (index_add_message).  A group's members are rows
+	 * with its name in "group"; an empty group (undisclosed-recipients:;)
+	 * is one row with no address.  The rows in three passes (addresses,
+	 * then groups' members, then empty groups), each by role: the order of
+	 * the names in mail_fts' to column */
 	[ST_INSERT_ADDRESSES] =
-		"WITH r(role, list) AS (VALUES ('from', ?1), ('sender', ?2), ('reply_to', ?3), ('to', ?4),"
-		"  ('cc', ?5), ('bcc', ?6)),"
-		" e AS (SELECT r.role, e.key, e.value FROM r, json_each(r.list) e WHERE r.list IS NOT NULL)"
-		" INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
-		" SELECT ?7, e.role, e.key, NULL, e.value->>'name', e.value->>'address', NULL"
-		"  FROM e WHERE e.value->>'group' IS NULL"
-		" UNION ALL"
-		" SELECT ?7, e.role, e.key, m.key, m.value->>'name', m.value->>'address', e.value->>'group'"
-		"  FROM e, json_each(e.value, '$.members') m WHERE e.value->>'group' IS NOT NULL"
-		" UNION ALL"
-		" SELECT ?7, e.role, e.key, NULL, NULL, NULL, e.value->>'group' FROM e"
-		"  WHERE e.value->>'group' IS NOT NULL AND json_array_length(e.value, '$.members') = 0",
+		"INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
+		INDEX_ADDR_ROLES(INDEX_ADDR_PLAIN) " UNION ALL"
+		INDEX_ADDR_ROLES(INDEX_ADDR_MEMBERS) " UNION ALL"
+		INDEX_ADDR_ROLES(INDEX_ADDR_EMPTY),
 	/* ?1 the list, ?7 the docid */
 	[ST_INSERT_ATTACHMENTS] =
 		"INSERT INTO attachments(message, position, filename, content_type, detected_type,"
@@ -109,7 +125,7 @@ static const char *const index_sql[ST__COUNT] = {
 		"   FROM addresses WHERE message = ?7 AND role IN ('from', 'sender')),"
 		" (SELECT group_concat(coalesce(\"group\" || ' ', '') || coalesce(name || ' ', '')"
 		"   || coalesce(address, ''), ' ') FROM addresses"
-		"   WHERE message = ?7 AND role IN ('to', 'cc', 'bcc')),"
+		"   WHERE message = ?7 AND (role = 'to' OR role = 'cc' OR role = 'bcc')),"
 		" (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))"
 		" FROM messages m WHERE m.docid = ?7",
 	/* one row, VALUES: a statement that writes one row opens no statement
@@ -120,16 +136,16 @@ static const char *const index_sql[ST__COUNT] = {
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
 	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3), with
-	 * repeats (index_thread keeps each once): joins and UNION ALL build
-	 * one temporary table, where IN and UNION built seven, a tenth of a
-	 * first index's instructions (bench/INDEX.md) */
+	 * repeats (index_thread keeps each once): one JSON array of them,
+	 * each branch's outer loop (a UNION ALL or a CTE of them would be
+	 * materialized, see the temporary tables above) */
 	[ST_THREAD_LINKS] =
-		"WITH ids(v) AS (SELECT ?1 UNION ALL SELECT ?2 UNION ALL SELECT value FROM json_each(?3))"
-		" SELECT m.thread_id FROM ids JOIN messages m ON m.message_id = ids.v"
-		"  WHERE m.thread_id IS NOT NULL"
-		" UNION ALL SELECT m.thread_id FROM ids JOIN messages m ON m.in_reply_to = ids.v"
-		"  WHERE m.thread_id IS NOT NULL"
-		" UNION ALL SELECT m.thread_id FROM ids JOIN refs r ON r.msgid = ids.v"
+		"SELECT m.thread_id FROM json_each(" INDEX_THREAD_IDS ") ids"
+		"  JOIN messages m ON m.message_id = ids.value WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM json_each(" INDEX_THREAD_IDS ") ids"
+		"  JOIN messages m ON m.in_reply_to = ids.value WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM json_each(" INDEX_THREAD_IDS ") ids"
+		"  JOIN refs r ON r.msgid = ids.value"
 		"  JOIN messages m ON m.docid = r.message WHERE m.thread_id IS NOT NULL AND m.docid <> ?7",
 	[ST_THREAD_SET] = "UPDATE messages SET thread_id = ?2 WHERE docid = ?1",
 	[ST_THREAD_MERGE] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
@@ -956,6 +972,13 @@ static int index_add_message(struct index *ix, const struct record_io *io, const
 	for (int k = 0; k <= IF_BCC - IF_FROM; k++)
 		index_bind_field(ix, st, k + 1, (enum index_field)(IF_FROM + k));
 	sqlite3_bind_int64(st, 7, docid);
+	/* a group's "group" key in the record's JSON: without it no list
+	 * holds a group, and the passes for groups are skipped */
+	bool group = false;
+	for (int f = IF_FROM; f <= IF_BCC && !group; f++)
+		group = ix->rec[f].type == SQLITE_TEXT &&
+		        memmem(ix->rec_text.p + ix->rec[f].off, ix->rec[f].len, "\"group\":", 8);
+	sqlite3_bind_int(st, 8, group);
 	r = index_run(ix, ST_INSERT_ADDRESSES);
 	static const struct { enum index_stmt st; enum index_field field; } lists[] = {
 		{ ST_INSERT_ATTACHMENTS, IF_ATTACHMENTS }, { ST_INSERT_REFS, IF_REFERENCES },
