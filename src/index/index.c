@@ -219,8 +219,8 @@ static const char index_schema[] =
 
 /* The fields of a message record the index stores, in the order of the
  * parameters ?4 on of ST_INSERT_MESSAGE, then the lists and the text its
- * other statements take.  json: stored as the record's JSON (what ->
- * gives), not as a value (->>). */
+ * other statements take, and the error that makes an error record.
+ * json: stored as the record's JSON (what -> gives), not as a value (->>). */
 #define INDEX_FIELDS(X) \
 	X(ID, "id", false) X(FOLDER, "folder", false) X(SUBDIR, "subdir", false) \
 	X(FLAGS, "flags", false) X(OFFSET, "offset", false) X(LENGTH, "length", false) \
@@ -232,7 +232,8 @@ static const char index_schema[] =
 	X(TEXT_TRUNCATED, "text_truncated", false) X(HEADERS, "headers", true) \
 	X(FROM, "from", true) X(SENDER, "sender", true) X(REPLY_TO, "reply_to", true) \
 	X(TO, "to", true) X(CC, "cc", true) X(BCC, "bcc", true) \
-	X(ATTACHMENTS, "attachments", true) X(REFERENCES, "references", true) X(TEXT, "text", false)
+	X(ATTACHMENTS, "attachments", true) X(REFERENCES, "references", true) X(TEXT, "text", false) \
+	X(ERROR, "error", true)
 
 enum index_field {
 #define INDEX_FIELD_ENUM(id, name, json) IF_##id,
@@ -860,7 +861,9 @@ static int index_record(struct index *ix, const char *rec, size_t n)
 	index_bind_text(s, 1, rec, n, true);
 	int rc, r = 0;
 	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int f = index_field_of((const char *)sqlite3_column_text(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+		/* as blobs: the bytes as they are, where text would copy the
+		 * value to put a NUL after it (rec_text has its own) */
+		int f = index_field_of((const char *)sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
 		if (f < 0 || seen[f])
 			continue;
 		seen[f] = true;
@@ -876,11 +879,11 @@ static int index_record(struct index *ix, const char *rec, size_t n)
 		}
 		if (v->type == SQLITE_NULL && !index_fields[f].json)
 			continue;
-		const char *p = v->type == SQLITE_NULL ? "null" : (const char *)sqlite3_column_text(s, 1);
+		const char *p = v->type == SQLITE_NULL ? "null" : (const char *)sqlite3_column_blob(s, 1);
 		v->len = v->type == SQLITE_NULL ? 4 : (size_t)sqlite3_column_bytes(s, 1);
 		v->type = SQLITE_TEXT;
 		v->off = ix->rec_text.len;
-		r = dynbuf_append(&ix->rec_text, p, v->len);
+		r = v->len ? dynbuf_append(&ix->rec_text, p, v->len) : 0;
 		if (r == 0)
 			r = dynbuf_putc(&ix->rec_text, '\0');
 	}
@@ -953,11 +956,10 @@ static int index_thread(struct index *ix, int64_t docid)
 	return index_run(ix, ST_THREAD_SET);
 }
 
-static int index_add_message(struct index *ix, const struct record_io *io, const char *rec, size_t n)
+/* Stores the message record index_record took apart. */
+static int index_add_message(struct index *ix, const struct record_io *io)
 {
-	int r = index_record(ix, rec, n);
-	if (r < 0)
-		return r;
+	int r;
 	sqlite3_stmt *st = ix->st[ST_INSERT_MESSAGE];
 	index_bind(ix, ST_INSERT_MESSAGE, NULL, 0, false, io);
 	for (int f = 0; f < INDEX_MESSAGE_FIELDS; f++)
@@ -1057,21 +1059,12 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	return r;
 }
 
-/* An error record (README "Records"): its top-level "error" key.  Inside a
- * string every '"' is escaped, so the key is a quote after an even run of
- * backslashes. */
-static bool index_is_error(const char *rec, size_t n)
+/* An error record (README "Records"): its top-level "error" key, an object,
+ * in the record index_record took apart. */
+static bool index_is_error(const struct index *ix)
 {
-	static const char key[] = "\"error\":{";
-	const char *end = rec + n;
-	for (const char *p = rec; (p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)); p++) {
-		size_t bs = 0;
-		while (p - bs > rec && p[-1 - (ptrdiff_t)bs] == '\\')
-			bs++;
-		if (bs % 2 == 0)
-			return true;
-	}
-	return false;
+	const struct index_value *v = &ix->rec[IF_ERROR];
+	return v->type == SQLITE_TEXT && v->len && ix->rec_text.p[v->off] == '{';
 }
 
 int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len)
@@ -1103,12 +1096,15 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			if (r < 0)
 				break;
 			rec = ix->scratch.p;
-			if (index_is_error(rec, n)) {
+			r = index_record(ix, rec, n);
+			if (r < 0)
+				break;
+			if (index_is_error(ix)) {
 				index_bind(ix, ST_INSERT_ERROR, rec, n, true, io);
 				r = index_run(ix, ST_INSERT_ERROR);
 				ix->stats.errors++;
 			} else {
-				r = index_add_message(ix, io, rec, n);
+				r = index_add_message(ix, io);
 			}
 			at += n + 1;
 		}
