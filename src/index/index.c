@@ -986,6 +986,11 @@ static int index_add_message(struct index *ix, const struct record_io *io)
 		{ ST_INSERT_ATTACHMENTS, IF_ATTACHMENTS }, { ST_INSERT_REFS, IF_REFERENCES },
 	};
 	for (size_t i = 0; r == 0 && i < sizeof(lists) / sizeof(lists[0]); i++) {
+		/* no list or [] (most messages' attachments): no row to
+		 * write, and the statement not run */
+		const struct index_value *v = &ix->rec[lists[i].field];
+		if (v->type != SQLITE_TEXT || (v->len == 2 && !memcmp(ix->rec_text.p + v->off, "[]", 2)))
+			continue;
 		st = ix->st[lists[i].st];
 		index_bind_field(ix, st, 1, lists[i].field);
 		sqlite3_bind_int64(st, 7, docid);
