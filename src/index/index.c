@@ -3,10 +3,11 @@
  * rules are in README, "The index").
  *
  * Records arrive as the JSON Lines of README "Records" and SQLite's own JSON
- * functions take them apart: each statement below binds the record text as
- * ?1 and extracts what it stores, so the schema and the record format meet
- * in one place, the SQL of this file, and no second JSON reader exists.
- * SQLite caches the parse of ?1 within a statement.
+ * functions take them apart, so no second JSON reader exists: a message
+ * record in one json_each pass (index_record), whose fields the statements
+ * below take as parameters, its lists (addresses, attachments, references)
+ * by json_each in the statements that store them; the rarer records (an
+ * error, a rename) bound whole as ?1 and read with ->>.
  *
  * Row identity: messages.id is the record's id (README, "Records"), stable
  * under flag changes and moves between folders.  Threads: a message joins the thread of every message
@@ -45,11 +46,32 @@
 enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,
-	ST_INSERT_MESSAGE, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
+	ST_INSERT_MESSAGE, ST_RECORD_FIELDS, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
 	ST__COUNT
 };
+
+/* No statement below makes a temporary table (a CTE used more than once, a
+ * UNION ALL subquery in a join, an IN list of more than two values): each
+ * is a b-tree SQLite opens, zeroes a page for and frees again; four a
+ * message were a tenth of the writer's instructions (bench/INDEX.md). */
+#define INDEX_ADDR_ROLES(PASS) \
+	PASS("from", "1") " UNION ALL" PASS("sender", "2") " UNION ALL" PASS("reply_to", "3") \
+	" UNION ALL" PASS("to", "4") " UNION ALL" PASS("cc", "5") " UNION ALL" PASS("bcc", "6")
+#define INDEX_ADDR_PLAIN(role, n) \
+	" SELECT ?7, '" role "', key, NULL, value->>'name', value->>'address', NULL" \
+	"  FROM json_each(?" n ") WHERE value->>'group' IS NULL"
+#define INDEX_ADDR_MEMBERS(role, n) \
+	" SELECT ?7, '" role "', e.key, m.key, m.value->>'name', m.value->>'address'," \
+	"  e.value->>'group' FROM json_each(?" n ") e, json_each(e.value, '$.members') m" \
+	"  WHERE ?8 AND e.value->>'group' IS NOT NULL"
+#define INDEX_ADDR_EMPTY(role, n) \
+	" SELECT ?7, '" role "', key, NULL, NULL, NULL, value->>'group' FROM json_each(?" n ")" \
+	"  WHERE ?8 AND value->>'group' IS NOT NULL AND json_array_length(value, '$.members') = 0"
+/* ST_THREAD_LINKS' ids: the References and the two ids after them (a
+ * missing one is JSON null, which matches nothing) */
+#define INDEX_THREAD_IDS "json_insert(coalesce(?3, '[]'), '$[#]', ?1, '$[#]', ?2)"
 
 /* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
  * needed.  root is the resolved root (record_io.base), never the PATH
@@ -64,35 +86,27 @@ static const char *const index_sql[ST__COUNT] = {
 	[ST_DELETE_PATH] = "DELETE FROM messages WHERE root = ?2 AND path = ?3",
 	[ST_DELETE_PATH_ERRORS] = "DELETE FROM errors WHERE root = ?2 AND path = ?3",
 	/* REPLACE under recursive_triggers: a message read again replaces
-	 * its row, and the delete trigger takes its children along.  The
-	 * record is parsed once: RETURNING hands the children their parts */
+	 * its row, and the delete trigger takes its children along.  ?4 on:
+	 * the record's fields, in the order of index_fields (index_record) */
 	[ST_INSERT_MESSAGE] =
 		"INSERT OR REPLACE INTO messages(id, root, path, folder, subdir, flags, tags, \"offset\","
 		" length, size, mtime, message_id, in_reply_to, date, date_raw, subject, list_id,"
 		" content_type, parts, warnings, notes, text_truncated, headers)"
-		" VALUES (?1->>'id', ?2, ?3, ?1->>'folder',"
-		" ?1->>'subdir', ?1->>'flags', ingest_tags(?1->>'subdir', ?1->>'flags'), ?1->>'offset',"
-		" ?1->>'length', ?1->>'size', ?1->>'mtime', ?1->>'message_id', ?1->>'in_reply_to',"
-		" ?1->>'date', ?1->>'date_raw', ?1->>'subject', ?1->>'list_id', ?1->>'content_type',"
-		" ?1->>'parts', ?1->'warnings', ?1->'notes', ?1->>'text_truncated', ?1->'headers')"
-		" RETURNING docid, ?1->'from', ?1->'sender', ?1->'reply_to', ?1->'to', ?1->'cc', ?1->'bcc',"
-		" ?1->'attachments', ?1->'references', ?1->>'text', ?1->>'message_id', ?1->>'in_reply_to'",
-	/* ?1..?6 the address lists by role, ?7 the docid.  A group's members
-	 * are rows with its name in "group"; an empty group
-	 * (undisclosed-recipients:;) is one row with no address */
+		" VALUES (?4, ?2, ?3, ?5, ?6, ?7, ingest_tags(?6, ?7), ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+		" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+	/* the record's top-level members, in one pass over it (index_record) */
+	[ST_RECORD_FIELDS] = "SELECT key, value FROM json_each(?1)",
+	/* ?1..?6 the address lists by role, ?7 the docid, ?8 whether a list
+	 * may hold a group (index_add_message).  A group's members are rows
+	 * with its name in "group"; an empty group (undisclosed-recipients:;)
+	 * is one row with no address.  The rows in three passes (addresses,
+	 * then groups' members, then empty groups), each by role: the order of
+	 * the names in mail_fts' to column */
 	[ST_INSERT_ADDRESSES] =
-		"WITH r(role, list) AS (VALUES ('from', ?1), ('sender', ?2), ('reply_to', ?3), ('to', ?4),"
-		"  ('cc', ?5), ('bcc', ?6)),"
-		" e AS (SELECT r.role, e.key, e.value FROM r, json_each(r.list) e WHERE r.list IS NOT NULL)"
-		" INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
-		" SELECT ?7, e.role, e.key, NULL, e.value->>'name', e.value->>'address', NULL"
-		"  FROM e WHERE e.value->>'group' IS NULL"
-		" UNION ALL"
-		" SELECT ?7, e.role, e.key, m.key, m.value->>'name', m.value->>'address', e.value->>'group'"
-		"  FROM e, json_each(e.value, '$.members') m WHERE e.value->>'group' IS NOT NULL"
-		" UNION ALL"
-		" SELECT ?7, e.role, e.key, NULL, NULL, NULL, e.value->>'group' FROM e"
-		"  WHERE e.value->>'group' IS NOT NULL AND json_array_length(e.value, '$.members') = 0",
+		"INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
+		INDEX_ADDR_ROLES(INDEX_ADDR_PLAIN) " UNION ALL"
+		INDEX_ADDR_ROLES(INDEX_ADDR_MEMBERS) " UNION ALL"
+		INDEX_ADDR_ROLES(INDEX_ADDR_EMPTY),
 	/* ?1 the list, ?7 the docid */
 	[ST_INSERT_ATTACHMENTS] =
 		"INSERT INTO attachments(message, position, filename, content_type, detected_type,"
@@ -111,7 +125,7 @@ static const char *const index_sql[ST__COUNT] = {
 		"   FROM addresses WHERE message = ?7 AND role IN ('from', 'sender')),"
 		" (SELECT group_concat(coalesce(\"group\" || ' ', '') || coalesce(name || ' ', '')"
 		"   || coalesce(address, ''), ' ') FROM addresses"
-		"   WHERE message = ?7 AND role IN ('to', 'cc', 'bcc')),"
+		"   WHERE message = ?7 AND (role = 'to' OR role = 'cc' OR role = 'bcc')),"
 		" (SELECT group_concat(value->>'filename', ' ') FROM json_each(?1))"
 		" FROM messages m WHERE m.docid = ?7",
 	/* one row, VALUES: a statement that writes one row opens no statement
@@ -122,16 +136,16 @@ static const char *const index_sql[ST__COUNT] = {
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
 	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3), with
-	 * repeats (index_thread keeps each once): joins and UNION ALL build
-	 * one temporary table, where IN and UNION built seven, a tenth of a
-	 * first index's instructions (bench/INDEX.md) */
+	 * repeats (index_thread keeps each once): one JSON array of them,
+	 * each branch's outer loop (a UNION ALL or a CTE of them would be
+	 * materialized, see the temporary tables above) */
 	[ST_THREAD_LINKS] =
-		"WITH ids(v) AS (SELECT ?1 UNION ALL SELECT ?2 UNION ALL SELECT value FROM json_each(?3))"
-		" SELECT m.thread_id FROM ids JOIN messages m ON m.message_id = ids.v"
-		"  WHERE m.thread_id IS NOT NULL"
-		" UNION ALL SELECT m.thread_id FROM ids JOIN messages m ON m.in_reply_to = ids.v"
-		"  WHERE m.thread_id IS NOT NULL"
-		" UNION ALL SELECT m.thread_id FROM ids JOIN refs r ON r.msgid = ids.v"
+		"SELECT m.thread_id FROM json_each(" INDEX_THREAD_IDS ") ids"
+		"  JOIN messages m ON m.message_id = ids.value WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM json_each(" INDEX_THREAD_IDS ") ids"
+		"  JOIN messages m ON m.in_reply_to = ids.value WHERE m.thread_id IS NOT NULL"
+		" UNION ALL SELECT m.thread_id FROM json_each(" INDEX_THREAD_IDS ") ids"
+		"  JOIN refs r ON r.msgid = ids.value"
 		"  JOIN messages m ON m.docid = r.message WHERE m.thread_id IS NOT NULL AND m.docid <> ?7",
 	[ST_THREAD_SET] = "UPDATE messages SET thread_id = ?2 WHERE docid = ?1",
 	[ST_THREAD_MERGE] = "UPDATE messages SET thread_id = ?1 WHERE thread_id = ?2",
@@ -203,6 +217,44 @@ static const char index_schema[] =
 	"  ORDER BY r.date IS NULL, r.date, r.docid LIMIT 1) AS subject"
 	" FROM messages m WHERE thread_id IS NOT NULL GROUP BY thread_id;";
 
+/* The fields of a message record the index stores, in the order of the
+ * parameters ?4 on of ST_INSERT_MESSAGE, then the lists and the text its
+ * other statements take, and the error that makes an error record.
+ * json: stored as the record's JSON (what -> gives), not as a value (->>). */
+#define INDEX_FIELDS(X) \
+	X(ID, "id", false) X(FOLDER, "folder", false) X(SUBDIR, "subdir", false) \
+	X(FLAGS, "flags", false) X(OFFSET, "offset", false) X(LENGTH, "length", false) \
+	X(SIZE, "size", false) X(MTIME, "mtime", false) X(MESSAGE_ID, "message_id", false) \
+	X(IN_REPLY_TO, "in_reply_to", false) X(DATE, "date", false) X(DATE_RAW, "date_raw", false) \
+	X(SUBJECT, "subject", false) X(LIST_ID, "list_id", false) \
+	X(CONTENT_TYPE, "content_type", false) X(PARTS, "parts", false) \
+	X(WARNINGS, "warnings", true) X(NOTES, "notes", true) \
+	X(TEXT_TRUNCATED, "text_truncated", false) X(HEADERS, "headers", true) \
+	X(FROM, "from", true) X(SENDER, "sender", true) X(REPLY_TO, "reply_to", true) \
+	X(TO, "to", true) X(CC, "cc", true) X(BCC, "bcc", true) \
+	X(ATTACHMENTS, "attachments", true) X(REFERENCES, "references", true) X(TEXT, "text", false) \
+	X(ERROR, "error", true)
+
+enum index_field {
+#define INDEX_FIELD_ENUM(id, name, json) IF_##id,
+	INDEX_FIELDS(INDEX_FIELD_ENUM)
+#undef INDEX_FIELD_ENUM
+	IF__COUNT
+};
+
+/* the fields ST_INSERT_MESSAGE stores, from ?4 on */
+#define INDEX_MESSAGE_FIELDS (IF_HEADERS + 1)
+#define INDEX_MESSAGE_PARAM  4
+
+/* One field's value: SQLITE_NULL where the record lacks it (unbound, as
+ * -> and ->> give NULL), its text in rec_text at off, NUL-terminated. */
+struct index_value {
+	int type;
+	int64_t i;
+	double d;
+	size_t off, len;
+};
+
 struct index {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST__COUNT];
@@ -223,6 +275,9 @@ struct index {
 	struct fts_build *fts;
 	struct dynbuf fts_out;
 	struct dynbuf scratch;
+	/* the fields of the message record being stored (index_record) */
+	struct index_value rec[IF__COUNT];
+	struct dynbuf rec_text;
 	struct index_stats stats;
 	char error[256];
 };
@@ -459,6 +514,7 @@ int index_open(const char *path, struct index **out, const char **why)
 	dynbuf_init(&ix->scratch, 0);
 	dynbuf_init(&ix->fts_rows, 0);
 	dynbuf_init(&ix->fts_out, 0);
+	dynbuf_init(&ix->rec_text, 0);
 	/* A file we may not write is refused before SQLite opens it read-only
 	 * behind our back (it would fail only at the first batch). */
 	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
@@ -553,6 +609,7 @@ void index_close(struct index *ix)
 	dynbuf_release(&ix->fts_rows);
 	dynbuf_release(&ix->fts_out);
 	dynbuf_release(&ix->scratch);
+	dynbuf_release(&ix->rec_text);
 	xfree(ix);
 }
 
@@ -651,18 +708,21 @@ static size_t index_kept_size(int64_t len)
 	return len >= 0 ? (size_t)len + 1 : 0;
 }
 
-static int index_fts_keep(struct index *ix, int64_t docid, sqlite3_stmt *msg, int text, int attachments)
+/* Keeps the message's text and attachments (index_record's) for its FTS
+ * row. */
+static int index_fts_keep(struct index *ix, int64_t docid)
 {
-	const void *t = sqlite3_column_text(msg, text), *a = sqlite3_column_text(msg, attachments);
+	const struct index_value *t = &ix->rec[IF_TEXT], *a = &ix->rec[IF_ATTACHMENTS];
 	struct index_fts_head h = {
-		docid, t ? sqlite3_column_bytes(msg, text) : -1, a ? sqlite3_column_bytes(msg, attachments) : -1,
+		docid, t->type == SQLITE_TEXT ? (int64_t)t->len : -1,
+		a->type == SQLITE_TEXT ? (int64_t)a->len : -1,
 	};
 	/* each with its NUL, bound with it (index_bind_kept) */
 	int r = dynbuf_append(&ix->fts_rows, &h, sizeof(h));
-	if (r == 0 && t)
-		r = dynbuf_append(&ix->fts_rows, t, index_kept_size(h.text_len));
-	if (r == 0 && a)
-		r = dynbuf_append(&ix->fts_rows, a, index_kept_size(h.attachments_len));
+	if (r == 0 && h.text_len >= 0)
+		r = dynbuf_append(&ix->fts_rows, ix->rec_text.p + t->off, index_kept_size(h.text_len));
+	if (r == 0 && h.attachments_len >= 0)
+		r = dynbuf_append(&ix->fts_rows, ix->rec_text.p + a->off, index_kept_size(h.attachments_len));
 	return r;
 }
 
@@ -766,30 +826,97 @@ void index_rollback(struct index *ix)
 	ix->in_tx = false;
 }
 
-/* The parts of a message record its children need, from RETURNING. */
-enum index_part {
-	PART_DOCID, PART_FROM, PART_SENDER, PART_REPLY_TO, PART_TO, PART_CC, PART_BCC,
-	PART_ATTACHMENTS, PART_REFERENCES, PART_TEXT, PART_MESSAGE_ID, PART_IN_REPLY_TO,
+static const struct {
+	const char *name;
+	size_t n;
+	bool json;
+} index_fields[IF__COUNT] = {
+#define INDEX_FIELD_NAME(id, name, json) [IF_##id] = { name, sizeof(name) - 1, json },
+	INDEX_FIELDS(INDEX_FIELD_NAME)
+#undef INDEX_FIELD_NAME
 };
 
-static void index_bind_part(sqlite3_stmt *to, int param, sqlite3_stmt *from, enum index_part k)
+static int index_field_of(const char *key, size_t n)
 {
-	const char *p = (const char *)sqlite3_column_text(from, k);
-	/* a column's text has its NUL */
-	if (p)
-		index_bind_text(to, param, p, (size_t)sqlite3_column_bytes(from, k), true);
+	for (int f = 0; f < IF__COUNT; f++)
+		if (index_fields[f].n == n && !memcmp(index_fields[f].name, key, n))
+			return f;
+	return -1;
+}
+
+/* Takes a message record apart in one json_each pass over it.  A ->> or ->
+ * per field looked the record up in SQLite's JSON cache (comparing it
+ * whole with the cached one) and walked its members again (bench/INDEX.md).
+ * json_each's value is what ->> gives for a scalar and what -> gives for an
+ * array or an object, which the fields stored as JSON are (README,
+ * "Records"); for a JSON null -> gives the text null.  The first of two
+ * equal keys counts, as for ->>. */
+static int index_record(struct index *ix, const char *rec, size_t n)
+{
+	sqlite3_stmt *s = ix->st[ST_RECORD_FIELDS];
+	bool seen[IF__COUNT] = { false };
+	for (int f = 0; f < IF__COUNT; f++)
+		ix->rec[f].type = SQLITE_NULL;
+	dynbuf_reset(&ix->rec_text);
+	index_bind_text(s, 1, rec, n, true);
+	int rc, r = 0;
+	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		/* as blobs: the bytes as they are, where text would copy the
+		 * value to put a NUL after it (rec_text has its own) */
+		int f = index_field_of((const char *)sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0));
+		if (f < 0 || seen[f])
+			continue;
+		seen[f] = true;
+		struct index_value *v = &ix->rec[f];
+		v->type = sqlite3_column_type(s, 1);
+		if (v->type == SQLITE_INTEGER) {
+			v->i = sqlite3_column_int64(s, 1);
+			continue;
+		}
+		if (v->type == SQLITE_FLOAT) {
+			v->d = sqlite3_column_double(s, 1);
+			continue;
+		}
+		if (v->type == SQLITE_NULL && !index_fields[f].json)
+			continue;
+		const char *p = v->type == SQLITE_NULL ? "null" : (const char *)sqlite3_column_blob(s, 1);
+		v->len = v->type == SQLITE_NULL ? 4 : (size_t)sqlite3_column_bytes(s, 1);
+		v->type = SQLITE_TEXT;
+		v->off = ix->rec_text.len;
+		r = v->len ? dynbuf_append(&ix->rec_text, p, v->len) : 0;
+		if (r == 0)
+			r = dynbuf_putc(&ix->rec_text, '\0');
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (r < 0)
+		return r;
+	return rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
+}
+
+/* Binds field f of the record index_record took apart; a field the record
+ * lacks stays NULL. */
+static void index_bind_field(struct index *ix, sqlite3_stmt *s, int param, enum index_field f)
+{
+	const struct index_value *v = &ix->rec[f];
+	if (v->type == SQLITE_INTEGER)
+		sqlite3_bind_int64(s, param, v->i);
+	else if (v->type == SQLITE_FLOAT)
+		sqlite3_bind_double(s, param, v->d);
+	else if (v->type == SQLITE_TEXT)
+		index_bind_text(s, param, ix->rec_text.p + v->off, v->len, true);
 }
 
 /* Joins the message (docid) to the threads it links to, merging them. */
-static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
+static int index_thread(struct index *ix, int64_t docid)
 {
 	sqlite3_stmt *s = ix->st[ST_THREAD_LINKS];
 	int64_t found[16], thread = docid;
 	size_t nf = 0;
 	int rc;
-	index_bind_part(s, 1, msg, PART_MESSAGE_ID);
-	index_bind_part(s, 2, msg, PART_IN_REPLY_TO);
-	index_bind_part(s, 3, msg, PART_REFERENCES);
+	index_bind_field(ix, s, 1, IF_MESSAGE_ID);
+	index_bind_field(ix, s, 2, IF_IN_REPLY_TO);
+	index_bind_field(ix, s, 3, IF_REFERENCES);
 	sqlite3_bind_int64(s, 7, docid);
 	/* found: the smallest distinct threads, ascending */
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -829,41 +956,50 @@ static int index_thread(struct index *ix, sqlite3_stmt *msg, int64_t docid)
 	return index_run(ix, ST_THREAD_SET);
 }
 
-static int index_add_message(struct index *ix, const struct record_io *io, const char *rec, size_t n)
+/* Stores the message record index_record took apart. */
+static int index_add_message(struct index *ix, const struct record_io *io)
 {
-	sqlite3_stmt *msg = ix->st[ST_INSERT_MESSAGE];
-	index_bind(ix, ST_INSERT_MESSAGE, rec, n, true, io);
-	int rc = sqlite3_step(msg);
-	if (rc != SQLITE_ROW) {
-		sqlite3_reset(msg);
-		return index_fail(ix, rc);
-	}
-	/* the row's values stay valid until msg is stepped again */
-	int64_t docid = sqlite3_column_int64(msg, PART_DOCID);
-	sqlite3_stmt *st = ix->st[ST_INSERT_ADDRESSES];
-	for (int k = PART_FROM; k <= PART_BCC; k++)
-		index_bind_part(st, k, msg, k);
+	int r;
+	sqlite3_stmt *st = ix->st[ST_INSERT_MESSAGE];
+	index_bind(ix, ST_INSERT_MESSAGE, NULL, 0, false, io);
+	for (int f = 0; f < INDEX_MESSAGE_FIELDS; f++)
+		index_bind_field(ix, st, INDEX_MESSAGE_PARAM + f, (enum index_field)f);
+	r = index_run(ix, ST_INSERT_MESSAGE);
+	if (r < 0)
+		return r;
+	/* the row just inserted (the delete trigger REPLACE fires inserts
+	 * no row) */
+	int64_t docid = sqlite3_last_insert_rowid(ix->db);
+	st = ix->st[ST_INSERT_ADDRESSES];
+	for (int k = 0; k <= IF_BCC - IF_FROM; k++)
+		index_bind_field(ix, st, k + 1, (enum index_field)(IF_FROM + k));
 	sqlite3_bind_int64(st, 7, docid);
-	int r = index_run(ix, ST_INSERT_ADDRESSES);
-	static const struct { enum index_stmt st; enum index_part part; } lists[] = {
-		{ ST_INSERT_ATTACHMENTS, PART_ATTACHMENTS }, { ST_INSERT_REFS, PART_REFERENCES },
+	/* a group's "group" key in the record's JSON: without it no list
+	 * holds a group, and the passes for groups are skipped */
+	bool group = false;
+	for (int f = IF_FROM; f <= IF_BCC && !group; f++)
+		group = ix->rec[f].type == SQLITE_TEXT &&
+		        memmem(ix->rec_text.p + ix->rec[f].off, ix->rec[f].len, "\"group\":", 8);
+	sqlite3_bind_int(st, 8, group);
+	r = index_run(ix, ST_INSERT_ADDRESSES);
+	static const struct { enum index_stmt st; enum index_field field; } lists[] = {
+		{ ST_INSERT_ATTACHMENTS, IF_ATTACHMENTS }, { ST_INSERT_REFS, IF_REFERENCES },
 	};
 	for (size_t i = 0; r == 0 && i < sizeof(lists) / sizeof(lists[0]); i++) {
+		/* no list or [] (most messages' attachments): no row to
+		 * write, and the statement not run */
+		const struct index_value *v = &ix->rec[lists[i].field];
+		if (v->type != SQLITE_TEXT || (v->len == 2 && !memcmp(ix->rec_text.p + v->off, "[]", 2)))
+			continue;
 		st = ix->st[lists[i].st];
-		index_bind_part(st, 1, msg, lists[i].part);
+		index_bind_field(ix, st, 1, lists[i].field);
 		sqlite3_bind_int64(st, 7, docid);
 		r = index_run(ix, lists[i].st);
 	}
 	if (r == 0)
-		r = index_fts_keep(ix, docid, msg, PART_TEXT, PART_ATTACHMENTS);
+		r = index_fts_keep(ix, docid);
 	if (r == 0)
-		r = index_thread(ix, msg, docid);
-	while (rc == SQLITE_ROW)
-		rc = sqlite3_step(msg);
-	sqlite3_reset(msg);
-	sqlite3_clear_bindings(msg);
-	if (r == 0 && rc != SQLITE_DONE)
-		r = index_fail(ix, rc);
+		r = index_thread(ix, docid);
 	if (r == 0)
 		ix->stats.messages++;
 	return r;
@@ -928,21 +1064,12 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	return r;
 }
 
-/* An error record (README "Records"): its top-level "error" key.  Inside a
- * string every '"' is escaped, so the key is a quote after an even run of
- * backslashes. */
-static bool index_is_error(const char *rec, size_t n)
+/* An error record (README "Records"): its top-level "error" key, an object,
+ * in the record index_record took apart. */
+static bool index_is_error(const struct index *ix)
 {
-	static const char key[] = "\"error\":{";
-	const char *end = rec + n;
-	for (const char *p = rec; (p = memmem(p, (size_t)(end - p), key, sizeof(key) - 1)); p++) {
-		size_t bs = 0;
-		while (p - bs > rec && p[-1 - (ptrdiff_t)bs] == '\\')
-			bs++;
-		if (bs % 2 == 0)
-			return true;
-	}
-	return false;
+	const struct index_value *v = &ix->rec[IF_ERROR];
+	return v->type == SQLITE_TEXT && v->len && ix->rec_text.p[v->off] == '{';
 }
 
 int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len)
@@ -974,12 +1101,15 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			if (r < 0)
 				break;
 			rec = ix->scratch.p;
-			if (index_is_error(rec, n)) {
+			r = index_record(ix, rec, n);
+			if (r < 0)
+				break;
+			if (index_is_error(ix)) {
 				index_bind(ix, ST_INSERT_ERROR, rec, n, true, io);
 				r = index_run(ix, ST_INSERT_ERROR);
 				ix->stats.errors++;
 			} else {
-				r = index_add_message(ix, io, rec, n);
+				r = index_add_message(ix, io);
 			}
 			at += n + 1;
 		}
