@@ -119,14 +119,21 @@ static inline void widen16_4(Py_UCS4 *o, __m128i v)
 	_mm_storeu_si128((__m128i *)(void *)(o + 12), _mm_unpackhi_epi16(hi, z));
 }
 
+/* Sixteen bytes widened and stored whole, the cursor then moved past
+ * their leading ASCII ones only: what was stored beyond is overwritten as
+ * the fill goes on (the string's room is len code units, and a fill that
+ * comes out short fails).  So a short ASCII run, a word between two
+ * non-ASCII characters, costs one step instead of a step a byte. */
 #define UTF8_ASCII16(WIDEN)                                                                   \
 		while (i + 16 <= n && j + 16 <= len) {                                        \
 			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));  \
-			if (_mm_movemask_epi8(v))                                             \
-				break;                                                        \
+			unsigned m = (unsigned)_mm_movemask_epi8(v);                          \
 			WIDEN(out + j, v);                                                    \
-			i += 16;                                                              \
-			j += 16;                                                              \
+			unsigned k = m ? (unsigned)__builtin_ctz(m) : 16;                     \
+			i += k;                                                               \
+			j += k;                                                               \
+			if (m)                                                                \
+				break;                                                        \
 		}
 #else
 #define UTF8_ASCII16(WIDEN)
