@@ -14,9 +14,9 @@
  *   scan:  a run thread: ingest_run() with a visitor in place of the JSON
  *       emitter: each worker writes its records' tapes into the batch's
  *       output, so the writer hands them to the sink in input order, whole
- *       ─▶ the sink lends each batch's tapes to __next__ and waits ─▶
- *       __next__, on the caller's thread, makes each dict as it yields it.
- *       The run never takes the GIL.
+ *       ─▶ the sink copies each batch's tapes for __next__ once it has
+ *       yielded the last batch's ─▶ __next__, on the caller's thread,
+ *       makes each dict as it yields it.  The run never takes the GIL.
  *
  * __next__ waits with the GIL released and wakes every 100 ms to let
  * Python run its signal handlers: a KeyboardInterrupt there interrupts the
@@ -500,10 +500,17 @@ struct scan {
 	pthread_t thread;
 	bool started, joined;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;          /* a batch given or taken, or the run ended */
-	const char *batch;            /* the sink's records, until __next__ took them all */
-	size_t batch_len;
-	size_t pos;                   /* __next__'s: the next record's offset in batch */
+	pthread_cond_t cond;          /* a batch wanted or given, or the run ended */
+	/* The tapes of a batch, copied by the sink, and __next__'s offset of
+	 * the next record in them.  The sink runs on the parse thread
+	 * (docs/ARCHITECTURE.md, "The pipeline and its threads"), which
+	 * parses the next batches once it returns: it copies, instead of
+	 * lending the batch until its dicts are made, and does not wait for
+	 * __next__ to wake up either. */
+	struct dynbuf batch;
+	size_t pos, have;             /* __next__'s: its offset, and the length it took */
+	bool want;                    /* __next__ yielded all of batch: the sink's to fill */
+	bool given;                   /* the sink filled it: __next__'s to take */
 	bool stopping;                /* the consumer is gone or interrupted */
 	bool done;                    /* ingest_run() returned */
 	int result;
@@ -547,9 +554,9 @@ static void scan_thread(void *ctx, char *obj, uint64_t thread)
 	memcpy(obj + sizeof(h) + h.thread_at, hex, 16);
 }
 
-/* The writer's sink: lends a batch's tapes, in order, to __next__ and
- * returns once it has made their dicts (or stopped): no copy, and no
- * more than one batch waits for Python. */
+/* The writer's sink: copies a batch's tapes, in order, for __next__ once
+ * it wants them (or returns when it stopped): one batch's copy waits for
+ * Python.  0, or -ENOMEM (the run then fails: "the sink failed"). */
 static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
 {
 	struct scan *s = ctx;
@@ -557,14 +564,20 @@ static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
 	if (!len)
 		return 0;
 	pthread_mutex_lock(&s->lock);
-	if (!s->stopping) {
-		s->batch = records;
-		s->batch_len = len;
-		pthread_cond_broadcast(&s->cond);
-		while (s->batch && !s->stopping)
-			pthread_cond_wait(&s->cond, &s->lock);
-	}
-	s->batch = NULL;   /* stopping: nobody will take the rest */
+	while (!s->want && !s->stopping)
+		pthread_cond_wait(&s->cond, &s->lock);
+	bool take = !s->stopping;
+	pthread_mutex_unlock(&s->lock);
+	if (!take)
+		return 0;
+	/* __next__ leaves the batch alone until it is given */
+	dynbuf_reset(&s->batch);
+	if (dynbuf_append(&s->batch, records, len) < 0)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->lock);
+	s->want = false;
+	s->given = true;
+	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
@@ -600,8 +613,8 @@ static void scan_stop(struct scan *s, bool interrupt)
 	pthread_join(s->thread, NULL);
 	Py_END_ALLOW_THREADS
 	s->joined = true;
-	s->batch = NULL;
-	s->pos = s->batch_len = 0;
+	dynbuf_reset(&s->batch);
+	s->pos = s->have = 0;
 }
 
 static void scan_dealloc(PyObject *self)
@@ -610,26 +623,20 @@ static void scan_dealloc(PyObject *self)
 	scan_stop(s, true);
 	ingest_report_free(s->rep);
 	ingest_options_free(s->o);
+	dynbuf_release(&s->batch);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	Py_TYPE(self)->tp_free(self);
 }
 
-/* The dict of the next record of the batch lent, or NULL (an exception
- * set) without memory; the last one gives the batch back. */
+/* The dict of the next record of the batch given, or NULL (an exception
+ * set) without memory. */
 static PyObject *scan_build(struct scan *s)
 {
 	struct scan_rec h;
-	memcpy(&h, s->batch + s->pos, sizeof(h));
-	PyObject *d = emit_pytape_build_bytes(s->batch + s->pos + sizeof(h));
+	memcpy(&h, s->batch.p + s->pos, sizeof(h));
+	PyObject *d = emit_pytape_build_bytes(s->batch.p + s->pos + sizeof(h));
 	s->pos += sizeof(h) + h.len;
-	if (s->pos >= s->batch_len) {
-		pthread_mutex_lock(&s->lock);
-		s->batch = NULL;
-		s->pos = 0;
-		pthread_cond_broadcast(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-	}
 	return d;
 }
 
@@ -639,12 +646,24 @@ static PyObject *scan_next(PyObject *self)
 	if (s->joined)
 		return NULL;
 	for (;;) {
+		if (s->pos < s->have)
+			return scan_build(s);
 		pthread_mutex_lock(&s->lock);
-		/* the sink wrote the batch before it set the pointer under the
-		 * lock; it waits until scan_build() gives it back */
-		bool lent = s->batch != NULL;
+		if (s->given) {
+			s->given = false;
+			s->pos = 0;
+			s->have = s->batch.len;
+			pthread_mutex_unlock(&s->lock);
+			continue;
+		}
+		/* all of it yielded: the sink's to fill */
+		if (!s->want) {
+			s->want = true;
+			pthread_cond_broadcast(&s->cond);
+		}
+		bool given = false;
 		bool done = s->done;
-		if (!lent && !done) {
+		if (!done) {
 			struct timespec t;
 			clock_gettime(CLOCK_REALTIME, &t);
 			t.tv_nsec += 100000000;
@@ -655,11 +674,11 @@ static PyObject *scan_next(PyObject *self)
 			Py_BEGIN_ALLOW_THREADS
 			pthread_cond_timedwait(&s->cond, &s->lock, &t);
 			Py_END_ALLOW_THREADS
-			lent = s->batch != NULL;
+			given = s->given;
 		}
 		pthread_mutex_unlock(&s->lock);
-		if (lent)
-			return scan_build(s);
+		if (given)
+			continue;
 		if (done)
 			break;
 		if (PyErr_CheckSignals() < 0) {
@@ -727,8 +746,9 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	s->o = o;
 	s->started = s->joined = s->stopping = s->done = false;
-	s->batch = NULL;
-	s->pos = s->batch_len = 0;
+	dynbuf_init(&s->batch, 0);
+	s->pos = s->have = 0;
+	s->want = s->given = false;
 	s->result = 0;
 	s->rep = NULL;
 	pthread_mutex_init(&s->lock, NULL);
