@@ -17,6 +17,7 @@
  * charsets cannot grow it.  No other global state: the tables are const. */
 #include "core/limits.h"
 #include "mail/charset.h"
+#include "mail/charset_probe.h"
 #include "mail/mail_ctx.h"
 #include "core/fault.h"
 #include "core/utf8.h"
@@ -43,8 +44,6 @@ struct charset_slot {
 	bool single_byte;
 	uint32_t sb[256];
 };
-
-#define CHARSET_SB_BAD 0xFFFF
 
 struct charset_cache {
 	struct charset_slot slot[CHARSET_CACHE_SLOTS];
@@ -317,102 +316,6 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 	return 0;
 }
 
-/* The descriptor for a normalised label, opened on first use.  Returns
- * (iconv_t)-1 when iconv does not know the label.  *transient is set when
- * the cache is full and the caller must close the descriptor itself. */
-static inline char *charset_put_utf8(char *d, uint32_t cp);
-
-/* Table-driven converters of glibc whose output is always valid UTF-8 (the
- * code points come from tables).  Anything else, UTF-8 under another name
- * (ISO-IR-193, CSUTF8), UCS-4, UTF-16..., has its output checked. */
-static bool charset_trusted(const char *iconv_name)
-{
-	static const char *const prefixes[] = {
-		"iso-8859-", "windows-125", "cp125", "koi8-", "iso-2022-jp", "euc-jp", "cp949",
-		"gb18030", "big5", "cp932", "cp874", "macintosh", "mac-", "cp866", NULL,
-	};
-	for (const char *const *q = prefixes; *q; q++)
-		if (strncasecmp(iconv_name, *q, strlen(*q)) == 0)
-			return true;
-	return false;
-}
-
-/* Does cd turn ASCII (bar the ISO-2022 shifts ESC, SO, SI, which are never
- * taken by the fast path) into itself?  Asked once per descriptor, so the
- * answer is iconv's own, whatever the charset. */
-static bool charset_probe_ascii(iconv_t cd)
-{
-	char in[128], outb[512];
-	size_t k = 0;
-	for (int c = 1; c < 128; c++)
-		if (c != 0x0E && c != 0x0F && c != 0x1B)
-			in[k++] = (char)c;
-	char *ip = in, *op = outb;
-	size_t il = k, ol = sizeof(outb);
-	iconv(cd, NULL, NULL, NULL, NULL);
-	size_t r = iconv(cd, &ip, &il, &op, &ol);
-	if (r != (size_t)-1)
-		iconv(cd, NULL, NULL, &op, &ol);     /* flush a stateful tail */
-	bool same = r != (size_t)-1 && il == 0 && (size_t)(op - outb) == k &&
-	            memcmp(outb, in, k) == 0;
-	iconv(cd, NULL, NULL, NULL, NULL);
-	return same;
-}
-
-/* Fills s->sb when every byte alone converts to exactly one BMP code point
- * (or is refused).  Only for the table-driven charsets of charset_trusted,
- * minus windows-1258, whose glibc converter composes characters. */
-static bool charset_probe_single_byte(iconv_t cd, const char *iconv_name, uint16_t sb[256])
-{
-	if (!charset_trusted(iconv_name) || strcasestr(iconv_name, "1258") ||
-	    strcasestr(iconv_name, "1255") ||
-	    strncasecmp(iconv_name, "iso-2022", 8) == 0 || strncasecmp(iconv_name, "euc", 3) == 0 ||
-	    strncasecmp(iconv_name, "cp9", 3) == 0 || strncasecmp(iconv_name, "gb", 2) == 0 ||
-	    strncasecmp(iconv_name, "big5", 4) == 0)
-		return false;
-	bool ok = true;
-	for (int b = 0; b < 256 && ok; b++) {
-		char in = (char)b, outb[16];
-		char *ip = &in, *op = outb;
-		size_t il = 1, ol = sizeof(outb);
-		iconv(cd, NULL, NULL, NULL, NULL);
-		size_t r = iconv(cd, &ip, &il, &op, &ol);
-		if (r == (size_t)-1) {
-			if (errno != EILSEQ)
-				ok = false;          /* EINVAL: a lead byte */
-			sb[b] = CHARSET_SB_BAD;
-			continue;
-		}
-		/* No flush: a converter that holds a character back (to
-		 * compose it with a following mark, as glibc's CP1255 and
-		 * CP1258 do) writes nothing here, and is not stateless. */
-		const uint8_t *u = (const uint8_t *)outb;
-		if (op == outb) {
-			ok = false;
-			continue;
-		}
-		uint32_t cp = utf8_decode(&u);
-		if ((const char *)u != op || cp >= 0xFFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			ok = false;
-		sb[b] = (uint16_t)cp;
-	}
-	iconv(cd, NULL, NULL, NULL, NULL);
-	return ok;
-}
-
-/* A slot's table entry for code point cp (CHARSET_SB_BAD: U+FFFD for a
- * refused byte): its UTF-8 in the low three bytes, its length in bits
- * 24..26, and bit 31 when it replaces the byte. */
-static uint32_t charset_sb_entry(uint16_t cp)
-{
-	char u[4] = { 0 };
-	size_t k = cp == CHARSET_SB_BAD ? 3 : (size_t)(charset_put_utf8(u, cp) - u);
-	if (cp == CHARSET_SB_BAD)
-		memcpy(u, CHARSET_FFFD, 3);
-	return (uint32_t)(uint8_t)u[0] | (uint32_t)(uint8_t)u[1] << 8 | (uint32_t)(uint8_t)u[2] << 16 |
-	       (uint32_t)k << 24 | (cp == CHARSET_SB_BAD ? UINT32_C(1) << 31 : 0);
-}
-
 static int charset_decode_sb(const uint32_t sb[256], const uint8_t *p, size_t n,
                              struct dynbuf *out, uint64_t *replaced)
 {
@@ -547,23 +450,6 @@ static int charset_decode_iconv(iconv_t cd, const uint8_t *p, size_t n,
  * two-byte run, a cut pair) gives up and the caller runs iconv on the whole
  * input, so output never differs from iconv's. */
 
-/* One two-byte character (or a JIS-Roman byte) through a fresh descriptor. */
-static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b, size_t k)
-{
-	char in[16], outb[16];
-	size_t el = strlen(esc);
-	memcpy(in, esc, el);
-	memcpy(in + el, b, k);
-	char *ip = in, *op = outb;
-	size_t il = el + k, ol = sizeof(outb);
-	iconv(cd, NULL, NULL, NULL, NULL);
-	if (iconv(cd, &ip, &il, &op, &ol) == (size_t)-1 || il != 0 || op == outb)
-		return 0;
-	const uint8_t *u = (const uint8_t *)outb;
-	uint32_t c = utf8_decode(&u);
-	return (const char *)u == op ? c : 0;     /* exactly one character */
-}
-
 static bool charset_jis_ready(struct charset_cache *c)
 {
 	if (c->jis_state)
@@ -572,42 +458,20 @@ static bool charset_jis_ready(struct charset_cache *c)
 	iconv_t cd = fault_lib("iconv_open") < 0 ? (iconv_t)-1 : iconv_open("UTF-8", "ISO-2022-JP");
 	if (cd == (iconv_t)-1)
 		return false;
-	uint16_t *t = xmalloc(94 * 94 * sizeof(*t));
+	uint16_t *t = xmalloc(CHARSET_JIS_SIDE * CHARSET_JIS_SIDE * sizeof(*t));
 	if (!t) {
 		iconv_close(cd);
 		return false;
 	}
-	for (int r = 0; r < 94; r++)
-		for (int k = 0; k < 94; k++) {
-			uint8_t b[2] = { (uint8_t)(0x21 + r), (uint8_t)(0x21 + k) };
-			uint32_t cp = charset_jis_probe(cd, "\x1b$B", b, 2);
-			t[r * 94 + k] = cp <= 0xFFFF ? (uint16_t)cp : 0;
-		}
-	c->jis_roman_5c = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"\\", 1);
-	c->jis_roman_7e = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"~", 1);
+	bool ok = charset_probe_jis(cd, t, &c->jis_roman_5c, &c->jis_roman_7e);
 	iconv_close(cd);
-	if (!c->jis_roman_5c || !c->jis_roman_7e) {
+	if (!ok) {
 		xfree(t);
 		return false;
 	}
 	c->jis0208 = t;
 	c->jis_state = 1;
 	return true;
-}
-
-static inline char *charset_put_utf8(char *d, uint32_t cp)
-{
-	if (cp < 0x80) {
-		*d++ = (char)cp;
-	} else if (cp < 0x800) {
-		*d++ = (char)(0xC0 | (cp >> 6));
-		*d++ = (char)(0x80 | (cp & 0x3F));
-	} else {
-		*d++ = (char)(0xE0 | (cp >> 12));
-		*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-		*d++ = (char)(0x80 | (cp & 0x3F));
-	}
-	return d;
 }
 
 /* 1: decoded into out; 0: not the simple subset (out unchanged). */
@@ -640,7 +504,7 @@ static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t
 		if (st == JIS) {
 			if (n - i < 2 || b < 0x21 || b > 0x7E || p[i + 1] < 0x21 || p[i + 1] > 0x7E)
 				return 0;
-			uint16_t cp = c->jis0208[(b - 0x21) * 94 + (p[i + 1] - 0x21)];
+			uint16_t cp = c->jis0208[(b - 0x21) * CHARSET_JIS_SIDE + (p[i + 1] - 0x21)];
 			if (!cp)
 				return 0;
 			d = charset_put_utf8(d, cp);
