@@ -5,10 +5,18 @@
  * keeps three paths.  US-ASCII and UTF-8 are validated here with no iconv
  * (most mail).  Windows-1252, which is also what ISO-8859-1 and every
  * unknown label mean (as in WHATWG's Encoding Standard, which mail readers
- * follow), is a table here too.  Everything else goes through glibc iconv,
+ * follow), is a table here too.  So are the stateless single-byte charsets
+ * mail uses (ISO-8859-x, windows-125x, KOI8-R/U, CP866, CP874, the Mac
+ * ones) and ISO-2022-JP's JIS X 0208 subset: tables of glibc iconv's own
+ * answers, written at build time by charset_gen.c (which lists the charsets
+ * and says why) into charset_tables.h, so that output is iconv's without
+ * loading a gconv module or asking iconv anything at run time; the unit
+ * test compares them with iconv.  Everything else goes through glibc iconv,
  * one descriptor per normalised label, opened on first use and kept until
  * charset_cache_free(): glibc unloads a gconv module with its last
  * descriptor, so reopening per message would cost syscalls each time.
+ * Other labels iconv finds single-byte get the same kind of table, asked
+ * of iconv once per descriptor (charset_probe.c).
  *
  * Invariants: output is always valid UTF-8; every input byte that cannot be
  * decoded becomes U+FFFD and is counted in *replaced (never dropped); a
@@ -48,13 +56,38 @@ struct charset_slot {
 struct charset_cache {
 	struct charset_slot slot[CHARSET_CACHE_SLOTS];
 	size_t n;
-	/* ISO-2022-JP: JIS X 0208 (94 x 94) to code points, read once from
-	 * iconv itself; 0 where iconv maps nothing.  jis_state: 0 not built,
-	 * 1 ready, -1 unavailable (then iconv does all the work). */
-	uint16_t *jis0208;
-	uint32_t jis_roman_5c, jis_roman_7e;
-	int jis_state;
 };
+
+/* struct charset_builtin charset_builtins[], charset_jis0208[] and
+ * JIS-Roman's two code points: iconv's answers, written at build time by
+ * charset_gen.c (which says which charsets and why). */
+#include "charset_tables.h"
+
+#define CHARSET_N_BUILTINS (sizeof(charset_builtins) / sizeof(charset_builtins[0]))
+
+const struct charset_builtin *charset_builtin_list(size_t *n)
+{
+	*n = CHARSET_N_BUILTINS;
+	return charset_builtins;
+}
+
+const uint16_t *charset_builtin_jis(uint32_t *roman_5c, uint32_t *roman_7e)
+{
+	*roman_5c = charset_jis_roman_5c;
+	*roman_7e = charset_jis_roman_7e;
+	return charset_jis0208;
+}
+
+/* The built-in table for the name charset.c would hand to iconv, or NULL. */
+static const struct charset_builtin *charset_builtin_find(const char *iconv_name)
+{
+	char first = (char)tolower((unsigned char)iconv_name[0]);
+	for (size_t i = 0; i < CHARSET_N_BUILTINS; i++)
+		if (charset_builtins[i].name[0] == first &&
+		    strcasecmp(charset_builtins[i].name, iconv_name) == 0)
+			return &charset_builtins[i];
+	return NULL;
+}
 
 enum charset_kind {
 	CHARSET_UTF8,      /* UTF-8: validate, replace invalid bytes */
@@ -168,11 +201,8 @@ static const uint16_t cp1252_high[32] = {
 struct charset_cache *charset_cache_new(void)
 {
 	struct charset_cache *c = xmalloc(sizeof(*c));
-	if (c) {
+	if (c)
 		c->n = 0;
-		c->jis0208 = NULL;
-		c->jis_state = 0;
-	}
 	return c;
 }
 
@@ -183,7 +213,6 @@ void charset_cache_free(struct charset_cache *c)
 	for (size_t i = 0; i < c->n; i++)
 		if (c->slot[i].cd != (iconv_t)-1)
 			iconv_close(c->slot[i].cd);
-	xfree(c->jis0208);
 	xfree(c);
 }
 
@@ -444,39 +473,14 @@ static int charset_decode_iconv(iconv_t cd, const uint8_t *p, size_t n,
  * glibc's ISO-2022-JP converter costs tens of instructions a byte (it is
  * the ISO-2022-JP-2 machine, through UCS-4).  Mail in ISO-2022-JP (RFC 1468)
  * uses three sets: ASCII (ESC ( B), JIS-Roman (ESC ( J) and JIS X 0208
- * (ESC $ @, ESC $ B).  That subset is decoded here with a table read from
- * iconv itself (so the code points are iconv's); anything else (other
+ * (ESC $ @, ESC $ B).  That subset is decoded here with a table iconv
+ * itself wrote at build time (so the code points are iconv's); anything else (other
  * escapes, 8-bit bytes, SO/SI, a control or an unmapped pair inside a
  * two-byte run, a cut pair) gives up and the caller runs iconv on the whole
  * input, so output never differs from iconv's. */
 
-static bool charset_jis_ready(struct charset_cache *c)
-{
-	if (c->jis_state)
-		return c->jis_state > 0;
-	c->jis_state = -1;
-	iconv_t cd = fault_lib("iconv_open") < 0 ? (iconv_t)-1 : iconv_open("UTF-8", "ISO-2022-JP");
-	if (cd == (iconv_t)-1)
-		return false;
-	uint16_t *t = xmalloc(CHARSET_JIS_SIDE * CHARSET_JIS_SIDE * sizeof(*t));
-	if (!t) {
-		iconv_close(cd);
-		return false;
-	}
-	bool ok = charset_probe_jis(cd, t, &c->jis_roman_5c, &c->jis_roman_7e);
-	iconv_close(cd);
-	if (!ok) {
-		xfree(t);
-		return false;
-	}
-	c->jis0208 = t;
-	c->jis_state = 1;
-	return true;
-}
-
 /* 1: decoded into out; 0: not the simple subset (out unchanged). */
-static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t *p, size_t n,
-                                    struct dynbuf *out)
+static int charset_decode_iso2022jp(const uint8_t *p, size_t n, struct dynbuf *out)
 {
 	/* At most 3 output bytes per input byte (a pair gives at most 3). */
 	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
@@ -504,7 +508,7 @@ static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t
 		if (st == JIS) {
 			if (n - i < 2 || b < 0x21 || b > 0x7E || p[i + 1] < 0x21 || p[i + 1] > 0x7E)
 				return 0;
-			uint16_t cp = c->jis0208[(b - 0x21) * CHARSET_JIS_SIDE + (p[i + 1] - 0x21)];
+			uint16_t cp = charset_jis0208[(b - 0x21) * CHARSET_JIS_SIDE + (p[i + 1] - 0x21)];
 			if (!cp)
 				return 0;
 			d = charset_put_utf8(d, cp);
@@ -512,7 +516,7 @@ static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t
 			continue;
 		}
 		if (st == ROMAN && (b == 0x5C || b == 0x7E))
-			d = charset_put_utf8(d, b == 0x5C ? c->jis_roman_5c : c->jis_roman_7e);
+			d = charset_put_utf8(d, b == 0x5C ? charset_jis_roman_5c : charset_jis_roman_7e);
 		else
 			*d++ = (char)b;
 		i++;
@@ -557,6 +561,27 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 	}
 
 	if (kind == CHARSET_ICONV) {
+		/* A charset built in: no descriptor, no cache (charset_gen.c).
+		 * Every one maps ASCII to itself (the generator checked). */
+		const struct charset_builtin *bt = charset_builtin_find(iconv_name);
+		if (bt) {
+			if (charset_plain_ascii(p, n))
+				return dynbuf_append(out, p, n);
+			uint64_t before = *replaced;
+			int r = charset_decode_sb(bt->sb, p, n, out, replaced);
+			if (*replaced != before)
+				mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
+			return r;
+		}
+		/* ISO-2022-JP's RFC 1468 subset by table; anything else in it
+		 * goes to iconv below. */
+		if (charset_jis_roman_5c && strcmp(norm, "iso-2022-jp") == 0) {
+			if (charset_plain_ascii(p, n))
+				return dynbuf_append(out, p, n);
+			int j = charset_decode_iso2022jp(p, n, out);
+			if (j != 0)
+				return j < 0 ? j : 0;
+		}
 		bool transient;
 		const struct charset_slot *slot = NULL;
 		iconv_t cd = ctx && ctx->charsets
@@ -573,11 +598,6 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 				if (*replaced != before)
 					mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 				return r;
-			}
-			if (slot && strcmp(norm, "iso-2022-jp") == 0 && charset_jis_ready(ctx->charsets)) {
-				int j = charset_decode_iso2022jp(ctx->charsets, p, n, out);
-				if (j != 0)
-					return j < 0 ? j : 0;
 			}
 			uint64_t before = *replaced;
 			size_t start = out->len;

@@ -10,6 +10,7 @@
 
 #include <iconv.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A byte iconv refuses, in a code point table. */
@@ -40,6 +41,18 @@ uint32_t charset_sb_entry(uint16_t cp);
  * either of those two to nothing. */
 bool charset_probe_jis(iconv_t cd, uint16_t t[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE],
                        uint32_t *roman_5c, uint32_t *roman_7e);
+
+/* A single-byte charset built in: its label as charset.c hands it to iconv
+ * and its table of charset_sb_entry()s. */
+struct charset_builtin {
+	const char *name;
+	const uint32_t *sb;
+};
+
+/* The tables charset_gen.c wrote at build time (charset_tables.h), as
+ * charset.c uses them: for the unit test that compares them with iconv. */
+const struct charset_builtin *charset_builtin_list(size_t *n);
+const uint16_t *charset_builtin_jis(uint32_t *roman_5c, uint32_t *roman_7e);
 
 /* Appends cp (< 0x10000) as UTF-8 at d; returns the end. */
 static inline char *charset_put_utf8(char *d, uint32_t cp)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mail/charset.h"
+#include "mail/charset_probe.h"
 #include "mail/mail_ctx.h"
 #include "helpers.h"
 
@@ -268,10 +269,12 @@ static void test_charset_label_normalised(void **state)
 static void test_charset_cache_reuses_descriptors(void **state)
 {
 	struct tcase *t = *state;
-	DEC(t, "iso-8859-2", "a");
-	DEC(t, "ISO-8859-2", "b");
-	DEC(t, "koi8-r", "c");
+	/* spellings the built-in tables do not list: iconv's */
+	DEC(t, "latin2", "a");
+	DEC(t, "LATIN2", "b");
+	DEC(t, "koi8r", "c");
 	DEC(t, "utf-8", "d");          /* no iconv: not cached */
+	DEC(t, "iso-8859-2", "e");     /* built in: not cached */
 	assert_int_equal(charset_cache_count(t->ctx.charsets), 2);
 }
 
@@ -279,9 +282,10 @@ static void test_charset_cache_full_still_decodes(void **state)
 {
 	struct tcase *t = *state;
 	char label[32];
-	/* iso-8859-1 is built in, so 15 iconv labels and 17 refused ones. */
+	/* iso8859-N is iconv's spelling, not the tables' iso-8859-N: 15
+	 * iconv labels (12 refused) and 17 refused ones. */
 	for (int i = 2; i <= 16; i++) {
-		snprintf(label, sizeof(label), "iso-8859-%d", i);
+		snprintf(label, sizeof(label), "iso8859-%d", i);
 		DEC(t, label, "A");
 	}
 	for (int i = 1; i <= 17; i++) {
@@ -289,10 +293,79 @@ static void test_charset_cache_full_still_decodes(void **state)
 		DEC(t, label, "A");
 	}
 	assert_int_equal(charset_cache_count(t->ctx.charsets), 32);
-	assert_string_equal(DEC(t, "iso-8859-5", "\xb0"), "\xd0\x90");   /* cached */
-	assert_string_equal(DEC(t, "koi8-u", "\xf0"), "\xd0\x9f");       /* transient */
+	assert_string_equal(DEC(t, "iso8859-5", "\xb0"), "\xd0\x90");   /* cached */
+	assert_string_equal(DEC(t, "koi8u", "\xf0"), "\xd0\x9f");       /* transient */
+	assert_string_equal(DEC(t, "koi8-u", "\xf0"), "\xd0\x9f");      /* built in */
 	assert_int_equal(t->warnings, 0);
 	assert_int_equal(charset_cache_count(t->ctx.charsets), 32);
+}
+
+/* The first byte whose entry in t differs from what the iconv this test
+ * runs with says for name (iconv_open refused: 256), or -1. */
+static int sb_mismatch(const char *name, const uint32_t *t)
+{
+	iconv_t cd = iconv_open("UTF-8", name);
+	if (cd == (iconv_t)-1)
+		return 256;
+	uint16_t sb[256];
+	bool ok = charset_probe_ascii(cd) && charset_probe_single_byte(cd, name, sb);
+	iconv_close(cd);
+	if (!ok)
+		return 256;
+	for (int b = 0; b < 256; b++)
+		if (t[b] != charset_sb_entry(sb[b]))
+			return b;
+	return -1;
+}
+
+/* The first JIS X 0208 entry (row * 94 + cell) of t, or JIS-Roman's pair
+ * (index 94 * 94), differing from iconv's ISO-2022-JP, or -1. */
+static int jis_mismatch(const uint16_t *t, uint32_t r5c, uint32_t r7e)
+{
+	iconv_t cd = iconv_open("UTF-8", "ISO-2022-JP");
+	if (cd == (iconv_t)-1)
+		return 0;
+	static uint16_t want[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE];
+	uint32_t w5c, w7e;
+	bool ok = charset_probe_ascii(cd) && charset_probe_jis(cd, want, &w5c, &w7e);
+	iconv_close(cd);
+	if (!ok)
+		return 0;
+	for (int i = 0; i < CHARSET_JIS_SIDE * CHARSET_JIS_SIDE; i++)
+		if (t[i] != want[i])
+			return i;
+	return r5c == w5c && r7e == w7e ? -1 : CHARSET_JIS_SIDE * CHARSET_JIS_SIDE;
+}
+
+/* The tables written at build time (charset_gen.c) are the iconv's this
+ * runs with, entry by entry; and the comparison sees a corrupted entry. */
+static void test_charset_builtin_tables_are_iconvs(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct charset_builtin *b = charset_builtin_list(&n);
+	assert_true(n >= 20);                      /* ISO-8859-x, windows-125x ... */
+	for (size_t i = 0; i < n; i++) {
+		int at = sb_mismatch(b[i].name, b[i].sb);
+		if (at != -1)
+			fail_msg("%s: byte 0x%02x differs from iconv's", b[i].name, (unsigned)at);
+	}
+	uint32_t t[256];
+	memcpy(t, b[0].sb, sizeof(t));
+	t[0xB1] ^= 1;
+	assert_int_equal(sb_mismatch(b[0].name, t), 0xB1);
+
+	uint32_t r5c, r7e;
+	const uint16_t *jis = charset_builtin_jis(&r5c, &r7e);
+	assert_int_not_equal(r5c, 0);
+	int at = jis_mismatch(jis, r5c, r7e);
+	if (at != -1)
+		fail_msg("ISO-2022-JP: entry %d differs from iconv's", at);
+	static uint16_t bad[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE];
+	memcpy(bad, jis, sizeof(bad));
+	bad[15 * CHARSET_JIS_SIDE + 3]++;
+	assert_int_equal(jis_mismatch(bad, r5c, r7e), 15 * CHARSET_JIS_SIDE + 3);
+	assert_int_equal(jis_mismatch(jis, r5c, r7e + 1), CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
 }
 
 static void test_charset_empty_input(void **state)
@@ -392,8 +465,8 @@ static void test_charset_ascii_fast_path(void **state)
 	assert_int_equal(t->warnings, 0);
 }
 
-/* ISO-2022-JP's RFC 1468 subset is decoded without iconv (a table read from
- * iconv); the result must be iconv's own, which "csISO2022JP" (same
+/* ISO-2022-JP's RFC 1468 subset is decoded without iconv (a table iconv
+ * wrote at build time); the result must be iconv's own, which "csISO2022JP" (same
  * converter, not short-cut) gives.  Other escapes fall back to iconv. */
 static void test_charset_iso2022jp_own_decoder_matches_iconv(void **state)
 {
@@ -419,8 +492,8 @@ static void test_charset_iso2022jp_own_decoder_matches_iconv(void **state)
 	assert_string_equal(DEC(t, "ISO-2022-JP", "\x1b$B$3$s\x1b(B"), "\xe3\x81\x93\xe3\x82\x93");
 }
 
-/* Stateless single-byte charsets are decoded by a table read from iconv at
- * open: the output, replacements and warnings are iconv's ("iso8859-2" and
+/* Stateless single-byte charsets are decoded by a table, built in or read
+ * from iconv at open: the output, replacements and warnings are iconv's ("iso8859-2" and
  * "ms-cyrl" name the same converters without the table). */
 static void test_charset_single_byte_table_matches_iconv(void **state)
 {
@@ -453,6 +526,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_charset_ascii_fast_path),
+		T(test_charset_builtin_tables_are_iconvs),
 		T(test_charset_iso2022jp_own_decoder_matches_iconv),
 		T(test_charset_single_byte_table_matches_iconv),
 		T(test_charset_utf8_passthrough),
