@@ -78,6 +78,11 @@ const uint16_t *charset_builtin_jis(uint32_t *roman_5c, uint32_t *roman_7e)
 	return charset_jis0208;
 }
 
+const uint16_t *charset_builtin_gb(void)
+{
+	return charset_gb_built ? charset_gb2 : NULL;
+}
+
 /* The built-in table for the name charset.c would hand to iconv, or NULL. */
 static const struct charset_builtin *charset_builtin_find(const char *iconv_name)
 {
@@ -525,6 +530,39 @@ static int charset_decode_iso2022jp(const uint8_t *p, size_t n, struct dynbuf *o
 	return 1;
 }
 
+/* GB18030 by its two-byte table (ASCII is itself, the generator checked):
+ * 1 decoded into out; 0: something the table does not hold (a four-byte
+ * sequence, 0x80 or 0xFF, a cut pair, an unmapped code), out unchanged,
+ * and the caller runs iconv on the whole input. */
+static int charset_decode_gb(const uint8_t *p, size_t n, struct dynbuf *out)
+{
+	/* At most 3 output bytes per input byte (a pair gives at most 3). */
+	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
+	if (r < 0)
+		return r;
+	char *d0 = out->p + out->len, *d = d0;
+	size_t i = 0;
+	while (i < n) {
+		i = utf8_ascii_run(&d, p, n, i, true);   /* whole words of ASCII */
+		if (i >= n)
+			break;
+		uint8_t b = p[i];
+		if (b < 0x80) {
+			*d++ = (char)b;
+			i++;
+			continue;
+		}
+		int k = n - i >= 2 && b >= 0x81 && b <= 0xFE ? charset_gb_trail(p[i + 1]) : -1;
+		uint16_t cp = k >= 0 ? charset_gb2[(b - 0x81) * CHARSET_GB_TRAILS + k] : 0;
+		if (!cp)
+			return 0;
+		d = charset_put_utf8(d, cp);
+		i += 2;
+	}
+	out->len += (size_t)(d - d0);
+	return 1;
+}
+
 int charset_decode(struct mail_ctx *ctx, struct str label,
                    const uint8_t *p, size_t n, struct dynbuf *out,
                    uint64_t *warnings, uint64_t *replaced)
@@ -581,6 +619,14 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 			int j = charset_decode_iso2022jp(p, n, out);
 			if (j != 0)
 				return j < 0 ? j : 0;
+		}
+		/* GB18030's two-byte codes by table, likewise. */
+		if (charset_gb_built && strcasecmp(iconv_name, "gb18030") == 0) {
+			if (charset_plain_ascii(p, n))
+				return dynbuf_append(out, p, n);
+			int g = charset_decode_gb(p, n, out);
+			if (g != 0)
+				return g < 0 ? g : 0;
 		}
 		bool transient;
 		const struct charset_slot *slot = NULL;

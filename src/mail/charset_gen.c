@@ -26,7 +26,10 @@
  * knows (latin2, cp1251 in capitals is the same entry: the lookup ignores
  * case) go to iconv too: same output, only the loading costs.  Multi-byte
  * charsets stay with iconv, except ISO-2022-JP's JIS X 0208 subset
- * (RFC 1468), whose 94 x 94 table is written here as well. */
+ * (RFC 1468), whose 94 x 94 table is written here as well, and GB18030's
+ * two-byte codes (GB2312's and GBK's, 126 x 190), what mail labelled
+ * gb2312, gbk or gb18030 is written in; a four-byte GB18030 sequence
+ * still goes to iconv. */
 #include "mail/charset_probe.h"
 
 #include <stdio.h>
@@ -51,6 +54,14 @@ static void put_u32_table(FILE *f, const char *name, const uint32_t *t, size_t n
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s0x%08x,%s", i % (size_t)per_line ? " " : "\t", t[i],
 		        (i + 1) % (size_t)per_line && i + 1 < n ? "" : "\n");
+	fprintf(f, "};\n\n");
+}
+
+static void put_u16_table(FILE *f, const char *name, const uint16_t *t, size_t n)
+{
+	fprintf(f, "static const uint16_t %s[%zu] = {\n", name, n);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s0x%04x,%s", i % 12 ? " " : "\t", t[i], (i + 1) % 12 && i + 1 < n ? "" : "\n");
 	fprintf(f, "};\n\n");
 }
 
@@ -96,6 +107,16 @@ int main(int argc, char **argv)
 		iconv_close(cd);
 	}
 
+	/* GB18030's two-byte codes: what gb2312, gbk and gb18030 mail is
+	 * mostly written in (charset.c aliases the first two to GB18030). */
+	static uint16_t gb[CHARSET_GB_LEADS * CHARSET_GB_TRAILS];
+	bool gb_ok = false;
+	cd = iconv_open("UTF-8", "GB18030");
+	if (cd != (iconv_t)-1) {
+		gb_ok = charset_probe_gb(cd, gb);
+		iconv_close(cd);
+	}
+
 	FILE *f = fopen(argv[1], "w");
 	if (!f) {
 		perror(argv[1]);
@@ -114,11 +135,9 @@ int main(int argc, char **argv)
 	fprintf(f, "};\n\n");
 	fprintf(f, "static const uint32_t charset_jis_roman_5c = 0x%x, charset_jis_roman_7e = 0x%x;\n\n",
 	        roman_5c, roman_7e);
-	fprintf(f, "static const uint16_t charset_jis0208[%d] = {\n", CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
-	for (int i = 0; i < CHARSET_JIS_SIDE * CHARSET_JIS_SIDE; i++)
-		fprintf(f, "%s0x%04x,%s", i % 12 ? " " : "\t", jis[i],
-		        (i + 1) % 12 && i + 1 < CHARSET_JIS_SIDE * CHARSET_JIS_SIDE ? "" : "\n");
-	fprintf(f, "};\n");
+	put_u16_table(f, "charset_jis0208", jis, CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
+	fprintf(f, "static const bool charset_gb_built = %s;\n", gb_ok ? "true" : "false");
+	put_u16_table(f, "charset_gb2", gb, CHARSET_GB_LEADS * CHARSET_GB_TRAILS);
 	if (fclose(f) != 0) {
 		perror(argv[1]);
 		return 1;

@@ -95,21 +95,48 @@ uint32_t charset_sb_entry(uint16_t cp)
 	       (uint32_t)k << 24 | (cp == CHARSET_SB_BAD ? UINT32_C(1) << 31 : 0);
 }
 
-/* One two-byte character (or a JIS-Roman byte) after an escape. */
-static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b, size_t k)
+/* The code point of in[0..k) as one BMP character through cd, or 0. */
+static uint32_t charset_probe_one(iconv_t cd, const char *in, size_t k)
 {
-	char in[16], outb[16];
-	size_t el = strlen(esc);
-	memcpy(in, esc, el);
-	memcpy(in + el, b, k);
-	char *ip = in, *op = outb;
-	size_t il = el + k, ol = sizeof(outb);
+	char buf[16], outb[16];
+	memcpy(buf, in, k);
+	char *ip = buf, *op = outb;
+	size_t il = k, ol = sizeof(outb);
 	iconv(cd, NULL, NULL, NULL, NULL);
 	if (iconv(cd, &ip, &il, &op, &ol) == (size_t)-1 || il != 0 || op == outb)
 		return 0;
 	const uint8_t *u = (const uint8_t *)outb;
 	uint32_t c = utf8_decode(&u);
-	return (const char *)u == op ? c : 0;     /* exactly one character */
+	/* exactly one character, in the BMP, not a surrogate */
+	return (const char *)u == op && c <= 0xFFFF && (c < 0xD800 || c > 0xDFFF) ? c : 0;
+}
+
+bool charset_probe_gb(iconv_t cd, uint16_t t[CHARSET_GB_LEADS * CHARSET_GB_TRAILS])
+{
+	static const char shifts[] = { 0x0E, 0x0F, 0x1B };
+	bool ascii = charset_probe_ascii(cd);
+	for (size_t i = 0; i < sizeof(shifts); i++)
+		ascii = ascii && charset_probe_one(cd, &shifts[i], 1) == (uint32_t)shifts[i];
+	for (int l = 0; l < CHARSET_GB_LEADS; l++)
+		for (int b = 0x40; b <= 0xFE; b++) {
+			int k = charset_gb_trail((uint8_t)b);
+			if (k < 0)
+				continue;
+			char in[2] = { (char)(0x81 + l), (char)b };
+			t[l * CHARSET_GB_TRAILS + k] = (uint16_t)charset_probe_one(cd, in, 2);
+		}
+	iconv(cd, NULL, NULL, NULL, NULL);
+	return ascii;
+}
+
+/* One two-byte character (or a JIS-Roman byte) after an escape. */
+static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b, size_t k)
+{
+	char in[8];
+	size_t el = strlen(esc);
+	memcpy(in, esc, el);
+	memcpy(in + el, b, k);
+	return charset_probe_one(cd, in, el + k);
 }
 
 bool charset_probe_jis(iconv_t cd, uint16_t t[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE],
@@ -118,8 +145,7 @@ bool charset_probe_jis(iconv_t cd, uint16_t t[CHARSET_JIS_SIDE * CHARSET_JIS_SID
 	for (int r = 0; r < CHARSET_JIS_SIDE; r++)
 		for (int k = 0; k < CHARSET_JIS_SIDE; k++) {
 			uint8_t b[2] = { (uint8_t)(0x21 + r), (uint8_t)(0x21 + k) };
-			uint32_t cp = charset_jis_probe(cd, "\x1b$B", b, 2);
-			t[r * CHARSET_JIS_SIDE + k] = cp <= 0xFFFF ? (uint16_t)cp : 0;
+			t[r * CHARSET_JIS_SIDE + k] = (uint16_t)charset_jis_probe(cd, "\x1b$B", b, 2);
 		}
 	*roman_5c = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"\\", 1);
 	*roman_7e = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"~", 1);

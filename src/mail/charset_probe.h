@@ -42,6 +42,23 @@ uint32_t charset_sb_entry(uint16_t cp);
 bool charset_probe_jis(iconv_t cd, uint16_t t[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE],
                        uint32_t *roman_5c, uint32_t *roman_7e);
 
+/* GB18030's two-byte codes (GBK's, GB2312's): lead 0x81..0xFE, trail
+ * 0x40..0x7E or 0x80..0xFE. */
+#define CHARSET_GB_LEADS 126
+#define CHARSET_GB_TRAILS 190
+
+/* GB18030 through cd: each two-byte code's code point at
+ * t[(lead - 0x81) * CHARSET_GB_TRAILS + trail index] (0 where iconv maps
+ * nothing, or more than one character, or past the BMP).  False unless
+ * every ASCII byte, ESC, SO and SI included, is itself. */
+bool charset_probe_gb(iconv_t cd, uint16_t t[CHARSET_GB_LEADS * CHARSET_GB_TRAILS]);
+
+/* The index of trail byte b in a GB18030 table row, or -1. */
+static inline int charset_gb_trail(uint8_t b)
+{
+	return b >= 0x40 && b <= 0x7E ? b - 0x40 : b >= 0x80 && b <= 0xFE ? b - 0x41 : -1;
+}
+
 /* A single-byte charset built in: its label as charset.c hands it to iconv
  * and its table of charset_sb_entry()s. */
 struct charset_builtin {
@@ -53,6 +70,7 @@ struct charset_builtin {
  * charset.c uses them: for the unit test that compares them with iconv. */
 const struct charset_builtin *charset_builtin_list(size_t *n);
 const uint16_t *charset_builtin_jis(uint32_t *roman_5c, uint32_t *roman_7e);
+const uint16_t *charset_builtin_gb(void);   /* NULL: none was built */
 
 /* Appends cp (< 0x10000) as UTF-8 at d; returns the end. */
 static inline char *charset_put_utf8(char *d, uint32_t cp)

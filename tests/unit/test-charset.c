@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <iconv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,23 @@ static int jis_mismatch(const uint16_t *t, uint32_t r5c, uint32_t r7e)
 	return r5c == w5c && r7e == w7e ? -1 : CHARSET_JIS_SIDE * CHARSET_JIS_SIDE;
 }
 
+/* The first two-byte entry of t differing from iconv's GB18030, or -1. */
+static int gb_mismatch(const uint16_t *t)
+{
+	iconv_t cd = iconv_open("UTF-8", "GB18030");
+	if (cd == (iconv_t)-1)
+		return 0;
+	static uint16_t want[CHARSET_GB_LEADS * CHARSET_GB_TRAILS];
+	bool ok = charset_probe_gb(cd, want);
+	iconv_close(cd);
+	if (!ok)
+		return 0;
+	for (int i = 0; i < CHARSET_GB_LEADS * CHARSET_GB_TRAILS; i++)
+		if (t[i] != want[i])
+			return i;
+	return -1;
+}
+
 /* The tables written at build time (charset_gen.c) are the iconv's this
  * runs with, entry by entry; and the comparison sees a corrupted entry. */
 static void test_charset_builtin_tables_are_iconvs(void **state)
@@ -366,6 +384,62 @@ static void test_charset_builtin_tables_are_iconvs(void **state)
 	bad[15 * CHARSET_JIS_SIDE + 3]++;
 	assert_int_equal(jis_mismatch(bad, r5c, r7e), 15 * CHARSET_JIS_SIDE + 3);
 	assert_int_equal(jis_mismatch(jis, r5c, r7e + 1), CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
+
+	const uint16_t *gb = charset_builtin_gb();
+	assert_non_null(gb);
+	at = gb_mismatch(gb);
+	if (at != -1)
+		fail_msg("GB18030: two-byte entry %d differs from iconv's", at);
+	static uint16_t gbad[CHARSET_GB_LEADS * CHARSET_GB_TRAILS];
+	memcpy(gbad, gb, sizeof(gbad));
+	gbad[40 * CHARSET_GB_TRAILS + 90]--;
+	assert_int_equal(gb_mismatch(gbad), 40 * CHARSET_GB_TRAILS + 90);
+}
+
+/* Converts in[0..n) from GB18030 with iconv alone, whole (valid input). */
+static char *gb_by_iconv(const char *in, size_t n)
+{
+	iconv_t cd = iconv_open("UTF-8", "GB18030");
+	assert_true(cd != (iconv_t)-1);
+	size_t cap = n * 3 + 1, ol = cap - 1, il = n;
+	char *o = calloc(1, cap), *op = o, *ip = (char *)(uintptr_t)in;
+	assert_int_not_equal(iconv(cd, &ip, &il, &op, &ol), (size_t)-1);
+	iconv_close(cd);
+	return o;
+}
+
+/* Every two-byte code iconv maps, among ASCII, decodes by the built-in
+ * table as iconv decodes the whole; a four-byte sequence among them sends
+ * all of it to iconv, with the same result. */
+static void test_charset_gb_table_matches_iconv(void **state)
+{
+	struct tcase *t = *state;
+	iconv_t cd = iconv_open("UTF-8", "GB18030");
+	assert_true(cd != (iconv_t)-1);
+	size_t cap = CHARSET_GB_LEADS * CHARSET_GB_TRAILS * 3 + 16, n = 0;
+	char *in = malloc(cap);
+	for (int l = 0x81; l <= 0xFE; l++)
+		for (int b = 0x40; b <= 0xFE; b++) {
+			char pair[2] = { (char)l, (char)b }, u[16], *ip = pair, *op = u;
+			size_t il = 2, ol = sizeof(u);
+			iconv(cd, NULL, NULL, NULL, NULL);
+			if (b == 0x7F || iconv(cd, &ip, &il, &op, &ol) == (size_t)-1)
+				continue;
+			memcpy(in + n, pair, 2);
+			n += 2;
+			if ((l + b) % 7 == 0)
+				in[n++] = (char)('a' + b % 26);
+		}
+	iconv_close(cd);
+	char *want = gb_by_iconv(in, n);
+	assert_string_equal(dec(t, "gb2312", in, n), want);
+	assert_int_equal(t->warnings | t->replaced, 0);
+	free(want);
+	memcpy(in + n, "\x81\x30\x81\x30", 4);        /* U+0080: four bytes */
+	want = gb_by_iconv(in, n + 4);
+	assert_string_equal(dec(t, "GBK", in, n + 4), want);
+	free(want);
+	free(in);
 }
 
 static void test_charset_empty_input(void **state)
@@ -527,6 +601,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_charset_ascii_fast_path),
 		T(test_charset_builtin_tables_are_iconvs),
+		T(test_charset_gb_table_matches_iconv),
 		T(test_charset_iso2022jp_own_decoder_matches_iconv),
 		T(test_charset_single_byte_table_matches_iconv),
 		T(test_charset_utf8_passthrough),
