@@ -611,22 +611,19 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 				mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 			return r;
 		}
-		/* ISO-2022-JP's RFC 1468 subset by table; anything else in it
-		 * goes to iconv below. */
-		if (charset_jis_roman_5c && strcmp(norm, "iso-2022-jp") == 0) {
+		/* ISO-2022-JP's RFC 1468 subset and GB18030's two-byte codes
+		 * by table; text with anything else goes to iconv below. */
+		int (*subset)(const uint8_t *, size_t, struct dynbuf *) = NULL;
+		if (charset_jis_roman_5c && strcmp(norm, "iso-2022-jp") == 0)
+			subset = charset_decode_iso2022jp;
+		else if (charset_gb_built && strcasecmp(iconv_name, "gb18030") == 0)
+			subset = charset_decode_gb;
+		if (subset) {
 			if (charset_plain_ascii(p, n))
 				return dynbuf_append(out, p, n);
-			int j = charset_decode_iso2022jp(p, n, out);
+			int j = subset(p, n, out);
 			if (j != 0)
 				return j < 0 ? j : 0;
-		}
-		/* GB18030's two-byte codes by table, likewise. */
-		if (charset_gb_built && strcasecmp(iconv_name, "gb18030") == 0) {
-			if (charset_plain_ascii(p, n))
-				return dynbuf_append(out, p, n);
-			int g = charset_decode_gb(p, n, out);
-			if (g != 0)
-				return g < 0 ? g : 0;
 		}
 		bool transient;
 		const struct charset_slot *slot = NULL;

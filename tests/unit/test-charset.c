@@ -319,6 +319,15 @@ static int sb_mismatch(const char *name, const uint32_t *t)
 	return -1;
 }
 
+/* The first index at which a and b differ, or -1. */
+static int first_diff(const uint16_t *a, const uint16_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return i;
+	return -1;
+}
+
 /* The first JIS X 0208 entry (row * 94 + cell) of t, or JIS-Roman's pair
  * (index 94 * 94), differing from iconv's ISO-2022-JP, or -1. */
 static int jis_mismatch(const uint16_t *t, uint32_t r5c, uint32_t r7e)
@@ -332,10 +341,8 @@ static int jis_mismatch(const uint16_t *t, uint32_t r5c, uint32_t r7e)
 	iconv_close(cd);
 	if (!ok)
 		return 0;
-	for (int i = 0; i < CHARSET_JIS_SIDE * CHARSET_JIS_SIDE; i++)
-		if (t[i] != want[i])
-			return i;
-	return r5c == w5c && r7e == w7e ? -1 : CHARSET_JIS_SIDE * CHARSET_JIS_SIDE;
+	int at = first_diff(t, want, CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
+	return at != -1 || (r5c == w5c && r7e == w7e) ? at : CHARSET_JIS_SIDE * CHARSET_JIS_SIDE;
 }
 
 /* The first two-byte entry of t differing from iconv's GB18030, or -1. */
@@ -349,10 +356,7 @@ static int gb_mismatch(const uint16_t *t)
 	iconv_close(cd);
 	if (!ok)
 		return 0;
-	for (int i = 0; i < CHARSET_GB_LEADS * CHARSET_GB_TRAILS; i++)
-		if (t[i] != want[i])
-			return i;
-	return -1;
+	return first_diff(t, want, CHARSET_GB_LEADS * CHARSET_GB_TRAILS);
 }
 
 /* The tables written at build time (charset_gen.c) are the iconv's this
