@@ -9,6 +9,7 @@
 #include "core/xalloc.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,18 +17,15 @@ static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stats_thread *stats_list;
 static __thread struct stats_thread *stats_tls;
 static pthread_key_t stats_key;
-static pthread_once_t stats_key_once = PTHREAD_ONCE_INIT;
+/* Made under stats_lock by the first thread that counts: not pthread_once,
+ * whose completion is a futex wake whether anyone waits or not. */
+static bool stats_key_made;
 
 /* A thread's end marks its block; stats_reap() frees it later, under the
  * lock, so that a merge never reads freed memory. */
 static void stats_thread_ended(void *p)
 {
 	__atomic_store_n(&((struct stats_thread *)p)->exited, 1, __ATOMIC_RELEASE);
-}
-
-static void stats_key_create(void)
-{
-	pthread_key_create(&stats_key, stats_thread_ended);
 }
 
 struct stats_thread *stats_self(void)
@@ -42,10 +40,13 @@ struct stats_thread *stats_self(void)
 	pthread_mutex_lock(&stats_lock);
 	t->next = stats_list;
 	stats_list = t;
+	if (!stats_key_made)
+		stats_key_made = pthread_key_create(&stats_key, stats_thread_ended) == 0;
+	bool keyed = stats_key_made;
 	pthread_mutex_unlock(&stats_lock);
 	stats_tls = t;
-	pthread_once(&stats_key_once, stats_key_create);
-	pthread_setspecific(stats_key, t);
+	if (keyed)
+		pthread_setspecific(stats_key, t);
 	return t;
 }
 

@@ -5,10 +5,18 @@
  * keeps three paths.  US-ASCII and UTF-8 are validated here with no iconv
  * (most mail).  Windows-1252, which is also what ISO-8859-1 and every
  * unknown label mean (as in WHATWG's Encoding Standard, which mail readers
- * follow), is a table here too.  Everything else goes through glibc iconv,
+ * follow), is a table here too.  So are the stateless single-byte charsets
+ * mail uses (ISO-8859-x, windows-125x, KOI8-R/U, CP866, CP874, the Mac
+ * ones) and ISO-2022-JP's JIS X 0208 subset: tables of glibc iconv's own
+ * answers, written at build time by charset_gen.c (which lists the charsets
+ * and says why) into charset_tables.h, so that output is iconv's without
+ * loading a gconv module or asking iconv anything at run time; the unit
+ * test compares them with iconv.  Everything else goes through glibc iconv,
  * one descriptor per normalised label, opened on first use and kept until
  * charset_cache_free(): glibc unloads a gconv module with its last
  * descriptor, so reopening per message would cost syscalls each time.
+ * Other labels iconv finds single-byte get the same kind of table, asked
+ * of iconv once per descriptor (charset_probe.c).
  *
  * Invariants: output is always valid UTF-8; every input byte that cannot be
  * decoded becomes U+FFFD and is counted in *replaced (never dropped); a
@@ -17,6 +25,7 @@
  * charsets cannot grow it.  No other global state: the tables are const. */
 #include "core/limits.h"
 #include "mail/charset.h"
+#include "mail/charset_probe.h"
 #include "mail/mail_ctx.h"
 #include "core/fault.h"
 #include "core/utf8.h"
@@ -44,18 +53,46 @@ struct charset_slot {
 	uint32_t sb[256];
 };
 
-#define CHARSET_SB_BAD 0xFFFF
-
 struct charset_cache {
 	struct charset_slot slot[CHARSET_CACHE_SLOTS];
 	size_t n;
-	/* ISO-2022-JP: JIS X 0208 (94 x 94) to code points, read once from
-	 * iconv itself; 0 where iconv maps nothing.  jis_state: 0 not built,
-	 * 1 ready, -1 unavailable (then iconv does all the work). */
-	uint16_t *jis0208;
-	uint32_t jis_roman_5c, jis_roman_7e;
-	int jis_state;
 };
+
+/* struct charset_builtin charset_builtins[], charset_jis0208[] and
+ * JIS-Roman's two code points: iconv's answers, written at build time by
+ * charset_gen.c (which says which charsets and why). */
+#include "charset_tables.h"
+
+#define CHARSET_N_BUILTINS (sizeof(charset_builtins) / sizeof(charset_builtins[0]))
+
+const struct charset_builtin *charset_builtin_list(size_t *n)
+{
+	*n = CHARSET_N_BUILTINS;
+	return charset_builtins;
+}
+
+const uint16_t *charset_builtin_jis(uint32_t *roman_5c, uint32_t *roman_7e)
+{
+	*roman_5c = charset_jis_roman_5c;
+	*roman_7e = charset_jis_roman_7e;
+	return charset_jis0208;
+}
+
+const uint16_t *charset_builtin_gb(void)
+{
+	return charset_gb_built ? charset_gb2 : NULL;
+}
+
+/* The built-in table for the name charset.c would hand to iconv, or NULL. */
+static const struct charset_builtin *charset_builtin_find(const char *iconv_name)
+{
+	char first = (char)tolower((unsigned char)iconv_name[0]);
+	for (size_t i = 0; i < CHARSET_N_BUILTINS; i++)
+		if (charset_builtins[i].name[0] == first &&
+		    strcasecmp(charset_builtins[i].name, iconv_name) == 0)
+			return &charset_builtins[i];
+	return NULL;
+}
 
 enum charset_kind {
 	CHARSET_UTF8,      /* UTF-8: validate, replace invalid bytes */
@@ -169,11 +206,8 @@ static const uint16_t cp1252_high[32] = {
 struct charset_cache *charset_cache_new(void)
 {
 	struct charset_cache *c = xmalloc(sizeof(*c));
-	if (c) {
+	if (c)
 		c->n = 0;
-		c->jis0208 = NULL;
-		c->jis_state = 0;
-	}
 	return c;
 }
 
@@ -184,7 +218,6 @@ void charset_cache_free(struct charset_cache *c)
 	for (size_t i = 0; i < c->n; i++)
 		if (c->slot[i].cd != (iconv_t)-1)
 			iconv_close(c->slot[i].cd);
-	xfree(c->jis0208);
 	xfree(c);
 }
 
@@ -317,102 +350,6 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 	return 0;
 }
 
-/* The descriptor for a normalised label, opened on first use.  Returns
- * (iconv_t)-1 when iconv does not know the label.  *transient is set when
- * the cache is full and the caller must close the descriptor itself. */
-static inline char *charset_put_utf8(char *d, uint32_t cp);
-
-/* Table-driven converters of glibc whose output is always valid UTF-8 (the
- * code points come from tables).  Anything else, UTF-8 under another name
- * (ISO-IR-193, CSUTF8), UCS-4, UTF-16..., has its output checked. */
-static bool charset_trusted(const char *iconv_name)
-{
-	static const char *const prefixes[] = {
-		"iso-8859-", "windows-125", "cp125", "koi8-", "iso-2022-jp", "euc-jp", "cp949",
-		"gb18030", "big5", "cp932", "cp874", "macintosh", "mac-", "cp866", NULL,
-	};
-	for (const char *const *q = prefixes; *q; q++)
-		if (strncasecmp(iconv_name, *q, strlen(*q)) == 0)
-			return true;
-	return false;
-}
-
-/* Does cd turn ASCII (bar the ISO-2022 shifts ESC, SO, SI, which are never
- * taken by the fast path) into itself?  Asked once per descriptor, so the
- * answer is iconv's own, whatever the charset. */
-static bool charset_probe_ascii(iconv_t cd)
-{
-	char in[128], outb[512];
-	size_t k = 0;
-	for (int c = 1; c < 128; c++)
-		if (c != 0x0E && c != 0x0F && c != 0x1B)
-			in[k++] = (char)c;
-	char *ip = in, *op = outb;
-	size_t il = k, ol = sizeof(outb);
-	iconv(cd, NULL, NULL, NULL, NULL);
-	size_t r = iconv(cd, &ip, &il, &op, &ol);
-	if (r != (size_t)-1)
-		iconv(cd, NULL, NULL, &op, &ol);     /* flush a stateful tail */
-	bool same = r != (size_t)-1 && il == 0 && (size_t)(op - outb) == k &&
-	            memcmp(outb, in, k) == 0;
-	iconv(cd, NULL, NULL, NULL, NULL);
-	return same;
-}
-
-/* Fills s->sb when every byte alone converts to exactly one BMP code point
- * (or is refused).  Only for the table-driven charsets of charset_trusted,
- * minus windows-1258, whose glibc converter composes characters. */
-static bool charset_probe_single_byte(iconv_t cd, const char *iconv_name, uint16_t sb[256])
-{
-	if (!charset_trusted(iconv_name) || strcasestr(iconv_name, "1258") ||
-	    strcasestr(iconv_name, "1255") ||
-	    strncasecmp(iconv_name, "iso-2022", 8) == 0 || strncasecmp(iconv_name, "euc", 3) == 0 ||
-	    strncasecmp(iconv_name, "cp9", 3) == 0 || strncasecmp(iconv_name, "gb", 2) == 0 ||
-	    strncasecmp(iconv_name, "big5", 4) == 0)
-		return false;
-	bool ok = true;
-	for (int b = 0; b < 256 && ok; b++) {
-		char in = (char)b, outb[16];
-		char *ip = &in, *op = outb;
-		size_t il = 1, ol = sizeof(outb);
-		iconv(cd, NULL, NULL, NULL, NULL);
-		size_t r = iconv(cd, &ip, &il, &op, &ol);
-		if (r == (size_t)-1) {
-			if (errno != EILSEQ)
-				ok = false;          /* EINVAL: a lead byte */
-			sb[b] = CHARSET_SB_BAD;
-			continue;
-		}
-		/* No flush: a converter that holds a character back (to
-		 * compose it with a following mark, as glibc's CP1255 and
-		 * CP1258 do) writes nothing here, and is not stateless. */
-		const uint8_t *u = (const uint8_t *)outb;
-		if (op == outb) {
-			ok = false;
-			continue;
-		}
-		uint32_t cp = utf8_decode(&u);
-		if ((const char *)u != op || cp >= 0xFFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			ok = false;
-		sb[b] = (uint16_t)cp;
-	}
-	iconv(cd, NULL, NULL, NULL, NULL);
-	return ok;
-}
-
-/* A slot's table entry for code point cp (CHARSET_SB_BAD: U+FFFD for a
- * refused byte): its UTF-8 in the low three bytes, its length in bits
- * 24..26, and bit 31 when it replaces the byte. */
-static uint32_t charset_sb_entry(uint16_t cp)
-{
-	char u[4] = { 0 };
-	size_t k = cp == CHARSET_SB_BAD ? 3 : (size_t)(charset_put_utf8(u, cp) - u);
-	if (cp == CHARSET_SB_BAD)
-		memcpy(u, CHARSET_FFFD, 3);
-	return (uint32_t)(uint8_t)u[0] | (uint32_t)(uint8_t)u[1] << 8 | (uint32_t)(uint8_t)u[2] << 16 |
-	       (uint32_t)k << 24 | (cp == CHARSET_SB_BAD ? UINT32_C(1) << 31 : 0);
-}
-
 static int charset_decode_sb(const uint32_t sb[256], const uint8_t *p, size_t n,
                              struct dynbuf *out, uint64_t *replaced)
 {
@@ -541,78 +478,14 @@ static int charset_decode_iconv(iconv_t cd, const uint8_t *p, size_t n,
  * glibc's ISO-2022-JP converter costs tens of instructions a byte (it is
  * the ISO-2022-JP-2 machine, through UCS-4).  Mail in ISO-2022-JP (RFC 1468)
  * uses three sets: ASCII (ESC ( B), JIS-Roman (ESC ( J) and JIS X 0208
- * (ESC $ @, ESC $ B).  That subset is decoded here with a table read from
- * iconv itself (so the code points are iconv's); anything else (other
+ * (ESC $ @, ESC $ B).  That subset is decoded here with a table iconv
+ * itself wrote at build time (so the code points are iconv's); anything else (other
  * escapes, 8-bit bytes, SO/SI, a control or an unmapped pair inside a
  * two-byte run, a cut pair) gives up and the caller runs iconv on the whole
  * input, so output never differs from iconv's. */
 
-/* One two-byte character (or a JIS-Roman byte) through a fresh descriptor. */
-static uint32_t charset_jis_probe(iconv_t cd, const char *esc, const uint8_t *b, size_t k)
-{
-	char in[16], outb[16];
-	size_t el = strlen(esc);
-	memcpy(in, esc, el);
-	memcpy(in + el, b, k);
-	char *ip = in, *op = outb;
-	size_t il = el + k, ol = sizeof(outb);
-	iconv(cd, NULL, NULL, NULL, NULL);
-	if (iconv(cd, &ip, &il, &op, &ol) == (size_t)-1 || il != 0 || op == outb)
-		return 0;
-	const uint8_t *u = (const uint8_t *)outb;
-	uint32_t c = utf8_decode(&u);
-	return (const char *)u == op ? c : 0;     /* exactly one character */
-}
-
-static bool charset_jis_ready(struct charset_cache *c)
-{
-	if (c->jis_state)
-		return c->jis_state > 0;
-	c->jis_state = -1;
-	iconv_t cd = fault_lib("iconv_open") < 0 ? (iconv_t)-1 : iconv_open("UTF-8", "ISO-2022-JP");
-	if (cd == (iconv_t)-1)
-		return false;
-	uint16_t *t = xmalloc(94 * 94 * sizeof(*t));
-	if (!t) {
-		iconv_close(cd);
-		return false;
-	}
-	for (int r = 0; r < 94; r++)
-		for (int k = 0; k < 94; k++) {
-			uint8_t b[2] = { (uint8_t)(0x21 + r), (uint8_t)(0x21 + k) };
-			uint32_t cp = charset_jis_probe(cd, "\x1b$B", b, 2);
-			t[r * 94 + k] = cp <= 0xFFFF ? (uint16_t)cp : 0;
-		}
-	c->jis_roman_5c = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"\\", 1);
-	c->jis_roman_7e = charset_jis_probe(cd, "\x1b(J", (const uint8_t *)"~", 1);
-	iconv_close(cd);
-	if (!c->jis_roman_5c || !c->jis_roman_7e) {
-		xfree(t);
-		return false;
-	}
-	c->jis0208 = t;
-	c->jis_state = 1;
-	return true;
-}
-
-static inline char *charset_put_utf8(char *d, uint32_t cp)
-{
-	if (cp < 0x80) {
-		*d++ = (char)cp;
-	} else if (cp < 0x800) {
-		*d++ = (char)(0xC0 | (cp >> 6));
-		*d++ = (char)(0x80 | (cp & 0x3F));
-	} else {
-		*d++ = (char)(0xE0 | (cp >> 12));
-		*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-		*d++ = (char)(0x80 | (cp & 0x3F));
-	}
-	return d;
-}
-
 /* 1: decoded into out; 0: not the simple subset (out unchanged). */
-static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t *p, size_t n,
-                                    struct dynbuf *out)
+static int charset_decode_iso2022jp(const uint8_t *p, size_t n, struct dynbuf *out)
 {
 	/* At most 3 output bytes per input byte (a pair gives at most 3). */
 	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
@@ -640,7 +513,7 @@ static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t
 		if (st == JIS) {
 			if (n - i < 2 || b < 0x21 || b > 0x7E || p[i + 1] < 0x21 || p[i + 1] > 0x7E)
 				return 0;
-			uint16_t cp = c->jis0208[(b - 0x21) * 94 + (p[i + 1] - 0x21)];
+			uint16_t cp = charset_jis0208[(b - 0x21) * CHARSET_JIS_SIDE + (p[i + 1] - 0x21)];
 			if (!cp)
 				return 0;
 			d = charset_put_utf8(d, cp);
@@ -648,10 +521,43 @@ static int charset_decode_iso2022jp(const struct charset_cache *c, const uint8_t
 			continue;
 		}
 		if (st == ROMAN && (b == 0x5C || b == 0x7E))
-			d = charset_put_utf8(d, b == 0x5C ? c->jis_roman_5c : c->jis_roman_7e);
+			d = charset_put_utf8(d, b == 0x5C ? charset_jis_roman_5c : charset_jis_roman_7e);
 		else
 			*d++ = (char)b;
 		i++;
+	}
+	out->len += (size_t)(d - d0);
+	return 1;
+}
+
+/* GB18030 by its two-byte table (ASCII is itself, the generator checked):
+ * 1 decoded into out; 0: something the table does not hold (a four-byte
+ * sequence, 0x80 or 0xFF, a cut pair, an unmapped code), out unchanged,
+ * and the caller runs iconv on the whole input. */
+static int charset_decode_gb(const uint8_t *p, size_t n, struct dynbuf *out)
+{
+	/* At most 3 output bytes per input byte (a pair gives at most 3). */
+	int r = dynbuf_reserve(out, n > SIZE_MAX / 3 ? SIZE_MAX : n * 3);
+	if (r < 0)
+		return r;
+	char *d0 = out->p + out->len, *d = d0;
+	size_t i = 0;
+	while (i < n) {
+		i = utf8_ascii_run(&d, p, n, i, true);   /* whole words of ASCII */
+		if (i >= n)
+			break;
+		uint8_t b = p[i];
+		if (b < 0x80) {
+			*d++ = (char)b;
+			i++;
+			continue;
+		}
+		int k = n - i >= 2 && b >= 0x81 && b <= 0xFE ? charset_gb_trail(p[i + 1]) : -1;
+		uint16_t cp = k >= 0 ? charset_gb2[(b - 0x81) * CHARSET_GB_TRAILS + k] : 0;
+		if (!cp)
+			return 0;
+		d = charset_put_utf8(d, cp);
+		i += 2;
 	}
 	out->len += (size_t)(d - d0);
 	return 1;
@@ -693,6 +599,32 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 	}
 
 	if (kind == CHARSET_ICONV) {
+		/* A charset built in: no descriptor, no cache (charset_gen.c).
+		 * Every one maps ASCII to itself (the generator checked). */
+		const struct charset_builtin *bt = charset_builtin_find(iconv_name);
+		if (bt) {
+			if (charset_plain_ascii(p, n))
+				return dynbuf_append(out, p, n);
+			uint64_t before = *replaced;
+			int r = charset_decode_sb(bt->sb, p, n, out, replaced);
+			if (*replaced != before)
+				mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
+			return r;
+		}
+		/* ISO-2022-JP's RFC 1468 subset and GB18030's two-byte codes
+		 * by table; text with anything else goes to iconv below. */
+		int (*subset)(const uint8_t *, size_t, struct dynbuf *) = NULL;
+		if (charset_jis_roman_5c && strcmp(norm, "iso-2022-jp") == 0)
+			subset = charset_decode_iso2022jp;
+		else if (charset_gb_built && strcasecmp(iconv_name, "gb18030") == 0)
+			subset = charset_decode_gb;
+		if (subset) {
+			if (charset_plain_ascii(p, n))
+				return dynbuf_append(out, p, n);
+			int j = subset(p, n, out);
+			if (j != 0)
+				return j < 0 ? j : 0;
+		}
 		bool transient;
 		const struct charset_slot *slot = NULL;
 		iconv_t cd = ctx && ctx->charsets
@@ -709,11 +641,6 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 				if (*replaced != before)
 					mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 				return r;
-			}
-			if (slot && strcmp(norm, "iso-2022-jp") == 0 && charset_jis_ready(ctx->charsets)) {
-				int j = charset_decode_iso2022jp(ctx->charsets, p, n, out);
-				if (j != 0)
-					return j < 0 ? j : 0;
 			}
 			uint64_t before = *replaced;
 			size_t start = out->len;

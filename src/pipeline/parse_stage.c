@@ -220,8 +220,8 @@ static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, uns
 		s->group[g]->workers_used = used;
 		if (s->threads)
 			parse_settle_threads(s, s->group[g]);
-		writer_put(s->writer, s->group[g]);
 	}
+	writer_put(s->writer, s->group, s->group_n);
 	/* With a helper, batches go back unannounced (parse_stage_start()):
 	 * the next run's opening tells the reader, or this thread's sleep on
 	 * `full`.  A group that opened no run to it tells it now. */

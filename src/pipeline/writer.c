@@ -84,14 +84,26 @@ static int sink_batch(struct writer *w, struct batch *b)
 	return r > 0 ? -EIO : r;
 }
 
-/* The records of items [from, to) whose bytes all went out, of `wrote`
- * bytes written from item `from` on (UINT64_MAX: all of them).  An item of
- * several records (an mbox read whole) cut part-way counts none. */
-static uint64_t records_out(const struct batch *b, size_t from, size_t to, uint64_t wrote)
+/* A place in a group of batches: batch g, item i. */
+struct group_pos {
+	size_t g, i;
+};
+
+/* The records of the items from `from` up to `to` whose bytes all went
+ * out, of `wrote` bytes written from `from` on (UINT64_MAX: all of them).
+ * An item of several records (an mbox read whole) cut part-way counts
+ * none. */
+static uint64_t records_out(struct batch *const *bs, struct group_pos from, struct group_pos to,
+                            uint64_t wrote)
 {
 	uint64_t n = 0;
-	for (size_t i = from; i < to; i++) {
-		const struct batch_item *it = &b->items[i];
+	for (struct group_pos p = from; p.g < to.g || (p.g == to.g && p.i < to.i);) {
+		if (p.i >= bs[p.g]->n) {
+			p.g++;
+			p.i = 0;
+			continue;
+		}
+		const struct batch_item *it = &bs[p.g]->items[p.i++];
 		if (it->out_len > wrote)
 			break;
 		wrote -= it->out_len;
@@ -182,61 +194,85 @@ static int split_write(struct writer *w, const char *p, size_t n)
 	return 0;
 }
 
+/* The split and sink outputs, a batch at a time. */
 static int write_batch(struct writer *w, struct batch *b)
 {
 	if (w->sink)
 		return sink_batch(w, b);
+	for (size_t i = 0; i < b->n; i++) {
+		struct batch_item *it = &b->items[i];
+		int r = it->out_len ? split_write(w, b->out[it->out_worker].p + it->out_off, it->out_len) : 0;
+		if (r < 0)
+			return r;
+		w->records += it->out_records;
+	}
+	return 0;
+}
 
-	if (w->split_bytes) {
-		for (size_t i = 0; i < b->n; i++) {
-			struct batch_item *it = &b->items[i];
-			int r = it->out_len ? split_write(w, b->out[it->out_worker].p + it->out_off, it->out_len) : 0;
+/* The records of a group of batches, in order, in as few writev as
+ * IOV_MAX allows: a group is the batches one pool run parsed together
+ * (parse_stage.c), all ready at once, so writing them one call each only
+ * cost calls. */
+static int write_group(struct writer *w, struct batch *const *bs, size_t nb)
+{
+	if (w->sink || w->split_bytes) {
+		for (size_t g = 0; g < nb; g++) {
+			int r = write_batch(w, bs[g]);
 			if (r < 0)
 				return r;
-			w->records += it->out_records;
 		}
 		return 0;
 	}
 	struct iovec iov[IOV_MAX];
 	int n = 0;
-	size_t from = 0;   /* the first item of the writev being built */
-	for (size_t i = 0; i <= b->n; i++) {
-		if (i < b->n) {
-			struct batch_item *it = &b->items[i];
-			char *p = b->out[it->out_worker].p + it->out_off;
-			if (!it->out_len)
+	struct group_pos from = { 0, 0 };   /* the first item of the writev being built */
+	struct group_pos p = { 0, 0 };
+	for (;;) {
+		while (p.g < nb && p.i >= bs[p.g]->n) {
+			p.g++;
+			p.i = 0;
+		}
+		bool end = p.g == nb;
+		if (!end) {
+			struct batch *b = bs[p.g];
+			struct batch_item *it = &b->items[p.i];
+			char *at = b->out[it->out_worker].p + it->out_off;
+			if (!it->out_len) {
+				p.i++;
 				continue;
+			}
 			/* consecutive records of one worker are one iovec */
-			if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == p) {
+			if (n && (char *)iov[n - 1].iov_base + iov[n - 1].iov_len == at) {
 				iov[n - 1].iov_len += it->out_len;
+				p.i++;
 				continue;
 			}
 			if (n < IOV_MAX) {
-				iov[n++] = (struct iovec){ p, it->out_len };
+				iov[n++] = (struct iovec){ at, it->out_len };
+				p.i++;
 				continue;
 			}
 		}
-		if (!n)
-			continue;
-		uint64_t want = 0, wrote;
-		for (int k = 0; k < n; k++)
-			want += iov[k].iov_len;
-		int r = write_all(w, iov, n, &wrote);
-		if (r < 0) {
-			/* a file cut back keeps nothing of this writev; a pipe
-			 * keeps what its reader took */
-			if (wrote && !output_cut(w, wrote))
-				w->records += records_out(b, from, i, wrote);
-			return r;
+		if (n) {
+			uint64_t want = 0, wrote;
+			for (int k = 0; k < n; k++)
+				want += iov[k].iov_len;
+			int r = write_all(w, iov, n, &wrote);
+			if (r < 0) {
+				/* a file cut back keeps nothing of this writev; a
+				 * pipe keeps what its reader took */
+				if (wrote && !output_cut(w, wrote))
+					w->records += records_out(bs, from, p, wrote);
+				return r;
+			}
+			w->bytes += want;
+			w->records += records_out(bs, from, p, UINT64_MAX);
+			n = 0;
+			from = p;   /* the record that did not fit starts the next writev */
 		}
-		w->bytes += want;
-		w->records += records_out(b, from, i, UINT64_MAX);
-		n = 0;
-		if (i < b->n)
-			i--;   /* the record that did not fit starts the next writev */
-		from = i + 1;
+		if (end)
+			return 0;
 	}
-	return 0;
 }
 
 /* Progress: told at most ten times a second by the writer, which knows
@@ -254,22 +290,25 @@ static void progress_tell(struct writer *w, bool final)
 	            now - report_started_ns(w->rep), final);
 }
 
-void writer_put(struct writer *w, struct batch *b)
+void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 {
-	report_count_batch(w->rep, b);
+	for (size_t g = 0; g < n; g++)
+		report_count_batch(w->rep, bs[g]);
 	if (w->writing && !atomic_load(w->failed) && w->index) {
 		/* the sink: one transaction per batch, rolled back whole on
 		 * failure (ENOSPC, EIO), so the next run resumes */
-		int r = index_add_batch(w->index, b);
-		if (r < 0) {
-			char what[320];
-			snprintf(what, sizeof(what), "cannot write the index (%s)",
-			         index_error(w->index) ? index_error(w->index) : "SQLite");
-			w->fail(w->fail_ctx, r, what, w->index_path);
-			w->writing = false;
+		for (size_t g = 0; g < n && w->writing; g++) {
+			int r = index_add_batch(w->index, bs[g]);
+			if (r < 0) {
+				char what[320];
+				snprintf(what, sizeof(what), "cannot write the index (%s)",
+				         index_error(w->index) ? index_error(w->index) : "SQLite");
+				w->fail(w->fail_ctx, r, what, w->index_path);
+				w->writing = false;
+			}
 		}
 	} else if (w->writing && !atomic_load(w->failed)) {
-		int r = write_batch(w, b);
+		int r = write_group(w, bs, n);
 		if (r == -EPIPE) {
 			atomic_store(&w->output_closed, true);
 			budget_cancel(w->budget);
@@ -284,15 +323,17 @@ void writer_put(struct writer *w, struct batch *b)
 	}
 	if (w->progress)
 		progress_tell(w, false);
-	/* the reader resets it: its arenas were allocated on the reader's
-	 * thread, and freeing them there keeps glibc's arena lock (an
-	 * uncounted futex) out of the way.  Pushed before the budget is
-	 * released, so that a reader woken by the release finds it and
-	 * frees its memory before reading more. */
-	uint64_t held = b->budget;
-	b->budget = 0;
-	chan_push(w->free_batches, b);
-	budget_release(w->budget, held);
+	/* the reader resets them: their arenas were allocated on the
+	 * reader's thread, and freeing them there keeps glibc's arena lock
+	 * (an uncounted futex) out of the way.  Pushed before the budget is
+	 * released, so that a reader woken by the release finds them and
+	 * frees their memory before reading more. */
+	for (size_t g = 0; g < n; g++) {
+		uint64_t held = bs[g]->budget;
+		bs[g]->budget = 0;
+		chan_push(w->free_batches, bs[g]);
+		budget_release(w->budget, held);
+	}
 }
 
 void writer_end(struct writer *w)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The writer stage: takes parsed batches in input order, writes their
- * records with one writev per batch (IOV_MAX records a call at most), then
- * hands the batch back to the reader and releases its bytes from the
- * budget.  It owns the output descriptor and tells the progress callback.  With a
+ * records with one writev per group of batches a pool run parsed together
+ * (IOV_MAX records a call at most), then hands the batches back to the
+ * reader and releases their bytes from the budget.  It owns the output descriptor and tells the progress callback.  With a
  * sink (ingest_options_set_sink) the batch's records go to the sink in one
  * call instead of a writev.
  *
@@ -11,7 +11,7 @@
  * It has no thread of its own: the thread that finished parsing a batch
  * writes it (the parse stage's thread, or the calling thread when the run
  * never starts one: README, "Decisions and known limits"), which saves a
- * handoff and its futex pair per batch.  write_batch() is the one place
+ * handoff and its futex pair per batch.  write_group() is the one place
  * output leaves.  With a parse thread, writer_wait_drained() waits on a
  * futex word of its own, so that the counted window (README, "Syscall
  * accounting") ends before glibc's join makes its uncounted
@@ -81,9 +81,10 @@ int writer_open(struct writer *w);
 /* Writes TSV's header row before any record.  0 or -errno (-EPIPE: the
  * reader went away, which is not a failure of the run). */
 int writer_write_header(struct writer *w, const struct emit_options *eo);
-/* Writes one parsed batch (the batches come in input order, from one
- * thread at a time), then gives it back to the reader with its budget. */
-void writer_put(struct writer *w, struct batch *b);
+/* Writes a group of n parsed batches, bs[0] first (the batches come in
+ * input order, from one thread at a time), then gives them back to the
+ * reader with their budget. */
+void writer_put(struct writer *w, struct batch *const *bs, size_t n);
 /* After the last writer_put, on the same thread: clears the progress line
  * and, when `threaded`, tells writer_wait_drained() that no write is left. */
 void writer_end(struct writer *w);

@@ -29,7 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +42,10 @@
 #define AFFINITY_MIN_BYTES 128          /* 1024 CPUs */
 #define AFFINITY_MAX_BYTES (64 * 1024)  /* 512 Ki CPUs */
 
-static pthread_once_t parallelism_once = PTHREAD_ONCE_INIT;
-/* Written once inside pthread_once, which orders it before every reader. */
-static unsigned parallelism_cached;
+/* 0 until probed.  Not pthread_once: glibc's wakes its waiters with a
+ * futex call whether or not there are any, one syscall a run for nothing.
+ * Two threads asking first at once both probe, and store the same answer. */
+static _Atomic unsigned parallelism_cached;
 
 static unsigned parallelism_affinity(void)
 {
@@ -180,11 +181,15 @@ static void parallelism_probe(void)
 		n = quota;
 	if (n > LIMIT_MAX_THREADS)
 		n = LIMIT_MAX_THREADS;
-	parallelism_cached = n ? n : 1;
+	atomic_store(&parallelism_cached, n ? n : 1);
 }
 
 unsigned parallelism_default(void)
 {
-	pthread_once(&parallelism_once, parallelism_probe);
-	return parallelism_cached;
+	unsigned n = atomic_load(&parallelism_cached);
+	if (!n) {
+		parallelism_probe();
+		n = atomic_load(&parallelism_cached);
+	}
+	return n;
 }

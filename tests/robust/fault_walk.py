@@ -34,7 +34,8 @@ anything above 4 x 64 KiB is streamed through the reader in chunks):
       fsynced and renamed, the directory fsynced).  in/ holds a Maildir of 12
       messages (Maildir++ folder .Sent, attachments), an mbox of 4 messages,
       a ~400 KiB mbox and a ~320 KiB message (both streamed), a message in
-      ISO-8859-2 and one in ISO-2022-JP (iconv_open, both of its sites),
+      ISO-8859-2 (a table built in: no iconv) and one in ISO-2022-JP
+      whose JIS X 0212 escape only iconv decodes (iconv_open),
       one whose attachment only libmagic can name (magic_open/magic_load),
       a PNG that is not mail, a file nobody may read (mode 000; as root the
       run drops CAP_DAC_OVERRIDE with setpriv, so the read really fails
@@ -297,7 +298,7 @@ def build_corpus(top):
     # --files-from: two messages outside in/ and one that does not exist
     write(os.path.join(top, 'listed', 'x.eml'), message(b'listed', b'named by the list\n'))
     write(os.path.join(top, 'listed', 'jis.eml'),
-          message(b'iso-2022-jp', b'\x1b$B$3$s$K$A$O\x1b(B \x1b(J\\~\x1b(B\n',
+          message(b'iso-2022-jp', b'\x1b$B$3$s$K$A$O\x1b(B \x1b(J\\~\x1b(B \x1b$(D+!\x1b(B\n',
                   ctype=b'text/plain; charset=ISO-2022-JP', headers=b'Content-Transfer-Encoding: 7bit\n'))
     write(os.path.join(top, 'list.txt'), b'listed/x.eml\nlisted/jis.eml\nlisted/gone2.eml\n')
     return [inp, os.path.join(inp, 'loop'), os.path.join(top, 'gone.eml')]

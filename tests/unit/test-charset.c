@@ -7,11 +7,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <iconv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mail/charset.h"
+#include "mail/charset_probe.h"
 #include "mail/mail_ctx.h"
 #include "helpers.h"
 
@@ -268,10 +270,12 @@ static void test_charset_label_normalised(void **state)
 static void test_charset_cache_reuses_descriptors(void **state)
 {
 	struct tcase *t = *state;
-	DEC(t, "iso-8859-2", "a");
-	DEC(t, "ISO-8859-2", "b");
-	DEC(t, "koi8-r", "c");
+	/* spellings the built-in tables do not list: iconv's */
+	DEC(t, "latin2", "a");
+	DEC(t, "LATIN2", "b");
+	DEC(t, "koi8r", "c");
 	DEC(t, "utf-8", "d");          /* no iconv: not cached */
+	DEC(t, "iso-8859-2", "e");     /* built in: not cached */
 	assert_int_equal(charset_cache_count(t->ctx.charsets), 2);
 }
 
@@ -279,9 +283,10 @@ static void test_charset_cache_full_still_decodes(void **state)
 {
 	struct tcase *t = *state;
 	char label[32];
-	/* iso-8859-1 is built in, so 15 iconv labels and 17 refused ones. */
+	/* iso8859-N is iconv's spelling, not the tables' iso-8859-N: 15
+	 * iconv labels (12 refused) and 17 refused ones. */
 	for (int i = 2; i <= 16; i++) {
-		snprintf(label, sizeof(label), "iso-8859-%d", i);
+		snprintf(label, sizeof(label), "iso8859-%d", i);
 		DEC(t, label, "A");
 	}
 	for (int i = 1; i <= 17; i++) {
@@ -289,10 +294,156 @@ static void test_charset_cache_full_still_decodes(void **state)
 		DEC(t, label, "A");
 	}
 	assert_int_equal(charset_cache_count(t->ctx.charsets), 32);
-	assert_string_equal(DEC(t, "iso-8859-5", "\xb0"), "\xd0\x90");   /* cached */
-	assert_string_equal(DEC(t, "koi8-u", "\xf0"), "\xd0\x9f");       /* transient */
+	assert_string_equal(DEC(t, "iso8859-5", "\xb0"), "\xd0\x90");   /* cached */
+	assert_string_equal(DEC(t, "koi8u", "\xf0"), "\xd0\x9f");       /* transient */
+	assert_string_equal(DEC(t, "koi8-u", "\xf0"), "\xd0\x9f");      /* built in */
 	assert_int_equal(t->warnings, 0);
 	assert_int_equal(charset_cache_count(t->ctx.charsets), 32);
+}
+
+/* The first byte whose entry in t differs from what the iconv this test
+ * runs with says for name (iconv_open refused: 256), or -1. */
+static int sb_mismatch(const char *name, const uint32_t *t)
+{
+	iconv_t cd = iconv_open("UTF-8", name);
+	if (cd == (iconv_t)-1)
+		return 256;
+	uint16_t sb[256];
+	bool ok = charset_probe_ascii(cd) && charset_probe_single_byte(cd, name, sb);
+	iconv_close(cd);
+	if (!ok)
+		return 256;
+	for (int b = 0; b < 256; b++)
+		if (t[b] != charset_sb_entry(sb[b]))
+			return b;
+	return -1;
+}
+
+/* The first index at which a and b differ, or -1. */
+static int first_diff(const uint16_t *a, const uint16_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return i;
+	return -1;
+}
+
+/* The first JIS X 0208 entry (row * 94 + cell) of t, or JIS-Roman's pair
+ * (index 94 * 94), differing from iconv's ISO-2022-JP, or -1. */
+static int jis_mismatch(const uint16_t *t, uint32_t r5c, uint32_t r7e)
+{
+	iconv_t cd = iconv_open("UTF-8", "ISO-2022-JP");
+	if (cd == (iconv_t)-1)
+		return 0;
+	static uint16_t want[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE];
+	uint32_t w5c, w7e;
+	bool ok = charset_probe_ascii(cd) && charset_probe_jis(cd, want, &w5c, &w7e);
+	iconv_close(cd);
+	if (!ok)
+		return 0;
+	int at = first_diff(t, want, CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
+	return at != -1 || (r5c == w5c && r7e == w7e) ? at : CHARSET_JIS_SIDE * CHARSET_JIS_SIDE;
+}
+
+/* The first two-byte entry of t differing from iconv's GB18030, or -1. */
+static int gb_mismatch(const uint16_t *t)
+{
+	iconv_t cd = iconv_open("UTF-8", "GB18030");
+	if (cd == (iconv_t)-1)
+		return 0;
+	static uint16_t want[CHARSET_GB_LEADS * CHARSET_GB_TRAILS];
+	bool ok = charset_probe_gb(cd, want);
+	iconv_close(cd);
+	if (!ok)
+		return 0;
+	return first_diff(t, want, CHARSET_GB_LEADS * CHARSET_GB_TRAILS);
+}
+
+/* The tables written at build time (charset_gen.c) are the iconv's this
+ * runs with, entry by entry; and the comparison sees a corrupted entry. */
+static void test_charset_builtin_tables_are_iconvs(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct charset_builtin *b = charset_builtin_list(&n);
+	assert_true(n >= 20);                      /* ISO-8859-x, windows-125x ... */
+	for (size_t i = 0; i < n; i++) {
+		int at = sb_mismatch(b[i].name, b[i].sb);
+		if (at != -1)
+			fail_msg("%s: byte 0x%02x differs from iconv's", b[i].name, (unsigned)at);
+	}
+	uint32_t t[256];
+	memcpy(t, b[0].sb, sizeof(t));
+	t[0xB1] ^= 1;
+	assert_int_equal(sb_mismatch(b[0].name, t), 0xB1);
+
+	uint32_t r5c, r7e;
+	const uint16_t *jis = charset_builtin_jis(&r5c, &r7e);
+	assert_int_not_equal(r5c, 0);
+	int at = jis_mismatch(jis, r5c, r7e);
+	if (at != -1)
+		fail_msg("ISO-2022-JP: entry %d differs from iconv's", at);
+	static uint16_t bad[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE];
+	memcpy(bad, jis, sizeof(bad));
+	bad[15 * CHARSET_JIS_SIDE + 3]++;
+	assert_int_equal(jis_mismatch(bad, r5c, r7e), 15 * CHARSET_JIS_SIDE + 3);
+	assert_int_equal(jis_mismatch(jis, r5c, r7e + 1), CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
+
+	const uint16_t *gb = charset_builtin_gb();
+	assert_non_null(gb);
+	at = gb_mismatch(gb);
+	if (at != -1)
+		fail_msg("GB18030: two-byte entry %d differs from iconv's", at);
+	static uint16_t gbad[CHARSET_GB_LEADS * CHARSET_GB_TRAILS];
+	memcpy(gbad, gb, sizeof(gbad));
+	gbad[40 * CHARSET_GB_TRAILS + 90]--;
+	assert_int_equal(gb_mismatch(gbad), 40 * CHARSET_GB_TRAILS + 90);
+}
+
+/* Converts in[0..n) from GB18030 with iconv alone, whole (valid input). */
+static char *gb_by_iconv(const char *in, size_t n)
+{
+	iconv_t cd = iconv_open("UTF-8", "GB18030");
+	assert_true(cd != (iconv_t)-1);
+	size_t cap = n * 3 + 1, ol = cap - 1, il = n;
+	char *o = calloc(1, cap), *op = o, *ip = (char *)(uintptr_t)in;
+	assert_int_not_equal(iconv(cd, &ip, &il, &op, &ol), (size_t)-1);
+	iconv_close(cd);
+	return o;
+}
+
+/* Every two-byte code iconv maps, among ASCII, decodes by the built-in
+ * table as iconv decodes the whole; a four-byte sequence among them sends
+ * all of it to iconv, with the same result. */
+static void test_charset_gb_table_matches_iconv(void **state)
+{
+	struct tcase *t = *state;
+	iconv_t cd = iconv_open("UTF-8", "GB18030");
+	assert_true(cd != (iconv_t)-1);
+	size_t cap = CHARSET_GB_LEADS * CHARSET_GB_TRAILS * 3 + 16, n = 0;
+	char *in = malloc(cap);
+	for (int l = 0x81; l <= 0xFE; l++)
+		for (int b = 0x40; b <= 0xFE; b++) {
+			char pair[2] = { (char)l, (char)b }, u[16], *ip = pair, *op = u;
+			size_t il = 2, ol = sizeof(u);
+			iconv(cd, NULL, NULL, NULL, NULL);
+			if (b == 0x7F || iconv(cd, &ip, &il, &op, &ol) == (size_t)-1)
+				continue;
+			memcpy(in + n, pair, 2);
+			n += 2;
+			if ((l + b) % 7 == 0)
+				in[n++] = (char)('a' + b % 26);
+		}
+	iconv_close(cd);
+	char *want = gb_by_iconv(in, n);
+	assert_string_equal(dec(t, "gb2312", in, n), want);
+	assert_int_equal(t->warnings | t->replaced, 0);
+	free(want);
+	memcpy(in + n, "\x81\x30\x81\x30", 4);        /* U+0080: four bytes */
+	want = gb_by_iconv(in, n + 4);
+	assert_string_equal(dec(t, "GBK", in, n + 4), want);
+	free(want);
+	free(in);
 }
 
 static void test_charset_empty_input(void **state)
@@ -392,8 +543,8 @@ static void test_charset_ascii_fast_path(void **state)
 	assert_int_equal(t->warnings, 0);
 }
 
-/* ISO-2022-JP's RFC 1468 subset is decoded without iconv (a table read from
- * iconv); the result must be iconv's own, which "csISO2022JP" (same
+/* ISO-2022-JP's RFC 1468 subset is decoded without iconv (a table iconv
+ * wrote at build time); the result must be iconv's own, which "csISO2022JP" (same
  * converter, not short-cut) gives.  Other escapes fall back to iconv. */
 static void test_charset_iso2022jp_own_decoder_matches_iconv(void **state)
 {
@@ -419,8 +570,8 @@ static void test_charset_iso2022jp_own_decoder_matches_iconv(void **state)
 	assert_string_equal(DEC(t, "ISO-2022-JP", "\x1b$B$3$s\x1b(B"), "\xe3\x81\x93\xe3\x82\x93");
 }
 
-/* Stateless single-byte charsets are decoded by a table read from iconv at
- * open: the output, replacements and warnings are iconv's ("iso8859-2" and
+/* Stateless single-byte charsets are decoded by a table, built in or read
+ * from iconv at open: the output, replacements and warnings are iconv's ("iso8859-2" and
  * "ms-cyrl" name the same converters without the table). */
 static void test_charset_single_byte_table_matches_iconv(void **state)
 {
@@ -453,6 +604,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_charset_ascii_fast_path),
+		T(test_charset_builtin_tables_are_iconvs),
+		T(test_charset_gb_table_matches_iconv),
 		T(test_charset_iso2022jp_own_decoder_matches_iconv),
 		T(test_charset_single_byte_table_matches_iconv),
 		T(test_charset_utf8_passthrough),

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* Writes charset_tables.h: glibc iconv's own answers for the charsets
+ * charset.c converts by table, asked once at build time instead of at every
+ * run (docs/LENIENCY.md, "Charsets").
+ *
+ *     charset-gen OUTPUT
+ *
+ * Asking iconv at run time cost each run the gconv modules' loading (an
+ * openat, four mmap, an mprotect and a close per module, ISO-2022-JP pulling
+ * in three) and each parse thread 8,836 conversions for the JIS X 0208
+ * table.  The answers are the same questions charset_probe.c asks at run
+ * time for any other label, so a charset in the table decodes exactly as
+ * iconv would; tests/unit/test-charset.c asks them again of the iconv it
+ * runs with and compares.
+ *
+ * The list: the labels, as charset.c hands them to iconv (normalised, or
+ * the target of its alias table), of the stateless single-byte charsets
+ * mail is written in: ISO-8859-2 to -16 (-1 is windows-1252 and built in,
+ * -11 and -12 are aliased or do not exist), windows-1250 to -1257 in both
+ * spellings (-1252 is built in; -1255 and -1258 are not single-byte to
+ * glibc: they compose characters, and probe false), KOI8-R, KOI8-U's
+ * alias KOI8-RU, CP866, CP874 (TIS-620, ISO-8859-11, windows-874) and
+ * the Macintosh encodings charset.c aliases.  A label here that the probe
+ * finds not single-byte, or that iconv does not know, is left out of the
+ * table and goes to iconv at run time as before.  Other spellings iconv
+ * knows (latin2, cp1251 in capitals is the same entry: the lookup ignores
+ * case) go to iconv too: same output, only the loading costs.  Multi-byte
+ * charsets stay with iconv, except ISO-2022-JP's JIS X 0208 subset
+ * (RFC 1468), whose 94 x 94 table is written here as well, and GB18030's
+ * two-byte codes (GB2312's and GBK's, 126 x 190), what mail labelled
+ * gb2312, gbk or gb18030 is written in; a four-byte GB18030 sequence
+ * still goes to iconv. */
+#include "mail/charset_probe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const sb_names[] = {
+	"iso-8859-2", "iso-8859-3", "iso-8859-4", "iso-8859-5", "iso-8859-6",
+	"iso-8859-7", "iso-8859-8", "iso-8859-9", "iso-8859-10", "iso-8859-13",
+	"iso-8859-14", "iso-8859-15", "iso-8859-16",
+	"windows-1250", "windows-1251", "windows-1253", "windows-1254", "windows-1255",
+	"windows-1256", "windows-1257", "windows-1258",
+	"cp1250", "cp1251", "cp1253", "cp1254", "cp1256", "cp1257",
+	"koi8-r", "koi8-ru", "cp866", "cp874",
+	"macintosh", "mac-cyrillic", "mac-centraleurope", "mac-is",
+};
+#define SB_N (sizeof(sb_names) / sizeof(sb_names[0]))
+
+static void put_u32_table(FILE *f, const char *name, const uint32_t *t, size_t n, int per_line)
+{
+	fprintf(f, "static const uint32_t %s[%zu] = {\n", name, n);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s0x%08x,%s", i % (size_t)per_line ? " " : "\t", t[i],
+		        (i + 1) % (size_t)per_line && i + 1 < n ? "" : "\n");
+	fprintf(f, "};\n\n");
+}
+
+static void put_u16_table(FILE *f, const char *name, const uint16_t *t, size_t n)
+{
+	fprintf(f, "static const uint16_t %s[%zu] = {\n", name, n);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s0x%04x,%s", i % 12 ? " " : "\t", t[i], (i + 1) % 12 && i + 1 < n ? "" : "\n");
+	fprintf(f, "};\n\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: charset-gen OUTPUT\n");
+		return 2;
+	}
+	static uint32_t tables[SB_N][256];
+	size_t of[SB_N], n_tables = 0, n_named = 0;
+	const char *named[SB_N];
+	for (size_t i = 0; i < SB_N; i++) {
+		iconv_t cd = iconv_open("UTF-8", sb_names[i]);
+		if (cd == (iconv_t)-1)
+			continue;
+		uint16_t sb[256];
+		bool ok = charset_probe_ascii(cd) && charset_probe_single_byte(cd, sb_names[i], sb);
+		iconv_close(cd);
+		if (!ok)
+			continue;
+		uint32_t t[256];
+		for (int b = 0; b < 256; b++)
+			t[b] = charset_sb_entry(sb[b]);
+		size_t k = 0;        /* windows-1251 and cp1251 share a table */
+		while (k < n_tables && memcmp(tables[k], t, sizeof(t)) != 0)
+			k++;
+		if (k == n_tables)
+			memcpy(tables[n_tables++], t, sizeof(t));
+		of[n_named] = k;
+		named[n_named++] = sb_names[i];
+	}
+
+	static uint16_t jis[CHARSET_JIS_SIDE * CHARSET_JIS_SIDE];
+	uint32_t roman_5c = 0, roman_7e = 0;
+	iconv_t cd = iconv_open("UTF-8", "ISO-2022-JP");
+	if (cd != (iconv_t)-1) {
+		/* Without ASCII as itself or JIS-Roman, no table: iconv it is. */
+		if (!charset_probe_ascii(cd) || !charset_probe_jis(cd, jis, &roman_5c, &roman_7e)) {
+			memset(jis, 0, sizeof(jis));
+			roman_5c = roman_7e = 0;
+		}
+		iconv_close(cd);
+	}
+
+	/* GB18030's two-byte codes: what gb2312, gbk and gb18030 mail is
+	 * mostly written in (charset.c aliases the first two to GB18030). */
+	static uint16_t gb[CHARSET_GB_LEADS * CHARSET_GB_TRAILS];
+	bool gb_ok = false;
+	cd = iconv_open("UTF-8", "GB18030");
+	if (cd != (iconv_t)-1) {
+		gb_ok = charset_probe_gb(cd, gb);
+		iconv_close(cd);
+	}
+
+	FILE *f = fopen(argv[1], "w");
+	if (!f) {
+		perror(argv[1]);
+		return 1;
+	}
+	fprintf(f, "/* Generated by src/mail/charset_gen.c from the build machine's iconv:\n"
+	           " * do not edit. */\n\n");
+	for (size_t k = 0; k < n_tables; k++) {
+		char name[48];
+		snprintf(name, sizeof(name), "charset_sb_table_%zu", k);
+		put_u32_table(f, name, tables[k], 256, 8);
+	}
+	fprintf(f, "static const struct charset_builtin charset_builtins[] = {\n");
+	for (size_t i = 0; i < n_named; i++)
+		fprintf(f, "\t{ \"%s\", charset_sb_table_%zu },\n", named[i], of[i]);
+	fprintf(f, "};\n\n");
+	fprintf(f, "static const uint32_t charset_jis_roman_5c = 0x%x, charset_jis_roman_7e = 0x%x;\n\n",
+	        roman_5c, roman_7e);
+	put_u16_table(f, "charset_jis0208", jis, CHARSET_JIS_SIDE * CHARSET_JIS_SIDE);
+	fprintf(f, "static const bool charset_gb_built = %s;\n", gb_ok ? "true" : "false");
+	put_u16_table(f, "charset_gb2", gb, CHARSET_GB_LEADS * CHARSET_GB_TRAILS);
+	if (fclose(f) != 0) {
+		perror(argv[1]);
+		return 1;
+	}
+	return 0;
+}
