@@ -89,6 +89,16 @@ struct group_pos {
 	size_t g, i;
 };
 
+/* Moves p past the ends of batches (an empty one included) up to the
+ * next item of the group of nb batches, or to { nb, 0 } past its last. */
+static void group_pos_settle(struct batch *const *bs, size_t nb, struct group_pos *p)
+{
+	while (p->g < nb && p->i >= bs[p->g]->n) {
+		p->g++;
+		p->i = 0;
+	}
+}
+
 /* The records of the items from `from` up to `to` whose bytes all went
  * out, of `wrote` bytes written from `from` on (UINT64_MAX: all of them).
  * An item of several records (an mbox read whole) cut part-way counts
@@ -97,13 +107,13 @@ static uint64_t records_out(struct batch *const *bs, struct group_pos from, stru
                             uint64_t wrote)
 {
 	uint64_t n = 0;
-	for (struct group_pos p = from; p.g < to.g || (p.g == to.g && p.i < to.i);) {
-		if (p.i >= bs[p.g]->n) {
-			p.g++;
-			p.i = 0;
-			continue;
-		}
-		const struct batch_item *it = &bs[p.g]->items[p.i++];
+	for (struct group_pos p = from;; p.i++) {
+		/* past ended batches, but not into batch to.g's end, which
+		 * may be the group's */
+		group_pos_settle(bs, to.g, &p);
+		if (p.g == to.g && p.i >= to.i)
+			break;
+		const struct batch_item *it = &bs[p.g]->items[p.i];
 		if (it->out_len > wrote)
 			break;
 		wrote -= it->out_len;
@@ -228,10 +238,7 @@ static int write_group(struct writer *w, struct batch *const *bs, size_t nb)
 	struct group_pos from = { 0, 0 };   /* the first item of the writev being built */
 	struct group_pos p = { 0, 0 };
 	for (;;) {
-		while (p.g < nb && p.i >= bs[p.g]->n) {
-			p.g++;
-			p.i = 0;
-		}
+		group_pos_settle(bs, nb, &p);
 		bool end = p.g == nb;
 		if (!end) {
 			struct batch *b = bs[p.g];
