@@ -350,8 +350,10 @@ static int charset_decode_cp1252(const uint8_t *p, size_t n, struct dynbuf *out)
 	return 0;
 }
 
+/* A single-byte charset by its table of charset_sb_entry()s; a byte the
+ * table refuses becomes U+FFFD, counted and warned of. */
 static int charset_decode_sb(const uint32_t sb[256], const uint8_t *p, size_t n,
-                             struct dynbuf *out, uint64_t *replaced)
+                             struct dynbuf *out, uint64_t *warnings, uint64_t *replaced)
 {
 	/* Three bytes out for one at most, and one more for the last
 	 * entry's four-byte store. */
@@ -386,6 +388,8 @@ static int charset_decode_sb(const uint32_t sb[256], const uint8_t *p, size_t n,
 	}
 	out->len = (size_t)(d - out->p);
 	*replaced += bad;
+	if (bad)
+		mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
 	return 0;
 }
 
@@ -605,11 +609,7 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 		if (bt) {
 			if (charset_plain_ascii(p, n))
 				return dynbuf_append(out, p, n);
-			uint64_t before = *replaced;
-			int r = charset_decode_sb(bt->sb, p, n, out, replaced);
-			if (*replaced != before)
-				mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
-			return r;
+			return charset_decode_sb(bt->sb, p, n, out, warnings, replaced);
 		}
 		/* ISO-2022-JP's RFC 1468 subset and GB18030's two-byte codes
 		 * by table; text with anything else goes to iconv below. */
@@ -635,13 +635,8 @@ int charset_decode(struct mail_ctx *ctx, struct str label,
 			 * (most legacy-labelled mail is): no iconv at all. */
 			if (slot && slot->ascii_identity && charset_plain_ascii(p, n))
 				return dynbuf_append(out, p, n);
-			if (slot && slot->single_byte) {
-				uint64_t before = *replaced;
-				int r = charset_decode_sb(slot->sb, p, n, out, replaced);
-				if (*replaced != before)
-					mail_warn(warnings, MAIL_W_INVALID_BYTES_REPLACED);
-				return r;
-			}
+			if (slot && slot->single_byte)
+				return charset_decode_sb(slot->sb, p, n, out, warnings, replaced);
 			uint64_t before = *replaced;
 			size_t start = out->len;
 			int r = charset_decode_iconv(cd, p, n, out, replaced);
