@@ -284,11 +284,9 @@ bool parse_stage_help_poll(struct parse_stage *s, bool (*ready)(void *ctx), void
 	if (!parse_stage_help(s))
 		return false;
 	uint64_t t0 = clock_now_ns();
-	for (unsigned i = 1; !ready(ctx) && !pool_help_wanted(s->pool); i++) {
-		spin_pause();
-		if (i % 16 == 0 && clock_now_ns() - t0 >= PARSE_STAGE_HELP_SPIN_NS)
+	for (unsigned i = 0; !ready(ctx) && !pool_help_wanted(s->pool);)
+		if (spin_step_expired(&i, t0, PARSE_STAGE_HELP_SPIN_NS))
 			break;
-	}
 	return true;
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The waiting protocol shared by the channel (chan.c) and the byte budget
  * (budget.c): a tiny spinlock guards the state (critical sections are a
- * few stores), and a side that must block sleeps on a futex word.
+ * few stores), and a side that must block sleeps on a futex word.  The
+ * pause and the time-bounded poll step are also the pool's and the parse
+ * stage's, which poll before they sleep.
  *
  * The protocol is the classic futex one: read the sequence word, check the
  * condition under the lock, and sleep on the word only if the condition is
@@ -17,13 +19,26 @@
 #include "core/sys.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 static inline void spin_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
 #endif
+}
+
+/* One step of a poll bounded in time: a pause, then whether `ns` have
+ * passed since t0 (*step counts the steps, from 0).  The clock (vDSO,
+ * ~20 ns) is read every 16 pauses: a pause costs 10 to 150 cycles
+ * depending on the CPU, so time is counted, not pauses. */
+static inline bool spin_step_expired(unsigned *step, uint64_t t0, uint64_t ns)
+{
+	spin_pause();
+	return ++*step % 16 == 0 && clock_now_ns() - t0 >= ns;
 }
 
 static inline void spin_lock(atomic_flag *l)

@@ -83,6 +83,7 @@
  * touched by one thread only, and stays warm in its cache. */
 #include "core/diag.h"
 #include "core/clock.h"
+#include "sched/futex_wait.h"
 #include "sched/pool.h"
 
 #include "core/sys.h"
@@ -197,16 +198,6 @@ static inline uint32_t *pool_futex_word(_Atomic uint32_t *word)
 {
 	return (uint32_t *)(uintptr_t)word;
 }
-
-static inline void pool_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 
 /* FUTEX_WAKE on a valid private word cannot fail; a failure can therefore
  * only be injected (core/fault), and a lost wake-up would hang the run, so
@@ -327,10 +318,10 @@ static void pool_help_close(struct pool *p, uint64_t t0)
 	 * count */
 	uint32_t v = atomic_fetch_and_explicit(&p->help, ~POOL_HELP_OPEN, memory_order_acquire) &
 	             ~POOL_HELP_OPEN;
-	for (unsigned i = 1; v >= POOL_HELP_ONE; i++) {
-		pool_cpu_relax();
+	for (unsigned i = 0; v >= POOL_HELP_ONE;) {
+		bool expired = spin_step_expired(&i, t0, POOL_HELPER_SPIN_NS);
 		v = atomic_load_explicit(&p->help, memory_order_acquire);
-		if (i % 16 == 0 && clock_now_ns() - t0 >= POOL_HELPER_SPIN_NS)
+		if (expired)
 			break;
 	}
 	if (v < POOL_HELP_ONE)
@@ -348,13 +339,10 @@ static void pool_help_close(struct pool *p, uint64_t t0)
  * claims ran out). */
 static void pool_wait(struct pool *p, uint64_t t0)
 {
-	for (unsigned i = 1;; i++) {
+	for (unsigned i = 0;;) {
 		if (!atomic_load_explicit(&p->pending, memory_order_acquire))
 			return;
-		pool_cpu_relax();
-		/* A clock read (vDSO, ~20 ns) every 16 pauses: the pause costs
-		 * 10 to 150 cycles depending on the CPU, so count time. */
-		if (i % 16 == 0 && clock_now_ns() - t0 >= POOL_CALLER_SPIN_NS)
+		if (spin_step_expired(&i, t0, POOL_CALLER_SPIN_NS))
 			break;
 	}
 	/* Acquire for the case where the count reached 0 just now. */
@@ -446,7 +434,7 @@ void pool_stop(struct pool *p)
 	 * let pool_wait() return: a few instructions. */
 	for (unsigned k = 1; k < p->threads; k++)
 		while (p->w[k].started && !atomic_load_explicit(&p->w[k].done, memory_order_acquire))
-			pool_cpu_relax();
+			spin_pause();
 }
 
 void pool_free(struct pool *p)
@@ -584,7 +572,6 @@ size_t pool_help(struct pool *p, bool (*enough)(void *ctx), void *ctx)
 		pool_wake(&p->help);
 	return ran;
 }
-
 
 void pool_stats_get(const struct pool *p, struct pool_stats *out)
 {
