@@ -86,14 +86,22 @@ static int parallelism_read_file(const char *path, char *buf, size_t size)
 			ret = -E2BIG;
 			break;
 		}
-		ssize_t n = sys_read(fd, buf + len, size - 1 - len);
+		size_t want = size - 1 - len;
+		ssize_t n = sys_read(fd, buf + len, want);
 		if (n < 0) {
 			ret = (int)n;
 			break;
 		}
-		if (n == 0)
-			break;
 		len += (size_t)n;
+		/* Both files are seq_files whose text is made in one show
+		 * call (procfs' single_open for /proc/self/cgroup, kernfs for
+		 * cpu.max): a read copies as much of it as fits, so a short one
+		 * is the end, and asking again for the 0 of end-of-file is a
+		 * syscall for nothing (systemd reads such files the same way).
+		 * A seq_file that prints record by record may stop short at a
+		 * page, which these two do not. */
+		if ((size_t)n < want)
+			break;
 	}
 	sys_close(fd);
 	buf[len] = '\0';
