@@ -644,8 +644,13 @@ static int uring_run(struct reader *r, const struct reader_io *io)
 			chan_push(io->full_batches, b);
 			break;
 		}
+		/* Wait for the next batch's stats too: they were submitted with
+		 * these chains and run beside them on io-wq, the next batch
+		 * cannot be cut without them, and a wait for the chains alone
+		 * is woken early by every stat that lands first (the kernel
+		 * counts every CQE toward the wait): one enter, not two. */
 		while (u->chains_pending) {
-			if ((ret = uring_enter(u, (unsigned)u->chains_pending)) < 0)
+			if ((ret = uring_enter(u, (unsigned)(u->chains_pending + u->stats_in_flight))) < 0)
 				break;
 			uring_reap(u, b);
 			if (!u->chains_pending && (ret = uring_chains_again(u, b)) < 0)
