@@ -344,11 +344,16 @@ void parse_stage_join(struct parse_stage *s)
 	s->started = false;
 }
 
-void parse_stage_release(struct parse_stage *s)
+void parse_stage_stop(struct parse_stage *s)
 {
 	parse_stage_join(s);
 	pool_free(s->pool);
 	s->pool = NULL;
+}
+
+void parse_stage_release(struct parse_stage *s)
+{
+	parse_stage_stop(s);
 	if (s->mctx)
 		for (unsigned i = 0; i < s->workers; i++)
 			mail_ctx_free(s->mctx[i]);

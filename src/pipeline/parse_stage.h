@@ -108,7 +108,9 @@ bool parse_stage_help_poll(struct parse_stage *s, bool (*ready)(void *ctx), void
 /* Waits for the thread to end (if started); the pool stays for its
  * statistics. */
 void parse_stage_join(struct parse_stage *s);
-/* Joins if need be; frees the pool and the contexts. */
+/* Joins if need be and ends the pool: no thread of the stage runs after. */
+void parse_stage_stop(struct parse_stage *s);
+/* parse_stage_stop(), then frees the contexts. */
 void parse_stage_release(struct parse_stage *s);
 
 #endif
