@@ -2,6 +2,7 @@
 /* The ingest command: argv → options → ingest_run() → exit status.  The only
  * place that prints errors, in one shape: "ingest: <what>: <why>". */
 #include "ingest.h"
+#include "options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -342,6 +343,9 @@ int main(int argc, char **argv)
 		progress = !quiet && isatty(STDERR_FILENO);
 	if (progress)
 		ingest_options_set_progress(o, draw_progress, NULL);
+	/* main returns right after the run: its memory goes with the process
+	 * (docs/ARCHITECTURE.md, "Syscall accounting") */
+	o->process_ends = true;
 	struct ingest_report *rep = NULL;
 	int r = ingest_run(o, &rep);
 	if (stats && rep) {

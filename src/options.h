@@ -46,6 +46,8 @@ struct ingest_options {
 	bool state_wait;            /* --wait-state: wait for another run's lock */
 	bool state_reset;           /* --state-reset: ignore what FILE holds */
 	uint64_t split_bytes;       /* --split-bytes=SIZE with -o PREFIX; 0 none */
+	bool process_ends;          /* internal: the process exits after this run (the
+	                             * command): its memory is left to the exit */
 };
 
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */
