@@ -5,8 +5,9 @@
  * message parses in about 1 µs; so threads start once, on the first batch
  * above the byte gate (a run that never has one, such as the 16 x 1 KiB
  * page, never starts a thread and runs exactly as --threads=1), and sleep
- * on a futex between batches.  A batch below one worker's worth of
- * bytes never leaves the calling thread.  Above it, the caller publishes the
+ * on a futex between batches (after polling for the next one for a while,
+ * where the pool's owner asks: pool_set_linger()).  A batch below one
+ * worker's worth of bytes never leaves the calling thread.  Above it, the caller publishes the
  * job, wakes exactly the workers it needs, and works too: everyone claims
  * items from one atomic cursor, so a slow message delays only the worker
  * that drew it.
@@ -179,6 +180,7 @@ struct pool {
 	bool stop;
 	bool stopped;               /* caller only: pool_stop() has run */
 	unsigned threads;           /* including the caller */
+	uint64_t linger_ns;         /* pool_set_linger(); read-only after start */
 	bool launched;              /* pool_launch() has run */
 	unsigned usable;            /* the caller + the threads that started */
 	unsigned helper;            /* 0, or the worker pool_help() runs as */
@@ -224,11 +226,19 @@ static void pool_work(struct pool *p, unsigned worker)
 }
 
 /* Thread k: sleeps until the caller posts a generation other than `seen`,
- * and returns it.  The acquire load that sees the new generation is what
- * makes the job slot (written before the caller's release exchange)
- * visible. */
-static uint32_t pool_sleep(struct pool_worker *w, uint32_t seen)
+ * and returns it; polls for up to `linger_ns` first (pool_set_linger()).
+ * The acquire load that sees the new generation is what makes the job
+ * slot (written before the caller's release exchange) visible. */
+static uint32_t pool_sleep(struct pool_worker *w, uint32_t seen, uint64_t linger_ns)
 {
+	uint64_t t0 = linger_ns ? clock_now_ns() : 0;
+	for (unsigned i = 0; linger_ns;) {
+		uint32_t v = atomic_load_explicit(&w->word, memory_order_acquire);
+		if (v >> 1 != seen)
+			return v >> 1;
+		if (spin_step_expired(&i, t0, linger_ns))
+			break;
+	}
 	for (;;) {
 		uint32_t v = atomic_load_explicit(&w->word, memory_order_acquire);
 		if (v >> 1 != seen)
@@ -275,7 +285,7 @@ static void *pool_main(void *arg)
 
 	uint32_t seen = 0;
 	for (;;) {
-		seen = pool_sleep(w, seen);
+		seen = pool_sleep(w, seen, p->linger_ns);
 		bool stop = p->stop;
 		if (!stop)
 			pool_work(p, w->index);
@@ -289,14 +299,16 @@ static void *pool_main(void *arg)
 	}
 }
 
-/* Publishes the job slot to thread k and wakes it if it sleeps.  Release:
- * the job slot, cursor and pending stores come before it. */
-static void pool_post(struct pool_worker *w)
+/* Publishes the job slot to thread k and wakes it if it sleeps (true then).
+ * Release: the job slot, cursor and pending stores come before it. */
+static bool pool_post(struct pool_worker *w)
 {
 	uint32_t old = atomic_exchange_explicit(&w->word, ++w->posted << 1,
 	                                        memory_order_release);
-	if (old & POOL_SLEEPING)
-		pool_wake(&w->word);
+	if (!(old & POOL_SLEEPING))
+		return false;
+	pool_wake(&w->word);
+	return true;
 }
 
 /* Caller: opens the door of this run to the helper (release: the job
@@ -506,8 +518,8 @@ unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max
 	bool helped = p->helper && p->helper < n;
 	atomic_store_explicit(&p->pending, n - 1 - helped, memory_order_relaxed);
 	for (unsigned k = 1; k < n; k++)
-		if (k != p->helper)
-			pool_post(&p->w[k]);
+		if (k != p->helper && pool_post(&p->w[k]))
+			p->stats.wakes++;
 	if (helped)
 		pool_help_open(p);
 	pool_work(p, 0);
@@ -518,6 +530,13 @@ unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max
 	pool_wait(p, t0);
 	p->stats.caller_wait_ns += clock_now_ns() - t0;
 	return n;
+}
+
+void pool_set_linger(struct pool *p, uint64_t ns)
+{
+	/* before the threads start, which read it without a barrier of its own */
+	ingest_verify(!p->launched);
+	p->linger_ns = ns;
 }
 
 void pool_set_helper(struct pool *p, void (*wake)(void *ctx), void *ctx)

@@ -40,6 +40,8 @@ struct pool_stats {
 	uint64_t caller_wait_ns;
 	/* items the helper ran (pool_set_helper()) */
 	uint64_t helper_items;
+	/* threads a run found asleep and woke (a futex wake each) */
+	uint64_t wakes;
 };
 
 /* A pool of `threads` workers including the caller; the threads - 1 named
@@ -82,6 +84,13 @@ unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void
 unsigned pool_run_max(struct pool *p, size_t items, uint64_t bytes, unsigned max, pool_fn fn,
                       void *ctx);
 
+/* How long a pool thread that finished its part of a run polls for the
+ * next before it sleeps (default 0: it sleeps at once).  For callers that
+ * post runs back to back (parse_many in a loop): a sleeping thread costs
+ * each run a futex wake and the wake-up's latency, tens of microseconds on
+ * a VM; a polling one costs its CPU for up to `ns` when no run follows.
+ * Call before the first pool_run(). */
+void pool_set_linger(struct pool *p, uint64_t ns);
 /* The helper: the last worker (threads - 1) becomes no thread of the pool
  * but a thread of the caller's choosing (the pipeline's reader) that joins
  * runs late, when it has nothing else to do, with pool_help().  A run

@@ -324,6 +324,39 @@ static void test_pool_futex_per_batch_not_per_item(void **state)
 	assert_true(large <= bound);
 }
 
+/* Wakes of 20 runs of 2 workers, each after a 1 ms pause of the caller:
+ * long enough for a worker that does not linger to fall asleep, far
+ * shorter than the 1 s linger. */
+static uint64_t wakes_after_pauses(uint64_t linger_ns)
+{
+	struct pool *p = pool_new(2);
+	assert_non_null(p);
+	pool_set_linger(p, linger_ns);
+	for (unsigned b = 0; b < 20; b++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		assert_int_equal(run_checked(p, 100, 1 * GiB, 0), 2);
+	}
+	struct pool_stats st;
+	pool_stats_get(p, &st);
+	pool_free(p);
+	return st.wakes;
+}
+
+static void test_pool_linger_skips_the_wake(void **state)
+{
+	(void)state;
+	uint64_t lingering = wakes_after_pauses(1000 * 1000 * 1000);
+	uint64_t sleeping = wakes_after_pauses(0);
+	print_message("threads woken in 20 paused runs: %llu with a 1 s linger, %llu without\n",
+	              (unsigned long long)lingering, (unsigned long long)sleeping);
+	/* with the linger only the first run may find the new thread asleep;
+	 * without, the worker sleeps in each pause (the margin is for a
+	 * worker preempted before it could) */
+	assert_true(lingering <= 1);
+	assert_true(sleeping >= 15);
+}
+
 static void test_pool_free_prompt(void **state)
 {
 	(void)state;
@@ -559,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_pool_parallel_above_gate),
 		cmocka_unit_test(test_pool_threads_started_once),
 		cmocka_unit_test(test_pool_futex_per_batch_not_per_item),
+		cmocka_unit_test(test_pool_linger_skips_the_wake),
 		cmocka_unit_test(test_pool_free_prompt),
 		cmocka_unit_test(test_pool_new_rejects),
 		cmocka_unit_test(test_pool_helper_joins_runs),
