@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define PARSE_MEM_LINGER_NS 100000   /* 100 us */
+
 /* The process's pool, its workers' parser contexts, and the lock that
  * lets one batch at a time use them.  Created on first use, kept for the
  * process: threads are started once. */
@@ -52,6 +54,10 @@ static void mem_init(void)
 		xfree(mctx);
 		return;   /* no pool: every batch runs on its caller */
 	}
+	/* parse_many's callers come back with the next batch within tens of
+	 * microseconds (docs/ARCHITECTURE.md, "The pipeline and its threads",
+	 * in memory) */
+	pool_set_linger(p, PARSE_MEM_LINGER_NS);
 	mem.pool = p;
 	mem.mctx = mctx;
 	mem.threads = t;
