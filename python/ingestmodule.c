@@ -76,12 +76,24 @@ static PyObject *option_text(PyObject *v)
 	return NULL;
 }
 
+/* scan()'s batches: the command's 6 MiB is for its syscalls a message at
+ * 100,000 files (README, "`--batch-bytes`"); scan hands its dicts over a
+ * batch at a time, and while __next__ works through one the parse thread
+ * waits to give it the next, so a smaller batch leaves the pipeline
+ * waiting less, and its tapes are still in the cache when the dicts are
+ * made (bench/PYTHON.md).  A batch_bytes= of the caller's wins. */
+#define SCAN_BATCH_BYTES "2M"
+
 /* Options from keywords: the CLI's long names with '_' for '-'. */
 static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 {
 	struct ingest_options *o = ingest_options_new();
 	if (!o)
 		return (struct ingest_options *)PyErr_NoMemory();
+	if (for_scan && ingest_options_set(o, "batch-bytes", SCAN_BATCH_BYTES) < 0) {
+		ingest_options_free(o);
+		return (struct ingest_options *)PyErr_NoMemory();
+	}
 	PyObject *k, *v;
 	Py_ssize_t pos = 0;
 	while (kwargs && PyDict_Next(kwargs, &pos, &k, &v)) {
@@ -706,8 +718,8 @@ PyDoc_STRVAR(scan_doc,
 "record, in the command's order, with bounded memory.  paths are str or\n"
 "bytes (os.fsencode's form for names that are not UTF-8).  Options are the\n"
 "command's long names with _ for - (state=, shard='K/N', files_from=,\n"
-"null=, threads=, max_inflight=...).  Ctrl-C stops the run: every dict\n"
-"already yielded is a whole record.");
+"null=, threads=, max_inflight=...); batch_bytes= is " SCAN_BATCH_BYTES " unless given.\n"
+"Ctrl-C stops the run: every dict already yielded is a whole record.");
 
 static PyTypeObject scan_type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
