@@ -61,6 +61,7 @@ Case 'overflow': INGEST_FAULT_CQ_ENTRIES = 4, 8, 16, default and small
 import argparse
 import concurrent.futures
 import errno as errno_mod
+import json
 import os
 import re
 import shutil
@@ -164,6 +165,26 @@ def diff_lines(a, b):
         list(range(min(len(la), len(lb)), max(len(la), len(lb))))
 
 
+def diff_beyond_threads(a, b):
+    """diff_lines, less the lines of records that differ in thread_id alone.
+    A message that became an error record takes its msg-id out of the run,
+    so a reply that joined its thread through it starts its own (README,
+    "Threads"): 6 of this corpus' 300 files are such a parent, and which
+    file a fault on the first completion hits follows the inode order the
+    walk reads in, which the file system decides."""
+    la, lb = a.split(b'\n'), b.split(b'\n')
+    out = []
+    for i in diff_lines(a, b):
+        if i < len(la) and i < len(lb) and la[i] and lb[i]:
+            x, y = json.loads(la[i]), json.loads(lb[i])
+            x.pop('thread_id', None)
+            y.pop('thread_id', None)
+            if x == y:
+                continue
+        out.append(i)
+    return out
+
+
 def case_cqe(w, jobs):
     tests = []   # (what, target, extra, fault, check)
     for extra in BATCHINGS:
@@ -214,6 +235,7 @@ def case_cqe(w, jobs):
         outcome = None
         if kind == 'error':
             errs = [r for r in recs if 'error' in r]
+            changed = diff_beyond_threads(base_out, res.out)
             if len(changed) != 1 or len(errs) != 1 or errs[0]['error'].get('errno') != arg:
                 fails.append(f'{what}: expected one error record naming {arg}, got {len(changed)} '
                              f'changed lines, errors {[r.get("error") for r in errs][:3]}')
@@ -302,7 +324,7 @@ def case_overflow(w, jobs):
         if name == 'cqe_read':
             errs = [r for r in recs if 'error' in r]
             if len(errs) != 1 or errs[0]['error'].get('errno') != 'EIO' or \
-                    len(diff_lines(base_out, res.out)) != 1:
+                    len(diff_beyond_threads(base_out, res.out)) != 1:
                 fails.append(f'{what}: expected one EIO error record among {len(recs)}: '
                              f'{[r.get("error") for r in errs][:3]}')
                 continue
