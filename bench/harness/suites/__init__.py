@@ -12,6 +12,7 @@ from .io_stages import suite_io
 from .memory import suite_memory
 from .parse import suite_parse
 from .pool import suite_pool
+from .python import suite_python
 from .read import suite_read
 from .salted import suite_salted
 from .single import single_thread
@@ -27,6 +28,7 @@ SUITES = {
     "sweep": suite_sweep,
     "io": suite_io,
     "memory": suite_memory,
+    "python": suite_python,
 }
 
 SALTED = suite_salted
