@@ -473,6 +473,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		.progress = o->progress, .progress_ctx = o->progress_ctx, .fd = -1,
 		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
 		.split_bytes = o->split_bytes, .es_bulk = o->emit.format == EMIT_ES_BULK,
+		.durable = o->state != NULL,
 	};
 	*report = run->rep = report_new();
 	if (!run->rep)
@@ -587,7 +588,10 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	if (o->stats)
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-end", F_OK);
 	parse_stage_join(&run->parse);
-	writer_finish(&run->writer);
+	int wr = writer_finish(&run->writer);
+	if (wr < 0 && !atomic_load(&run->failed))
+		run_fail(run, wr, "cannot write the output",
+		         run->writer.path && strcmp(run->writer.path, "-") ? run->writer.path : "stdout");
 	bool output_closed = atomic_load(&run->writer.output_closed);
 	report_finish(run->rep, run->reader, run->walk, run->parse.pool, &run->budget,
 	              run->parse.wait_ns, 0,

@@ -137,10 +137,31 @@ static int split_open(struct writer *w)
 	return 0;
 }
 
+/* The run's state is saved after the writer finishes, and says which
+ * messages were sent: a crash after its rename must not lose records that
+ * still sat in the page cache, or the next run would not send them again
+ * (README, "--state").  Only a regular file is synced: a pipe's or a
+ * socket's reader keeps what it read, and /dev/null keeps nothing (fsync
+ * fails on both with EINVAL).  An output the writer gave up on is failed
+ * already. */
+static int output_sync(struct writer *w)
+{
+	if (!w->durable || !w->writing || w->sink || w->index)
+		return 0;
+	struct stat st;
+	int r = sys_fstat(w->fd, &st);
+	if (r < 0 || !S_ISREG(st.st_mode))
+		return r;
+	return sys_fsync(w->fd);
+}
+
 static int split_next(struct writer *w)
 {
-	int r = sys_close(w->fd);
+	int r = output_sync(w);
+	int c = sys_close(w->fd);
 	w->fd = -1;
+	if (r == 0)
+		r = c;
 	if (r < 0)
 		return r;
 	w->file_no++;
@@ -419,10 +440,16 @@ void writer_wait_drained(struct writer *w)
 		;   /* a few instructions: the wake syscall returning */
 }
 
-void writer_finish(struct writer *w)
+int writer_finish(struct writer *w)
 {
-	if (w->regular)
-		sys_close(w->fd);
+	int r = output_sync(w);
+	if (w->regular) {
+		/* a close can report a write the kernel deferred (NFS, quotas) */
+		int c = sys_close(w->fd);
+		if (r == 0 && w->writing)
+			r = c;
+	}
 	w->regular = false;
 	dynbuf_release(&w->sink_buf);
+	return r;
 }

@@ -60,6 +60,8 @@ struct writer {
 	struct index *index;         /* --index: batches go there, not to fd */
 	const char *index_path;
 	uint64_t total;              /* inputs, when known before the end */
+	bool durable;                /* --state: a file output reaches the disk
+	                              * before the run ends (writer_finish) */
 
 	/* the writer's own */
 	int fd;
@@ -92,7 +94,10 @@ void writer_end(struct writer *w);
 /* With `threaded`, blocks until writer_end() has made its last counted
  * syscall; returns at once otherwise. */
 void writer_wait_drained(struct writer *w);
-/* Closes a descriptor the writer opened. */
-void writer_finish(struct writer *w);
+/* Closes a descriptor the writer opened; with `durable`, a regular output
+ * file (ours, or a standard output redirected to one) is fsynced first.
+ * 0, or the -errno of that fsync or close: records may not have reached
+ * the file, and the run must not count them as sent. */
+int writer_finish(struct writer *w);
 
 #endif

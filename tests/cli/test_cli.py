@@ -716,6 +716,57 @@ def case_state_unchanged_100k(tmp):
           f"{counts.get('read', 0)}, openat {counts.get('openat', 0)}")
 
 
+def case_state_output_durable(tmp):
+    """With --state the output reaches the disk before the new state names
+    its messages sent: strace shows the output file's fsync (each split
+    file's with --split-bytes; a standard output redirected to a file too)
+    before the rename that puts the state in place.  /dev/null and a pipe
+    are not synced (fsync would fail on them) and the run succeeds."""
+    if not shutil.which("strace"):
+        print("SKIP: strace is not installed")
+        sys.exit(77)
+    if os.environ.get("INGEST_SANITIZED"):
+        print("SKIP: under a sanitizer, LSan cannot run under ptrace")
+        sys.exit(77)
+    d = os.path.join(tmp, "md")
+    mkcorpus(d, "--seed", "5", "--layout", "maildir", "--count", "60")
+
+    def traced(name, args, stdout=subprocess.DEVNULL):
+        st = os.path.join(tmp, name + ".state")
+        log = os.path.join(tmp, name + ".strace")
+        p = subprocess.run(["strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync,rename,renameat,renameat2",
+                            "-o", log, ARGS.ingest, "--state=" + st] + args + [d],
+                           stdout=stdout, stderr=subprocess.PIPE, timeout=120)
+        if p.returncode != 0 or not os.path.exists(st):
+            fail(f"{name}: exit {p.returncode}, state written: {os.path.exists(st)}: {p.stderr!r}")
+        lines = [ln for ln in open(log) if "fsync(" in ln or "rename" in ln]
+        renames = [i for i, ln in enumerate(lines) if "rename" in ln and ".state.tmp." in ln]
+        if len(renames) != 1:
+            fail(f"{name}: the state was not renamed into place once: {lines}")
+        synced = [ln for ln in lines[:renames[0]] if "fsync(" in ln and ".state" not in ln]
+        return synced, lines
+
+    out = os.path.join(tmp, "out.jsonl")
+    synced, lines = traced("file", ["-o", out])
+    if not any(f"<{out}>" in ln for ln in synced):
+        fail(f"-o FILE: the output was not fsynced before the state's rename: {lines}")
+    with open(os.path.join(tmp, "redirected.jsonl"), "wb") as f:
+        synced, lines = traced("redirected", [], stdout=f)
+    if not any("redirected.jsonl>" in ln for ln in synced):
+        fail(f"> FILE: the redirected standard output was not fsynced before the rename: {lines}")
+    split = os.path.join(tmp, "part")
+    synced, lines = traced("split", ["-o", split, "--split-bytes=64K"])
+    parts = sorted(n for n in os.listdir(tmp) if n.startswith("part."))
+    if len(parts) < 3 or any(not any(f"<{os.path.join(tmp, n)}>" in ln for ln in synced) for n in parts):
+        fail(f"--split-bytes: not every one of {parts} was fsynced before the rename: {lines}")
+    for name, args in (("devnull", ["-o", "/dev/null"]), ("pipe", [])):
+        synced, lines = traced(name, args, stdout=subprocess.PIPE if name == "pipe" else subprocess.DEVNULL)
+        if synced:
+            fail(f"{name}: an output that cannot be synced was: {synced}")
+    print(f"output fsynced before the state's rename: -o FILE, > FILE, {len(parts)} split files; "
+          f"/dev/null and a pipe left alone")
+
+
 def case_progress(tmp):
     """A progress line only on a terminal (or with --progress); nothing on
     stderr otherwise."""
