@@ -34,6 +34,18 @@ def sample():
     return os.path.join(here, "..", "sample", "Maildir")
 
 
+def skip_without_strace():
+    """Exits 77 where a case cannot trace the command: no strace, or a
+    sanitized build (LSan cannot run under ptrace, and the counts would be
+    the runtime's too)."""
+    if not shutil.which("strace"):
+        print("SKIP: strace is not installed")
+        sys.exit(77)
+    if os.environ.get("INGEST_SANITIZED"):
+        print("SKIP: under a sanitizer, LSan cannot run under ptrace")
+        sys.exit(77)
+
+
 # --- cases -----------------------------------------------------------------
 
 def case_usage_errors(tmp):
@@ -678,12 +690,7 @@ def case_state_unchanged_100k(tmp):
     """An unchanged 100,000-message Maildir re-run with --state reads no
     message bodies: no read on the ring, and strace sees no read, pread64
     or openat growing with the messages."""
-    if not shutil.which("strace"):
-        print("SKIP: strace is not installed")
-        sys.exit(77)
-    if os.environ.get("INGEST_SANITIZED"):
-        print("SKIP: under a sanitizer, strace counts are the runtime's too (LSan cannot run under ptrace)")
-        sys.exit(77)
+    skip_without_strace()
     d = os.path.join(tmp, "md")
     for sub in ("cur", "new", "tmp"):
         os.makedirs(os.path.join(d, sub))
@@ -722,12 +729,7 @@ def case_state_output_durable(tmp):
     file's with --split-bytes; a standard output redirected to a file too)
     before the rename that puts the state in place.  /dev/null and a pipe
     are not synced (fsync would fail on them) and the run succeeds."""
-    if not shutil.which("strace"):
-        print("SKIP: strace is not installed")
-        sys.exit(77)
-    if os.environ.get("INGEST_SANITIZED"):
-        print("SKIP: under a sanitizer, LSan cannot run under ptrace")
-        sys.exit(77)
+    skip_without_strace()
     d = os.path.join(tmp, "md")
     mkcorpus(d, "--seed", "5", "--layout", "maildir", "--count", "60")
 
