@@ -6,20 +6,28 @@
  * memory whose size is known ahead is allocated once, and its pages, written
  * again from the start after every reset, stay mapped and warm. */
 #include "core/arena.h"
+#include "core/sys.h"
 #include "core/xalloc.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 struct arena_chunk {
 	struct arena_chunk *next;
+	void *block;          /* what the allocator handed out: the chunk, or
+	                       * memory before it (arena_reserve, huge pages) */
 	size_t size;          /* usable bytes after the header */
 	_Alignas(16) char data[];
 };
 
 #define ARENA_MIN_CHUNK (64 * 1024)
 #define ARENA_ALIGN 16
+/* x86-64's and arm64's (4 KiB pages) transparent huge page */
+#define ARENA_HUGE_PAGE ((size_t)2 << 20)
 
 void arena_init(struct arena *a, size_t limit)
 {
@@ -34,7 +42,7 @@ void arena_release(struct arena *a)
 	struct arena_chunk *c = a->head;
 	while (c) {
 		struct arena_chunk *next = c->next;
-		xfree(c);
+		xfree(c->block);
 		c = next;
 	}
 	arena_init(a, a->limit);
@@ -49,10 +57,10 @@ void arena_reset(struct arena *a)
 			/* kept */
 		} else if (!a->home && (!keep || c->size > keep->size)) {
 			if (keep)
-				xfree(keep);
+				xfree(keep->block);
 			keep = c;
 		} else {
-			xfree(c);
+			xfree(c->block);
 		}
 		c = next;
 	}
@@ -67,14 +75,43 @@ void arena_reset(struct arena *a)
 	}
 }
 
-int arena_reserve(struct arena *a, size_t n)
+/* A home chunk whose data starts on a huge page: the header sits at the
+ * end of the page before it. */
+static struct arena_chunk *arena_huge_chunk(size_t n)
+{
+	char *block = xmemalign(ARENA_HUGE_PAGE, ARENA_HUGE_PAGE + n);
+	if (!block)
+		return NULL;
+	struct arena_chunk *c =
+		(struct arena_chunk *)(block + ARENA_HUGE_PAGE - offsetof(struct arena_chunk, data));
+	c->block = block;
+	return c;
+}
+
+int arena_reserve(struct arena *a, size_t n, size_t filled)
 {
 	if (a->home)
 		return a->home->size >= n ? 0 : -EEXIST;
 	arena_release(a);
-	struct arena_chunk *c = xmalloc(sizeof(*c) + n);
+	if (filled > n)
+		filled = n;
+	bool huge = filled >= 2 * ARENA_HUGE_PAGE;
+	struct arena_chunk *c = huge ? arena_huge_chunk(n) : xmalloc(sizeof(*c) + n);
 	if (!c)
 		return -ENOMEM;
+	if (!huge) {
+		c->block = c;
+	} else {
+		/* Bytes 2 MiB .. `filled` as huge pages: one fault each instead
+		 * of 512, where a fault costs ~10 us on a VM (docs/
+		 * ARCHITECTURE.md, "Batches, the pool and the parser").  Not
+		 * the first 2 MiB, which may be all a batch of small files
+		 * uses: a huge page is backed whole at its first touch.
+		 * Advice: a kernel without transparent huge pages refuses it,
+		 * and 4 KiB pages do. */
+		size_t end = filled & ~(ARENA_HUGE_PAGE - 1);
+		(void)sys_madvise(c->data + ARENA_HUGE_PAGE, end - ARENA_HUGE_PAGE, MADV_HUGEPAGE);
+	}
 	c->size = n;
 	c->next = NULL;
 	a->head = a->home = c;
@@ -99,6 +136,7 @@ void *arena_alloc(struct arena *a, size_t n)
 		struct arena_chunk *c = xmalloc(sizeof(*c) + size);
 		if (!c)
 			return NULL;
+		c->block = c;
 		c->size = size;
 		c->next = a->head;
 		a->head = c;

@@ -29,9 +29,12 @@ void arena_release(struct arena *a);
 void arena_reset(struct arena *a);
 /* Gives the arena a home chunk of n bytes, allocated now: allocations go
  * there first, and a reset frees every other chunk and keeps it.  Past it,
- * a chunk is allocated for each request that does not fit.  Releases what
- * the arena held; 0, -EEXIST when it has a smaller home already, -ENOMEM. */
-int arena_reserve(struct arena *a, size_t n);
+ * a chunk is allocated for each request that does not fit.  `filled`: the
+ * bytes from its start that most uses fill (a full batch), or 0; at 4 MiB
+ * and more the chunk is aligned and those bytes past the first 2 MiB are
+ * backed by transparent huge pages.  Releases what the arena held; 0,
+ * -EEXIST when it has a smaller home already, -ENOMEM. */
+int arena_reserve(struct arena *a, size_t n, size_t filled);
 /* Bytes the largest chunk can hold (what a reset without home keeps). */
 size_t arena_capacity(const struct arena *a);
 /* Returns n bytes aligned to 16, or NULL when the cap or memory runs out. */

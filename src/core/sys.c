@@ -114,6 +114,11 @@ int sys_fsync_(const char *site, int fd)
 	SYS_DO(fsync, SYS_fsync, fd);
 }
 
+int sys_madvise_(const char *site, void *addr, size_t len, int advice)
+{
+	SYS_DO(madvise, SYS_madvise, addr, len, advice);
+}
+
 int sys_renameat_(const char *site, int olddir, const char *oldpath, int newdir, const char *newpath)
 {
 	SYS_DO(renameat, SYS_renameat, olddir, oldpath, newdir, newpath);

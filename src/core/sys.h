@@ -50,7 +50,8 @@
 	X(prlimit64)              \
 	X(prctl)                  \
 	X(fcntl)                  \
-	X(fchmod)
+	X(fchmod)                 \
+	X(madvise)
 
 enum sys_call {
 #define SYS_CALL_ENUM(name) SC_##name,
@@ -80,6 +81,7 @@ ssize_t sys_writev_(const char *site, int fd, const struct iovec *iov, int iovcn
 int sys_ftruncate_(const char *site, int fd, uint64_t len);
 int64_t sys_lseek_(const char *site, int fd, int64_t off, int whence);
 int sys_fsync_(const char *site, int fd);
+int sys_madvise_(const char *site, void *addr, size_t len, int advice);
 int sys_renameat_(const char *site, int olddir, const char *oldpath, int newdir,
                   const char *newpath);
 int sys_unlinkat_(const char *site, int dirfd, const char *path, int flags);
@@ -107,6 +109,7 @@ int sys_fault_(const char *site, enum sys_call c);
 /* Only on the failure path of the output (src/ingest.c, output_cut). */
 #define sys_lseek(...) sys_lseek_(FAULT_SITE, __VA_ARGS__)
 #define sys_fsync(...) sys_fsync_(FAULT_SITE, __VA_ARGS__)
+#define sys_madvise(...) sys_madvise_(FAULT_SITE, __VA_ARGS__)
 #define sys_renameat(...) sys_renameat_(FAULT_SITE, __VA_ARGS__)
 #define sys_unlinkat(...) sys_unlinkat_(FAULT_SITE, __VA_ARGS__)
 #define sys_faccessat(...) sys_faccessat_(FAULT_SITE, __VA_ARGS__)

@@ -35,6 +35,21 @@ void *xrealloc_(const char *site, void *p, size_t n)
 	return realloc(p, n ? n : 1);
 }
 
+void *xmemalign_(const char *site, size_t align, size_t n)
+{
+	if (fault_check_at(FAULT_ALLOC, "posix_memalign", site)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = NULL;
+	int r = posix_memalign(&p, align, n ? n : 1);
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	return p;
+}
+
 char *xstrdup_(const char *site, const char *s)
 {
 	if (fault_check_at(FAULT_ALLOC, "strdup", site)) {

@@ -16,12 +16,16 @@
 void *xmalloc_(const char *site, size_t n);
 void *xcalloc_(const char *site, size_t n, size_t size);
 void *xrealloc_(const char *site, void *p, size_t n);
+/* n bytes at an address that is a multiple of align (a power of two, a
+ * multiple of sizeof(void *)); freed with xfree. */
+void *xmemalign_(const char *site, size_t align, size_t n);
 char *xstrdup_(const char *site, const char *s);
 void xfree(void *p);
 
 #define xmalloc(n) xmalloc_(FAULT_SITE, (n))
 #define xcalloc(n, size) xcalloc_(FAULT_SITE, (n), (size))
 #define xrealloc(p, n) xrealloc_(FAULT_SITE, (p), (n))
+#define xmemalign(align, n) xmemalign_(FAULT_SITE, (align), (n))
 #define xstrdup(s) xstrdup_(FAULT_SITE, (s))
 
 #endif

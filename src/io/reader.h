@@ -67,6 +67,7 @@ struct reader_io {
 	struct chan *full_batches;       /* to the parser */
 	const atomic_int *stop;          /* set by ingest_interrupt(): read no more */
 	uint64_t keep_bytes;             /* a recycled batch keeps this much data memory */
+	uint64_t batch_bytes;            /* of which a full batch fills this much */
 };
 
 struct reader;

@@ -43,7 +43,7 @@ void reader_trim(const struct reader_io *io)
 	struct batch *back[8];
 	size_t n = 0;
 	while (n < sizeof(back) / sizeof(back[0]) && (back[n] = chan_try_pop(io->free_batches)))
-		batch_reset(back[n++], io->keep_bytes);
+		batch_reset(back[n++], io->keep_bytes, io->batch_bytes);
 	for (size_t i = 0; i < n; i++)
 		chan_push(io->free_batches, back[i]);
 }
@@ -53,7 +53,7 @@ struct batch *reader_batch_get(const struct reader_io *io)
 	struct batch *b = chan_pop(io->free_batches);
 	if (!b)
 		return NULL;
-	batch_reset(b, io->keep_bytes);
+	batch_reset(b, io->keep_bytes, io->batch_bytes);
 	reader_trim(io);
 	return b;
 }

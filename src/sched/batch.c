@@ -50,7 +50,7 @@ void batch_free(struct batch *b)
 	xfree(b);
 }
 
-void batch_reset(struct batch *b, uint64_t keep_bytes)
+void batch_reset(struct batch *b, uint64_t keep_bytes, uint64_t fill_bytes)
 {
 	b->n = 0;
 	b->budget = 0;
@@ -73,7 +73,7 @@ void batch_reset(struct batch *b, uint64_t keep_bytes)
 	arena_reset(&b->data);
 	/* A failure leaves the arena growing chunk by chunk as before; the
 	 * allocation that cannot be made is then the one that fails. */
-	if (keep_bytes && !b->data.home && arena_reserve(&b->data, keep_bytes) < 0)
+	if (keep_bytes && !b->data.home && arena_reserve(&b->data, keep_bytes, fill_bytes) < 0)
 		arena_release(&b->data);
 }
 

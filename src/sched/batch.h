@@ -56,7 +56,9 @@ struct batch {
 /* n_workers: the most workers that will ever format into it. */
 struct batch *batch_new(unsigned n_workers);
 void batch_free(struct batch *b);
-/* Empties the batch for reuse; frees a data arena grown past keep_bytes. */
-void batch_reset(struct batch *b, uint64_t keep_bytes);
+/* Empties the batch for reuse; frees a data arena grown past keep_bytes.
+ * The data arena's home is keep_bytes, of which a full batch fills
+ * fill_bytes (arena_reserve). */
+void batch_reset(struct batch *b, uint64_t keep_bytes, uint64_t fill_bytes);
 
 #endif

@@ -68,8 +68,10 @@ URING_TOTAL_PER_FILE = 0.022
 # libraries.  The margin (~20 calls) is for io_uring_enter's waits for
 # completions, whose number scheduling decides (21-43 seen under strace).
 URING_REALISTIC_PER_MSG = 0.013
-# The whole process there, everything included: measured 0.0184-0.0197
-# with futex 15-30 and io_uring_enter 20-22 (0.0205-0.0218 when the
+# The whole process there, everything included: measured 0.0188-0.0197
+# with the batches' huge-page advice (three madvise, src/core/arena.c),
+# 0.0184-0.0197 before it, with futex 15-37 and io_uring_enter 20-22
+# (0.0205-0.0218 when the
 # command freed its run's memory before exiting; 0.0335-0.0345 with
 # iconv's modules loaded, a writev a batch and two pthread_once;
 # 0.057-0.059 with 2 MiB batches, four of them, and the libraries linked

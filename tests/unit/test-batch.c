@@ -67,7 +67,7 @@ static void test_batch_reset_keeps_capacity(void **state)
 	assert_non_null(b);
 	/* The reader resets a batch before it fills it: the first reset
 	 * gives the data arena its home chunk of keep_bytes. */
-	batch_reset(b, LIMIT_BATCH_BYTES_DEFAULT);
+	batch_reset(b, LIMIT_BATCH_BYTES_DEFAULT, 0);
 	assert_non_null(b->data.home);
 	assert_int_equal(arena_capacity(&b->data), LIMIT_BATCH_BYTES_DEFAULT);
 	/* Fill it as the reader and the pool would. */
@@ -87,7 +87,7 @@ static void test_batch_reset_keeps_capacity(void **state)
 	char *out0 = b->out[0].p, *out1 = b->out[1].p;
 	size_t out0_cap = b->out[0].cap, out1_cap = b->out[1].cap;
 
-	batch_reset(b, LIMIT_BATCH_BYTES_DEFAULT);
+	batch_reset(b, LIMIT_BATCH_BYTES_DEFAULT, 0);
 	assert_int_equal(b->n, 0);
 	assert_int_equal(b->budget, 0);
 	assert_int_equal(b->workers_used, 0);
@@ -115,7 +115,7 @@ static struct batch *batch_with_home(uint64_t keep, const void **home)
 {
 	struct batch *b = batch_new(1);
 	assert_non_null(b);
-	batch_reset(b, keep);
+	batch_reset(b, keep, 0);
 	*home = b->data.home;
 	assert_non_null(*home);
 	return b;
@@ -144,7 +144,7 @@ static void test_batch_data_is_allocated_once(void **state)
 			n = n * 7 % 8191 + 1;
 		}
 		assert_ptr_equal(b->data.head, home);
-		batch_reset(b, keep);
+		batch_reset(b, keep, 0);
 		assert_ptr_equal(b->data.home, home);
 	}
 	batch_free(b);
@@ -161,7 +161,7 @@ static void test_batch_reset_frees_grown_data(void **state)
 	/* One huge file grows the data arena past keep_bytes ... */
 	assert_non_null(arena_alloc(&b->data, 3 * MiB));
 	assert_true(arena_capacity(&b->data) > keep);
-	batch_reset(b, keep);
+	batch_reset(b, keep, 0);
 	/* ... and its chunk is given back, not kept for every later batch;
 	 * the home chunk stays, and the next batch starts at its beginning. */
 	assert_int_equal(arena_capacity(&b->data), keep);
@@ -181,7 +181,7 @@ static void test_batch_reset_frees_huge_out(void **state)
 	assert_int_equal(dynbuf_reserve(&b->out[0], 4 * keep + 2 * MiB), 0);
 	assert_int_equal(dynbuf_append(&b->out[1], "{}\n", 3), 0);
 	char *out1 = b->out[1].p;
-	batch_reset(b, keep);
+	batch_reset(b, keep, 0);
 	assert_int_equal(b->out[0].cap, 0);
 	assert_int_equal(b->out[0].len, 0);
 	assert_ptr_equal(b->out[1].p, out1);
@@ -202,7 +202,7 @@ static void test_batch_out_starts_large(void **state)
 	struct batch *b = batch_new(2);
 	assert_non_null(b);
 	const uint64_t keep = 2 * LIMIT_BATCH_BYTES_DEFAULT + MiB;
-	batch_reset(b, keep);
+	batch_reset(b, keep, 0);
 	for (unsigned w = 0; w < 2; w++) {
 		assert_int_equal(b->out[w].cap, 0);   /* nothing until a record comes */
 		assert_int_equal(dynbuf_append(&b->out[w], "{}\n", 3), 0);
@@ -210,7 +210,7 @@ static void test_batch_out_starts_large(void **state)
 	}
 	/* released after a huge record, it starts large again */
 	assert_int_equal(dynbuf_reserve(&b->out[0], 4 * keep + 2 * MiB), 0);
-	batch_reset(b, keep);
+	batch_reset(b, keep, 0);
 	assert_int_equal(b->out[0].cap, 0);
 	assert_int_equal(dynbuf_append(&b->out[0], "{}\n", 3), 0);
 	assert_true(b->out[0].cap >= keep / 4);

@@ -192,7 +192,7 @@ static void *writer_thread(void *arg)
 			}
 		}
 		budget_release(&run->budget, b->budget);
-		batch_reset(b, LIMIT_BATCH_BYTES_DEFAULT);
+		batch_reset(b, LIMIT_BATCH_BYTES_DEFAULT, 0);
 		chan_push(&run->free_c, b);
 	}
 	return NULL;
