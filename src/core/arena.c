@@ -6,7 +6,7 @@
  * memory whose size is known ahead is allocated once, and its pages, written
  * again from the start after every reset, stay mapped and warm. */
 #include "core/arena.h"
-#include "core/sys.h"
+#include "core/hugepage.h"
 #include "core/xalloc.h"
 
 #include <errno.h>
@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 struct arena_chunk {
 	struct arena_chunk *next;
@@ -26,8 +25,6 @@ struct arena_chunk {
 
 #define ARENA_MIN_CHUNK (64 * 1024)
 #define ARENA_ALIGN 16
-/* x86-64's and arm64's (4 KiB pages) transparent huge page */
-#define ARENA_HUGE_PAGE ((size_t)2 << 20)
 
 void arena_init(struct arena *a, size_t limit)
 {
@@ -75,15 +72,17 @@ void arena_reset(struct arena *a)
 	}
 }
 
-/* A home chunk whose data starts on a huge page: the header sits at the
- * end of the page before it. */
-static struct arena_chunk *arena_huge_chunk(size_t n)
+/* A home chunk whose data starts on a huge page (the header sits at the
+ * end of the page before it) and whose bytes 2 MiB .. `filled` are on huge
+ * pages: not the first 2 MiB, which may be all a batch of small files
+ * uses (docs/ARCHITECTURE.md, "Batches, the pool and the parser"). */
+static struct arena_chunk *arena_huge_chunk(size_t n, size_t filled)
 {
-	char *block = xmemalign(ARENA_HUGE_PAGE, ARENA_HUGE_PAGE + n);
+	char *block = huge_alloc(HUGE_PAGE_SIZE + n, 2 * HUGE_PAGE_SIZE, HUGE_PAGE_SIZE + filled);
 	if (!block)
 		return NULL;
 	struct arena_chunk *c =
-		(struct arena_chunk *)(block + ARENA_HUGE_PAGE - offsetof(struct arena_chunk, data));
+		(struct arena_chunk *)(block + HUGE_PAGE_SIZE - offsetof(struct arena_chunk, data));
 	c->block = block;
 	return c;
 }
@@ -95,23 +94,12 @@ int arena_reserve(struct arena *a, size_t n, size_t filled)
 	arena_release(a);
 	if (filled > n)
 		filled = n;
-	bool huge = filled >= 2 * ARENA_HUGE_PAGE;
-	struct arena_chunk *c = huge ? arena_huge_chunk(n) : xmalloc(sizeof(*c) + n);
+	bool huge = filled >= 2 * HUGE_PAGE_SIZE;
+	struct arena_chunk *c = huge ? arena_huge_chunk(n, filled) : xmalloc(sizeof(*c) + n);
 	if (!c)
 		return -ENOMEM;
-	if (!huge) {
+	if (!huge)
 		c->block = c;
-	} else {
-		/* Bytes 2 MiB .. `filled` as huge pages: one fault each instead
-		 * of 512, where a fault costs ~10 us on a VM (docs/
-		 * ARCHITECTURE.md, "Batches, the pool and the parser").  Not
-		 * the first 2 MiB, which may be all a batch of small files
-		 * uses: a huge page is backed whole at its first touch.
-		 * Advice: a kernel without transparent huge pages refuses it,
-		 * and 4 KiB pages do. */
-		size_t end = filled & ~(ARENA_HUGE_PAGE - 1);
-		(void)sys_madvise(c->data + ARENA_HUGE_PAGE, end - ARENA_HUGE_PAGE, MADV_HUGEPAGE);
-	}
 	c->size = n;
 	c->next = NULL;
 	a->head = a->home = c;
