@@ -3,6 +3,7 @@
  * (FNV-1a of a msg-id, record_thread_key) with their thread; it doubles up
  * to LIMIT_THREAD_MAP_SLOTS and then takes no new ids. */
 #include "pipeline/threads.h"
+#include "core/hugepage.h"
 #include "core/limits.h"
 #include "core/xalloc.h"
 #include "core/record.h"
@@ -55,9 +56,17 @@ static bool thread_map_grow(struct thread_map *m)
 	size_t size = m->v ? 2 * (m->mask + 1) : 4096;
 	if (size > LIMIT_THREAD_MAP_SLOTS)
 		return false;
-	struct thread_slot *v = xcalloc(size, sizeof(*v));
+	/* Written through before the first probe: calloc's fresh pages, read
+	 * first, map the shared zero page, and the first store then copies
+	 * it and flushes the other threads' TLBs (an IPI each, costly on a
+	 * VM), where a store first is one fault a page; and a table of 2 MiB
+	 * or more (32,768 ids on) is on huge pages, whole since it is all
+	 * written (core/hugepage.h). */
+	size_t bytes = size * sizeof(struct thread_slot);
+	struct thread_slot *v = bytes >= HUGE_PAGE_SIZE ? huge_alloc(bytes, 0, bytes) : xmalloc(bytes);
 	if (!v)
 		return false;
+	memset(v, 0, bytes);
 	for (size_t i = 0; m->v && i <= m->mask; i++) {
 		if (!m->v[i].key)
 			continue;
