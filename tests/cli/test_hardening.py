@@ -34,6 +34,21 @@ def whole_records(out, what):
     return out.count(b"\n")
 
 
+def handlers_set(pid, sig, timeout=10.0):
+    """Waits until process pid catches sig (SigCgt in /proc/PID/status),
+    or has ended, or timeout seconds have passed."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                caught = next((int(line.split()[1], 16) for line in f if line.startswith("SigCgt:")), 0)
+        except (OSError, StopIteration):
+            return
+        if caught >> (sig - 1) & 1:
+            return
+        time.sleep(0.0005)
+
+
 # --- cases -----------------------------------------------------------------
 
 def case_signals(tmp):
@@ -56,6 +71,10 @@ def case_signals(tmp):
             if i % 2:
                 args.append("--state=" + st)
             proc = subprocess.Popen(args + [d], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            # the random point is counted from when the handlers are in
+            # place: a sanitized build's start-up alone can take longer
+            # than the window, and a signal then proves nothing
+            handlers_set(proc.pid, sig)
             time.sleep(rng.uniform(0, 0.03))
             proc.send_signal(sig)
             out, err = proc.communicate(timeout=60)
