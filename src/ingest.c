@@ -589,10 +589,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	if (o->stats)
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-end", F_OK);
 	parse_stage_join(&run->parse);
-	int wr = writer_finish(&run->writer);
-	if (wr < 0 && !atomic_load(&run->failed))
-		run_fail(run, wr, "cannot write the output",
-		         run->writer.path && strcmp(run->writer.path, "-") ? run->writer.path : "stdout");
+	writer_finish(&run->writer);
 	bool output_closed = atomic_load(&run->writer.output_closed);
 	report_finish(run->rep, run->reader, run->walk, run->parse.pool, &run->budget,
 	              run->parse.wait_ns, 0,

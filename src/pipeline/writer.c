@@ -440,7 +440,7 @@ void writer_wait_drained(struct writer *w)
 		;   /* a few instructions: the wake syscall returning */
 }
 
-int writer_finish(struct writer *w)
+void writer_finish(struct writer *w)
 {
 	int r = output_sync(w);
 	if (w->regular) {
@@ -449,7 +449,8 @@ int writer_finish(struct writer *w)
 		if (r == 0 && w->writing)
 			r = c;
 	}
+	if (r < 0 && !atomic_load(w->failed))
+		w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
 	w->regular = false;
 	dynbuf_release(&w->sink_buf);
-	return r;
 }

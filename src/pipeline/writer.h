@@ -34,8 +34,9 @@ struct batch;
 struct emit_options;
 struct index;
 
-/* Called once, on the writer's thread, when a write fails for a reason
- * other than a closed pipe: err is -errno, what and arg name the step. */
+/* Called once when a write fails for a reason other than a closed pipe
+ * (on the writer's thread; writer_finish's fsync and close on the run's):
+ * err is -errno, what and arg name the step. */
 typedef void writer_fail_fn(void *ctx, int err, const char *what, const char *arg);
 
 struct writer {
@@ -96,8 +97,9 @@ void writer_end(struct writer *w);
 void writer_wait_drained(struct writer *w);
 /* Closes a descriptor the writer opened; with `durable`, a regular output
  * file (ours, or a standard output redirected to one) is fsynced first.
- * 0, or the -errno of that fsync or close: records may not have reached
- * the file, and the run must not count them as sent. */
-int writer_finish(struct writer *w);
+ * A failure of that fsync or close goes to w->fail, as a failed write
+ * does: records may not have reached the file, and the run must not count
+ * them as sent. */
+void writer_finish(struct writer *w);
 
 #endif
