@@ -562,7 +562,6 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 			.walk = run->walk, .budget = &run->budget,
 			.free_batches = &run->free_batches, .full_batches = &run->full_batches,
 			.stop = &ingest_stop,
-			.keep_bytes = 2 * ro.batch_bytes + (1 << 20),
 			.batch_bytes = ro.batch_bytes,
 		};
 		r = reader_run(run->reader, &io);

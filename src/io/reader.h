@@ -66,8 +66,8 @@ struct reader_io {
 	struct chan *free_batches;       /* recycled by the writer */
 	struct chan *full_batches;       /* to the parser */
 	const atomic_int *stop;          /* set by ingest_interrupt(): read no more */
-	uint64_t keep_bytes;             /* a recycled batch keeps this much data memory */
-	uint64_t batch_bytes;            /* of which a full batch fills this much */
+	uint64_t batch_bytes;            /* a full batch's data; 0: batches keep no
+	                                  * data memory between uses (reader_item.c) */
 };
 
 struct reader;

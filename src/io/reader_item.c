@@ -32,6 +32,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A batch's data memory, kept from batch to batch: twice a full batch
+ * plus 1 MiB, of which a full batch fills the first batch_bytes
+ * (docs/ARCHITECTURE.md, "Batches, the pool and the parser"). */
+static void reader_batch_reset(const struct reader_io *io, struct batch *b)
+{
+	uint64_t keep = io->batch_bytes ? 2 * io->batch_bytes + (1 << 20) : 0;
+	batch_reset(b, keep, io->batch_bytes);
+}
+
 /* The budget comes back when a batch is written, its memory only when the
  * reader resets it (the arenas were allocated on this thread, and are freed
  * here).  Batches back in the free channel are reset now rather than on
@@ -43,7 +52,7 @@ void reader_trim(const struct reader_io *io)
 	struct batch *back[8];
 	size_t n = 0;
 	while (n < sizeof(back) / sizeof(back[0]) && (back[n] = chan_try_pop(io->free_batches)))
-		batch_reset(back[n++], io->keep_bytes, io->batch_bytes);
+		reader_batch_reset(io, back[n++]);
 	for (size_t i = 0; i < n; i++)
 		chan_push(io->free_batches, back[i]);
 }
@@ -53,7 +62,7 @@ struct batch *reader_batch_get(const struct reader_io *io)
 	struct batch *b = chan_pop(io->free_batches);
 	if (!b)
 		return NULL;
-	batch_reset(b, io->keep_bytes, io->batch_bytes);
+	reader_batch_reset(io, b);
 	reader_trim(io);
 	return b;
 }
