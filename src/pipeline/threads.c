@@ -60,7 +60,7 @@ static bool thread_map_grow(struct thread_map *m)
 	 * first, map the shared zero page, and the first store then copies
 	 * it and flushes the other threads' TLBs (an IPI each, costly on a
 	 * VM), where a store first is one fault a page; and a table of 2 MiB
-	 * or more (32,768 ids on) is on huge pages, whole since it is all
+	 * or more (65,536 ids on) is on huge pages, whole since it is all
 	 * written (core/hugepage.h). */
 	size_t bytes = size * sizeof(struct thread_slot);
 	struct thread_slot *v = bytes >= HUGE_PAGE_SIZE ? huge_alloc(bytes, 0, bytes) : xmalloc(bytes);
