@@ -23,6 +23,20 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Whether the output is a file the writer opens by name ("-" and no
+ * name are the standard output). */
+static bool output_named(const struct writer *w)
+{
+	return w->path && strcmp(w->path, "-") != 0;
+}
+
+/* A write, fsync or close of the output failed: one report, naming it as
+ * the user gave it. */
+static void output_failed(struct writer *w, int err)
+{
+	w->fail(w->fail_ctx, err, "cannot write the output", output_named(w) ? w->path : "stdout");
+}
+
 /* After a failed write of which `wrote` bytes went out, cut a regular file
  * back to the last whole record.  A file we opened started empty; a stdout
  * redirected to a file (`> out`, `>> out`) started wherever the shell left
@@ -345,7 +359,7 @@ void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 			w->fail(w->fail_ctx, r, "the sink failed", NULL);
 			w->writing = false;
 		} else if (r < 0) {
-			w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
+			output_failed(w, r);
 			w->writing = false;
 		}
 	}
@@ -398,7 +412,7 @@ int writer_open(struct writer *w)
 		w->regular = true;
 		return 0;
 	}
-	if (w->path && strcmp(w->path, "-")) {
+	if (output_named(w)) {
 		int fd = sys_openat(AT_FDCWD, w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0) {
 			w->fail(w->fail_ctx, fd, "cannot open the output", w->path);
@@ -450,7 +464,7 @@ void writer_finish(struct writer *w)
 			r = c;
 	}
 	if (r < 0 && !atomic_load(w->failed))
-		w->fail(w->fail_ctx, r, "cannot write the output", w->path ? w->path : "stdout");
+		output_failed(w, r);
 	w->regular = false;
 	dynbuf_release(&w->sink_buf);
 }
