@@ -106,9 +106,13 @@ int sys_fault_(const char *site, enum sys_call c);
 #define sys_write(...) sys_write_(FAULT_SITE, __VA_ARGS__)
 #define sys_writev(...) sys_writev_(FAULT_SITE, __VA_ARGS__)
 #define sys_ftruncate(...) sys_ftruncate_(FAULT_SITE, __VA_ARGS__)
-/* Only on the failure path of the output (src/ingest.c, output_cut). */
+/* Only on the failure path of the output (pipeline/writer.c, output_cut). */
 #define sys_lseek(...) sys_lseek_(FAULT_SITE, __VA_ARGS__)
+/* Once a run for each file made durable: the output with --state, the
+ * state file and its directory, an index built aside. */
 #define sys_fsync(...) sys_fsync_(FAULT_SITE, __VA_ARGS__)
+/* MADV_HUGEPAGE only (core/hugepage.c): glibc's own madvise calls are
+ * not ingest's and are not counted. */
 #define sys_madvise(...) sys_madvise_(FAULT_SITE, __VA_ARGS__)
 #define sys_renameat(...) sys_renameat_(FAULT_SITE, __VA_ARGS__)
 #define sys_unlinkat(...) sys_unlinkat_(FAULT_SITE, __VA_ARGS__)
