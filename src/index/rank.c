@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* bm25 with the phrases' counts taken once per search: see rank.h. */
+#include "index/rank.h"
+#include "core/xalloc.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* FTS5's bm25 constants (its fts5_aux.c), which the score must equal */
+#define RANK_K1 1.2
+#define RANK_B 0.75
+
+struct rank {
+	int phrases;          /* of the query; -1 before the first call */
+	int cursors;          /* cursors that have called the function */
+	sqlite3_int64 rows;   /* of the table */
+	double avgdl;         /* tokens per row */
+	bool idf_known;
+	sqlite3_int64 sorted; /* one phrase: matches the sort has scored */
+	double *idf, *freq;   /* per phrase */
+};
+
+/* A cursor's role, kept as its auxdata: the first cursor to call sorts
+ * every match, a later one prints the rows the sort handed over. */
+static char rank_sorts, rank_prints;
+
+static void rank_free(void *p)
+{
+	struct rank *rk = p;
+	if (rk)
+		xfree(rk->idf);
+	xfree(rk);
+}
+
+static int rank_count(const Fts5ExtensionApi *api, Fts5Context *fts, void *hits)
+{
+	(void)api;
+	(void)fts;
+	++*(sqlite3_int64 *)hits;
+	return SQLITE_OK;
+}
+
+/* bm25's IDF of a phrase found in `hits` of `rows` rows, as FTS5's. */
+static double rank_idf(sqlite3_int64 rows, sqlite3_int64 hits)
+{
+	double idf = log((rows - hits + 0.5) / (hits + 0.5));
+	return idf <= 0.0 ? 1e-6 : idf;
+}
+
+/* The table's size and, for a query of several phrases, each one's IDF. */
+static int rank_start(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context *fts)
+{
+	sqlite3_int64 tokens = 0;
+	int n = api->xPhraseCount(fts);
+	int rc = api->xRowCount(fts, &rk->rows);
+	if (rc == SQLITE_OK)
+		rc = api->xColumnTotalSize(fts, -1, &tokens);
+	if (rc != SQLITE_OK)
+		return rc;
+	rk->avgdl = (double)tokens / (double)rk->rows;
+	rk->idf = xcalloc(2 * ((size_t)n + 1), sizeof(double));
+	if (!rk->idf)
+		return SQLITE_NOMEM;
+	rk->freq = rk->idf + n + 1;
+	for (int i = 0; n != 1 && i < n; i++) {
+		sqlite3_int64 hits = 0;
+		rc = api->xQueryPhrase(fts, i, &hits, rank_count);
+		if (rc != SQLITE_OK)
+			return rc;
+		rk->idf[i] = rank_idf(rk->rows, hits);
+	}
+	rk->idf_known = n != 1;
+	rk->phrases = n;
+	return SQLITE_OK;
+}
+
+static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *cx, int argc,
+                      sqlite3_value **argv)
+{
+	struct rank *rk = api->xUserData(fts);
+	int rc = SQLITE_OK;
+	void *role = api->xGetAuxdata(fts, 0);
+	if (!role) {
+		role = rk->cursors++ ? &rank_prints : &rank_sorts;
+		rc = api->xSetAuxdata(fts, role, NULL);
+	}
+	if (rc == SQLITE_OK && rk->phrases < 0)
+		rc = rank_start(rk, api, fts);
+	/* one phrase: the sort counts its matches; the first row printed
+	 * comes after the last one sorted */
+	bool scaled = rk->idf_known;
+	if (rc == SQLITE_OK && !scaled && role == &rank_sorts)
+		rk->sorted++;
+	if (rc == SQLITE_OK && !scaled && role == &rank_prints) {
+		rk->idf[0] = rank_idf(rk->rows, rk->sorted);
+		rk->idf_known = scaled = true;
+	}
+	int inst = 0;
+	if (rc == SQLITE_OK) {
+		memset(rk->freq, 0, sizeof(double) * (size_t)rk->phrases);
+		rc = api->xInstCount(fts, &inst);
+	}
+	for (int i = 0; rc == SQLITE_OK && i < inst; i++) {
+		int phrase, col, off;
+		rc = api->xInst(fts, i, &phrase, &col, &off);
+		if (rc == SQLITE_OK)
+			rk->freq[phrase] += argc > col ? sqlite3_value_double(argv[col]) : 1.0;
+	}
+	int tokens = 0;
+	if (rc == SQLITE_OK)
+		rc = api->xColumnSize(fts, -1, &tokens);
+	/* the same operations in the same order as FTS5's, so the same bits */
+	double d = (double)tokens, score = 0.0;
+	for (int i = 0; rc == SQLITE_OK && i < rk->phrases; i++) {
+		double f = rk->freq[i];
+		double tf = (f * (RANK_K1 + 1.0)) / (f + RANK_K1 * (1 - RANK_B + RANK_B * d / rk->avgdl));
+		score += scaled ? rk->idf[i] * tf : tf;
+	}
+	if (rc == SQLITE_OK)
+		sqlite3_result_double(cx, -1.0 * score);
+	else
+		sqlite3_result_error_code(cx, rc);
+}
+
+int rank_register(sqlite3 *db)
+{
+	/* the documented way to FTS5's API: SELECT fts5(?1) with a pointer */
+	fts5_api *fts5 = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_pointer(st, 1, &fts5, "fts5_api_ptr", NULL);
+		sqlite3_step(st);
+		rc = sqlite3_finalize(st);
+	}
+	if (rc == SQLITE_OK && !fts5)
+		rc = SQLITE_ERROR;
+	struct rank *rk = rc == SQLITE_OK ? xcalloc(1, sizeof(*rk)) : NULL;
+	if (rc == SQLITE_OK && !rk)
+		rc = SQLITE_NOMEM;
+	if (rc == SQLITE_OK) {
+		rk->phrases = -1;
+		rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, rank_free);
+		if (rc != SQLITE_OK)
+			rank_free(rk);
+	}
+	return rc;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The score `ingest search` orders its hits by: FTS5's bm25, computed by
+ * an auxiliary function of our own, `ingest_bm25`, that gives the same
+ * numbers as FTS5's `bm25` for the same weights and walks the matches
+ * fewer times.
+ *
+ * Why (bench/INDEX.md, "Search"): FTS5's bm25 counts the rows of each
+ * phrase of the query (its IDF) with a walk of its own over the phrase's
+ * matches, once per cursor that calls it, and a query ordered by rank has
+ * two: the one that sorts every match and the one that prints the first
+ * rows' rank.  Here the counts are taken once per search and shared by
+ * both cursors; and for a query of one phrase (a word, `from:ann`), whose
+ * matches are the phrase's rows, the sort's own walk counts them: the
+ * sort orders by the score without its IDF (one positive factor common to
+ * every match, so the order is the same) and the printed rank, computed
+ * after the sort, is the whole score.  A query of several phrases counts
+ * each phrase as FTS5 does.
+ *
+ * The function relies on FTS5's plan for ORDER BY rank (the sorting
+ * cursor calls it for every match before the printing cursor calls it at
+ * all); tests/cli/test_index.py checks the printed ranks against FTS5's
+ * bm25 on the same index. */
+#ifndef INGEST_INDEX_RANK_H
+#define INGEST_INDEX_RANK_H
+
+#include <sqlite3.h>
+
+/* Registers `ingest_bm25(w_col0, w_col1, ...)` on db for one search: its
+ * state lives until db is closed, so the connection runs one ranked
+ * statement.  SQLITE_OK or an SQLite code. */
+int rank_register(sqlite3 *db);
+
+#endif
