@@ -12,8 +12,11 @@
  *   anything else            FTS5 syntax as written (AND OR NOT, "a phrase",
  *                            pre*, column:word); a word FTS5 would refuse as
  *                            a bareword (example.org) is quoted as a phrase
- * The words join with AND.  The SQL is built with placeholders only: every
- * value is bound, none is pasted into the statement. */
+ * The words join with AND; FTS5's OR, NOT, ( ) and NEAR( ) group the FTS
+ * words (from:, to:, subject: and the rest), while the other prefixes are
+ * SQL conditions, which cannot be grouped.  The SQL is built with
+ * placeholders only: every value is bound, none is pasted into the
+ * statement. */
 #include "ingest.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
@@ -33,6 +36,8 @@
 
 struct search {
 	struct dynbuf fts;       /* the MATCH expression */
+	bool fts_operand;        /* fts ends with an operand (not AND, OR, NOT, "(") */
+	bool in_near;            /* inside NEAR(...), whose phrases only spaces part */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -91,22 +96,11 @@ static bool search_bareword(const char *v, size_t n)
 	return n > 0;
 }
 
-static int search_fts(struct search *s, bool negate, const char *column, const char *v, size_t n)
+/* `"column" : "v"`: a phrase in one column of mail_fts. */
+static int search_column_phrase(struct dynbuf *e, const char *column, const char *v, size_t n)
 {
-	struct dynbuf e;
-	dynbuf_init(&e, 0);
-	int r = column ? dynbuf_printf(&e, "\"%s\" : ", column) : 0;
-	if (r == 0)
-		r = search_phrase(&e, v, n);
-	if (r == 0 && negate) {
-		/* FTS5's NOT is binary: a negated term is a condition */
-		r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
-		                 e.p, e.len);
-	} else if (r == 0) {
-		r = dynbuf_printf(&s->fts, "%s(%.*s)", s->fts.len ? " AND " : "", (int)e.len, e.p);
-	}
-	dynbuf_release(&e);
-	return r;
+	int r = dynbuf_printf(e, "\"%s\" : ", column);
+	return r ? r : search_phrase(e, v, n);
 }
 
 /* date:A..B, date:A.., date:..B, date:A: prefixes of the stored ISO dates,
@@ -131,8 +125,64 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 	return r ? r : dynbuf_putc(&s->where, ')');
 }
 
+/* FTS5's punctuation around a word: "(" (any number) or "NEAR(" before
+ * it, ")" and "," after it, so "(a", "b)" and "NEAR(a" "b," "10)" group as
+ * FTS5 reads them. */
+struct search_word {
+	const char *w;        /* the word as written */
+	size_t n, lead, trail; /* its length, the punctuation's before and after */
+};
+
+static struct search_word search_word(const char *w, size_t n)
+{
+	struct search_word sw = { w, n, 0, 0 };
+	if (n >= 5 && !memcmp(w, "NEAR(", 5))
+		sw.lead = 5;
+	else
+		while (sw.lead < n && w[sw.lead] == '(')
+			sw.lead++;
+	while (sw.trail < n - sw.lead && (w[n - 1 - sw.trail] == ')' || w[n - 1 - sw.trail] == ','))
+		sw.trail++;
+	return sw;
+}
+
+/* Appends a word to the MATCH expression: the join, the punctuation
+ * before, the operand (op, a column's phrase, in parentheses; or the core
+ * as FTS5 syntax), the punctuation after.  The join is " AND " between two
+ * operands, as the words join with AND and FTS5 takes "a b" as a AND b but
+ * refuses "(a) b"; a space after an operator, before a ")" and inside
+ * NEAR(...), whose phrases only spaces part. */
+static int search_fts_word(struct search *s, const struct search_word *sw, const char *op, size_t opn)
+{
+	const char *core = sw->w + sw->lead;
+	size_t n = sw->n - sw->lead - sw->trail;
+	bool oper = !op && !sw->lead && !sw->trail &&
+	            ((n == 2 && !memcmp(core, "OR", 2)) || (n == 3 && (!memcmp(core, "AND", 3) || !memcmp(core, "NOT", 3))));
+	bool starts = !oper && (sw->lead || n || op);
+	int r = 0;
+	if (s->fts.len)
+		r = dynbuf_puts(&s->fts, starts && s->fts_operand && !s->in_near ? " AND " : " ");
+	if (r == 0)
+		r = dynbuf_append(&s->fts, sw->w, sw->lead);
+	if (r == 0 && op)
+		r = dynbuf_printf(&s->fts, "(%.*s)", (int)opn, op);
+	/* as written where FTS5 takes it (a bareword, "a phrase", pre*,
+	 * column:word); a word it would refuse becomes a phrase */
+	bool keep = n && (core[0] == '"' || search_bareword(core, n) || memchr(core, ':', n));
+	if (r == 0 && !op && n)
+		r = keep ? dynbuf_append(&s->fts, core, n) : search_phrase(&s->fts, core, n);
+	if (r == 0)
+		r = dynbuf_append(&s->fts, sw->w + sw->n - sw->trail, sw->trail);
+	if (sw->lead == 5 && sw->w[0] == 'N')
+		s->in_near = true;
+	if (memchr(sw->w + sw->n - sw->trail, ')', sw->trail))
+		s->in_near = false;
+	s->fts_operand = !oper && (op || n || memchr(sw->w + sw->n - sw->trail, ')', sw->trail));
+	return r;
+}
+
 /* One word of the query. */
-static int search_term(struct search *s, const char *w, size_t n)
+static int search_term(struct search *s, const char *word, size_t wn)
 {
 	static const struct { const char *prefix, *column, *cond; } prefixes[] = {
 		{ "from:", "from", NULL },
@@ -144,34 +194,49 @@ static int search_term(struct search *s, const char *w, size_t n)
 		{ "id:", NULL, "m.message_id = @" },
 		{ "date:", NULL, NULL },
 	};
+	struct search_word sw = search_word(word, wn);
+	const char *w = word + sw.lead;
+	size_t n = wn - sw.lead - sw.trail;
 	bool negate = n > 1 && w[0] == '-' && memchr(w, ':', n);
 	const char *v = w + negate;
 	size_t vn = n - negate;
-	if (vn == 14 && !memcmp(v, "has:attachment", 14))
+	bool has = vn == 14 && !memcmp(v, "has:attachment", 14);
+	size_t i = 0;
+	for (; !has && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
+			break;
+	bool prefixed = has || i < sizeof(prefixes) / sizeof(prefixes[0]);
+	if (prefixed && (negate || has || !prefixes[i].column) && (sw.lead || sw.trail)) {
+		/* a condition of SQL's, not of FTS5's expression */
+		snprintf(s->error, sizeof(s->error), "%.*s: only from:, to: and subject: can be grouped with ( ) or NEAR",
+		         (int)n, w);
+		return -EINVAL;
+	}
+	if (has)
 		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
 		                    NULL, 0);
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		size_t pl = strlen(prefixes[i].prefix);
-		if (vn < pl || memcmp(v, prefixes[i].prefix, pl))
-			continue;
-		const char *val = v + pl;
-		size_t valn = vn - pl;
-		if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {
-			val++;
-			valn -= 2;
-		}
-		if (prefixes[i].column)
-			return search_fts(s, negate, prefixes[i].column, val, valn);
-		if (!prefixes[i].cond)
-			return search_date(s, negate, val, valn);
-		return search_where(s, negate, prefixes[i].cond, val, valn);
+	if (!prefixed)
+		return search_fts_word(s, &sw, NULL, 0);
+	size_t pl = strlen(prefixes[i].prefix);
+	const char *val = v + pl;
+	size_t valn = vn - pl;
+	if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {
+		val++;
+		valn -= 2;
 	}
-	/* FTS5 syntax as written; a word it would refuse becomes a phrase */
-	bool keep = w[0] == '"' || w[0] == '(' || w[0] == ')' || search_bareword(w, n) ||
-	            (n >= 5 && !memcmp(w, "NEAR(", 5)) || memchr(w, ':', n);
-	int r = dynbuf_puts(&s->fts, s->fts.len && !(w[0] == ')') ? " " : "");
-	if (r == 0)
-		r = keep ? dynbuf_append(&s->fts, w, n) : search_phrase(&s->fts, w, n);
+	if (!prefixes[i].column)
+		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)
+		                        : search_date(s, negate, val, valn);
+	struct dynbuf e;
+	dynbuf_init(&e, 0);
+	int r = search_column_phrase(&e, prefixes[i].column, val, valn);
+	if (r == 0 && negate)
+		/* FTS5's NOT is binary: a negated term is a condition */
+		r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
+		                 e.p, e.len);
+	else if (r == 0)
+		r = search_fts_word(s, &sw, e.p, e.len);
+	dynbuf_release(&e);
 	return r;
 }
 

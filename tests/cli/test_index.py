@@ -535,6 +535,26 @@ def case_search(tmp):
     p = search(db, "notmuch", "AND", rc=1)
     if b"ingest: search" not in p.stderr:
         fail(f"a query FTS5 cannot parse: {p.stderr!r}")
+    # a prefixed word joins the others with AND wherever it stands, and
+    # groups with FTS5's OR, ( ) and NEAR: the hits are the sets' algebra
+    hit = lambda *q: {h["path"] for h in search(db, *q)}
+    carl, keith, nm, xap = hit("from:carl"), hit("from:keith"), hit("notmuch"), hit("xapian")
+    if not (carl and keith and xap and carl & nm and keith - xap and xap - keith):
+        fail("the corpus no longer has the sets these queries need")
+    for q, want in (("from:carl notmuch", carl & nm), ("notmuch from:carl", carl & nm),
+                    ("from:carl OR from:keith", carl | keith), ("notmuch OR from:keith", nm | keith),
+                    ("(xapian OR from:keith) notmuch", (xap | keith) & nm),
+                    ("notmuch (xapian OR from:keith)", (xap | keith) & nm),
+                    ("( from:carl OR from:keith ) notmuch", (carl | keith) & nm),
+                    ("notmuch NOT from:carl", nm - carl)):
+        if hit(*q.split()) != want:
+            fail(f"{q}: {len(hit(*q.split()))} hits, not the {len(want)} of its sets")
+    near = hit("NEAR(notmuch", "mail,", "10)")
+    if not near or not near <= hit("notmuch", "mail") or hit("NEAR(notmuch", "mail)") - near:
+        fail(f"NEAR: {len(near)} hits")
+    p = search(db, "(tag:inbox", "OR", "notmuch)", rc=1)
+    if b"only from:, to: and subject: can be grouped" not in p.stderr:
+        fail(f"a condition inside ( ): {p.stderr!r}")
     p = search(os.path.join(tmp, "none.db"), "x", rc=1)
     # tags and folders: the sample Maildir
     db = os.path.join(tmp, "sample.db")
