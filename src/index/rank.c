@@ -12,6 +12,8 @@
 #define RANK_B 0.75
 
 struct rank {
+	sqlite3 *db;
+	sqlite3_blob *sizes;  /* mail_fts_docsize's sz, moved from row to row */
 	int phrases;          /* of the query; -1 before the first call */
 	int cursors;          /* cursors that have called the function */
 	sqlite3_int64 rows;   /* of the table */
@@ -25,12 +27,40 @@ struct rank {
  * every match, a later one prints the rows the sort handed over. */
 static char rank_sorts, rank_prints;
 
-static void rank_free(void *p)
+void rank_free(struct rank *rk)
 {
-	struct rank *rk = p;
-	if (rk)
+	if (rk) {
+		sqlite3_blob_close(rk->sizes);
 		xfree(rk->idf);
+	}
 	xfree(rk);
+}
+
+/* The row's tokens, every column's: what xColumnSize(-1) answers, read
+ * from the same table (mail_fts_docsize, a varint per column) through a
+ * blob handle moved from row to row, where FTS5 runs an SQL statement per
+ * row: a third of a word query's instructions went there (bench/INDEX.md,
+ * "Search").  Anything unexpected (no such table, a blob too long) is
+ * left to FTS5. */
+static int rank_row_tokens(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context *fts, int *tokens)
+{
+	sqlite3_int64 id = api->xRowid(fts);
+	int rc = rk->sizes ? sqlite3_blob_reopen(rk->sizes, id)
+	                   : sqlite3_blob_open(rk->db, "main", "mail_fts_docsize", "sz", id, 0, &rk->sizes);
+	unsigned char b[64];
+	int n = rc == SQLITE_OK ? sqlite3_blob_bytes(rk->sizes) : 0;
+	if (rc != SQLITE_OK || n > (int)sizeof(b) || sqlite3_blob_read(rk->sizes, b, n, 0) != SQLITE_OK)
+		return api->xColumnSize(fts, -1, tokens);
+	unsigned sum = 0;
+	for (int i = 0; i < n;) {
+		unsigned v = 0;
+		do
+			v = (v << 7) | (b[i] & 0x7f);
+		while (b[i++] & 0x80 && i < n);
+		sum += v;
+	}
+	*tokens = (int)sum;
+	return SQLITE_OK;
 }
 
 static int rank_count(const Fts5ExtensionApi *api, Fts5Context *fts, void *hits)
@@ -109,7 +139,7 @@ static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	}
 	int tokens = 0;
 	if (rc == SQLITE_OK)
-		rc = api->xColumnSize(fts, -1, &tokens);
+		rc = rank_row_tokens(rk, api, fts, &tokens);
 	/* the same operations in the same order as FTS5's, so the same bits */
 	double d = (double)tokens, score = 0.0;
 	for (int i = 0; rc == SQLITE_OK && i < rk->phrases; i++) {
@@ -123,7 +153,7 @@ static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 		sqlite3_result_error_code(cx, rc);
 }
 
-int rank_register(sqlite3 *db)
+int rank_register(sqlite3 *db, struct rank **out)
 {
 	/* the documented way to FTS5's API: SELECT fts5(?1) with a pointer */
 	fts5_api *fts5 = NULL;
@@ -141,9 +171,11 @@ int rank_register(sqlite3 *db)
 		rc = SQLITE_NOMEM;
 	if (rc == SQLITE_OK) {
 		rk->phrases = -1;
-		rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, rank_free);
+		rk->db = db;
+		rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, NULL);
 		if (rc != SQLITE_OK)
 			rank_free(rk);
 	}
+	*out = rc == SQLITE_OK ? rk : NULL;
 	return rc;
 }

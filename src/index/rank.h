@@ -14,7 +14,8 @@
  * sort orders by the score without its IDF (one positive factor common to
  * every match, so the order is the same) and the printed rank, computed
  * after the sort, is the whole score.  A query of several phrases counts
- * each phrase as FTS5 does.
+ * each phrase as FTS5 does.  Each match's length is read from FTS5's
+ * table of lengths through a blob handle, not a statement per match.
  *
  * The function relies on FTS5's plan for ORDER BY rank (the sorting
  * cursor calls it for every match before the printing cursor calls it at
@@ -25,9 +26,13 @@
 
 #include <sqlite3.h>
 
-/* Registers `ingest_bm25(w_col0, w_col1, ...)` on db for one search: its
- * state lives until db is closed, so the connection runs one ranked
- * statement.  SQLITE_OK or an SQLite code. */
-int rank_register(sqlite3 *db);
+struct rank;
+
+/* Registers `ingest_bm25(w_col0, w_col1, ...)` on db for one ranked
+ * statement; *out is its state, which rank_free() releases after the
+ * statement is finalized and before db is closed (it holds a blob handle
+ * on the database).  SQLITE_OK or an SQLite code, with *out NULL. */
+int rank_register(sqlite3 *db, struct rank **out);
+void rank_free(struct rank *rk);
 
 #endif

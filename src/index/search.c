@@ -337,7 +337,8 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * first, so the columns of a line (the snippet, the addresses) are
 	 * built for the LIMIT rows only, where an ORDER BY of SQLite's built
 	 * them for every match before sorting (bench/INDEX.md, "Search"). */
-	if (r == 0 && fts && (rc = rank_register(db)) != SQLITE_OK) {
+	struct rank *rk = NULL;
+	if (r == 0 && fts && (rc = rank_register(db, &rk)) != SQLITE_OK) {
 		why = sqlite3_errstr(rc);
 		r = -EINVAL;
 	}
@@ -390,6 +391,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 			memcpy(*error, why, n);
 	}
 	sqlite3_finalize(st);
+	rank_free(rk);
 	sqlite3_close(db);
 	for (int i = 0; i < s.n_binds; i++)
 		xfree(s.binds[i]);
