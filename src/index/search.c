@@ -336,7 +336,9 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * match, sorts the (rowid, score) pairs and hands the rows over best
 	 * first, so the columns of a line (the snippet, the addresses) are
 	 * built for the LIMIT rows only, where an ORDER BY of SQLite's built
-	 * them for every match before sorting (bench/INDEX.md, "Search"). */
+	 * them for every match before sorting (bench/INDEX.md, "Search").
+	 * CROSS JOIN keeps mail_fts the outer loop, the plan in which FTS5
+	 * sorts, whatever the other conditions (rank.c counts on it). */
 	struct rank *rk = NULL;
 	if (r == 0 && fts && (rc = rank_register(db, &rk)) != SQLITE_OK) {
 		why = sqlite3_errstr(rc);
@@ -349,7 +351,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		r = tsv ? dynbuf_printf(&sql, search_tsv, snippet)
 		        : dynbuf_printf(&sql, search_json, snippet, rank);
 	if (r == 0)
-		r = dynbuf_puts(&sql, fts ? " FROM mail_fts f JOIN messages m ON m.docid = f.rowid"
+		r = dynbuf_puts(&sql, fts ? " FROM mail_fts f CROSS JOIN messages m ON m.docid = f.rowid"
 		                            " WHERE mail_fts MATCH ?1"
 		                            " AND f.rank MATCH 'ingest_bm25(8.0, 4.0, 2.0, 1.0, 2.0)'"
 		                          : " FROM messages m LEFT JOIN mail_fts f ON f.rowid = m.docid WHERE 1");

@@ -524,6 +524,12 @@ def case_search(tmp):
         if len(want) < 2 or len(got) != len(want) or any(abs(a - b) > 1e-9 * abs(b) for a, b in zip(got, want)):
             fail(f"{q}: ranks are not bm25 with README's weights: {got[:5]} against {want[:5]}")
     c.close()
+    # a condition of SQL's (here id:) keeps a hit's rank: the IDF is the
+    # whole table's, whatever order SQLite would join the tables in
+    last = search(db, "notmuch")[-1]
+    mid = by_path[last["path"]]["message_id"]
+    if [h["rank"] for h in search(db, "id:" + mid, "notmuch")] != [last["rank"]]:
+        fail(f"id:{mid} notmuch: its rank is not the one 'notmuch' gives it")
     # a TSV line is the JSON line's hit: same order, same snippet
     tsv = search(db, "notmuch", fmt="tsv")
     flat_tsv = lambda v: re.sub(r"[\t\n\r]", " ", v or "")
