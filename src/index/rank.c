@@ -74,7 +74,7 @@ static int rank_count(const Fts5ExtensionApi *api, Fts5Context *fts, void *hits)
 /* bm25's IDF of a phrase found in `hits` of `rows` rows, as FTS5's. */
 static double rank_idf(sqlite3_int64 rows, sqlite3_int64 hits)
 {
-	double idf = log((rows - hits + 0.5) / (hits + 0.5));
+	double idf = log(((double)(rows - hits) + 0.5) / ((double)hits + 0.5));
 	return idf <= 0.0 ? 1e-6 : idf;
 }
 
