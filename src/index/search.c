@@ -12,11 +12,11 @@
  *   anything else            FTS5 syntax as written (AND OR NOT, "a phrase",
  *                            pre*, column:word); a word FTS5 would refuse as
  *                            a bareword (example.org) is quoted as a phrase
- * The words join with AND; FTS5's OR, NOT, ( ) and NEAR( ) group the FTS
- * words (from:, to:, subject: and the rest), while the other prefixes are
- * SQL conditions, which cannot be grouped.  The SQL is built with
- * placeholders only: every value is bound, none is pasted into the
- * statement. */
+ * The words join with AND; FTS5's OR, NOT and ( ) group the FTS words
+ * (from:, to:, subject: and the rest), NEAR( ) the plain ones, while the
+ * other prefixes are SQL conditions, which cannot be grouped.  The SQL is
+ * built with placeholders only: every value is bound, none is pasted into
+ * the statement. */
 #include "ingest.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
@@ -36,8 +36,10 @@
 
 struct search {
 	struct dynbuf fts;       /* the MATCH expression */
-	bool fts_operand;        /* fts ends with an operand (not AND, OR, NOT, "(") */
-	bool in_near;            /* inside NEAR(...), whose phrases only spaces part */
+	int depth;               /* "(" groups open in fts */
+	bool in_near;            /* inside NEAR(...): phrases and a distance only */
+	enum search_end { SEARCH_START, SEARCH_PHRASE, SEARCH_GROUP, SEARCH_OPERATOR } end;
+	                         /* what fts ends with ("(" and NEAR( count as operators) */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -125,59 +127,77 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 	return r ? r : dynbuf_putc(&s->where, ')');
 }
 
-/* FTS5's punctuation around a word: "(" (any number) or "NEAR(" before
- * it, ")" and "," after it, so "(a", "b)" and "NEAR(a" "b," "10)" group as
- * FTS5 reads them. */
+/* A word's FTS5 punctuation, read against what is open before it: "(" (any
+ * number), then "NEAR(", before it; after it, ")" that close NEAR or an
+ * open group and, inside NEAR, ",".  Anything else is the word's own (a
+ * smiley's ")", the "," of "carl,"), as FTS5 would refuse it bare. */
 struct search_word {
-	const char *w;        /* the word as written */
-	size_t n, lead, trail; /* its length, the punctuation's before and after */
+	const char *w;          /* the word as written */
+	size_t n, lead, trail;  /* its length, the punctuation's before and after */
+	int opens, closes;      /* "(" groups it opens, ")" that close groups */
+	bool near, near_closed; /* it opens NEAR(, a ")" of it closes NEAR */
 };
 
-static struct search_word search_word(const char *w, size_t n)
+static struct search_word search_word(const struct search *s, const char *w, size_t n)
 {
-	struct search_word sw = { w, n, 0, 0 };
-	if (n >= 5 && !memcmp(w, "NEAR(", 5))
-		sw.lead = 5;
-	else
-		while (sw.lead < n && w[sw.lead] == '(')
-			sw.lead++;
-	while (sw.trail < n - sw.lead && (w[n - 1 - sw.trail] == ')' || w[n - 1 - sw.trail] == ','))
+	struct search_word sw = { .w = w, .n = n };
+	while (!s->in_near && sw.lead < n && w[sw.lead] == '(')
+		sw.lead++, sw.opens++;
+	if (!s->in_near && n - sw.lead >= 5 && !memcmp(w + sw.lead, "NEAR(", 5))
+		sw.lead += 5, sw.near = true;
+	bool near = s->in_near || sw.near;
+	int open = s->depth + sw.opens;
+	while (sw.trail < n - sw.lead) {
+		char c = w[n - 1 - sw.trail];
+		if (c == ')' && near && !sw.near_closed)
+			sw.near_closed = true;
+		else if (c == ')' && open > sw.closes)
+			sw.closes++;
+		else if (!(c == ',' && near && !sw.near_closed))
+			break;
 		sw.trail++;
+	}
 	return sw;
 }
 
 /* Appends a word to the MATCH expression: the join, the punctuation
- * before, the operand (op, a column's phrase, in parentheses; or the core
- * as FTS5 syntax), the punctuation after.  The join is " AND " between two
- * operands, as the words join with AND and FTS5 takes "a b" as a AND b but
- * refuses "(a) b"; a space after an operator, before a ")" and inside
- * NEAR(...), whose phrases only spaces part. */
+ * before, the operand (op, a column's phrase; or the core as FTS5 syntax),
+ * the punctuation after.  Words join with a space, FTS5's implicit AND,
+ * which also drops a phrase of no tokens ("-") as a word FTS5 reads would
+ * be; " AND " only next to a "( )" group, which FTS5 does not join
+ * implicitly ("(a) b" is an error). */
 static int search_fts_word(struct search *s, const struct search_word *sw, const char *op, size_t opn)
 {
 	const char *core = sw->w + sw->lead;
 	size_t n = sw->n - sw->lead - sw->trail;
 	bool oper = !op && !sw->lead && !sw->trail &&
 	            ((n == 2 && !memcmp(core, "OR", 2)) || (n == 3 && (!memcmp(core, "AND", 3) || !memcmp(core, "NOT", 3))));
-	bool starts = !oper && (sw->lead || n || op);
-	int r = 0;
-	if (s->fts.len)
-		r = dynbuf_puts(&s->fts, starts && s->fts_operand && !s->in_near ? " AND " : " ");
+	bool operand = !oper && (sw->lead || n || op);
+	bool and = s->fts.len && ((operand && s->end == SEARCH_GROUP) ||
+	                          (sw->opens && (s->end == SEARCH_PHRASE || s->end == SEARCH_GROUP)));
+	int r = s->fts.len ? dynbuf_puts(&s->fts, and ? " AND " : " ") : 0;
 	if (r == 0)
 		r = dynbuf_append(&s->fts, sw->w, sw->lead);
 	if (r == 0 && op)
-		r = dynbuf_printf(&s->fts, "(%.*s)", (int)opn, op);
+		r = dynbuf_append(&s->fts, op, opn);
+	/* inside NEAR, "b,10" is a phrase and the distance */
+	const char *comma = s->in_near || sw->near ? memchr(core, ',', n) : NULL;
+	size_t word = comma ? (size_t)(comma - core) : n;
 	/* as written where FTS5 takes it (a bareword, "a phrase", pre*,
 	 * column:word); a word it would refuse becomes a phrase */
-	bool keep = n && (core[0] == '"' || search_bareword(core, n) || memchr(core, ':', n));
-	if (r == 0 && !op && n)
-		r = keep ? dynbuf_append(&s->fts, core, n) : search_phrase(&s->fts, core, n);
+	bool keep = word && (core[0] == '"' || search_bareword(core, word) || memchr(core, ':', word));
+	if (r == 0 && !op && word)
+		r = keep ? dynbuf_append(&s->fts, core, word) : search_phrase(&s->fts, core, word);
+	if (r == 0 && comma)
+		r = dynbuf_printf(&s->fts, ", %.*s", (int)(n - word - 1), comma + 1);
 	if (r == 0)
 		r = dynbuf_append(&s->fts, sw->w + sw->n - sw->trail, sw->trail);
-	if (sw->lead == 5 && sw->w[0] == 'N')
-		s->in_near = true;
-	if (memchr(sw->w + sw->n - sw->trail, ')', sw->trail))
-		s->in_near = false;
-	s->fts_operand = !oper && (op || n || memchr(sw->w + sw->n - sw->trail, ')', sw->trail));
+	s->depth += sw->opens - sw->closes;
+	s->in_near = (s->in_near || sw->near) && !sw->near_closed;
+	s->end = oper ? SEARCH_OPERATOR
+	       : sw->closes ? SEARCH_GROUP
+	       : n || op || sw->near_closed ? SEARCH_PHRASE
+	       : sw->lead ? SEARCH_OPERATOR : s->end;
 	return r;
 }
 
@@ -194,7 +214,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		{ "id:", NULL, "m.message_id = @" },
 		{ "date:", NULL, NULL },
 	};
-	struct search_word sw = search_word(word, wn);
+	struct search_word sw = search_word(s, word, wn);
 	const char *w = word + sw.lead;
 	size_t n = wn - sw.lead - sw.trail;
 	bool negate = n > 1 && w[0] == '-' && memchr(w, ':', n);
@@ -206,10 +226,18 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
 			break;
 	bool prefixed = has || i < sizeof(prefixes) / sizeof(prefixes[0]);
-	if (prefixed && (negate || has || !prefixes[i].column) && (sw.lead || sw.trail)) {
-		/* a condition of SQL's, not of FTS5's expression */
-		snprintf(s->error, sizeof(s->error), "%.*s: only from:, to: and subject: can be grouped with ( ) or NEAR",
-		         (int)n, w);
+	bool condition = prefixed && (negate || has || !prefixes[i].column);
+	/* a condition is SQL's, joined with AND outside FTS5's expression: it
+	 * cannot sit in a group or follow an operator; NEAR takes phrases */
+	const char *refused = NULL;
+	if (condition && (s->depth || s->in_near || sw.lead || sw.trail))
+		refused = "a condition cannot be inside ( ) or NEAR( )";
+	else if (condition && s->end == SEARCH_OPERATOR)
+		refused = "a condition cannot follow AND, OR or NOT (it always joins with AND)";
+	else if (prefixed && (s->in_near || sw.near))
+		refused = "NEAR( ) takes words and phrases, not from:, to: or subject:";
+	if (refused) {
+		snprintf(s->error, sizeof(s->error), "%.*s: %s", (int)wn, word, refused);
 		return -EINVAL;
 	}
 	if (has)
@@ -314,7 +342,8 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		sqlite3_stmt *chk = NULL;
 		/* A search reads most pages once: SQLite's default 2 MB page
 		 * cache would be fresh heap, one page fault per page read,
-		 * about 1 ms of a 7 ms command (bench/INDEX.md, "Search") */
+		 * about 1 ms of a 7 ms command (bench/INDEX.md, "Since the run
+		 * below: FTS rows at the commit, ranking inside FTS5") */
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(db, "PRAGMA cache_size = -256", NULL, NULL, NULL);
 		if (rc == SQLITE_OK)
@@ -336,7 +365,8 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * match, sorts the (rowid, score) pairs and hands the rows over best
 	 * first, so the columns of a line (the snippet, the addresses) are
 	 * built for the LIMIT rows only, where an ORDER BY of SQLite's built
-	 * them for every match before sorting (bench/INDEX.md, "Search").
+	 * them for every match before sorting (bench/INDEX.md, "Since the
+	 * run below: FTS rows at the commit, ranking inside FTS5").
 	 * CROSS JOIN keeps mail_fts the outer loop, the plan in which FTS5
 	 * sorts, whatever the other conditions (rank.c counts on it). */
 	struct rank *rk = NULL;

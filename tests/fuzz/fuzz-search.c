@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `ingest search` queries: any bytes as a QUERY (up to the first NUL; the
- * first byte picks JSON or TSV) against a small index end in hits, at most
- * the limit, or in -EINVAL with a reason, never a crash.  The words become
+ * first byte picks JSON or TSV and a limit of 1 to 8) against a small
+ * index end in hits, at most the limit, or in -EINVAL with a reason, never
+ * a crash.  The words become
  * an FTS5 expression and SQL conditions (src/index/search.c), and whatever
  * expression they make is ranked by src/index/rank.c.  The index is built
  * once per process, from four messages, in a temporary directory. */
