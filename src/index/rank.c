@@ -40,8 +40,8 @@ void rank_free(struct rank *rk)
  * from the same table (mail_fts_docsize, a varint per column) through a
  * blob handle moved from row to row, where FTS5 runs an SQL statement per
  * row: a third of a word query's instructions went there (bench/INDEX.md,
- * "Search").  Anything unexpected (no such table, a blob too long) is
- * left to FTS5. */
+ * "2026-12-05: search, bm25 counted once").  Anything unexpected (no such
+ * table, a blob too long) is left to FTS5. */
 static int rank_row_tokens(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context *fts, int *tokens)
 {
 	sqlite3_int64 id = api->xRowid(fts);
@@ -89,6 +89,7 @@ static int rank_start(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context 
 	if (rc != SQLITE_OK)
 		return rc;
 	rk->avgdl = (double)tokens / (double)rk->rows;
+	xfree(rk->idf);   /* a failed start called again */
 	rk->idf = xcalloc(2 * ((size_t)n + 1), sizeof(double));
 	if (!rk->idf)
 		return SQLITE_NOMEM;

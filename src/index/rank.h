@@ -4,11 +4,11 @@
  * numbers as FTS5's `bm25` for the same weights and walks the matches
  * fewer times.
  *
- * Why (bench/INDEX.md, "Search"): FTS5's bm25 counts the rows of each
- * phrase of the query (its IDF) with a walk of its own over the phrase's
- * matches, once per cursor that calls it, and a query ordered by rank has
- * two: the one that sorts every match and the one that prints the first
- * rows' rank.  Here the counts are taken once per search and shared by
+ * Why (bench/INDEX.md, "2026-12-05: search, bm25 counted once"): FTS5's
+ * bm25 counts the rows of each phrase of the query (its IDF) with a walk
+ * of its own over the phrase's matches, once per cursor that calls it,
+ * and a query ordered by rank has two: the one that sorts every match and
+ * the one that prints the first rows' rank.  Here the counts are taken once per search and shared by
  * both cursors; and for a query of one phrase (a word, `from:ann`), whose
  * matches are the phrase's rows, the sort's own walk counts them: the
  * sort orders by the score without its IDF (one positive factor common to
