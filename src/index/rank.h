@@ -8,18 +8,18 @@
  * bm25 counts the rows of each phrase of the query (its IDF) with a walk
  * of its own over the phrase's matches, once per cursor that calls it,
  * and a query ordered by rank has two: the one that sorts every match and
- * the one that prints the first rows' rank.  Here the counts are taken once per search and shared by
- * both cursors; and for a query of one phrase (a word, `from:ann`), whose
- * matches are the phrase's rows, the sort's own walk counts them: the
- * sort orders by the score without its IDF (one positive factor common to
- * every match, so the order is the same) and the printed rank, computed
- * after the sort, is the whole score.  A query of several phrases counts
- * each phrase as FTS5 does.  Each match's length is read from FTS5's
+ * the one that prints the first rows' rank.  Here the counts are taken
+ * once per search and shared by both cursors; and for a query of one
+ * phrase (a word, `from:ann`), whose matches are the phrase's rows, the
+ * sort's own walk counts them: the sort orders by the score without its
+ * IDF (one positive factor common to every match, so the order is the
+ * same) and the printed rank, computed after the sort, is the whole score.
+ * A query of several phrases counts each phrase as FTS5 does.  Each match's length is read from FTS5's
  * table of lengths through a blob handle, not a statement per match.
  *
  * The function relies on FTS5's plan for ORDER BY rank (the sorting
  * cursor calls it for every match before the printing cursor calls it at
- * all); tests/cli/test_index.py checks the printed ranks against FTS5's
+ * all); tests/cli/test_index.py checks the printed ranks equal FTS5's
  * bm25 on the same index. */
 #ifndef INGEST_INDEX_RANK_H
 #define INGEST_INDEX_RANK_H

@@ -173,8 +173,8 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	bool oper = !op && !sw->lead && !sw->trail &&
 	            ((n == 2 && !memcmp(core, "OR", 2)) || (n == 3 && (!memcmp(core, "AND", 3) || !memcmp(core, "NOT", 3))));
 	bool operand = !oper && (sw->lead || n || op);
-	bool and = s->fts.len && ((operand && s->end == SEARCH_GROUP) ||
-	                          (sw->opens && (s->end == SEARCH_PHRASE || s->end == SEARCH_GROUP)));
+	bool and = (operand && s->end == SEARCH_GROUP) ||
+	           (sw->opens && (s->end == SEARCH_PHRASE || s->end == SEARCH_GROUP));
 	int r = s->fts.len ? dynbuf_puts(&s->fts, and ? " AND " : " ") : 0;
 	if (r == 0)
 		r = dynbuf_append(&s->fts, sw->w, sw->lead);
