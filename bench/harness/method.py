@@ -16,8 +16,10 @@
   * cold runs: `sync; echo 3 > /proc/sys/vm/drop_caches` before each run.
 """
 
+import copy
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import time
@@ -192,3 +194,38 @@ def judge(ratio, noise):
     if noise is not None and max(med, 1 / med) - 1 <= noise:
         s += " ≈ within noise"
     return s
+
+
+def instructions_per_msg(b):
+    """User-space instructions per message of one run of b under callgrind
+    (every thread of the process; an exact count, not a time, so one run
+    and no rounds), the run verified like a timed one.  None where it
+    cannot count: a shell pipeline (several processes), an interpreter or
+    a JIT (not asked for: valgrind slows them past use), no valgrind."""
+    if b.shell or b.missing or not b.msgs or not shutil.which("valgrind"):
+        return None
+    vb = copy.copy(b)
+    vb.argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+               "--log-file=@OUT@.valgrind"] + list(b.argv)
+    r = run_one(vb)
+    log_file = r.scratch + ".valgrind"
+    try:
+        m = re.search(r"Collected : (\d+)", open(log_file).read())
+    except OSError:
+        m = None
+    finally:
+        if os.path.exists(log_file):
+            os.unlink(log_file)
+    if not r.ok or not m:
+        log("instructions: %s: %s" % (b.name, r.detail if not r.ok else "no count in valgrind's log"))
+        return None
+    return int(m.group(1)) / b.msgs
+
+
+def cpu_utilisation(m):
+    """CPU time over wall time x CPUs, from the runs the table reports
+    (each round's fastest): how much of the machine the command kept busy."""
+    runs = m.best_runs()
+    if not runs:
+        return None
+    return statistics.median(x.cpu / (x.wall * (os.cpu_count() or 1)) for x in runs)

@@ -16,7 +16,7 @@ from .sysutil import have, log, sh, sq
 from .verify import v_distinct_first_field, v_files_line, v_lines, v_nul_scratch
 
 APT_PEERS = ["libgmime-3.0-dev", "notmuch", "maildir-utils", "mblaze", "mairix",
-             "ripgrep", "fio", "strace", "time", "python3", "nodejs", "npm", "pkg-config"]
+             "ripgrep", "fio", "strace", "time", "valgrind", "python3", "nodejs", "npm", "pkg-config"]
 
 
 def install_peers():

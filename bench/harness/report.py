@@ -12,8 +12,8 @@ import time
 
 from .context import WORK
 from .fmt import fmt_mb, fmt_rate, fmt_time, human_bytes, pct
-from .method import judge, ratio_stats
-from .sysutil import cpu_times, sh
+from .method import cpu_utilisation, instructions_per_msg, judge, ratio_stats
+from .sysutil import cpu_times, log, sh
 
 
 def row_status(m):
@@ -66,6 +66,27 @@ def timing_table(res, ref=None, control=None, extra_cols=None, show_rate=True, s
         lines.append("Noise floor (control drift over %d rounds): **%s**." % (
             len(control.mins()), pct(noise) if noise is not None else "n/a (one round)"))
     return "\n".join(lines)
+
+
+def end_to_end_cols(benches, counted):
+    """The columns an end-to-end row carries beside its times: CPU
+    utilisation (of every CPU of the machine) and user instructions per
+    message (callgrind, one run each, for the benches in counted; "-" for
+    the others: interpreters, JITs and pipelines are not counted)."""
+    instr = {}
+    for b in benches:
+        if b in counted:
+            log("instructions: %s" % b.name)
+            instr[b.name] = instructions_per_msg(b)
+
+    def util(m):
+        u = cpu_utilisation(m)
+        return "-" if u is None else "%.0f%%" % (100 * u)
+
+    def per_msg(m):
+        v = instr.get(m.b.name)
+        return "-" if v is None else "%.1fk" % (v / 1000)
+    return [("CPU util", util), ("instructions/msg", per_msg)]
 
 
 def method_header(ctx):

@@ -10,7 +10,7 @@ from ..charts import svg_bars
 from ..fmt import human_bytes
 from ..method import measure
 from ..peers import index_peers, parse_peers
-from ..report import timing_table
+from ..report import end_to_end_cols, timing_table
 from ..sysutil import log
 
 
@@ -29,9 +29,10 @@ def suite_parse(ctx):
     log("suite parse %s" % c.name)
     res = measure(benches, ctx.rounds, 2, title="parse " + c.name)
     ref = res[1]
+    counted = benches[:2] + [b for b in benches if b.name.startswith("GMime")]
     md += ["### %s — %d messages, %s; %d rounds × 2 repetitions" % (c.name, c.files, human_bytes(c.bytes),
                                                                    ctx.rounds), "",
-           timing_table(res, ref=ref, control=res[-1]), ""]
+           timing_table(res, ref=ref, control=res[-1], extra_cols=end_to_end_cols(benches, counted)), ""]
     # the indexers: slow, so fewer rounds, one repetition
     idx = index_peers(ctx, c)
     if any(not b.missing for b in idx):

@@ -11,7 +11,7 @@ from ..charts import svg_bars
 from ..context import INPROC_S
 from ..fmt import fmt_mb, fmt_rate, human_bytes, pct
 from ..method import Bench, judge, measure, ratio_stats
-from ..report import row_status, timing_table
+from ..report import end_to_end_cols, row_status, timing_table
 from ..sysutil import log, sq
 from ..verify import OutputHash
 from ..verify import v_lines_sha
@@ -87,7 +87,8 @@ def suite_pool(ctx):
         aside = {getattr(x, "sha_runwide_aside", None) for x in runs}
         md += ["#### %s — %d messages, %s; %d rounds × %d reps" % (c.name, c.files, human_bytes(c.bytes), rounds,
                                                                   reps), "",
-               timing_table(res, ref=res[0], control=res[-1]), "",
+               timing_table(res, ref=res[0], control=res[-1], extra_cols=end_to_end_cols(
+                   benches, [b for b in benches if b.name.startswith("ingest")])), "",
                "Output byte-identical across thread counts: **%s**; the process splits' outputs, concatenated, "
                "equal it with `thread_id` aside (threads are joined within a run, README \"Threads\"): **%s**." % (
                    "yes" if len(shas) == 1 else "NO (%d distinct)" % len(shas),
