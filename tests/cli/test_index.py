@@ -6,6 +6,7 @@ records the same binary writes as JSON Lines.
 
 Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
+import concurrent.futures
 import json
 import os
 import random
@@ -14,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True   # nothing written into the source tree
@@ -716,12 +718,15 @@ def kill_after(args, delay):
     return True if proc.returncode == -signal.SIGKILL else time.monotonic() - t0
 
 
-def sigkill_points(tmp, total, points, batch):
+def sigkill_points(tmp, total, points, batch, workers=2):
     """SIGKILL at `points` random moments of a first run over `total`
     messages (delays drawn uniformly over a clean run's duration, seeded),
     each on a fresh database: integrity_check passes and a completing run's
     tables equal a clean run's.  Then three kills while a re-run applies
-    renames and deletions, against the same re-run not killed."""
+    renames and deletions, against the same re-run not killed.  The points
+    run `workers` at a time, each on its own database: a point is one
+    process after another (the killed run, the completing run, the
+    comparison), which alone would leave the second CPU idle."""
     rng = random.Random(kill_seed())
     d = os.path.join(tmp, "md")
     mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", str(total))
@@ -729,34 +734,56 @@ def sigkill_points(tmp, total, points, batch):
     first = ["--index=" + clean] + batch + [d]
     t_clean = timed_run(first)
     clean_tables = dump(clean)
-    landed = tried = 0
+    lock = threading.Lock()
+    tally = {"landed": 0, "tried": 0, "t_clean": t_clean, "failed": False}
     t0 = time.monotonic()
-    while landed < points:
-        tried += 1
-        if tried > 3 * points:
-            fail(f"only {landed} of {tried} runs were still running when killed")
-        # a fraction of the last whole run: the machine's load changes
-        # while the test runs, and a delay past the run's end kills nothing
-        delay = rng.uniform(0, 1) * t_clean
-        db = os.path.join(tmp, "kill.db")
-        for f in (db, db + "-wal", db + "-shm", db + ".new"):
-            if os.path.exists(f):
-                os.unlink(f)
-        # every other kill hits a first run (its database built aside),
-        # the others a run into an existing database (WAL, batch by batch)
-        kind = "existing" if landed % 2 else "first"
-        if kind == "existing":
-            existing_db(tmp, db)
-        took = kill_after(["--index=" + db] + batch + [d], delay)
-        if took is not True:
-            t_clean = took
-            continue
-        landed += 1
-        rows = messages_now(db) if os.path.exists(db) else "no database"
-        completes_like_clean(tmp, db, d, f"kill {landed} ({kind}) after {delay:.3f} s ({rows} rows)",
-                             clean_tables)
-    print(f"{landed} kills of {tried} runs over {total} messages (last whole run {t_clean:.2f} s), "
-          f"{time.monotonic() - t0:.0f} s: each consistent, completed like a clean run")
+
+    def kill_points(w):
+        try:
+            kill_points_on(os.path.join(tmp, f"kill-{w}.db"))
+        except BaseException:
+            tally["failed"] = True   # the other worker stops at its next point
+            raise
+
+    def kill_points_on(db):
+        while True:
+            with lock:
+                if tally["landed"] >= points or tally["failed"]:
+                    return
+                tally["tried"] += 1
+                if tally["tried"] > 3 * points:
+                    fail(f"only {tally['landed']} of {tally['tried']} runs were still running when killed")
+                # a fraction of the last whole run: the machine's load
+                # changes while the test runs, and a delay past the run's
+                # end kills nothing
+                delay = rng.uniform(0, 1) * tally["t_clean"]
+                # every other kill hits a first run (its database built
+                # aside), the others a run into an existing database (WAL,
+                # batch by batch)
+                kind = "existing" if tally["tried"] % 2 else "first"
+            for f in (db, db + "-wal", db + "-shm", db + ".new"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            if kind == "existing":
+                existing_db(tmp, db)
+            took = kill_after(["--index=" + db] + batch + [d], delay)
+            if took is not True:
+                with lock:
+                    tally["t_clean"] = took
+                continue
+            with lock:
+                tally["landed"] += 1
+                n = tally["landed"]
+            rows = messages_now(db) if os.path.exists(db) else "no database"
+            completes_like_clean(tmp, db, d, f"kill {n} ({kind}) after {delay:.3f} s ({rows} rows)",
+                                 clean_tables)
+
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        for f in [pool.submit(kill_points, w) for w in range(workers)]:
+            f.result()   # a failed point's SystemExit, raised here
+    print(f"{tally['landed']} kills of {tally['tried']} runs over {total} messages, {workers} at a time "
+          f"(last whole run {tally['t_clean']:.2f} s), {time.monotonic() - t0:.0f} s: each consistent, "
+          "completed like a clean run")
     # killed while a re-run applies renames and deletions; the reference is
     # the same re-run not killed (a deletion does not split a thread, so a
     # clean run of the changed tree may thread differently)
