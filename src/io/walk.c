@@ -609,6 +609,76 @@ static bool walk_relisted(const char *names, const struct walk_dent *kept, size_
 	return false;
 }
 
+/* An inode of more names than this (a directory of hard links) has them
+ * sorted by unique name: compared each with the ones kept before it, as
+ * walk_relisted does, the work grows with the square of their number
+ * (50,000 links of one message: 40 s of CPU). */
+#define WALK_RELISTED_SCAN 8
+/* d_type of a name walk_mark_relisted drops: no DT_ value. */
+#define WALK_DT_RELISTED 0xFF
+
+struct walk_uname {
+	uint32_t name, len;        /* its unique part: names + name, len bytes */
+	uint32_t pos;              /* its place among its inode's names */
+};
+
+static int walk_uname_cmp(const void *a, const void *b, void *names_)
+{
+	const char *names = names_;
+	const struct walk_uname *x = a, *y = b;
+	int c = memcmp(names + x->name, names + y->name, x->len < y->len ? x->len : y->len);
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Marks WALK_DT_RELISTED every name of g[0..m), the names of one inode in
+ * listing order, whose unique part an earlier one of them has: what
+ * walk_relisted finds, in O(m log m). */
+static int walk_mark_relisted(const char *names, struct walk_dent *g, size_t m)
+{
+	struct walk_uname *u = xmalloc(m * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	size_t c = 0;
+	for (size_t i = 0; i < m; i++)
+		if (g[i].d_type != DT_DIR)
+			u[c++] = (struct walk_uname){ .name = g[i].name,
+			                              .len = (uint32_t)walk_unique_len(names + g[i].name),
+			                              .pos = (uint32_t)i };
+	qsort_r(u, c, sizeof(*u), walk_uname_cmp, (void *)(uintptr_t)names);
+	for (size_t i = 1; i < c; i++)
+		if (u[i].len == u[i - 1].len && !memcmp(names + u[i].name, names + u[i - 1].name, u[i].len))
+			g[u[i].pos].d_type = WALK_DT_RELISTED;
+	xfree(u);
+	return 0;
+}
+
+/* A Maildir message whose flags change while its directory is being
+ * listed can be listed under both names (getdents64 allows it): same
+ * inode, same unique name, one input, the first name listed.  Anything
+ * else sharing an inode is a hard link, and every name of it is an input.
+ * all[0..n) is sorted by inode; returns how many entries are kept at its
+ * start, in order, or -ENOMEM. */
+static ssize_t walk_drop_relisted(const char *names, struct walk_dent *all, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && all[j].ino == all[i].ino; j++)
+			;
+		bool sorted = j - i > WALK_RELISTED_SCAN;
+		if (sorted && walk_mark_relisted(names, all + i, j - i) < 0)
+			return -ENOMEM;
+		for (size_t g = i; g < j; g++)
+			if (all[g].d_type == DT_DIR ||
+			    (sorted ? all[g].d_type != WALK_DT_RELISTED : !walk_relisted(names, all, k, &all[g])))
+				all[k++] = all[g];
+	}
+	return (ssize_t)k;
+}
+
 /* Reads every entry of d and sorts them: files and subdirectories apart. */
 static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *parent, int *err)
 {
@@ -706,16 +776,11 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	for (size_t k = n; k; k >>= 1)
 		depth += 2;
 	walk_dent_sort(all, n, depth);
-	/* A Maildir message whose flags change while its directory is being
-	 * listed can be listed under both names (getdents64 allows it): same
-	 * inode, same unique name, one input.  Anything else sharing an inode
-	 * is a hard link, and every name of it is an input. */
 	if (n && d->in_maildir) {
-		size_t k = 0;
-		for (size_t i = 0; i < n; i++)
-			if (all[i].d_type == DT_DIR || !walk_relisted(names, all, k, &all[i]))
-				all[k++] = all[i];
-		n = k;
+		ssize_t k = walk_drop_relisted(names, all, n);
+		if (k < 0)
+			goto nomem;
+		n = (size_t)k;
 	}
 	/* Maildir: new/ is listed before cur/ (messages move new → cur), and
 	 * what new/ held is not taken again from cur/: a message that moved
