@@ -612,9 +612,11 @@ static bool walk_relisted(const char *names, const struct walk_dent *kept, size_
 /* An inode of more names than this (a directory of hard links) has them
  * sorted by unique name: compared each with the ones kept before it, as
  * walk_relisted does, the work grows with the square of their number
- * (50,000 links of one message: 40 s of CPU). */
+ * (50,000 links of one message: 40 s of CPU).  Fewer names, every inode
+ * but a hard-link farm's, keep the scan, which allocates nothing. */
 #define WALK_RELISTED_SCAN 8
-/* d_type of a name walk_mark_relisted drops: no DT_ value. */
+/* d_type of a name walk_mark_relisted drops: above every DT_ value, which
+ * walk_list_dir keeps a listing's types to. */
 #define WALK_DT_RELISTED 0xFF
 
 struct walk_uname {
@@ -763,7 +765,10 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	bool has_cur = false, has_new = false;
 	size_t n_subs = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (all[i].d_type == DT_UNKNOWN)
+		/* A type no kernel file system gives (a FUSE server's byte
+		 * is passed on as it is) is asked like an unknown one: the
+		 * values above DT_WHT are the walk's own marks. */
+		if (all[i].d_type == DT_UNKNOWN || all[i].d_type > DT_WHT)
 			all[i].d_type = walk_resolve_type(d->fd, names + all[i].name);
 		if (all[i].d_type != DT_DIR)
 			continue;
