@@ -703,6 +703,20 @@ def timed_run(args):
     return time.monotonic() - t0
 
 
+def timed_runs_at_once(argss):
+    """Starts a run per argument list at once: the longest one's seconds."""
+    t0 = time.monotonic()
+    procs = [subprocess.Popen([ARGS.ingest] + a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for a in argss]
+    took = 0.0
+    for a, p in zip(argss, procs):
+        err = p.communicate(timeout=300)[1]
+        took = max(took, time.monotonic() - t0)
+        if p.returncode != 0:
+            fail(f"{a}: exit {p.returncode}: {err.decode(errors='replace')}")
+    return took
+
+
 def kill_after(args, delay):
     """Starts a run and SIGKILLs it after delay seconds: True when it was
     still running (the kill landed), else how long the whole run took."""
@@ -731,21 +745,29 @@ def sigkill_points(tmp, total, points, batch, workers=2):
     d = os.path.join(tmp, "md")
     mkcorpus(d, "--seed", "16", "--layout", "maildir", "--count", str(total))
     clean = os.path.join(tmp, "clean.db")
-    first = ["--index=" + clean] + batch + [d]
-    t_clean = timed_run(first)
+    # the delays' scale: a clean run beside `workers - 1` others, as the
+    # killed runs will be (one alone would be faster, and its delays
+    # would miss the end of every loaded run)
+    t_clean = timed_runs_at_once([["--index=" + clean] + batch + [d]] +
+                                 [["--index=" + os.path.join(tmp, f"clean-{w}.db")] + batch + [d]
+                                  for w in range(1, workers)])
     clean_tables = dump(clean)
     lock = threading.Lock()
-    tally = {"landed": 0, "tried": 0, "t_clean": t_clean, "failed": False}
+    tally = {"landed": 0, "tried": 0, "t_clean": t_clean, "failed": False, "first": 0, "existing": 0}
     t0 = time.monotonic()
 
     def kill_points(w):
         try:
-            kill_points_on(os.path.join(tmp, f"kill-{w}.db"))
+            kill_points_on(os.path.join(tmp, f"kill-{w}.db"), w % 2)
         except BaseException:
             tally["failed"] = True   # the other worker stops at its next point
             raise
 
-    def kill_points_on(db):
+    def kill_points_on(db, existing):
+        # every other kill a worker lands hits a first run (its database
+        # built aside), the others a run into an existing database (WAL,
+        # batch by batch); a run that ended before its kill is tried again
+        # as the same kind
         while True:
             with lock:
                 if tally["landed"] >= points or tally["failed"]:
@@ -757,10 +779,7 @@ def sigkill_points(tmp, total, points, batch, workers=2):
                 # changes while the test runs, and a delay past the run's
                 # end kills nothing
                 delay = rng.uniform(0, 1) * tally["t_clean"]
-                # every other kill hits a first run (its database built
-                # aside), the others a run into an existing database (WAL,
-                # batch by batch)
-                kind = "existing" if tally["tried"] % 2 else "first"
+            kind = "existing" if existing else "first"
             for f in (db, db + "-wal", db + "-shm", db + ".new"):
                 if os.path.exists(f):
                     os.unlink(f)
@@ -773,7 +792,9 @@ def sigkill_points(tmp, total, points, batch, workers=2):
                 continue
             with lock:
                 tally["landed"] += 1
+                tally[kind] += 1
                 n = tally["landed"]
+            existing = not existing
             rows = messages_now(db) if os.path.exists(db) else "no database"
             completes_like_clean(tmp, db, d, f"kill {n} ({kind}) after {delay:.3f} s ({rows} rows)",
                                  clean_tables)
@@ -781,9 +802,10 @@ def sigkill_points(tmp, total, points, batch, workers=2):
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         for f in [pool.submit(kill_points, w) for w in range(workers)]:
             f.result()   # a failed point's SystemExit, raised here
-    print(f"{tally['landed']} kills of {tally['tried']} runs over {total} messages, {workers} at a time "
-          f"(last whole run {tally['t_clean']:.2f} s), {time.monotonic() - t0:.0f} s: each consistent, "
-          "completed like a clean run")
+    print(f"{tally['landed']} kills ({tally['first']} of first runs, {tally['existing']} into an existing "
+          f"database) of {tally['tried']} runs over {total} messages, {workers} at a time (last whole "
+          f"run {tally['t_clean']:.2f} s), {time.monotonic() - t0:.0f} s: each consistent, completed like "
+          "a clean run")
     # killed while a re-run applies renames and deletions; the reference is
     # the same re-run not killed (a deletion does not split a thread, so a
     # clean run of the changed tree may thread differently)
