@@ -210,7 +210,8 @@ def instructions_per_msg(b):
     r = run_one(vb)
     log_file = r.scratch + ".valgrind"
     try:
-        m = re.search(r"Collected : (\d+)", open(log_file).read())
+        with open(log_file) as f:
+            m = re.search(r"Collected : (\d+)", f.read())
     except OSError:
         m = None
     finally:
@@ -223,9 +224,11 @@ def instructions_per_msg(b):
 
 
 def cpu_utilisation(m):
-    """CPU time over wall time x CPUs, from the runs the table reports
-    (each round's fastest): how much of the machine the command kept busy."""
+    """CPU time over wall time x the CPUs this process may run on, from the
+    runs the table reports (each round's fastest): how much of the machine
+    the command kept busy."""
     runs = m.best_runs()
     if not runs:
         return None
-    return statistics.median(x.cpu / (x.wall * (os.cpu_count() or 1)) for x in runs)
+    cpus = len(os.sched_getaffinity(0)) or 1
+    return statistics.median(x.cpu / (x.wall * cpus) for x in runs)

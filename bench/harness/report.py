@@ -7,6 +7,7 @@ file.
 import os
 import platform
 import re
+import shutil
 import statistics
 import time
 
@@ -68,16 +69,20 @@ def timing_table(res, ref=None, control=None, extra_cols=None, show_rate=True, s
     return "\n".join(lines)
 
 
-def end_to_end_cols(benches, counted):
-    """The columns an end-to-end row carries beside its times: CPU
-    utilisation (of every CPU of the machine) and user instructions per
-    message (callgrind, one run each, for the benches in counted; "-" for
-    the others: interpreters, JITs and pipelines are not counted)."""
+def end_to_end_cols(res, counted):
+    """The columns an end-to-end row (of the measured res) carries beside
+    its times: CPU utilisation (of the CPUs the run may use) and user
+    instructions per message (callgrind, one run each, for the benches in
+    counted whose timed runs passed; "-" for the others: interpreters, JITs
+    and pipelines are not counted)."""
     instr = {}
-    for b in benches:
-        if b in counted:
-            log("instructions: %s" % b.name)
-            instr[b.name] = instructions_per_msg(b)
+    if not shutil.which("valgrind"):
+        log("instructions: valgrind is not installed; the instructions/msg column stays empty")
+        counted = []
+    for m in res:
+        if m.b in counted and not m.failed and not m.b.missing:
+            log("instructions: %s" % m.b.name)
+            instr[m.b.name] = instructions_per_msg(m.b)
 
     def util(m):
         u = cpu_utilisation(m)

@@ -27,12 +27,13 @@ def v_lines(b, r):
 # A record's thread_id: threads are joined within a run (README, "Threads"),
 # so runs over parts of a list give some messages another thread than one
 # run over the whole list; every other byte must be the same.
-THREAD_ID = re.compile(rb',"thread_id":"[0-9a-f]*"')
+THREAD_ID = re.compile(rb',"thread_id":"[0-9a-f]{16}"')
 
 
 class OutputHash:
     """sha256 of an output (sha) and of the same with thread_id removed
-    (sha_runwide_aside), fed in chunks that end at a line end."""
+    (sha_without_thread_id), fed in chunks of any size: the removal is
+    done a line at a time."""
 
     def __init__(self):
         self.h, self.ht = hashlib.sha256(), hashlib.sha256()
@@ -48,7 +49,7 @@ class OutputHash:
     def store(self, r):
         r.sha = self.h.hexdigest()
         self.ht.update(THREAD_ID.sub(b"", self.rest))
-        r.sha_runwide_aside = self.ht.hexdigest()
+        r.sha_without_thread_id = self.ht.hexdigest()
 
 
 def v_lines_sha(b, r):

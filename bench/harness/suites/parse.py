@@ -32,7 +32,7 @@ def suite_parse(ctx):
     counted = benches[:2] + [b for b in benches if b.name.startswith("GMime")]
     md += ["### %s — %d messages, %s; %d rounds × 2 repetitions" % (c.name, c.files, human_bytes(c.bytes),
                                                                    ctx.rounds), "",
-           timing_table(res, ref=ref, control=res[-1], extra_cols=end_to_end_cols(benches, counted)), ""]
+           timing_table(res, ref=ref, control=res[-1], extra_cols=end_to_end_cols(res, counted)), ""]
     # the indexers: slow, so fewer rounds, one repetition
     idx = index_peers(ctx, c)
     if any(not b.missing for b in idx):

@@ -13,8 +13,7 @@ from ..fmt import fmt_mb, fmt_rate, human_bytes, pct
 from ..method import Bench, judge, measure, ratio_stats
 from ..report import end_to_end_cols, row_status, timing_table
 from ..sysutil import log, sq
-from ..verify import OutputHash
-from ..verify import v_lines_sha
+from ..verify import OutputHash, v_lines_sha
 
 
 def suite_pool(ctx):
@@ -84,11 +83,11 @@ def suite_pool(ctx):
         res = measure(benches, rounds, reps, title="scaling " + c.name)
         runs = [x for m in res[:-1] for x in m.all_runs()]
         shas = {getattr(x, "sha", None) for x in runs if not getattr(x, "split", False)}
-        aside = {getattr(x, "sha_runwide_aside", None) for x in runs}
+        aside = {getattr(x, "sha_without_thread_id", None) for x in runs}
         md += ["#### %s — %d messages, %s; %d rounds × %d reps" % (c.name, c.files, human_bytes(c.bytes), rounds,
                                                                   reps), "",
                timing_table(res, ref=res[0], control=res[-1], extra_cols=end_to_end_cols(
-                   benches, [b for b in benches if b.name.startswith("ingest")])), "",
+                   res, [b for b in benches if b.name.startswith("ingest")])), "",
                "Output byte-identical across thread counts: **%s**; the process splits' outputs, concatenated, "
                "equal it with `thread_id` aside (threads are joined within a run, README \"Threads\"): **%s**." % (
                    "yes" if len(shas) == 1 else "NO (%d distinct)" % len(shas),
