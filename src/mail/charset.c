@@ -689,7 +689,7 @@ static struct str charset_param_in(struct str s)
 		size_t b = i + 8, e;
 		if (s.p[b] == '"')
 			b++;
-		for (e = b; e < s.n && (isalnum((unsigned char)s.p[e]) || strchr("-_.:+()", s.p[e])); e++)
+		for (e = b; e < s.n && (isalnum((unsigned char)s.p[e]) || (s.p[e] && strchr("-_.:+()", s.p[e]))); e++)
 			;
 		return e > b ? (struct str){ s.p + b, e - b } : STR_NULL;
 	}
@@ -706,7 +706,12 @@ static struct str charset_hint(struct mail_ctx *ctx)
 		ctx->hint_done = true;
 		struct str t = ctx->hint_type, b = ctx->hint_body;
 		ctx->header_charset = charset_param_in(t);
-		if (!ctx->header_charset.p && t.n >= 9 && !strncasecmp(t.p + strspn(t.p, " \t"), "multipart", 9)) {
+		/* t is the header's bytes, not a C string: the blanks are
+		 * skipped and "multipart" compared within its length */
+		size_t sp = 0;
+		while (sp < t.n && (t.p[sp] == ' ' || t.p[sp] == '\t'))
+			sp++;
+		if (!ctx->header_charset.p && t.n - sp >= 9 && !strncasecmp(t.p + sp, "multipart", 9)) {
 			b.n = b.n < CHARSET_HINT_BODY ? b.n : CHARSET_HINT_BODY;
 			ctx->header_charset = charset_param_in(b);
 		}
