@@ -591,30 +591,6 @@ static size_t walk_unique_len(const char *name)
 	return maildir_unique_len(name, strlen(name));
 }
 
-/* True when e is a name of a message already among kept[0..k) (sorted by
- * inode): the same inode under the same unique name, met mid-rename. */
-static bool walk_relisted(const char *names, const struct walk_dent *kept, size_t k,
-                          const struct walk_dent *e)
-{
-	/* sorted by inode, so almost every entry leaves here, before any name
-	 * is scanned */
-	if (!k || kept[k - 1].ino != e->ino)
-		return false;
-	const char *en = names + e->name;
-	size_t ul = walk_unique_len(en);
-	for (size_t j = k; j-- > 0 && kept[j].ino == e->ino;)
-		if (kept[j].d_type != DT_DIR && walk_unique_len(names + kept[j].name) == ul &&
-		    !memcmp(names + kept[j].name, en, ul))
-			return true;
-	return false;
-}
-
-/* An inode of more names than this (a directory of hard links) has them
- * sorted by unique name: compared each with the ones kept before it, as
- * walk_relisted does, the work grows with the square of their number
- * (50,000 links of one message: 40 s of CPU).  Fewer names, every inode
- * but a hard-link farm's, keep the scan, which allocates nothing. */
-#define WALK_RELISTED_SCAN 8
 /* d_type of a name walk_mark_relisted drops: above every DT_ value, which
  * walk_list_dir keeps a listing's types to. */
 #define WALK_DT_RELISTED 0xFF
@@ -637,8 +613,9 @@ static int walk_uname_cmp(const void *a, const void *b, void *names_)
 }
 
 /* Marks WALK_DT_RELISTED every name of g[0..m), the names of one inode in
- * listing order, whose unique part an earlier one of them has: what
- * walk_relisted finds, in O(m log m). */
+ * listing order, whose unique part an earlier one of them has.  Sorted by
+ * unique name, O(m log m): comparing each name with every earlier one grew
+ * with the square of m (50,000 hard links of one message: 40 s of CPU). */
 static int walk_mark_relisted(const char *names, struct walk_dent *g, size_t m)
 {
 	struct walk_uname *u = xmalloc(m * sizeof(*u));
@@ -670,12 +647,11 @@ static ssize_t walk_drop_relisted(const char *names, struct walk_dent *all, size
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && all[j].ino == all[i].ino; j++)
 			;
-		bool sorted = j - i > WALK_RELISTED_SCAN;
-		if (sorted && walk_mark_relisted(names, all + i, j - i) < 0)
+		/* one name, the rule for almost every inode: nothing to mark */
+		if (j - i > 1 && walk_mark_relisted(names, all + i, j - i) < 0)
 			return -ENOMEM;
 		for (size_t g = i; g < j; g++)
-			if (all[g].d_type == DT_DIR ||
-			    (sorted ? all[g].d_type != WALK_DT_RELISTED : !walk_relisted(names, all, k, &all[g])))
+			if (all[g].d_type != WALK_DT_RELISTED)
 				all[k++] = all[g];
 	}
 	return (ssize_t)k;

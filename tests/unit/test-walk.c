@@ -588,7 +588,7 @@ static void make_links(const char *base, const char *sub, unsigned uniques, unsi
 static void test_walk_many_names_of_one_inode(void **state)
 {
 	(void)state;
-	/* 8 names (compared one by one), 10 and 600 (sorted by unique name) */
+	/* 8, 10 and 600 names of one inode */
 	static const unsigned uniques[] = { 4, 5, 300 };
 	for (size_t t = 0; t < sizeof(uniques) / sizeof(uniques[0]); t++) {
 		unsigned n = uniques[t];
