@@ -309,16 +309,11 @@ uint64_t reader_stream_threshold(const struct reader_options *o)
 	return t < o->max_size ? t : o->max_size;
 }
 
-int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b,
-                              struct batch_item *it)
+/* Reads the vanished item it under the name the walk found for it. */
+static int reader_item_reopen(struct reader_common *rc, struct budget *budget, struct batch *b,
+                              struct batch_item *it, const char *name)
 {
 	struct walk_entry *e = it->entry;
-	if (it->io.reason != RECORD_IO || it->io.err != ENOENT || !e || !walk_entry_in_maildir(e))
-		return 0;
-	const char *name;
-	int r = walk_entry_find_renamed(e, &b->meta, &name);
-	if (r <= 0)
-		return r == -ENOMEM ? r : 0;
 	int fd = sys_openat(walk_entry_dirfd(e), name,
 	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0);
 	if (fd < 0)
@@ -376,4 +371,44 @@ int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, s
 	}
 	sys_close(fd);
 	return ret;
+}
+
+bool reader_item_vanished(const struct batch_item *it)
+{
+	return it->io.reason == RECORD_IO && it->io.err == ENOENT && it->entry &&
+	       walk_entry_in_maildir(it->entry);
+}
+
+int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < b->n; i++)
+		n += reader_item_vanished(&b->items[i]);
+	if (!n || !rc->walk)
+		return 0;
+	struct walk_entry **es = xmalloc(n * sizeof(*es));
+	size_t *at = xmalloc(n * sizeof(*at));
+	const char **names = xmalloc(n * sizeof(*names));
+	int r = es && at && names ? 0 : -ENOMEM;
+	for (size_t i = 0, k = 0; i < b->n && r == 0; i++)
+		if (reader_item_vanished(&b->items[i])) {
+			es[k] = b->items[i].entry;
+			at[k++] = i;
+		}
+	if (r == 0)
+		r = walk_find_renamed(rc->walk, es, n, &b->meta, names);
+	/* A listing that failed leaves its messages' ENOENT records standing;
+	 * only memory ends the run. */
+	if (r < 0 && r != -ENOMEM)
+		r = 0;
+	for (size_t k = 0; k < n && r == 0; k++) {
+		struct batch_item *it = &b->items[at[k]];
+		if (names[k] && (r = reader_item_reopen(rc, budget, b, it, names[k])) < 0 &&
+		    it->io.reason == RECORD_NONE)
+			reader_item_fail(it, r);   /* the run ends; the batch's other items stand */
+	}
+	xfree(es);
+	xfree(at);
+	xfree(names);
+	return r;
 }

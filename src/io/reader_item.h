@@ -35,11 +35,16 @@ void reader_item_fail(struct batch_item *it, int neg_errno);
 int reader_item_read_done(struct reader_common *rc, struct budget *budget, struct batch *b,
                           struct batch_item *it, int64_t got, int fd);
 
-/* A Maildir message that vanished (ENOENT) is looked for under a new name
- * (flags changed, new/ → cur/) and read from there; the record then names
- * it where it is now.  0 (the item as it ends up) or -ENOMEM. */
-int reader_item_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b,
-                              struct batch_item *it);
+/* The batch's Maildir messages that vanished (ENOENT) are looked for under
+ * new names (flags changed, new/ -> cur/), all with one listing of each
+ * Maildir (walk_find_renamed), and read from there; their records then
+ * name them where they are now.  Call it once every item's open and read
+ * have completed, before the entries are done.  0 (the items as they end
+ * up) or -ENOMEM. */
+int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b);
+/* True for an item reader_batch_retry_renamed looks for: a Maildir message
+ * whose open said ENOENT, its entry not yet done. */
+bool reader_item_vanished(const struct batch_item *it);
 
 /* Resets the batches waiting in the free channel now, so that an arena
  * grown for one large file does not outlive its bytes (see reader_item.c). */

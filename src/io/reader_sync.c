@@ -125,6 +125,24 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 	it->cap = cap;
 }
 
+/* The batch's reads so far are complete: its Maildir messages that
+ * vanished are looked for under new names, with one listing for them all
+ * (not one each: a client marking a folder read renames most of a batch),
+ * and its entries are done with.  After a fatal error (ok false) only the
+ * latter. */
+static int sync_settle(struct reader *r, const struct reader_io *io, struct batch *b, bool ok)
+{
+	int ret = ok ? reader_batch_retry_renamed(&r->c, io->budget, b) : 0;
+	for (size_t i = 0; i < b->n; i++) {
+		struct batch_item *it = &b->items[i];
+		if (it->entry) {
+			walk_entry_done(io->walk, it->entry);
+			it->entry = NULL;
+		}
+	}
+	return ret;
+}
+
 static int sync_run(struct reader *r, const struct reader_io *io)
 {
 	struct batch *b = NULL;
@@ -151,9 +169,15 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		 * it would wait on ourselves. */
 		if (cap && !budget_try_acquire(io->budget, cap)) {
 			if (b && b->n) {
+				ret = sync_settle(r, io, b, true);
 				r->c.st.batches++;
 				chan_push(io->full_batches, b);
 				b = NULL;
+				if (ret < 0) {
+					sys_close(so.fd);
+					walk_entry_done(io->walk, e);
+					break;
+				}
 			}
 			if (!budget_acquire(io->budget, cap)) {
 				sys_close(so.fd);
@@ -175,7 +199,12 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		if (readable && so.probe.stream) {
 			/* too large to hold: streamed in chunks, an mbox split */
 			r->c.st.files++;
-			ret = reader_stream(r, io, &b, e, &so.probe);
+			/* the batch may be sent from inside: settled first */
+			if ((ret = sync_settle(r, io, b, true)) == 0)
+				ret = reader_stream(r, io, &b, e, &so.probe);
+			for (size_t i = 0; b && i < b->n; i++)
+				if (b->items[i].entry == e)
+					b->items[i].entry = NULL;
 			walk_entry_done(io->walk, e);
 			if (ret < 0)
 				break;
@@ -204,20 +233,28 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		}
 		if (cap)
 			sys_close(so.fd);
-		if (ret == 0)
-			ret = reader_item_retry_renamed(&r->c, io->budget, b, it);
-		walk_entry_done(io->walk, e);
+		/* a vanished message keeps its entry until the batch settles */
+		if (ret < 0 || !reader_item_vanished(it)) {
+			walk_entry_done(io->walk, e);
+			it->entry = NULL;
+		}
 		if (ret < 0)
 			break;
 		/* the batch's charge counts re-read and grown bytes too */
 		if (b->n == LIMIT_BATCH_FILES || b->budget >= r->c.o.batch_bytes) {
+			ret = sync_settle(r, io, b, true);
 			r->c.st.batches++;
 			chan_push(io->full_batches, b);
 			b = NULL;
+			if (ret < 0)
+				break;
 		}
 	}
 	/* What was read is still written, even when the run stops early. */
 	if (b) {
+		int s = sync_settle(r, io, b, ret == 0);
+		if (ret == 0)
+			ret = s;
 		r->c.st.batches++;
 		chan_push(io->full_batches, b);
 	}

@@ -656,18 +656,27 @@ static int uring_run_batches(struct reader *r, const struct reader_io *io)
 				break;
 		}
 		struct batch_item *streamed = NULL;
-		for (size_t i = 0; i < b->n && ret == 0; i++) {
-			struct batch_item *it = &b->items[i];
+		size_t complete = 0;   /* items before this one are read */
+		for (; ret == 0 && complete < b->n; complete++) {
+			struct batch_item *it = &b->items[complete];
 			if (it->stream) {
 				streamed = it;   /* the last item: handled below */
 				continue;
 			}
-			if (it->cap && it->io.reason == RECORD_NONE)
-				ret = reader_item_read_done(&r->c, io->budget, b, it, it->read_res, -1);
-			if (ret == 0)
-				ret = reader_item_retry_renamed(&r->c, io->budget, b, it);
-			walk_entry_done(io->walk, it->entry);
-			it->entry = NULL;
+			if (it->cap && it->io.reason == RECORD_NONE &&
+			    (ret = reader_item_read_done(&r->c, io->budget, b, it, it->read_res, -1)) < 0)
+				break;
+		}
+		/* after every read of the batch: one listing finds all its renames */
+		if (ret == 0)
+			ret = reader_batch_retry_renamed(&r->c, io->budget, b);
+		/* the complete items are done with; an abort fails the others */
+		for (size_t i = 0; i < complete; i++) {
+			struct batch_item *it = &b->items[i];
+			if (it != streamed && it->entry) {
+				walk_entry_done(io->walk, it->entry);
+				it->entry = NULL;
+			}
 		}
 		if (ret < 0) {
 			uring_drain_chains(u);

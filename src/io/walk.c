@@ -766,7 +766,7 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	/* Maildir: new/ is listed before cur/ (messages move new → cur), and
 	 * what new/ held is not taken again from cur/: a message that moved
 	 * between the two listings is then neither lost nor doubled (it is
-	 * read under its new name, see walk_entry_find_renamed). */
+	 * read under its new name, see walk_find_renamed). */
 	if (parent && parent->is_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new")) {
 		if (walk_remember_new(parent, names, all, n) < 0)
 			goto nomem;
@@ -1375,55 +1375,121 @@ bool walk_entry_in_maildir(const struct walk_entry *e)
 	return e->dir->in_maildir;
 }
 
-/* Scans one directory for a name whose unique part is base[0..blen). */
-static int walk_scan_for(int dirfd, const char *sub, const char *base, size_t blen,
-                         struct arena *a, const char *prefix, const char **out)
+/* One vanished entry of walk_find_renamed: its unique part, and what the
+ * listings gave for it so far. */
+struct walk_wanted {
+	const struct walk_entry *e;
+	size_t len;                /* of e->name's unique part */
+	size_t slot;               /* its index in the caller's arrays */
+	bool own_inode;            /* the name found is e's own inode's */
+};
+
+static int walk_wanted_cmp(const void *a, const void *b)
 {
-	int fd = sys_openat(dirfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd < 0)
-		return fd == -ENOENT ? 0 : fd;
-	/* a small buffer: this runs only for the rare vanished file */
-	char buf[32768];
-	int found = 0;
-	for (;;) {
-		ssize_t got = sys_getdents64_restart(fd, buf, sizeof(buf));
-		if (got <= 0) {
-			if (got < 0)
-				found = (int)got;
-			break;
-		}
-		for (ssize_t off = 0; off < got && !found;) {
-			struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
-			off += de->d_reclen;
-			size_t nl = strlen(de->d_name);
-			if (maildir_unique_len(de->d_name, nl) != blen || memcmp(de->d_name, base, blen))
-				continue;
-			size_t pl = strlen(prefix);
-			char *n = arena_alloc(a, pl + nl + 1);
-			if (!n) {
-				found = -ENOMEM;
-				break;
-			}
-			memcpy(n, prefix, pl);
-			memcpy(n + pl, de->d_name, nl + 1);
-			*out = n;
-			found = 1;
-		}
-		if (found)
-			break;
-	}
-	sys_close(fd);
-	return found;
+	const struct walk_wanted *x = a, *y = b;
+	if (x->e->dir != y->e->dir)
+		return (uintptr_t)x->e->dir < (uintptr_t)y->e->dir ? -1 : 1;
+	int c = memcmp(x->e->name, y->e->name, x->len < y->len ? x->len : y->len);
+	if (c)
+		return c;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-int walk_entry_find_renamed(const struct walk_entry *e, struct arena *a, const char **name)
+/* The first of want[0..n) (one directory's, sorted) whose unique part is
+ * name[0..len), or n. */
+static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const char *name, size_t len)
 {
-	if (!e->dir->in_maildir)
-		return 0;
-	size_t blen = maildir_unique_len(e->name, strlen(e->name));
-	/* cur/ first: new/ → cur/ is the usual move, and flags change in cur/ */
-	int r = walk_scan_for(e->dir->fd, "../cur", e->name, blen, a, "../cur/", name);
-	if (r == 0)
-		r = walk_scan_for(e->dir->fd, "../new", e->name, blen, a, "../new/", name);
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct walk_wanted *m = &want[mid];
+		int c = memcmp(m->e->name, name, m->len < len ? m->len : len);
+		if (c < 0 || (c == 0 && m->len < len))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && want[lo].len == len && !memcmp(want[lo].e->name, name, len) ? lo : n;
+}
+
+/* Lists sub ("../cur" or "../new", from the entries' directory) once and
+ * gives every entry of want[0..n) the name its unique part has there (the
+ * one of its own inode over any other).  *left counts the entries still
+ * without their own inode's name. */
+static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, const char *sub,
+                         struct arena *a, const char **names, size_t *left)
+{
+	size_t sl = strlen(sub);
+	int fd = sys_openat(want[0].e->dir->fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	int r = 0;
+	while (*left && r == 0) {
+		ssize_t got = sys_getdents64(fd, w->buf, LIMIT_GETDENTS_BYTES);
+		w->stats.getdents_calls++;
+		if (got == -EINTR)
+			continue;
+		if (got <= 0) {
+			r = (int)got;
+			break;
+		}
+		for (ssize_t off = 0; off < got && r == 0;) {
+			struct linux_dirent64 *de = (struct linux_dirent64 *)(w->buf + off);
+			off += de->d_reclen;
+			size_t nl = strlen(de->d_name);
+			size_t ul = maildir_unique_len(de->d_name, nl);
+			for (size_t i = walk_wanted_find(want, n, de->d_name, ul);
+			     i < n && want[i].len == ul && !memcmp(want[i].e->name, de->d_name, ul); i++) {
+				bool own = de->d_ino == want[i].e->ino;
+				if (want[i].own_inode || (names[want[i].slot] && !own))
+					continue;
+				/* "../cur/" + the name, relative to the entry's directory */
+				char *p = arena_alloc(a, sl + 1 + nl + 1);
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				memcpy(p, sub, sl);
+				p[sl] = '/';
+				memcpy(p + sl + 1, de->d_name, nl + 1);
+				names[want[i].slot] = p;
+				want[i].own_inode = own;
+				*left -= own;
+			}
+		}
+	}
+	sys_close(fd);
 	return r;
+}
+
+int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, struct arena *a,
+                      const char **names)
+{
+	if (!n)
+		return 0;
+	struct walk_wanted *want = xmalloc(n * sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		names[i] = NULL;
+		if (es[i]->dir->in_maildir)
+			want[k++] = (struct walk_wanted){ .e = es[i], .slot = i,
+			                                  .len = maildir_unique_len(es[i]->name, strlen(es[i]->name)) };
+	}
+	qsort(want, k, sizeof(*want), walk_wanted_cmp);
+	int r = 0;
+	for (size_t i = 0, j; i < k && r >= 0; i = j) {
+		for (j = i + 1; j < k && want[j].e->dir == want[i].e->dir; j++)
+			;
+		/* cur/ first: new/ -> cur/ is the usual move, and flags change in cur/ */
+		size_t left = j - i;
+		r = walk_list_for(w, want + i, j - i, "../cur", a, names, &left);
+		if (r >= 0 && left)
+			r = walk_list_for(w, want + i, j - i, "../new", a, names, &left);
+	}
+	xfree(want);
+	return r < 0 ? r : 0;
 }

@@ -89,11 +89,18 @@ void walk_entry_done(struct walk *w, struct walk_entry *e);
 
 /* A Maildir message that vanished between the walk and its open is
  * usually the same message under a new name (its flags changed, or it
- * moved from new/ to cur/).  Looks for the unique part of e's name in the
- * Maildir's cur/ and new/ (getdents64, no stat); on success writes the new
- * name, relative to e's directory fd ("x:2,S" or "../cur/x:2,S"), into the
- * arena and returns 1; 0 when it is gone; -errno on failure. */
-int walk_entry_find_renamed(const struct walk_entry *e, struct arena *a, const char **name);
+ * moved from new/ to cur/).  Looks for the unique parts of the names of
+ * es[0..n) (entries the walk handed out and has not been told done of) in
+ * their Maildirs' cur/ and new/, with one listing of each for them all
+ * (getdents64 into the walk's buffer, no stat): a client marking a folder
+ * read renames most of a batch at once.  names[i] gets the name found,
+ * relative to es[i]'s directory fd ("../cur/x:2,S", in the arena): the
+ * name of es[i]'s own inode when one is listed (a rename keeps it), else
+ * the first with its unique part, cur/ before new/; NULL when it is gone
+ * or es[i] is not in a Maildir.  0, or -errno when a listing failed (the
+ * names found until then stand). */
+int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, struct arena *a,
+                      const char **names);
 /* True when e is a message of a Maildir's cur/ or new/. */
 bool walk_entry_in_maildir(const struct walk_entry *e);
 
