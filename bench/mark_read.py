@@ -36,7 +36,9 @@ def renames_of(root):
         for e in os.scandir(os.path.join(root, sub)):
             name = e.name
             if sub == 'cur':
-                to = name + 'T' if ':2,' in name else name + ':2,T'
+                flags = name.split(':2,')[1] if ':2,' in name else ''
+                # T kept in the flags' ASCII order, once
+                to = name.split(':2,')[0] + ':2,' + ''.join(sorted(set(flags + 'T')))
             else:
                 to = name + ':2,S'
             todo.append((e.inode(), os.path.join(root, sub, name), os.path.join(root, 'cur', to)))
@@ -52,7 +54,8 @@ def one_run(ingest, corpus, work):
     subprocess.run(['cp', '-al', corpus, root], check=True)
     todo = renames_of(root)
     t0 = time.monotonic()
-    p = subprocess.Popen([ingest, '--stats=json', '-q', '-o', out, root], stderr=subprocess.PIPE)
+    errf = open(os.path.join(work, 'stderr'), 'w+b')   # a file: a full pipe would stall the run
+    p = subprocess.Popen([ingest, '--stats=json', '-q', '-o', out, root], stderr=errf)
     renamed = 0
     for _, old, new in todo:
         # ended? (WNOWAIT: the child stays to be reaped by wait4 below)
@@ -60,18 +63,21 @@ def one_run(ingest, corpus, work):
             break
         os.rename(old, new)
         renamed += 1
-    err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
-    st = json.loads(next(ln for ln in err.decode().splitlines() if ln.startswith('{')))
+    p.returncode = os.waitstatus_to_exitcode(status)
+    errf.seek(0)
+    stats = [ln for ln in errf.read().decode('utf-8', 'replace').splitlines() if ln.startswith('{')]
+    errf.close()
+    st = json.loads(stats[-1]) if stats else {'renamed': None, 'syscalls': {'getdents64': None}}
     uniques, errors, records = set(), 0, 0
-    with open(out) as f:
+    with open(out) if os.path.exists(out) else open(os.devnull) as f:
         for line in f:
             r = json.loads(line)
             records += 1
             errors += 'error' in r
             uniques.add(r['path'].rsplit('/', 1)[-1].split(':2,')[0])
-    ok = os.waitstatus_to_exitcode(status) == 0 and records == len(todo) == len(uniques) and not errors
+    ok = p.returncode == 0 and records == len(todo) == len(uniques) and not errors
     return {'wall': wall, 'user': ru.ru_utime, 'sys': ru.ru_stime, 'records': records,
             'inputs': len(todo), 'client_renamed': renamed, 'renamed': st['renamed'],
             'getdents64': st['syscalls']['getdents64'], 'ok': ok}

@@ -21,6 +21,7 @@
 #include "io/walk.h"
 #include "io/state.h"
 #include "io/maildir.h"
+#include "core/diag.h"
 #include "core/limits.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -320,23 +321,26 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 		return 0;   /* renamed again: the ENOENT record stands */
 	struct stat st;
 	int res = sys_fstat(fd, &st);
-	it->io.reason = RECORD_NONE;
-	it->io.err = 0;
 	/* The record names the message where it is now (and so does --state,
 	 * which reader_item_stat consults below). */
+	ingest_assert(!strncmp(name, "../cur/", 7) || !strncmp(name, "../new/", 7));
 	const char *sub = name + 3;                 /* "cur/x" after "../" */
 	const char *base = sub + 4;
 	size_t old_tail = 4 + strlen(e->name);      /* "cur/" + old name */
 	size_t keep = it->io.path.n >= old_tail ? it->io.path.n - old_tail : 0;
 	size_t bl = strlen(base);
 	char *p = arena_alloc(&b->meta, keep + 4 + bl + 1);
-	if (p) {
-		memcpy(p, it->io.path.p, keep);
-		memcpy(p + keep, sub, 4 + bl + 1);
-		it->io.path = (struct str){ p, keep + 4 + bl };
-		it->io.subdir = (struct str){ p + keep, 3 };
-		maildir_flags_view(p + keep + 4, bl, &it->io.flags.p, &it->io.flags.n);
+	if (!p) {
+		sys_close(fd);
+		return -ENOMEM;   /* not the new file's bytes under the old name */
 	}
+	it->io.reason = RECORD_NONE;
+	it->io.err = 0;
+	memcpy(p, it->io.path.p, keep);
+	memcpy(p + keep, sub, 4 + bl + 1);
+	it->io.path = (struct str){ p, keep + 4 + bl };
+	it->io.subdir = (struct str){ p + keep, 3 };
+	maildir_flags_view(p + keep + 4, bl, &it->io.flags.p, &it->io.flags.n);
 	uint64_t cap = reader_item_stat(rc, it, res, st.st_mode, (uint64_t)st.st_size,
 	                                st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
 	                                st.st_dev, st.st_ino);
@@ -376,7 +380,7 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 bool reader_item_vanished(const struct batch_item *it)
 {
 	return it->io.reason == RECORD_IO && it->io.err == ENOENT && it->entry &&
-	       walk_entry_in_maildir(it->entry);
+	       it->entry->d_type != DT_DIR && walk_entry_in_maildir(it->entry);
 }
 
 int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b)
@@ -403,8 +407,7 @@ int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, 
 		r = 0;
 	for (size_t k = 0; k < n && r == 0; k++) {
 		struct batch_item *it = &b->items[at[k]];
-		if (names[k] && (r = reader_item_reopen(rc, budget, b, it, names[k])) < 0 &&
-		    it->io.reason == RECORD_NONE)
+		if (names[k] && (r = reader_item_reopen(rc, budget, b, it, names[k])) < 0)
 			reader_item_fail(it, r);   /* the run ends; the batch's other items stand */
 	}
 	xfree(es);

@@ -125,11 +125,17 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 	it->cap = cap;
 }
 
+/* Vanished messages a batch holds before it settles (sync_settle): one
+ * listing of their Maildir finds this many at once, and their bytes,
+ * read at the settle, are counted before the batch takes more. */
+#define SYNC_SETTLE_VANISHED 64
+
 /* The batch's reads so far are complete: its Maildir messages that
  * vanished are looked for under new names, with one listing for them all
  * (not one each: a client marking a folder read renames most of a batch),
  * and its entries are done with.  After a fatal error (ok false) only the
- * latter. */
+ * latter.  A batch may settle more than once: what settled has no entry. */
+
 static int sync_settle(struct reader *r, const struct reader_io *io, struct batch *b, bool ok)
 {
 	int ret = ok ? reader_batch_retry_renamed(&r->c, io->budget, b) : 0;
@@ -147,6 +153,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 {
 	struct batch *b = NULL;
 	int ret = 0;
+	size_t held = 0;   /* vanished messages in b, not yet settled */
 	struct arena names;
 	arena_init(&names, 0);
 	for (;;) {
@@ -170,6 +177,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		if (cap && !budget_try_acquire(io->budget, cap)) {
 			if (b && b->n) {
 				ret = sync_settle(r, io, b, true);
+				held = 0;
 				r->c.st.batches++;
 				chan_push(io->full_batches, b);
 				b = NULL;
@@ -202,6 +210,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 			/* the batch may be sent from inside: settled first */
 			if ((ret = sync_settle(r, io, b, true)) == 0)
 				ret = reader_stream(r, io, &b, e, &so.probe);
+			held = 0;
 			for (size_t i = 0; b && i < b->n; i++)
 				if (b->items[i].entry == e)
 					b->items[i].entry = NULL;
@@ -237,12 +246,19 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		if (ret < 0 || !reader_item_vanished(it)) {
 			walk_entry_done(io->walk, e);
 			it->entry = NULL;
+		} else if (++held == SYNC_SETTLE_VANISHED) {
+			/* its bytes are read at the settle: settled this often,
+			 * the size check below still cuts the batch near
+			 * --batch-bytes */
+			ret = sync_settle(r, io, b, true);
+			held = 0;
 		}
 		if (ret < 0)
 			break;
 		/* the batch's charge counts re-read and grown bytes too */
 		if (b->n == LIMIT_BATCH_FILES || b->budget >= r->c.o.batch_bytes) {
 			ret = sync_settle(r, io, b, true);
+			held = 0;
 			r->c.st.batches++;
 			chan_push(io->full_batches, b);
 			b = NULL;

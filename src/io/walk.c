@@ -1384,11 +1384,26 @@ struct walk_wanted {
 	bool own_inode;            /* the name found is e's own inode's */
 };
 
+/* Orders the cur/ and new/ directories of Maildirs by Maildir: 0 for the
+ * two of one Maildir (their path without the last three bytes). */
+static int walk_maildir_cmp(const struct walk_dir *x, const struct walk_dir *y)
+{
+	if (x == y)
+		return 0;
+	int c = strcmp(x->base ? x->base : "", y->base ? y->base : "");
+	if (c)
+		return c;
+	size_t xn = x->relpath_len - 3, yn = y->relpath_len - 3;
+	c = memcmp(x->relpath, y->relpath, xn < yn ? xn : yn);
+	return c ? c : (xn > yn) - (xn < yn);
+}
+
 static int walk_wanted_cmp(const void *a, const void *b)
 {
 	const struct walk_wanted *x = a, *y = b;
-	if (x->e->dir != y->e->dir)
-		return (uintptr_t)x->e->dir < (uintptr_t)y->e->dir ? -1 : 1;
+	int m = walk_maildir_cmp(x->e->dir, y->e->dir);
+	if (m)
+		return m;
 	int c = memcmp(x->e->name, y->e->name, x->len < y->len ? x->len : y->len);
 	if (c)
 		return c;
@@ -1414,10 +1429,11 @@ static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const c
 	return lo < n && want[lo].len == len && !memcmp(want[lo].e->name, name, len) ? lo : n;
 }
 
-/* Lists sub ("../cur" or "../new", from the entries' directory) once and
- * gives every entry of want[0..n) the name its unique part has there (the
- * one of its own inode over any other).  *left counts the entries still
- * without their own inode's name. */
+/* Lists sub ("../cur" or "../new", from the entries' directories, the
+ * cur/ or new/ of one Maildir) once and gives every entry of want[0..n)
+ * the name its unique part has there: the one of its own inode over any
+ * other, and never the file of another entry's inode.  *left counts the
+ * entries still without their own inode's name. */
 static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, const char *sub,
                          struct arena *a, const char **names, size_t *left)
 {
@@ -1427,8 +1443,8 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 		return fd == -ENOENT ? 0 : fd;
 	int r = 0;
 	while (*left && r == 0) {
+		/* the reader's, not the walk's: --stats' syscall counts have it */
 		ssize_t got = sys_getdents64(fd, w->buf, LIMIT_GETDENTS_BYTES);
-		w->stats.getdents_calls++;
 		if (got == -EINTR)
 			continue;
 		if (got <= 0) {
@@ -1440,10 +1456,13 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 			off += de->d_reclen;
 			size_t nl = strlen(de->d_name);
 			size_t ul = maildir_unique_len(de->d_name, nl);
-			for (size_t i = walk_wanted_find(want, n, de->d_name, ul);
-			     i < n && want[i].len == ul && !memcmp(want[i].e->name, de->d_name, ul); i++) {
+			size_t first = walk_wanted_find(want, n, de->d_name, ul), end = first;
+			bool someones = false;   /* the file of one of these entries */
+			for (; end < n && want[end].len == ul && !memcmp(want[end].e->name, de->d_name, ul); end++)
+				someones |= de->d_ino == want[end].e->ino;
+			for (size_t i = first; i < end; i++) {
 				bool own = de->d_ino == want[i].e->ino;
-				if (want[i].own_inode || (names[want[i].slot] && !own))
+				if (want[i].own_inode || (!own && (someones || names[want[i].slot])))
 					continue;
 				/* "../cur/" + the name, relative to the entry's directory */
 				char *p = arena_alloc(a, sl + 1 + nl + 1);
@@ -1480,16 +1499,22 @@ int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, st
 			                                  .len = maildir_unique_len(es[i]->name, strlen(es[i]->name)) };
 	}
 	qsort(want, k, sizeof(*want), walk_wanted_cmp);
-	int r = 0;
-	for (size_t i = 0, j; i < k && r >= 0; i = j) {
-		for (j = i + 1; j < k && want[j].e->dir == want[i].e->dir; j++)
+	/* One group a Maildir; a listing that fails does not keep the other
+	 * Maildirs from being searched (the first error is returned). */
+	int first_err = 0;
+	for (size_t i = 0, j; i < k && first_err != -ENOMEM; i = j) {
+		for (j = i + 1; j < k && !walk_maildir_cmp(want[j].e->dir, want[i].e->dir); j++)
 			;
 		/* cur/ first: new/ -> cur/ is the usual move, and flags change in cur/ */
 		size_t left = j - i;
-		r = walk_list_for(w, want + i, j - i, "../cur", a, names, &left);
-		if (r >= 0 && left)
-			r = walk_list_for(w, want + i, j - i, "../new", a, names, &left);
+		int r = walk_list_for(w, want + i, j - i, "../cur", a, names, &left);
+		if (r != -ENOMEM && left) {
+			int r2 = walk_list_for(w, want + i, j - i, "../new", a, names, &left);
+			r = r ? r : r2;
+		}
+		if (r && (!first_err || r == -ENOMEM))
+			first_err = r;
 	}
 	xfree(want);
-	return r < 0 ? r : 0;
+	return first_err;
 }

@@ -91,14 +91,15 @@ void walk_entry_done(struct walk *w, struct walk_entry *e);
  * usually the same message under a new name (its flags changed, or it
  * moved from new/ to cur/).  Looks for the unique parts of the names of
  * es[0..n) (entries the walk handed out and has not been told done of) in
- * their Maildirs' cur/ and new/, with one listing of each for them all
+ * their Maildirs' cur/ and new/, with one listing of each Maildir for them all
  * (getdents64 into the walk's buffer, no stat): a client marking a folder
  * read renames most of a batch at once.  names[i] gets the name found,
  * relative to es[i]'s directory fd ("../cur/x:2,S", in the arena): the
  * name of es[i]'s own inode when one is listed (a rename keeps it), else
- * the first with its unique part, cur/ before new/; NULL when it is gone
- * or es[i] is not in a Maildir.  0, or -errno when a listing failed (the
- * names found until then stand). */
+ * the first with its unique part that is no other entry's inode, cur/
+ * before new/; NULL when it is gone or es[i] is not in a Maildir.  0, or
+ * the first -errno of a listing that failed (the other Maildirs are still
+ * searched, but after -ENOMEM). */
 int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, struct arena *a,
                       const char **names);
 /* True when e is a message of a Maildir's cur/ or new/. */
