@@ -31,8 +31,8 @@ void arena_reset(struct arena *a);
  * there first, and a reset frees every other chunk and keeps it.  Past it,
  * a chunk is allocated for each request that does not fit.  `filled`: the
  * bytes from its start that most uses fill (a full batch), or 0; at 4 MiB
- * and more the chunk is aligned and those bytes past the first 2 MiB are
- * backed by transparent huge pages.  Releases what the arena held; 0,
+ * and more the chunk is aligned and those bytes are backed by transparent
+ * huge pages.  Releases what the arena held; 0,
  * -EEXIST when it has a smaller home already, -ENOMEM. */
 int arena_reserve(struct arena *a, size_t n, size_t filled);
 /* Bytes the largest chunk can hold (what a reset without home keeps). */

@@ -96,7 +96,7 @@ static void test_arena_home_chunk_is_kept(void **state)
 }
 
 /* A home that a full use fills past 4 MiB starts on a huge page (its
- * bytes from 2 MiB on are advised as transparent huge pages); it is still
+ * bytes up to the fill are advised as transparent huge pages); it is still
  * the home a reset keeps, every byte of it usable, and released whole
  * (under ASan, a free of anything but the allocator's block would fail). */
 static void test_arena_huge_home_is_aligned(void **state)
