@@ -323,7 +323,7 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 	int res = sys_fstat(fd, &st);
 	/* The record names the message where it is now (and so does --state,
 	 * which reader_item_stat consults below). */
-	ingest_assert(!strncmp(name, "../cur/", 7) || !strncmp(name, "../new/", 7));
+	ingest_assert(name[0] == '.' && name[1] == '.' && name[2] == '/' && name[6] == '/');
 	const char *sub = name + 3;                 /* "cur/x" after "../" */
 	const char *base = sub + 4;
 	size_t old_tail = 4 + strlen(e->name);      /* "cur/" + old name */
@@ -352,7 +352,6 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 		it->no_output = false;
 		cap = reader_item_whole(rc, it);
 	}
-	rc->st.renamed++;
 	int ret = 0;
 	if (cap) {
 		/* This batch cannot be sent before all its items are read:
@@ -373,6 +372,9 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 		ssize_t got = sys_read_restart(fd, buf, cap);
 		ret = reader_item_read_done(rc, budget, b, it, got, fd);
 	}
+	/* read under its new name (what --stats calls renamed while read) */
+	if (ret == 0 && it->io.reason != RECORD_IO)
+		rc->st.renamed++;
 	sys_close(fd);
 	return ret;
 }
@@ -390,28 +392,26 @@ int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, 
 		n += reader_item_vanished(&b->items[i]);
 	if (!n || !rc->walk)
 		return 0;
-	struct walk_entry **es = xmalloc(n * sizeof(*es));
+	struct walk_renamed *v = xmalloc(n * sizeof(*v));
 	size_t *at = xmalloc(n * sizeof(*at));
-	const char **names = xmalloc(n * sizeof(*names));
-	int r = es && at && names ? 0 : -ENOMEM;
+	int r = v && at ? 0 : -ENOMEM;
 	for (size_t i = 0, k = 0; i < b->n && r == 0; i++)
 		if (reader_item_vanished(&b->items[i])) {
-			es[k] = b->items[i].entry;
+			v[k].e = b->items[i].entry;
 			at[k++] = i;
 		}
 	if (r == 0)
-		r = walk_find_renamed(rc->walk, es, n, &b->meta, names);
+		r = walk_find_renamed(rc->walk, v, n, &b->meta);
 	/* A listing that failed leaves its messages' ENOENT records standing;
 	 * only memory ends the run. */
 	if (r < 0 && r != -ENOMEM)
 		r = 0;
 	for (size_t k = 0; k < n && r == 0; k++) {
 		struct batch_item *it = &b->items[at[k]];
-		if (names[k] && (r = reader_item_reopen(rc, budget, b, it, names[k])) < 0)
+		if (v[k].name && (r = reader_item_reopen(rc, budget, b, it, v[k].name)) < 0)
 			reader_item_fail(it, r);   /* the run ends; the batch's other items stand */
 	}
-	xfree(es);
+	xfree(v);
 	xfree(at);
-	xfree(names);
 	return r;
 }

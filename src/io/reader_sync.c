@@ -135,7 +135,6 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
  * (not one each: a client marking a folder read renames most of a batch),
  * and its entries are done with.  After a fatal error (ok false) only the
  * latter.  A batch may settle more than once: what settled has no entry. */
-
 static int sync_settle(struct reader *r, const struct reader_io *io, struct batch *b, bool ok)
 {
 	int ret = ok ? reader_batch_retry_renamed(&r->c, io->budget, b) : 0;
@@ -211,7 +210,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 			if ((ret = sync_settle(r, io, b, true)) == 0)
 				ret = reader_stream(r, io, &b, e, &so.probe);
 			held = 0;
-			for (size_t i = 0; b && i < b->n; i++)
+			for (size_t i = 0; i < b->n; i++)
 				if (b->items[i].entry == e)
 					b->items[i].entry = NULL;
 			walk_entry_done(io->walk, e);
@@ -247,9 +246,9 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 			walk_entry_done(io->walk, e);
 			it->entry = NULL;
 		} else if (++held == SYNC_SETTLE_VANISHED) {
-			/* its bytes are read at the settle: settled this often,
-			 * the size check below still cuts the batch near
-			 * --batch-bytes */
+			/* their bytes are read at the settle: settled this
+			 * often, the batch passes --batch-bytes by the files
+			 * of one settle at most (the size check below) */
 			ret = sync_settle(r, io, b, true);
 			held = 0;
 		}

@@ -13,6 +13,7 @@
  * close when it is done; no stat unless the filesystem gives no d_type. */
 #include "io/walk.h"
 #include "io/maildir.h"
+#include "core/diag.h"
 #include "core/hash.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
@@ -1380,7 +1381,7 @@ bool walk_entry_in_maildir(const struct walk_entry *e)
 struct walk_wanted {
 	const struct walk_entry *e;
 	size_t len;                /* of e->name's unique part */
-	size_t slot;               /* its index in the caller's arrays */
+	struct walk_renamed *out;  /* the caller's */
 	bool own_inode;            /* the name found is e's own inode's */
 };
 
@@ -1390,7 +1391,8 @@ static int walk_maildir_cmp(const struct walk_dir *x, const struct walk_dir *y)
 {
 	if (x == y)
 		return 0;
-	int c = strcmp(x->base ? x->base : "", y->base ? y->base : "");
+	ingest_assert(x->relpath_len >= 3 && y->relpath_len >= 3 && x->base && y->base);
+	int c = strcmp(x->base, y->base);
 	if (c)
 		return c;
 	size_t xn = x->relpath_len - 3, yn = y->relpath_len - 3;
@@ -1409,10 +1411,10 @@ static int walk_wanted_cmp(const void *a, const void *b)
 		return c;
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
-	return x->slot < y->slot ? -1 : x->slot > y->slot;
+	return x->out < y->out ? -1 : x->out > y->out;
 }
 
-/* The first of want[0..n) (one directory's, sorted) whose unique part is
+/* The first of want[0..n) (one Maildir's, sorted) whose unique part is
  * name[0..len), or n. */
 static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const char *name, size_t len)
 {
@@ -1435,7 +1437,7 @@ static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const c
  * other, and never the file of another entry's inode.  *left counts the
  * entries still without their own inode's name. */
 static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, const char *sub,
-                         struct arena *a, const char **names, size_t *left)
+                         struct arena *a, size_t *left)
 {
 	size_t sl = strlen(sub);
 	int fd = sys_openat(want[0].e->dir->fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
@@ -1457,13 +1459,16 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 			size_t nl = strlen(de->d_name);
 			size_t ul = maildir_unique_len(de->d_name, nl);
 			size_t first = walk_wanted_find(want, n, de->d_name, ul), end = first;
-			bool someones = false;   /* the file of one of these entries */
+			/* a file of one of these entries, or one given to one
+			 * of them for want of its own: never another's */
+			bool taken = false;
 			for (; end < n && want[end].len == ul && !memcmp(want[end].e->name, de->d_name, ul); end++)
-				someones |= de->d_ino == want[end].e->ino;
+				taken |= de->d_ino == want[end].e->ino;
 			for (size_t i = first; i < end; i++) {
 				bool own = de->d_ino == want[i].e->ino;
-				if (want[i].own_inode || (!own && (someones || names[want[i].slot])))
+				if (want[i].own_inode || (!own && (taken || want[i].out->name)))
 					continue;
+				taken |= !own;
 				/* "../cur/" + the name, relative to the entry's directory */
 				char *p = arena_alloc(a, sl + 1 + nl + 1);
 				if (!p) {
@@ -1473,7 +1478,7 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 				memcpy(p, sub, sl);
 				p[sl] = '/';
 				memcpy(p + sl + 1, de->d_name, nl + 1);
-				names[want[i].slot] = p;
+				want[i].out->name = p;
 				want[i].own_inode = own;
 				*left -= own;
 			}
@@ -1483,8 +1488,7 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 	return r;
 }
 
-int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, struct arena *a,
-                      const char **names)
+int walk_find_renamed(struct walk *w, struct walk_renamed *v, size_t n, struct arena *a)
 {
 	if (!n)
 		return 0;
@@ -1493,23 +1497,25 @@ int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, st
 		return -ENOMEM;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		names[i] = NULL;
-		if (es[i]->dir->in_maildir)
-			want[k++] = (struct walk_wanted){ .e = es[i], .slot = i,
-			                                  .len = maildir_unique_len(es[i]->name, strlen(es[i]->name)) };
+		const struct walk_entry *e = v[i].e;
+		v[i].name = NULL;
+		if (e->dir->in_maildir)
+			want[k++] = (struct walk_wanted){ .e = e, .out = &v[i],
+			                                  .len = maildir_unique_len(e->name, strlen(e->name)) };
 	}
 	qsort(want, k, sizeof(*want), walk_wanted_cmp);
 	/* One group a Maildir; a listing that fails does not keep the other
-	 * Maildirs from being searched (the first error is returned). */
+	 * Maildirs from being searched (the first error is returned, or -ENOMEM,
+	 * which ends the search). */
 	int first_err = 0;
 	for (size_t i = 0, j; i < k && first_err != -ENOMEM; i = j) {
 		for (j = i + 1; j < k && !walk_maildir_cmp(want[j].e->dir, want[i].e->dir); j++)
 			;
 		/* cur/ first: new/ -> cur/ is the usual move, and flags change in cur/ */
 		size_t left = j - i;
-		int r = walk_list_for(w, want + i, j - i, "../cur", a, names, &left);
+		int r = walk_list_for(w, want + i, j - i, "../cur", a, &left);
 		if (r != -ENOMEM && left) {
-			int r2 = walk_list_for(w, want + i, j - i, "../new", a, names, &left);
+			int r2 = walk_list_for(w, want + i, j - i, "../new", a, &left);
 			r = r ? r : r2;
 		}
 		if (r && (!first_err || r == -ENOMEM))

@@ -89,19 +89,23 @@ void walk_entry_done(struct walk *w, struct walk_entry *e);
 
 /* A Maildir message that vanished between the walk and its open is
  * usually the same message under a new name (its flags changed, or it
- * moved from new/ to cur/).  Looks for the unique parts of the names of
- * es[0..n) (entries the walk handed out and has not been told done of) in
- * their Maildirs' cur/ and new/, with one listing of each Maildir for them all
- * (getdents64 into the walk's buffer, no stat): a client marking a folder
- * read renames most of a batch at once.  names[i] gets the name found,
- * relative to es[i]'s directory fd ("../cur/x:2,S", in the arena): the
- * name of es[i]'s own inode when one is listed (a rename keeps it), else
- * the first with its unique part that is no other entry's inode, cur/
- * before new/; NULL when it is gone or es[i] is not in a Maildir.  0, or
- * the first -errno of a listing that failed (the other Maildirs are still
- * searched, but after -ENOMEM). */
-int walk_find_renamed(struct walk *w, struct walk_entry *const *es, size_t n, struct arena *a,
-                      const char **names);
+ * moved from new/ to cur/).  walk_find_renamed looks for the unique parts
+ * of the names of v[0..n).e (entries the walk handed out and has not been
+ * told done of) in their Maildirs' cur/ and new/, with one listing of each
+ * Maildir for them all (getdents64 into the walk's buffer, no stat): a
+ * client marking a folder read renames most of a batch at once.  Each
+ * v[i].name gets the name found, relative to the entry's directory fd
+ * ("../cur/x:2,S", in the arena): the name of the entry's own inode when
+ * one is listed (a rename keeps it), else the first with its unique part
+ * that is no other entry's inode nor given to another, cur/ before new/;
+ * NULL when it is gone or the entry is not in a Maildir.  0, or the first
+ * -errno of a listing that failed (the other Maildirs are still searched),
+ * or -ENOMEM, which ends the search. */
+struct walk_renamed {
+	struct walk_entry *e;     /* in */
+	const char *name;         /* out */
+};
+int walk_find_renamed(struct walk *w, struct walk_renamed *v, size_t n, struct arena *a);
 /* True when e is a message of a Maildir's cur/ or new/. */
 bool walk_entry_in_maildir(const struct walk_entry *e);
 
