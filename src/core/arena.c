@@ -32,6 +32,7 @@ void arena_init(struct arena *a, size_t limit)
 	a->cur = a->end = NULL;
 	a->used = 0;
 	a->limit = limit;
+	a->huge_fill = 0;
 }
 
 void arena_release(struct arena *a)
@@ -73,20 +74,28 @@ void arena_reset(struct arena *a)
 }
 
 /* A home chunk whose data starts on a huge page (the header sits at the
- * end of the page before it) and whose bytes 0 .. `filled` are on huge
- * pages, the first 2 MiB included: a batch of small files that fills less
- * backs one huge page anyway, which costs less than the 4 KiB pages' faults
- * under the reads (docs/ARCHITECTURE.md, "Batches, the pool and the
- * parser"). */
-static struct arena_chunk *arena_huge_chunk(size_t n, size_t filled)
+ * end of the page before it); which of its bytes go on huge pages is
+ * decided at its first use (arena_expect): the first 2 MiB only when that
+ * use fills them, since a batch of small files may fill less, while the
+ * reads into a first 2 MiB of 4 KiB pages fault inside the kernel's copy
+ * (docs/ARCHITECTURE.md, "Batches, the pool and the parser"). */
+static struct arena_chunk *arena_huge_chunk(size_t n)
 {
-	char *block = huge_alloc(HUGE_PAGE_SIZE + n, HUGE_PAGE_SIZE, HUGE_PAGE_SIZE + filled);
+	char *block = huge_alloc(HUGE_PAGE_SIZE + n, 0, 0);
 	if (!block)
 		return NULL;
 	struct arena_chunk *c =
 		(struct arena_chunk *)(block + HUGE_PAGE_SIZE - offsetof(struct arena_chunk, data));
 	c->block = block;
 	return c;
+}
+
+void arena_expect(struct arena *a, size_t n)
+{
+	if (!a->huge_fill)
+		return;
+	huge_advise(a->home->data, a->home->size, n >= HUGE_PAGE_SIZE ? 0 : HUGE_PAGE_SIZE, a->huge_fill);
+	a->huge_fill = 0;
 }
 
 int arena_reserve(struct arena *a, size_t n, size_t filled)
@@ -97,7 +106,7 @@ int arena_reserve(struct arena *a, size_t n, size_t filled)
 	if (filled > n)
 		filled = n;
 	bool huge = filled >= 2 * HUGE_PAGE_SIZE;
-	struct arena_chunk *c = huge ? arena_huge_chunk(n, filled) : xmalloc(sizeof(*c) + n);
+	struct arena_chunk *c = huge ? arena_huge_chunk(n) : xmalloc(sizeof(*c) + n);
 	if (!c)
 		return -ENOMEM;
 	if (!huge)
@@ -107,6 +116,7 @@ int arena_reserve(struct arena *a, size_t n, size_t filled)
 	a->head = a->home = c;
 	a->cur = c->data;
 	a->end = c->data + n;
+	a->huge_fill = huge ? filled : 0;
 	return 0;
 }
 
@@ -117,6 +127,8 @@ void *arena_alloc(struct arena *a, size_t n)
 		return NULL;
 	if (a->limit && (need > a->limit || a->used > a->limit - need))
 		return NULL;
+	if (a->huge_fill)
+		arena_expect(a, 0);   /* a first use that did not say its size */
 	if ((size_t)(a->end - a->cur) < need) {
 		/* past a home chunk only the request: what does not fit a
 		 * memory sized ahead is the exception, and goes at reset */

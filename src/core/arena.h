@@ -19,6 +19,7 @@ struct arena {
 	char *cur, *end;            /* free space of the newest chunk */
 	size_t used;                /* bytes handed out since the last reset */
 	size_t limit;               /* cap on used; 0 means no cap */
+	size_t huge_fill;           /* a home on huge pages not yet advised: its fill */
 };
 
 void arena_init(struct arena *a, size_t limit);
@@ -32,9 +33,15 @@ void arena_reset(struct arena *a);
  * a chunk is allocated for each request that does not fit.  `filled`: the
  * bytes from its start that most uses fill (a full batch), or 0; at 4 MiB
  * and more the chunk is aligned and those bytes are backed by transparent
- * huge pages.  Releases what the arena held; 0,
- * -EEXIST when it has a smaller home already, -ENOMEM. */
+ * huge pages, advised at its first use (arena_expect).  Releases what the
+ * arena held; 0, -EEXIST when it has a smaller home already, -ENOMEM. */
 int arena_reserve(struct arena *a, size_t n, size_t filled);
+/* The use about to start fills about n bytes of the home chunk from its
+ * start (0: not known).  The first use of a home on huge pages advises
+ * them: from its start when n fills the first huge page, else from 2 MiB,
+ * so that a use that fills less backs no huge page.  The first
+ * arena_alloc after arena_reserve counts as a use of unknown size. */
+void arena_expect(struct arena *a, size_t n);
 /* Bytes the largest chunk can hold (what a reset without home keeps). */
 size_t arena_capacity(const struct arena *a);
 /* Returns n bytes aligned to 16, or NULL when the cap or memory runs out. */

@@ -5,7 +5,8 @@
  * pool and the parser"), and a buffer written from end to end faults once
  * a 4 KiB page.  On a 2 MiB boundary and advised MADV_HUGEPAGE, it faults
  * once a 2 MiB page instead; a huge page is backed whole at its first
- * touch, so only bytes that will all be written are advised. */
+ * touch, so the callers advise bytes that will all, or mostly, be written
+ * (their rules: arena.c's arena_expect, pipeline/threads.c). */
 #ifndef INGEST_HUGEPAGE_H
 #define INGEST_HUGEPAGE_H
 
@@ -19,5 +20,8 @@
  * kernel without them refuses it, and 4 KiB pages do).  Freed with xfree;
  * NULL when memory runs out. */
 void *huge_alloc(size_t n, size_t from, size_t to);
+/* The huge pages wholly inside bytes [from, to) of p[0..n), p on a
+ * HUGE_PAGE_SIZE boundary, advised as huge_alloc does. */
+void huge_advise(void *p, size_t n, size_t from, size_t to);
 
 #endif

@@ -82,6 +82,7 @@
 #include "io/reader_backend.h"
 #include "io/reader_stream.h"
 #include "io/walk.h"
+#include "core/arena.h"
 #include "core/fault.h"
 #include "core/stats.h"
 #include "core/sys.h"
@@ -603,6 +604,8 @@ static int uring_run_batches(struct reader *r, const struct reader_io *io)
 			break;
 		}
 		b->budget = bytes;
+		/* a batch that fills a huge page puts its reads on huge pages */
+		arena_expect(&b->data, (size_t)bytes);
 		memset(u->again, AGAIN_NONE, sizeof(u->again));
 		for (size_t i = 0; i < n; i++) {
 			struct uring_slot *s = win_at(u, i);

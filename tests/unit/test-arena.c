@@ -5,8 +5,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -95,6 +99,61 @@ static void test_arena_home_chunk_is_kept(void **state)
 	assert_null(a.head);
 }
 
+/* Whether the kernel holds p's mapping advised MADV_HUGEPAGE ("hg" among
+ * its VmFlags in /proc/self/smaps). */
+static bool advised_huge(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	assert_non_null(f);
+	char line[512];
+	bool in = false, hg = false;
+	uintptr_t at = (uintptr_t)p;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = at >= lo && at < hi;
+		} else if (in && !strncmp(line, "VmFlags:", 8)) {
+			hg = strstr(line, " hg") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return hg;
+}
+
+/* A home on huge pages is advised at its first use: from its start when
+ * that use fills the first huge page (a full batch: its reads fault once
+ * a 2 MiB page), from 2 MiB otherwise (a batch of small files that fills
+ * less backs no huge page), and from 2 MiB when the use does not say. */
+static void test_arena_huge_advice_at_first_use(void **state)
+{
+	(void)state;
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK)) {
+		print_message("SKIP: no transparent huge pages in this kernel\n");
+		skip();
+	}
+	const size_t mib = 1 << 20;
+	struct { size_t expect; bool call, first_huge; } cases[] = {
+		{ 6 * mib, true, true },
+		{ 1 * mib, true, false },
+		{ 0, false, false },      /* arena_alloc first: size unknown */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct arena a;
+		arena_init(&a, 0);
+		assert_int_equal(arena_reserve(&a, 13 * mib, 6 * mib), 0);
+		if (cases[i].call)
+			arena_expect(&a, cases[i].expect);
+		char *p = arena_alloc(&a, 13 * mib);
+		assert_non_null(p);
+		assert_int_equal(advised_huge(p), cases[i].first_huge);
+		assert_true(advised_huge(p + 2 * mib));
+		assert_true(advised_huge(p + 6 * mib - 1));
+		assert_false(advised_huge(p + 6 * mib));   /* past the fill */
+		arena_release(&a);
+	}
+}
+
 /* A home that a full use fills past 4 MiB starts on a huge page (its
  * bytes up to the fill are advised as transparent huge pages); it is still
  * the home a reset keeps, every byte of it usable, and released whole
@@ -143,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_arena_reset_keeps_the_largest_chunk),
 		cmocka_unit_test(test_arena_home_chunk_is_kept),
 		cmocka_unit_test(test_arena_huge_home_is_aligned),
+		cmocka_unit_test(test_arena_huge_advice_at_first_use),
 		cmocka_unit_test(test_arena_memdup_terminates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
