@@ -1516,7 +1516,8 @@ int walk_find_renamed(struct walk *w, struct walk_renamed *v, size_t n, struct a
 		int r = walk_list_for(w, want + i, j - i, "../cur", a, &left);
 		if (r != -ENOMEM && left) {
 			int r2 = walk_list_for(w, want + i, j - i, "../new", a, &left);
-			r = r ? r : r2;
+			if (!r || r2 == -ENOMEM)
+				r = r2;
 		}
 		if (r && (!first_err || r == -ENOMEM))
 			first_err = r;
