@@ -604,7 +604,9 @@ static int uring_run_batches(struct reader *r, const struct reader_io *io)
 			break;
 		}
 		b->budget = bytes;
-		/* a batch that fills a huge page puts its reads on huge pages */
+		/* the first use of the batch's memory decides its huge pages
+		 * for the run (arena_expect): the reads of a full batch land
+		 * on them from the first byte */
 		arena_expect(&b->data, (size_t)bytes);
 		memset(u->again, AGAIN_NONE, sizeof(u->again));
 		for (size_t i = 0; i < n; i++) {
