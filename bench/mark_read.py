@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench/mark_read.py: a mail client marking a whole Maildir read while
-ingest reads it.
+"""bench/mark_read.py: a mail client changing the flags of a whole Maildir
+while ingest reads it.
 
     bench/mark_read.py --corpus=MAILDIR [--rounds=N] [--work=DIR] INGEST [INGEST...]
 
 Each round, for each INGEST in a rotated order: MAILDIR is copied as hard
 links (cp -al) to --work, and while `INGEST --stats=json -q -o FILE COPY`
-runs, this process renames every message as a client does when a folder is
-marked read: each name in cur/ gains the flag T, each message of new/ moves
-to cur/ with the flag S.  It renames in reverse inode order (ingest reads in
+runs, this process renames every message as a client does when it flags a
+whole folder: each name in cur/ gains the flag T (marked deleted, as before
+an expunge; a flag most names lack, so every name changes), each message of
+new/ moves to cur/ with the flag S (marked read).  It renames in reverse inode order (ingest reads in
 inode order, so the two meet mid-run) and stops when the run ends.
 
 Printed per run: wall, user and system CPU seconds (the child's, from
