@@ -601,16 +601,20 @@ struct walk_uname {
 	uint32_t pos;              /* its place among its inode's names */
 };
 
+/* The order of unique parts (bytes, then length): every sort and search
+ * of names by unique part below uses it. */
+static int walk_unique_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+	int c = memcmp(a, b, an < bn ? an : bn);
+	return c ? c : (an > bn) - (an < bn);
+}
+
 static int walk_uname_cmp(const void *a, const void *b, void *names_)
 {
 	const char *names = names_;
 	const struct walk_uname *x = a, *y = b;
-	int c = memcmp(names + x->name, names + y->name, x->len < y->len ? x->len : y->len);
-	if (c)
-		return c;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
+	int c = walk_unique_cmp(names + x->name, x->len, names + y->name, y->len);
+	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
 }
 
 /* Marks WALK_DT_RELISTED every name of g[0..m), the names of one inode in
@@ -630,7 +634,7 @@ static int walk_mark_relisted(const char *names, struct walk_dent *g, size_t m)
 			                              .pos = (uint32_t)i };
 	qsort_r(u, c, sizeof(*u), walk_uname_cmp, (void *)(uintptr_t)names);
 	for (size_t i = 1; i < c; i++)
-		if (u[i].len == u[i - 1].len && !memcmp(names + u[i].name, names + u[i - 1].name, u[i].len))
+		if (!walk_unique_cmp(names + u[i].name, u[i].len, names + u[i - 1].name, u[i - 1].len))
 			g[u[i].pos].d_type = WALK_DT_RELISTED;
 	xfree(u);
 	return 0;
@@ -1403,15 +1407,10 @@ static int walk_maildir_cmp(const struct walk_dir *x, const struct walk_dir *y)
 static int walk_wanted_cmp(const void *a, const void *b)
 {
 	const struct walk_wanted *x = a, *y = b;
-	int m = walk_maildir_cmp(x->e->dir, y->e->dir);
-	if (m)
-		return m;
-	int c = memcmp(x->e->name, y->e->name, x->len < y->len ? x->len : y->len);
-	if (c)
-		return c;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	return x->out < y->out ? -1 : x->out > y->out;
+	int c = walk_maildir_cmp(x->e->dir, y->e->dir);
+	if (!c)
+		c = walk_unique_cmp(x->e->name, x->len, y->e->name, y->len);
+	return c ? c : (x->out > y->out) - (x->out < y->out);
 }
 
 /* The first of want[0..n) (one Maildir's, sorted) whose unique part is
@@ -1421,14 +1420,12 @@ static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const c
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct walk_wanted *m = &want[mid];
-		int c = memcmp(m->e->name, name, m->len < len ? m->len : len);
-		if (c < 0 || (c == 0 && m->len < len))
+		if (walk_unique_cmp(want[mid].e->name, want[mid].len, name, len) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < n && want[lo].len == len && !memcmp(want[lo].e->name, name, len) ? lo : n;
+	return lo < n && !walk_unique_cmp(want[lo].e->name, want[lo].len, name, len) ? lo : n;
 }
 
 /* Lists sub ("../cur" or "../new", from the entries' directories, the
@@ -1446,9 +1443,7 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 	int r = 0;
 	while (*left && r == 0) {
 		/* the reader's, not the walk's: --stats' syscall counts have it */
-		ssize_t got = sys_getdents64(fd, w->buf, LIMIT_GETDENTS_BYTES);
-		if (got == -EINTR)
-			continue;
+		ssize_t got = sys_getdents64_restart(fd, w->buf, LIMIT_GETDENTS_BYTES);
 		if (got <= 0) {
 			r = (int)got;
 			break;
@@ -1462,7 +1457,7 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 			/* a file of one of these entries, or one given to one
 			 * of them for want of its own: never another's */
 			bool taken = false;
-			for (; end < n && want[end].len == ul && !memcmp(want[end].e->name, de->d_name, ul); end++)
+			for (; end < n && !walk_unique_cmp(want[end].e->name, want[end].len, de->d_name, ul); end++)
 				taken |= de->d_ino == want[end].e->ino;
 			for (size_t i = first; i < end; i++) {
 				bool own = de->d_ino == want[i].e->ino;
