@@ -379,6 +379,16 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 	return ret;
 }
 
+void reader_items_done(struct walk *w, struct batch_item *items, size_t n,
+                       const struct batch_item *keep)
+{
+	for (size_t i = 0; i < n; i++)
+		if (items[i].entry && &items[i] != keep) {
+			walk_entry_done(w, items[i].entry);
+			items[i].entry = NULL;
+		}
+}
+
 bool reader_item_vanished(const struct batch_item *it)
 {
 	return it->io.reason == RECORD_IO && it->io.err == ENOENT && it->entry &&
@@ -390,7 +400,7 @@ int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, 
 	size_t n = 0;
 	for (size_t i = 0; i < b->n; i++)
 		n += reader_item_vanished(&b->items[i]);
-	if (!n || !rc->walk)
+	if (!n)
 		return 0;
 	struct walk_renamed *v = xmalloc(n * sizeof(*v));
 	size_t *at = xmalloc(n * sizeof(*at));

@@ -42,6 +42,11 @@ int reader_item_read_done(struct reader_common *rc, struct budget *budget, struc
  * have completed, before the entries are done.  0 (the items as they end
  * up) or -ENOMEM. */
 int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b);
+/* The walk is told done of the entries of items[0..n) but keep's (which
+ * goes on being read), and they forget them: a done entry's memory is
+ * the walk's to reuse. */
+void reader_items_done(struct walk *w, struct batch_item *items, size_t n,
+                       const struct batch_item *keep);
 /* True for an item reader_batch_retry_renamed looks for: a Maildir message
  * whose open said ENOENT, its entry not yet done. */
 bool reader_item_vanished(const struct batch_item *it);

@@ -138,13 +138,7 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 static int sync_settle(struct reader *r, const struct reader_io *io, struct batch *b, bool ok)
 {
 	int ret = ok ? reader_batch_retry_renamed(&r->c, io->budget, b) : 0;
-	for (size_t i = 0; i < b->n; i++) {
-		struct batch_item *it = &b->items[i];
-		if (it->entry) {
-			walk_entry_done(io->walk, it->entry);
-			it->entry = NULL;
-		}
-	}
+	reader_items_done(io->walk, b->items, b->n, NULL);
 	return ret;
 }
 
@@ -243,8 +237,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 			sys_close(so.fd);
 		/* a vanished message keeps its entry until the batch settles */
 		if (ret < 0 || !reader_item_vanished(it)) {
-			walk_entry_done(io->walk, e);
-			it->entry = NULL;
+			reader_items_done(io->walk, it, 1, NULL);
 		} else if (++held == SYNC_SETTLE_VANISHED) {
 			/* their bytes are read at the settle: settled this
 			 * often, the batch passes --batch-bytes by the files

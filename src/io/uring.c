@@ -676,13 +676,7 @@ static int uring_run_batches(struct reader *r, const struct reader_io *io)
 		if (ret == 0)
 			ret = reader_batch_retry_renamed(&r->c, io->budget, b);
 		/* the complete items are done with; an abort fails the others */
-		for (size_t i = 0; i < complete; i++) {
-			struct batch_item *it = &b->items[i];
-			if (it != streamed && it->entry) {
-				walk_entry_done(io->walk, it->entry);
-				it->entry = NULL;
-			}
-		}
+		reader_items_done(io->walk, b->items, complete, streamed);
 		if (ret < 0) {
 			uring_drain_chains(u);
 			uring_batch_abort(io, b, ret);
