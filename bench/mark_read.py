@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -88,9 +89,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--corpus', required=True)
     ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--work', default='/tmp/ingest-mark-read')
+    ap.add_argument('--work', help='scratch directory (default: a new temporary one)')
     ap.add_argument('ingest', nargs='+')
     a = ap.parse_args()
+    a.work = a.work or tempfile.mkdtemp(prefix='ingest-mark-read-')
     runs = {b: [] for b in a.ingest}
     for k in range(a.rounds):
         order = a.ingest[k % len(a.ingest):] + a.ingest[:k % len(a.ingest)]

@@ -81,7 +81,7 @@ void arena_reset(struct arena *a)
  * (docs/ARCHITECTURE.md, "Batches, the pool and the parser"). */
 static struct arena_chunk *arena_huge_chunk(size_t n)
 {
-	char *block = huge_alloc(HUGE_PAGE_SIZE + n, 0, 0);
+	char *block = xmemalign(HUGE_PAGE_SIZE, HUGE_PAGE_SIZE + n);
 	if (!block)
 		return NULL;
 	struct arena_chunk *c =
