@@ -771,11 +771,13 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	/* Maildir: new/ is listed before cur/ (messages move new → cur), and
 	 * what new/ held is not taken again from cur/: a message that moved
 	 * between the two listings is then neither lost nor doubled (it is
-	 * read under its new name, see walk_find_renamed). */
-	if (parent && parent->is_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new")) {
+	 * read under its new name, see walk_find_renamed).  in_maildir: d is
+	 * the cur/ or new/ of parent, a Maildir (a folder such as ".Renew" is
+	 * neither, and one of two letters has no three to compare). */
+	if (d->in_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new")) {
 		if (walk_remember_new(parent, names, all, n) < 0)
 			goto nomem;
-	} else if (parent && parent->is_maildir && parent->n_new_bases &&
+	} else if (d->in_maildir && parent->n_new_bases &&
 	           !strcmp(d->relpath + d->relpath_len - 3, "cur")) {
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)

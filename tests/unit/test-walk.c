@@ -518,6 +518,31 @@ static void assert_lines_once(const char *got, const char *const *prefixes)
 	assert_int_equal(lines_starting(got, ""), n);
 }
 
+/* Folders whose names are short (".F") or end as a Maildir's subdirectory
+ * does (".Renew"): folders, each message once under its folder. */
+static void test_walk_maildirpp_folder_names(void **state)
+{
+	(void)state;
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "cur", "new", "tmp", ".F", ".F/cur", ".F/new",
+	                                      ".Renew", ".Renew/cur", ".Renew/new", NULL });
+	put_files(base, (const char *const[]){ "new/1.M1P1.host", ".F/new/2.M2P1.host",
+	                                       ".F/cur/3.M3P1.host:2,S", ".Renew/new/4.M4P1.host",
+	                                       ".Renew/cur/5.M5P1.host:2,", NULL });
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, base), 0);
+	char *got = walk_render(w, base);
+	assert_lines_once(got, (const char *const[]){
+		"new/1.M1P1.host reg maildir=|new|\n", ".F/new/2.M2P1.host reg maildir=F|new|\n",
+		".F/cur/3.M3P1.host:2,S reg maildir=F|cur|S\n",
+		".Renew/new/4.M4P1.host reg maildir=Renew|new|\n",
+		".Renew/cur/5.M5P1.host:2, reg maildir=Renew|cur|\n", NULL });
+	walk_free(w);
+	free(got);
+	t_rmtree(base);
+}
+
 /* Walks base/sub alone: its rendering (names relative to it) and stats. */
 static char *walk_sub_render(const char *base, const char *sub, struct walk_stats *st)
 {
@@ -1136,6 +1161,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walk_maildir_cur_new_not_tmp),
 		cmocka_unit_test(test_walk_maildirpp_folders),
+		cmocka_unit_test(test_walk_maildirpp_folder_names),
 		cmocka_unit_test(test_walk_plain_tree),
 		cmocka_unit_test(test_walk_maildir_in_tree),
 		cmocka_unit_test(test_walk_sorted_by_inode),
