@@ -14,8 +14,9 @@
  * message's id is folder-free and flag-free, so the entry of a message that
  * was renamed or moved to another folder is found under its id too.  New
  * entries live in fixed-size chunks that never move, and a second table
- * indexes them by id so that a file met twice in one run (the same PATH
- * given twice) is one entry. */
+ * indexes them by id so that a file met twice in one run (a --files-from
+ * list naming it twice, or naming a file a PATH holds: the walk reads
+ * overlapping PATH arguments once) is one entry. */
 #include "io/state.h"
 #include "io/maildir.h"
 #include "io/walk.h"
@@ -644,8 +645,8 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
                 struct str *old_path, struct state_entry **entry)
 {
 	*entry = NULL;
-	/* Met already in this run (the same PATH given twice, or a root and a
-	 * file inside it): one file, one entry, one record. */
+	/* Met already in this run (a --files-from list naming it twice, or a
+	 * PATH and a list): one file, one entry, one record. */
 	struct state_entry *dup = state_find_new(s, io->id);
 	if (dup && dup->dev == io->dev && dup->ino == io->ino) {
 		*v = STATE_UNCHANGED;

@@ -78,6 +78,12 @@ struct walk_source {
 	struct walk_dir *list;     /* explicit paths of a --files-from list */
 };
 
+/* A PATH argument's resolved path, in the order of walk_roots_sort. */
+struct walk_root {
+	const char *base;
+	size_t source;             /* its index in sources */
+};
+
 /* A directory whose listing failed, wholly or partly. */
 struct walk_unlisted {
 	struct str root;      /* the PATH argument, resolved */
@@ -104,6 +110,11 @@ struct walk {
 	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
 	size_t n_unlisted;
 	bool unlisted_sorted;
+	/* the PATH arguments, sorted when the walk starts (walk_roots_sort),
+	 * when there are two or more: see walk_roots_sort */
+	struct walk_root *roots;
+	size_t n_roots;
+	bool roots_sorted;
 };
 
 struct linux_dirent64 {
@@ -285,6 +296,7 @@ void walk_free(struct walk *w)
 	for (size_t i = 0; i < w->n_unlisted; i++)
 		xfree(w->unlisted[i].mem);
 	xfree(w->unlisted);
+	xfree(w->roots);
 	xfree(w->sources);
 	for (size_t i = 0; i < w->n_excludes; i++)
 		xfree(w->excludes[i]);
@@ -662,6 +674,105 @@ static ssize_t walk_drop_relisted(const char *names, struct walk_dent *all, size
 	return (ssize_t)k;
 }
 
+/* Overlapping PATH arguments (README, "Usage"): every input is read once,
+ * under the innermost PATH argument that names it.  A PATH given twice
+ * (compared resolved, so however spelled) is walked at its first place
+ * only, and what another PATH names inside a walked tree is left out of
+ * that walk and read as its own PATH.  Otherwise a Maildir's cur/ given
+ * beside the Maildir is read twice, under two ids (a Maildir message's id
+ * hangs on its root), and an index downstream holds each message twice. */
+static int walk_root_cmp(const void *a, const void *b)
+{
+	const struct walk_root *x = a, *y = b;
+	int c = strcmp(x->base, y->base);
+	return c ? c : (x->source > y->source) - (x->source < y->source);
+}
+
+/* Sorts the PATH arguments, when there are two or more (one overlaps
+ * nothing, and the walk then looks nothing up).  0 or -ENOMEM. */
+static int walk_roots_sort(struct walk *w)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->n_sources; i++)
+		n += w->sources[i].path && !w->sources[i].shown;
+	if (n < 2) {
+		w->roots_sorted = true;
+		return 0;
+	}
+	w->roots = xmalloc(n * sizeof(*w->roots));
+	if (!w->roots)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_sources; i++)
+		if (w->sources[i].path && !w->sources[i].shown)
+			w->roots[w->n_roots++] = (struct walk_root){ w->sources[i].base, i };
+	qsort(w->roots, w->n_roots, sizeof(*w->roots), walk_root_cmp);
+	w->roots_sorted = true;
+	return 0;
+}
+
+/* The first of roots [lo, hi) whose path, from byte skip on, is not below
+ * key; the range shares its first skip bytes. */
+static size_t walk_roots_lower(const struct walk_root *v, size_t lo, size_t hi, size_t skip,
+                               const char *key)
+{
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+		if (strcmp(v[m].base + skip, key) < 0)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+/* Whether source i is a PATH argument given earlier too. */
+static bool walk_root_repeated(const struct walk *w, size_t i)
+{
+	if (!w->n_roots || w->sources[i].shown)   /* standard input is no PATH */
+		return false;
+	/* ties are in source order: the first of equal paths is the earliest */
+	size_t at = walk_roots_lower(w->roots, 0, w->n_roots, 0, w->sources[i].base);
+	return at < w->n_roots && w->roots[at].source != i;
+}
+
+/* Leaves out of d's n listed entries those another PATH argument names
+ * (d's resolved path, '/', the name): they are read there.  The count
+ * kept, or -ENOMEM. */
+static ssize_t walk_leave_to_roots(const struct walk *w, const struct walk_dir *d,
+                                   const char *names, struct walk_dent *all, size_t n)
+{
+	size_t len = d->base_len + (d->relpath_len ? 1 + d->relpath_len : 0);
+	char *key = xmalloc(len + 2);
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, d->base, d->base_len);
+	size_t at = d->base_len;
+	if (d->relpath_len) {
+		key[at++] = '/';
+		memcpy(key + at, d->relpath, d->relpath_len);
+		at += d->relpath_len;
+	}
+	if (!at || key[at - 1] != '/')   /* "/" is the one path ending in '/' */
+		key[at++] = '/';
+	key[at] = '\0';
+	/* the paths below d: from "d/" up to "d0" ('0' follows '/') */
+	size_t lo = walk_roots_lower(w->roots, 0, w->n_roots, 0, key);
+	key[at - 1] = '0';
+	size_t hi = walk_roots_lower(w->roots, lo, w->n_roots, 0, key);
+	xfree(key);
+	if (lo == hi)
+		return (ssize_t)n;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *nm = names + all[i].name;
+		size_t r = walk_roots_lower(w->roots, lo, hi, at, nm);
+		if (r < hi && !strcmp(w->roots[r].base + at, nm))
+			continue;
+		all[k++] = all[i];
+	}
+	return (ssize_t)k;
+}
+
 /* Reads every entry of d and sorts them: files and subdirectories apart. */
 static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *parent, int *err)
 {
@@ -785,9 +896,15 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 				all[k++] = all[i];
 		n = k;
 	}
+	w->stats.relisted += listed - n;
+	if (w->n_roots && n) {
+		ssize_t kept = walk_leave_to_roots(w, d, names, all, n);
+		if (kept < 0)
+			goto nomem;
+		n = (size_t)kept;
+	}
 	/* entries are what becomes input; names listed twice are reported apart */
 	w->stats.entries += n;
-	w->stats.relisted += listed - n;
 	struct walk_entry *subs = xmalloc((n_subs ? n_subs : 1) * sizeof(*subs));
 	if (!subs)
 		goto nomem;
@@ -1128,6 +1245,8 @@ int walk_next(struct walk *w, struct walk_entry **out)
 
 static int walk_next_any(struct walk *w, struct walk_entry **out)
 {
+	if (!w->roots_sorted && walk_roots_sort(w) < 0)
+		return -ENOMEM;
 	for (;;) {
 		if (!w->depth) {
 			if (w->next_source == w->n_sources)
@@ -1144,6 +1263,8 @@ static int walk_next_any(struct walk *w, struct walk_entry **out)
 				continue;
 			}
 			w->next_source++;
+			if (walk_root_repeated(w, w->next_source - 1))
+				continue;
 			int r = s->shown ? -ENOTDIR : walk_enter(w, NULL, NULL, s->path, s->base);
 			if (r == -ENOMEM)
 				return r;
@@ -1310,6 +1431,8 @@ static int walk_str_cmp(struct str a, struct str b)
 	return c ? c : (a.n > b.n) - (a.n < b.n);
 }
 
+static bool walk_unlisted_as_root(struct walk *w, struct str root, struct str path, size_t n);
+
 static int walk_unlisted_cmp(const void *a, const void *b)
 {
 	const struct walk_unlisted *x = a, *y = b;
@@ -1332,8 +1455,35 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path)
 		struct walk_unlisted key = { root, { path.p, n } };
 		if (bsearch(&key, w->unlisted, w->n_unlisted, sizeof(key), walk_unlisted_cmp))
 			return true;
+		if (n && walk_unlisted_as_root(w, root, path, n))
+			return true;
 	}
 	return false;
+}
+
+/* Whether the directory path[0, n) below root is another PATH argument,
+ * walked as its own root (walk_leave_to_roots), that could not list what
+ * holds the rest of path. */
+static bool walk_unlisted_as_root(struct walk *w, struct str root, struct str path, size_t n)
+{
+	if (!w->n_roots)
+		return false;
+	char *abs = xmalloc(root.n + 1 + n + 1);
+	if (!abs)
+		return true;   /* not known: kept, as an unlisted path is */
+	memcpy(abs, root.p, root.n);
+	size_t at = root.n && root.p[root.n - 1] == '/' ? root.n : root.n + 1;
+	abs[at - 1] = '/';
+	memcpy(abs + at, path.p, n);
+	abs[at + n] = '\0';
+	size_t r = walk_roots_lower(w->roots, 0, w->n_roots, 0, abs);
+	bool found = r < w->n_roots && !strcmp(w->roots[r].base, abs);
+	xfree(abs);
+	if (!found)
+		return false;
+	const char *b = w->roots[r].base;
+	return walk_unlisted(w, (struct str){ b, strlen(b) },
+	                     (struct str){ path.p + n + 1, path.n - n - 1 });
 }
 
 void walk_stats_get(const struct walk *w, struct walk_stats *out)

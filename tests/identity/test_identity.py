@@ -523,6 +523,34 @@ def case_explicit_file(ctx):
               "%s: %r, walked %r" % (spelling, r, walked[rel]))
 
 
+def case_nested_paths(ctx):
+    """A Maildir given beside its cur/ and a Maildir++ folder of its own:
+    every file one document (read under the innermost PATH that names it),
+    through a first run and an incremental one where messages move across
+    those PATHs (new/ to cur/, cur/ to the folder)."""
+    make_maildir(ctx.md)
+    roots = ["Maildir", "Maildir/cur", "./Maildir/.Archive/", "Maildir"]
+
+    def check_once(index, what):
+        disk = on_disk(ctx.md)
+        docs = {(os.path.relpath(os.path.join(d["root"], d["path"]), "Maildir"), d.get("subject"))
+                for d in index.docs.values()}
+        check(len(docs) == len(index.docs) == len(disk) and docs == disk,
+              "%s: %d documents of %d files (missing %s, extra %s)" % (
+                  what, len(index.docs), len(disk), sorted(disk - docs), sorted(docs - disk)))
+
+    index = Index()
+    out = ctx.run(roots).stdout
+    index.apply(out)
+    check_once(index, "first run")
+    check(len(actions(out)) == len(on_disk(ctx.md)), "first run: %d actions for %d files" % (
+        len(actions(out)), len(on_disk(ctx.md))))
+    ctx.mv("new/" + name(5), "cur/" + name(5, "S"))
+    ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
+    index.apply(ctx.run(roots).stdout)
+    check_once(index, "moved across the PATHs")
+
+
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
 
 

@@ -529,8 +529,9 @@ def case_faults_per_batch(ctx):
                f'{FAULTS_PER_BATCH}: batch memory is no longer reused')
 
 
-# The same files given several times (PATH arguments repeated): every
-# added copy adds batches but no new message ids, names or sizes, so what
+# The same files given several times (hard-linked copies of one tree, each
+# a PATH argument: a PATH given twice is read once): every added copy adds
+# batches but no new message ids, names or sizes, so what
 # grows with messages (the thread map, the walk's listing) is out of the
 # difference and what is left is the batches' own memory.  Each batch's data
 # arena has a home chunk made at its first reset (src/sched/batch.c), so a
@@ -558,12 +559,15 @@ def case_memory_per_batch(ctx):
                         '--count', '2000'], capture_output=True, text=True)
     if p.returncode:
         raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+    for k in range(2, 7):
+        subprocess.run(['cp', '-al', d, f'{d}-{k}'], check=True)
     runs = {}
     for k in (1, 6):
         # at 2 MiB, as measured: the reuse is the property, and six copies
         # of 23 MB give 5 batches of the default 6 MiB against 23, of
         # which the first ones still warm the three batches up
-        args = ['--batch-bytes=2M', '--stats=json', '-o', '/dev/null'] + ['realistic'] * k
+        args = ['--batch-bytes=2M', '--stats=json', '-o', '/dev/null', 'realistic'] + \
+            [f'realistic-{c}' for c in range(2, k + 1)]
         r = run_ingest(ctx.ingest, args, ctx.tmp, f'repeat-{k}')
         need_ok(r, f'{k} copies')
         mm = sum(calls_in(r.counts, n) for n in MAPPING_NAMES)

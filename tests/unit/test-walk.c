@@ -839,6 +839,46 @@ static void test_walk_several_paths(void **state)
 	t_rmtree(base);
 }
 
+/* Overlapping PATH arguments: every file once, under the innermost PATH
+ * that names it.  A PATH given again (however spelled) is not walked
+ * again; a directory or a file named inside another PATH's tree is left
+ * out of that walk and read as its own PATH. */
+static void test_walk_overlapping_paths(void **state)
+{
+	(void)state;
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "M", "M/cur", "M/new", "M/tmp", "M/.F", "M/.F/cur",
+	                                      "M/.F/new", NULL });
+	put_files(base, (const char *const[]){ "M/cur/1.M1P1.host:2,S", "M/new/2.M2P1.host",
+	                                       "M/.F/cur/3.M3P1.host:2,", "M/.F/new/4.M4P1.host", NULL });
+	char *m = t_asprintf("%s/M", base), *cur = t_asprintf("%s/M/cur", base);
+	char *cur_again = t_asprintf("%s/M/./cur/", base), *f3 = t_asprintf("%s/M/.F/cur/3.M3P1.host:2,", base);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, m), 0);
+	assert_int_equal(walk_add_path(w, cur), 0);
+	assert_int_equal(walk_add_path(w, m), 0);
+	assert_int_equal(walk_add_path(w, f3), 0);
+	assert_int_equal(walk_add_path(w, cur_again), 0);
+	char *got = walk_render(w, "");
+	char *l1 = t_asprintf("1.M1P1.host:2,S reg root=%s\n", cur);
+	char *l2 = t_asprintf("new/2.M2P1.host reg root=%s maildir=|new|\n", m);
+	char *l3 = t_asprintf("%s unknown follow maildir=F|cur|\n", f3);
+	char *l4 = t_asprintf(".F/new/4.M4P1.host reg root=%s maildir=F|new|\n", m);
+	assert_lines_once(got, (const char *const[]){ l1, l2, l3, l4, NULL });
+	walk_free(w);
+	free(got);
+	free(l1);
+	free(l2);
+	free(l3);
+	free(l4);
+	free(m);
+	free(cur);
+	free(cur_again);
+	free(f3);
+	t_rmtree(base);
+}
+
 /* Renders the walk of a --files-from list given as bytes (through a pipe). */
 static char *list_render(const char *bytes, size_t n, bool nul)
 {
@@ -1174,6 +1214,7 @@ int main(void)
 		cmocka_unit_test(test_walk_path_is_file),
 		cmocka_unit_test(test_walk_path_missing),
 		cmocka_unit_test(test_walk_several_paths),
+		cmocka_unit_test(test_walk_overlapping_paths),
 		cmocka_unit_test(test_walk_list_newline),
 		cmocka_unit_test(test_walk_list_crlf),
 		cmocka_unit_test(test_walk_list_nul),
