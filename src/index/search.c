@@ -9,6 +9,7 @@
  *   date:A..B date:A         ISO date prefixes: 2023, 2023-06, 2023-06-01
  *   tag:T folder:F thread:N id:MSGID has:attachment
  *   -PREFIX:V                the same, negated
+ *   *                        every message (notmuch's query of all): no term
  *   anything else            FTS5 syntax as written (AND OR NOT, "a phrase",
  *                            pre*, column:word); a word FTS5 would refuse as
  *                            a bareword (example.org) is quoted as a phrase
@@ -105,6 +106,22 @@ static int search_column_phrase(struct dynbuf *e, const char *column, const char
 	return r ? r : search_phrase(e, v, n);
 }
 
+/* YYYY, YYYY-MM or YYYY-MM-DD, the month and day in range: what compares
+ * as a prefix of the stored dates.  Anything else (notmuch's "yesterday",
+ * a month 13) would match nothing, silently. */
+static bool search_date_valid(const char *v, size_t n)
+{
+	static const char shape[] = "dddd-dd-dd";
+	if (n != 4 && n != 7 && n != 10)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (shape[i] == 'd' ? !isdigit((unsigned char)v[i]) : v[i] != '-')
+			return false;
+	int month = n >= 7 ? (v[5] - '0') * 10 + (v[6] - '0') : 1;
+	int day = n == 10 ? (v[8] - '0') * 10 + (v[9] - '0') : 1;
+	return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
 /* date:A..B, date:A.., date:..B, date:A: prefixes of the stored ISO dates,
  * so a year, a month or a day bounds the range inclusively. */
 static int search_date(struct search *s, bool negate, const char *v, size_t n)
@@ -113,6 +130,13 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 	size_t lon = dots ? (size_t)(dots - v) : n, hin = dots ? n - lon - 2 : 0;
 	if (!lon && !hin) {
 		snprintf(s->error, sizeof(s->error), "date: needs a date (date:2023-01..2023-06)");
+		return -EINVAL;
+	}
+	if ((lon && !search_date_valid(v, lon)) || (hin && !search_date_valid(dots + 2, hin))) {
+		const char *bad = lon && !search_date_valid(v, lon) ? v : dots + 2;
+		int bn = (int)(bad == v ? lon : hin);
+		snprintf(s->error, sizeof(s->error), "date: '%.*s' is not a date (YYYY, YYYY-MM or YYYY-MM-DD)",
+		         bn > 64 ? 64 : bn, bad);
 		return -EINVAL;
 	}
 	int lo = lon ? search_bind(s, v, lon) : 0;
@@ -221,6 +245,14 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	const char *v = w + negate;
 	size_t vn = n - negate;
 	bool has = vn == 14 && !memcmp(v, "has:attachment", 14);
+	/* notmuch's query of every message, as a word of its own: no term */
+	if (!negate && !sw.lead && !sw.trail && n == 1 && w[0] == '*')
+		return 0;
+	if (!has && vn >= 4 && !memcmp(v, "has:", 4)) {
+		snprintf(s->error, sizeof(s->error), "%.*s: has: knows has:attachment only",
+		         (int)(wn > 64 ? 64 : wn), word);
+		return -EINVAL;
+	}
 	size_t i = 0;
 	for (; !has && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
@@ -251,6 +283,12 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {
 		val++;
 		valn -= 2;
+	}
+	if (!valn) {
+		/* an empty phrase or value matches nothing (or, negated, all) */
+		snprintf(s->error, sizeof(s->error), "%.*s: %.*s needs a value", (int)(wn > 64 ? 64 : wn),
+		         word, (int)pl, prefixes[i].prefix);
+		return -EINVAL;
 	}
 	if (!prefixes[i].column)
 		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)

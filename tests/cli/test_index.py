@@ -575,10 +575,22 @@ def case_search(tmp):
     for q, why in (("(tag:inbox OR notmuch)", b"a condition cannot be inside"),
                    ("(xapian OR tag:inbox notmuch)", b"a condition cannot be inside"),
                    ("notmuch OR tag:inbox", b"cannot follow AND, OR or NOT"),
-                   ("NEAR(from:carl notmuch)", b"NEAR( ) takes words and phrases")):
+                   ("NEAR(from:carl notmuch)", b"NEAR( ) takes words and phrases"),
+                   # a value that would match nothing, silently
+                   ("date:2009-13", b"'2009-13' is not a date"),
+                   ("date:yesterday..", b"'yesterday' is not a date"),
+                   ("date:2009..2010-02-32", b"'2010-02-32' is not a date"),
+                   ("has:attachments", b"has: knows has:attachment only"),
+                   ("from: notmuch", b"from: needs a value"),
+                   ('tag:""', b"tag: needs a value")):
         p = search(db, *q.split(), rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
+    # notmuch's "*": every message, alone or beside conditions
+    if expect("*", ["*"], lambda r: True) != n_corpus:
+        fail("*: not every message")
+    if hit("*", "from:carl") != carl:
+        fail("* from:carl: not from:carl's hits")
     p = search(os.path.join(tmp, "none.db"), "x", rc=1)
     # tags and folders: the sample Maildir
     db = os.path.join(tmp, "sample.db")
