@@ -136,13 +136,18 @@ static uint64_t walk_file_id(struct str base, struct str dir, struct str name,
 		return maildir_id(base.p, base.n, name.p, name.n);
 	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, "file", 5);   /* the NUL too */
 	h = hash_fnv1a(h, base.p, base.n);
-	/* fed piece by piece: the same value as the joined path */
+	/* fed piece by piece: the same value as the joined path, which an
+	 * explicit path hashes ("/" is the one base ending in '/': no second) */
+	bool sep = !base.n || base.p[base.n - 1] != '/';
 	if (dir.n) {
-		h = hash_fnv1a(h, "/", 1);
+		if (sep)
+			h = hash_fnv1a(h, "/", 1);
 		h = hash_fnv1a(h, dir.p, dir.n);
+		sep = true;
 	}
 	if (name.n) {
-		h = hash_fnv1a(h, "/", 1);
+		if (sep)
+			h = hash_fnv1a(h, "/", 1);
 		h = hash_fnv1a(h, name.p, name.n);
 	}
 	return h;
@@ -747,13 +752,14 @@ static ssize_t walk_leave_to_roots(const struct walk *w, const struct walk_dir *
 		return -ENOMEM;
 	memcpy(key, d->base, d->base_len);
 	size_t at = d->base_len;
-	if (d->relpath_len) {
+	/* "/" is the one base ending in '/': it takes no second */
+	if (!at || key[at - 1] != '/')
 		key[at++] = '/';
+	if (d->relpath_len) {
 		memcpy(key + at, d->relpath, d->relpath_len);
 		at += d->relpath_len;
-	}
-	if (!at || key[at - 1] != '/')   /* "/" is the one path ending in '/' */
 		key[at++] = '/';
+	}
 	key[at] = '\0';
 	/* the paths below d: from "d/" up to "d0" ('0' follows '/') */
 	size_t lo = walk_roots_lower(w->roots, 0, w->n_roots, 0, key);
