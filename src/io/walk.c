@@ -693,14 +693,19 @@ static int walk_root_cmp(const void *a, const void *b)
 	return c ? c : (x->source > y->source) - (x->source < y->source);
 }
 
-/* Sorts the PATH arguments, when there are two or more (one overlaps
- * nothing, and the walk then looks nothing up).  0 or -ENOMEM. */
+/* Sorts the PATH arguments, when there are two or more, or one beside a
+ * --files-from list (whose directories are walked as PATHs are): alone, a
+ * PATH overlaps nothing, and the walk then looks nothing up.  0 or
+ * -ENOMEM. */
 static int walk_roots_sort(struct walk *w)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < w->n_sources; i++)
+	bool list = false;
+	for (size_t i = 0; i < w->n_sources; i++) {
 		n += w->sources[i].path && !w->sources[i].shown;
-	if (n < 2) {
+		list |= w->sources[i].list != NULL;
+	}
+	if (n < 2 && !(n && list)) {
 		w->roots_sorted = true;
 		return 0;
 	}
@@ -1591,9 +1596,34 @@ static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const c
  * the name its unique part has there: the one of its own inode over any
  * other, and never the file of another entry's inode.  *left counts the
  * entries still without their own inode's name. */
+/* Whether the directory name beside d (d is a Maildir's cur/ or new/) is
+ * another PATH argument: a message that moved there is that PATH's to read
+ * (walk_roots_sort), not this one's a second time under another id. */
+static bool walk_sibling_is_root(const struct walk *w, const struct walk_dir *d, const char *name)
+{
+	if (!w->n_roots)
+		return false;
+	size_t nl = strlen(name), keep = d->relpath_len - 3;   /* "cur" or ".../cur" */
+	char *p = xmalloc(d->base_len + 1 + keep + nl + 1);
+	if (!p)
+		return false;   /* searched, as before the rule */
+	memcpy(p, d->base, d->base_len);
+	size_t at = d->base_len;
+	if (!at || p[at - 1] != '/')
+		p[at++] = '/';
+	memcpy(p + at, d->relpath, keep);
+	memcpy(p + at + keep, name, nl + 1);
+	size_t r = walk_roots_lower(w->roots, 0, w->n_roots, 0, p);
+	bool root = r < w->n_roots && !strcmp(w->roots[r].base, p);
+	xfree(p);
+	return root;
+}
+
 static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, const char *sub,
                          struct arena *a, size_t *left)
 {
+	if (walk_sibling_is_root(w, want[0].e->dir, sub + 3))   /* "../cur" */
+		return 0;
 	size_t sl = strlen(sub);
 	int fd = sys_openat(want[0].e->dir->fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)

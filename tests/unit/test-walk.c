@@ -982,6 +982,97 @@ static void test_walk_list_large_file(void **state)
 }
 
 /* Lists and PATHs mix, in the order they were added. */
+/* A directory named in a --files-from list is walked as a PATH is, and
+ * leaves what a PATH argument names inside it to that PATH, with one PATH
+ * as with several. */
+static void test_walk_list_dir_and_inner_path(void **state)
+{
+	(void)state;
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "m", "m/sub", NULL });
+	put_files(base, (const char *const[]){ "m/1.eml", "m/sub/2.eml", NULL });
+	char *sub = t_asprintf("%s/m/sub", base), *line = t_asprintf("%s/m\n", base);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(write(fds[1], line, strlen(line)), (ssize_t)strlen(line));
+	close(fds[1]);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, sub), 0);
+	assert_int_equal(walk_add_list(w, fds[0], false), 0);
+	close(fds[0]);
+	struct sb s = { 0 };
+	struct walk_entry *e;
+	for (int r; (r = walk_next(w, &e)) != 0;) {
+		assert_true(r > 0);
+		if (e->follow) {   /* the listed directory: walked here */
+			assert_int_equal(walk_expand_dir(w, e), 0);
+		} else {
+			sb_printf(&s, "%s\n", e->name);
+		}
+		walk_entry_done(w, e);
+	}
+	char *got = sb_take(&s);
+	assert_lines_once(got, (const char *const[]){ "2.eml\n", "1.eml\n", NULL });
+	walk_free(w);
+	free(got);
+	free(sub);
+	free(line);
+	t_rmtree(base);
+}
+
+/* The name new/1 has after a move to cur/, as the rename search finds it:
+ * with inner_root, cur/ is a PATH argument of its own. */
+static char *renamed_into(const char *base, bool inner_root)
+{
+	char *m = t_asprintf("%s/M", base), *cur = t_asprintf("%s/M/cur", base);
+	char *from = t_asprintf("%s/M/new/1.M1P1.host", base), *to = t_asprintf("%s/M/cur/1.M1P1.host:2,S", base);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	assert_int_equal(walk_add_path(w, m), 0);
+	if (inner_root)
+		assert_int_equal(walk_add_path(w, cur), 0);
+	struct walk_entry *e;
+	for (;;) {
+		assert_int_equal(walk_next(w, &e), 1);
+		if (!strcmp(e->name, "1.M1P1.host"))
+			break;
+		walk_entry_done(w, e);
+	}
+	assert_int_equal(rename(from, to), 0);
+	struct arena a;
+	arena_init(&a, 0);
+	struct walk_renamed v = { .e = e };
+	assert_int_equal(walk_find_renamed(w, &v, 1, &a), 0);
+	char *got = v.name ? strdup(v.name) : strdup("(not searched)");
+	assert_int_equal(rename(to, from), 0);
+	walk_entry_done(w, e);
+	arena_release(&a);
+	walk_free(w);
+	free(m);
+	free(cur);
+	free(from);
+	free(to);
+	return got;
+}
+
+/* A message that moves into a directory another PATH names is that PATH's
+ * to read: the rename search does not take it for this one. */
+static void test_walk_renamed_into_inner_path(void **state)
+{
+	(void)state;
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "M", "M/cur", "M/new", "M/tmp", NULL });
+	put_files(base, (const char *const[]){ "M/new/1.M1P1.host", NULL });
+	char *got = renamed_into(base, false);
+	assert_string_equal(got, "../cur/1.M1P1.host:2,S");
+	free(got);
+	got = renamed_into(base, true);
+	assert_string_equal(got, "(not searched)");
+	free(got);
+	t_rmtree(base);
+}
+
 static void test_walk_list_and_paths(void **state)
 {
 	(void)state;
@@ -1215,6 +1306,8 @@ int main(void)
 		cmocka_unit_test(test_walk_path_missing),
 		cmocka_unit_test(test_walk_several_paths),
 		cmocka_unit_test(test_walk_overlapping_paths),
+		cmocka_unit_test(test_walk_list_dir_and_inner_path),
+		cmocka_unit_test(test_walk_renamed_into_inner_path),
 		cmocka_unit_test(test_walk_list_newline),
 		cmocka_unit_test(test_walk_list_crlf),
 		cmocka_unit_test(test_walk_list_nul),
