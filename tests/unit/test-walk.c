@@ -524,11 +524,14 @@ static void test_walk_maildirpp_folder_names(void **state)
 {
 	(void)state;
 	char *base = t_tmpdir("walk");
-	t_mkdirs(base, (const char *const[]){ "cur", "new", "tmp", ".F", ".F/cur", ".F/new",
-	                                      ".Renew", ".Renew/cur", ".Renew/new", NULL });
+	/* .Xcur made before .Renew, so listed first (inode order): after
+	 * .Renew, taken for new/, had replaced new/'s names with its own */
+	t_mkdirs(base, (const char *const[]){ "cur", "new", "tmp", ".Xcur", ".Xcur/cur", ".Xcur/new",
+	                                      ".F", ".F/cur", ".F/new", ".Renew", ".Renew/cur",
+	                                      ".Renew/new", NULL });
 	put_files(base, (const char *const[]){ "new/1.M1P1.host", ".F/new/2.M2P1.host",
 	                                       ".F/cur/3.M3P1.host:2,S", ".Renew/new/4.M4P1.host",
-	                                       ".Renew/cur/5.M5P1.host:2,", NULL });
+	                                       ".Renew/cur/5.M5P1.host:2,", ".Xcur/1.M1P1.host", NULL });
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
@@ -537,7 +540,10 @@ static void test_walk_maildirpp_folder_names(void **state)
 		"new/1.M1P1.host reg maildir=|new|\n", ".F/new/2.M2P1.host reg maildir=F|new|\n",
 		".F/cur/3.M3P1.host:2,S reg maildir=F|cur|S\n",
 		".Renew/new/4.M4P1.host reg maildir=Renew|new|\n",
-		".Renew/cur/5.M5P1.host:2, reg maildir=Renew|cur|\n", NULL });
+		".Renew/cur/5.M5P1.host:2, reg maildir=Renew|cur|\n",
+		/* a file beside a folder's cur/, named as a message of new/ is:
+		 * taken for a cur/ by its name's end, it was dropped as met */
+		".Xcur/1.M1P1.host reg\n", NULL });
 	walk_free(w);
 	free(got);
 	t_rmtree(base);
