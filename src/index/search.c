@@ -41,6 +41,7 @@ struct search {
 	bool in_near;            /* inside NEAR(...): phrases and a distance only */
 	enum search_end { SEARCH_START, SEARCH_PHRASE, SEARCH_GROUP, SEARCH_OPERATOR } end;
 	                         /* what fts ends with ("(" and NEAR( count as operators) */
+	bool after_star;         /* the last word was "*" */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -106,20 +107,29 @@ static int search_column_phrase(struct dynbuf *e, const char *column, const char
 	return r ? r : search_phrase(e, v, n);
 }
 
-/* YYYY, YYYY-MM or YYYY-MM-DD, the month and day in range: what compares
- * as a prefix of the stored dates.  Anything else (notmuch's "yesterday",
- * a month 13) would match nothing, silently. */
+/* Two digits at v, as a number. */
+static int search_2digits(const char *v)
+{
+	return (v[0] - '0') * 10 + (v[1] - '0');
+}
+
+/* A prefix of the stored dates' form, YYYY-MM-DDTHH:MM:SS (UTC), cut after
+ * the year, month, day, hour, minute or second, each field in its range
+ * (a day 01-31 whatever the month: as a bound, 02-30 is still a bound).
+ * Anything else (notmuch's "yesterday", a month 13) would match nothing,
+ * silently. */
 static bool search_date_valid(const char *v, size_t n)
 {
-	static const char shape[] = "dddd-dd-dd";
-	if (n != 4 && n != 7 && n != 10)
+	static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+	if (n != 4 && n != 7 && n != 10 && n != 13 && n != 16 && n != 19)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (shape[i] == 'd' ? !isdigit((unsigned char)v[i]) : v[i] != '-')
+		if (shape[i] == 'd' ? !isdigit((unsigned char)v[i]) : v[i] != shape[i])
 			return false;
-	int month = n >= 7 ? (v[5] - '0') * 10 + (v[6] - '0') : 1;
-	int day = n == 10 ? (v[8] - '0') * 10 + (v[9] - '0') : 1;
-	return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+	return (n < 7 || (search_2digits(v + 5) >= 1 && search_2digits(v + 5) <= 12)) &&
+	       (n < 10 || (search_2digits(v + 8) >= 1 && search_2digits(v + 8) <= 31)) &&
+	       (n < 13 || search_2digits(v + 11) <= 23) && (n < 16 || search_2digits(v + 14) <= 59) &&
+	       (n < 19 || search_2digits(v + 17) <= 60);   /* a leap second */
 }
 
 /* date:A..B, date:A.., date:..B, date:A: prefixes of the stored ISO dates,
@@ -135,7 +145,7 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 	if ((lon && !search_date_valid(v, lon)) || (hin && !search_date_valid(dots + 2, hin))) {
 		const char *bad = lon && !search_date_valid(v, lon) ? v : dots + 2;
 		int bn = (int)(bad == v ? lon : hin);
-		snprintf(s->error, sizeof(s->error), "date: '%.*s' is not a date (YYYY, YYYY-MM or YYYY-MM-DD)",
+		snprintf(s->error, sizeof(s->error), "date: '%.*s' is not a date (YYYY, YYYY-MM, YYYY-MM-DD, then THH, :MM, :SS)",
 		         bn > 64 ? 64 : bn, bad);
 		return -EINVAL;
 	}
@@ -245,8 +255,23 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	const char *v = w + negate;
 	size_t vn = n - negate;
 	bool has = vn == 14 && !memcmp(v, "has:attachment", 14);
-	/* notmuch's query of every message, as a word of its own: no term */
-	if (!negate && !sw.lead && !sw.trail && n == 1 && w[0] == '*')
+	/* notmuch's query of every message, as a word of its own: no term.
+	 * Beside an operator or inside a group it would leave FTS5 an
+	 * operand short, or be FTS5's phrase "*", which matches nothing. */
+	bool oper = !sw.lead && !sw.trail &&
+	            ((n == 2 && !memcmp(w, "OR", 2)) || (n == 3 && (!memcmp(w, "AND", 3) || !memcmp(w, "NOT", 3))));
+	bool star = !negate && n == 1 && w[0] == '*';
+	const char *lone = NULL;
+	if (star && (sw.lead || sw.trail || s->depth || s->in_near))
+		lone = "* (every message) is a word of its own, not inside ( ) or NEAR( )";
+	else if ((star && s->end == SEARCH_OPERATOR) || (oper && s->after_star))
+		lone = "* (every message) cannot join with AND, OR or NOT";
+	if (lone) {
+		snprintf(s->error, sizeof(s->error), "%.*s: %s", (int)(wn > 64 ? 64 : wn), word, lone);
+		return -EINVAL;
+	}
+	s->after_star = star;
+	if (star)
 		return 0;
 	if (!has && vn >= 4 && !memcmp(v, "has:", 4)) {
 		snprintf(s->error, sizeof(s->error), "%.*s: has: knows has:attachment only",

@@ -580,7 +580,12 @@ def case_search(tmp):
                    ("date:2009-13", b"'2009-13' is not a date"),
                    ("date:yesterday..", b"'yesterday' is not a date"),
                    ("date:2009..2010-02-32", b"'2010-02-32' is not a date"),
+                   ("date:2009-11-18T24", b"'2009-11-18T24' is not a date"),
                    ("has:attachments", b"has: knows has:attachment only"),
+                   ("from:carl OR *", b"cannot join with AND, OR or NOT"),
+                   ("* OR from:carl", b"cannot join with AND, OR or NOT"),
+                   ("NOT *", b"cannot join with AND, OR or NOT"),
+                   ("(*)", b"is a word of its own"),
                    ("from: notmuch", b"from: needs a value"),
                    ('tag:""', b"tag: needs a value")):
         p = search(db, *q.split(), rc=1)
@@ -591,6 +596,9 @@ def case_search(tmp):
         fail("*: not every message")
     if hit("*", "from:carl") != carl:
         fail("* from:carl: not from:carl's hits")
+    # a date down to the hour, as the stored dates' prefix
+    hour = sorted(r["date"] for r in recs if r.get("date"))[0][:13]
+    expect("date: hour", ["date:" + hour], lambda r: (r.get("date") or "").startswith(hour))
     p = search(os.path.join(tmp, "none.db"), "x", rc=1)
     # tags and folders: the sample Maildir
     db = os.path.join(tmp, "sample.db")
