@@ -531,7 +531,7 @@ def case_faults_per_batch(ctx):
 
 # The same files given several times (hard-linked copies of one tree, each
 # a PATH argument: a PATH given twice is read once): every added copy adds
-# batches but no new message ids, names or sizes, so what
+# batches but no new Message-IDs, names or sizes, so what
 # grows with messages (the thread map, the walk's listing) is out of the
 # difference and what is left is the batches' own memory.  Each batch's data
 # arena has a home chunk made at its first reset (src/sched/batch.c), so a
