@@ -7,8 +7,9 @@ library's io.)
 import statistics
 
 from ..benches import control_bench, ingest_bench
-from ..method import measure
-from ..report import timing_table
+from ..method import judge, measure, ratio_stats
+from ..peers import parse_peers
+from ..report import end_to_end_cols, timing_table
 from ..sysutil import log
 
 
@@ -18,16 +19,25 @@ def suite_io(ctx):
           "ingest (default threads), %s; per-run `wait_ms` from --stats=json: reader_on_budget (reader blocked "
           "because the in-flight budget is full: downstream is slower), parser_on_reader (parser idle waiting "
           "for a read batch: the reader limits), writer_on_parser (writer idle waiting for parsed batches: the "
-          "parser limits). Medians over rounds of the fastest run's values." % c.name, ""]
+          "parser limits). Medians over rounds of the fastest run's values. Hot, GMime (bench/gmime_parse.c, "
+          "the same fields, one JSON line a message, given the file list) runs in the same rounds: its row's "
+          "ratio is the end-to-end goal's (ingest at least 10x GMime on this corpus)." % c.name, ""]
     temps = ["hot"] + (["cold"] if ctx.cold else [])
     for temp in temps:
         benches = [ingest_bench(ctx, "ingest end to end", c, []),
-                   ingest_bench(ctx, "ingest --io-only", c, ["--io-only"]),
-                   control_bench(ctx, c)]
+                   ingest_bench(ctx, "ingest --io-only", c, ["--io-only"])]
+        gmime = [b for b in parse_peers(ctx, c)[:1] if not b.missing] if temp == "hot" else []
+        benches += gmime + [control_bench(ctx, c)]
         log("suite io %s" % temp)
         res = measure(benches, ctx.rounds, 1 if temp == "cold" else 2, cold=(temp == "cold"), title="io " + temp)
         e2e = res[0]
-        md += ["### %s, %s" % (c.name, temp), "", timing_table(res, control=res[-1]), ""]
+        cols = end_to_end_cols(res, [benches[0]] + gmime) if gmime else None
+        md += ["### %s, %s" % (c.name, temp), "",
+               timing_table(res, ref=e2e if gmime else None, control=res[-1], extra_cols=cols), ""]
+        if gmime and e2e.mins() and res[2].mins():
+            r = ratio_stats(e2e, res[2])
+            md += ["**End to end against GMime, %s: %s by round** (goal: at least 10x; CPU seconds in the table)."
+                   % (c.name, judge(r, res[-1].drift())), ""]
         if e2e.mins():
             runs = e2e.best_runs()
 
