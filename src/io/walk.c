@@ -1442,6 +1442,28 @@ static int walk_str_cmp(struct str a, struct str b)
 	return c ? c : (a.n > b.n) - (a.n < b.n);
 }
 
+/* Whether the path p (n bytes) lies below the directory b (bn bytes, a
+ * resolved path: "/" is the one that ends in '/'). */
+static bool walk_below(const char *p, size_t n, const char *b, size_t bn)
+{
+	return bn && bn < n && !memcmp(p, b, bn) && (b[bn - 1] == '/' || p[bn] == '/');
+}
+
+/* The bytes of root/path after the resolved directory b, which is root or
+ * lies below it ("" for root itself); NULL when b is not one of those. */
+static const char *walk_rest_of_root(struct str root, const char *b, size_t bn, size_t *rest)
+{
+	if (bn == root.n && !memcmp(b, root.p, bn)) {
+		*rest = 0;
+		return b + bn;
+	}
+	if (!walk_below(b, bn, root.p, root.n))
+		return NULL;
+	size_t skip = root.n + (root.p[root.n - 1] == '/' ? 0 : 1);
+	*rest = bn - skip;
+	return b + skip;
+}
+
 static bool walk_unlisted_as_root(struct walk *w, struct str root, struct str path, size_t n);
 
 static int walk_unlisted_cmp(const void *a, const void *b)
@@ -1467,6 +1489,25 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path)
 		if (bsearch(&key, w->unlisted, w->n_unlisted, sizeof(key), walk_unlisted_cmp))
 			return true;
 		if (n && walk_unlisted_as_root(w, root, path, n))
+			return true;
+	}
+	/* root below a PATH (walk_covers): that PATH's listings decide */
+	for (size_t i = 0; i < w->n_sources; i++) {
+		const struct walk_source *src = w->sources + i;
+		size_t bn = src->path && !src->shown ? strlen(src->base) : 0;
+		if (!walk_below(root.p, root.n, src->base, bn))
+			continue;
+		size_t skip = bn + (src->base[bn - 1] == '/' ? 0 : 1), rn = root.n - skip;
+		char *rel = xmalloc(rn + 1 + path.n + 1);
+		if (!rel)
+			return true;   /* not known: kept, as an unlisted path is */
+		memcpy(rel, root.p + skip, rn);
+		rel[rn] = '/';
+		memcpy(rel + rn + 1, path.p, path.n);
+		rel[rn + 1 + path.n] = '\0';
+		bool r = walk_unlisted(w, (struct str){ src->base, bn }, (struct str){ rel, rn + 1 + path.n });
+		xfree(rel);
+		if (r)
 			return true;
 	}
 	return false;
@@ -1516,9 +1557,15 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 			*shown = (struct str){ src->path, strlen(src->path) };
 			return true;
 		}
-		/* a file argument: its entry is its directory and its name */
-		if (n == root.n + 1 + path.n && memcmp(src->base, root.p, root.n) == 0 &&
-		    src->base[root.n] == '/' && memcmp(src->base + root.n + 1, path.p, path.n) == 0)
+		/* root below this PATH: an earlier run's root inside this one's
+		 * tree (its files are now this PATH's, under other ids) */
+		if (walk_below(root.p, root.n, src->base, n))
+			return true;
+		/* this PATH below root, holding path (or a file argument naming
+		 * it): the file is this PATH's now */
+		size_t qn;
+		const char *q = walk_rest_of_root(root, src->base, n, &qn);
+		if (q && qn && qn <= path.n && !memcmp(q, path.p, qn) && (qn == path.n || path.p[qn] == '/'))
 			return true;
 	}
 	return list;

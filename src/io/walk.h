@@ -124,11 +124,13 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path);
 
 /* Whether a file an earlier run met (its resolved root and path, as
  * --state and the index keep them) is this run's to judge: it lies under
- * one of this run's PATH arguments, or the run reads a list, whose files
- * are not known ahead.  A run over other roots says nothing of it (an index
- * that holds several roots keeps the rows of those not given).  *shown is
- * the root as this run's records spell it: the PATH argument as given for a
- * directory, root itself otherwise.  Ask once the walk has ended. */
+ * one of this run's PATH arguments, whatever root it was filed under (that
+ * PATH itself, a root inside the PATH's tree, or a root the PATH lies
+ * inside), or the run reads a list, whose files are not known ahead.  A run
+ * over other roots says nothing of it (an index that holds several roots
+ * keeps the rows of those not given).  *shown is the root as this run's
+ * records spell it: the PATH argument as given when root is one, root
+ * itself otherwise.  Ask once the walk has ended. */
 bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown);
 
 /* The resolved path of source i (walk_add_path's order, lists counted),

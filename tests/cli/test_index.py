@@ -215,6 +215,32 @@ def case_two_roots(tmp):
     print(f"two roots of {want} messages in one index; a run over one keeps the other's rows")
 
 
+def case_nested_roots(tmp):
+    """Runs over roots that nest: a Maildir++ folder indexed alone, then the
+    whole Maildir, then the folder again.  A message's id hangs on its
+    root, so each run reads the folder's messages under new ids; the rows
+    of the earlier root are this run's to judge (their files lie under its
+    PATH), and every message file is one row after each run."""
+    m = os.path.join(tmp, "Maildir")
+    shutil.copytree(sample(), m, symlinks=True)
+    folder = os.path.join(m, ".Lists")
+    db = os.path.join(tmp, "mail.db")
+    # what the index holds after each run: the files under every root given so far
+    for step, root, under in (("the folder", folder, folder), ("the Maildir", m, m),
+                              ("the folder again", folder, m)):
+        run(["--index=" + db, root])
+        rows = q(db, "SELECT root, path FROM messages")
+        got = sorted(os.path.relpath(os.path.join(r, p), os.path.realpath(m)) for r, p in rows)
+        want = sorted(os.path.relpath(os.path.join(d, n), m) for d, _s, ns in os.walk(under)
+                      if os.path.basename(d) in ("cur", "new") for n in ns)
+        if got != want:
+            fail(f"after {step}: {len(got)} rows for {len(want)} files; twice: "
+                 f"{sorted({g for g in got if got.count(g) > 1})[:3]}")
+        if q(db, "SELECT count(*) FROM files")[0][0] != len(want):
+            fail(f"after {step}: files rows {q(db, 'SELECT count(*) FROM files')[0][0]}, not {len(want)}")
+    print(f"a folder, its Maildir, the folder again: {len(want)} messages, each one row after each run")
+
+
 def case_rewrite_in_place(tmp):
     """A message rewritten in place (same name, same size, new bytes) leaves
     its directory's mtime as it was, which is what a re-scan by directory

@@ -1255,6 +1255,15 @@ static char *unlisted_child(void *arg)
 	sb_printf(&s, "(locked) hidden.eml %s\n",
 	          walk_unlisted(w, (struct str){ locked, strlen(locked) },
 	                        (struct str){ "hidden.eml", 10 }) ? "yes" : "no");
+	/* an earlier run's root below a PATH of this one: the PATH's listings */
+	char *deeper = t_asprintf("%s/locked/deeper", base), *open_dir = t_asprintf("%s/open", base);
+	sb_printf(&s, "(locked/deeper) x %s\n",
+	          walk_unlisted(w, (struct str){ deeper, strlen(deeper) }, (struct str){ "x", 1 }) ? "yes" : "no");
+	sb_printf(&s, "(open) b.eml %s\n",
+	          walk_unlisted(w, (struct str){ open_dir, strlen(open_dir) }, (struct str){ "b.eml", 5 })
+	          ? "yes" : "no");
+	free(deeper);
+	free(open_dir);
 	walk_free(w);
 	free(locked);
 	return sb_take(&s);
@@ -1273,7 +1282,8 @@ static void test_walk_unlisted(void **state)
 	char *got = run_unprivileged(unlisted_child, base, &why);
 	if (got) {
 		assert_text(got, "locked/hidden.eml yes\nlocked/deeper/x yes\nlockedx/y no\n"
-		                 "open/b.eml no\na.eml no\n(locked) hidden.eml yes\n");
+		                 "open/b.eml no\na.eml no\n(locked) hidden.eml yes\n"
+		                 "(locked/deeper) x yes\n(open) b.eml no\n");
 		free(got);
 	}
 	/* a clean walk leaves nothing unlisted */
