@@ -745,26 +745,45 @@ static bool walk_root_repeated(const struct walk *w, size_t i)
 	return at < w->n_roots && w->roots[at].source != i;
 }
 
+/* The resolved directory a joined with the relative path b (bn bytes, ""
+ * for a itself), NUL-terminated in *n bytes with room for one more: "/"
+ * is the one directory ending in '/', and takes no second.  NULL when out
+ * of memory. */
+static char *walk_join(const char *a, size_t an, const char *b, size_t bn, size_t *n)
+{
+	char *p = xmalloc(an + 1 + bn + 2);
+	if (!p)
+		return NULL;
+	memcpy(p, a, an);
+	size_t at = an;
+	if (bn && (!at || p[at - 1] != '/'))
+		p[at++] = '/';
+	memcpy(p + at, b, bn);
+	at += bn;
+	p[at] = '\0';
+	*n = at;
+	return p;
+}
+
+/* Whether the resolved path p is one of the PATH arguments. */
+static bool walk_is_root(const struct walk *w, const char *p)
+{
+	size_t r = walk_roots_lower(w->roots, 0, w->n_roots, 0, p);
+	return r < w->n_roots && !strcmp(w->roots[r].base, p);
+}
+
 /* Leaves out of d's n listed entries those another PATH argument names
  * (d's resolved path, '/', the name): they are read there.  The count
  * kept, or -ENOMEM. */
 static ssize_t walk_leave_to_roots(const struct walk *w, const struct walk_dir *d,
                                    const char *names, struct walk_dent *all, size_t n)
 {
-	size_t len = d->base_len + (d->relpath_len ? 1 + d->relpath_len : 0);
-	char *key = xmalloc(len + 2);
+	size_t at;
+	char *key = walk_join(d->base, d->base_len, d->relpath, d->relpath_len, &at);
 	if (!key)
 		return -ENOMEM;
-	memcpy(key, d->base, d->base_len);
-	size_t at = d->base_len;
-	/* "/" is the one base ending in '/': it takes no second */
-	if (!at || key[at - 1] != '/')
+	if (key[at - 1] != '/')
 		key[at++] = '/';
-	if (d->relpath_len) {
-		memcpy(key + at, d->relpath, d->relpath_len);
-		at += d->relpath_len;
-		key[at++] = '/';
-	}
 	key[at] = '\0';
 	/* the paths below d: from "d/" up to "d0" ('0' follows '/') */
 	size_t lo = walk_roots_lower(w->roots, 0, w->n_roots, 0, key);
@@ -1442,35 +1461,37 @@ static int walk_str_cmp(struct str a, struct str b)
 	return c ? c : (a.n > b.n) - (a.n < b.n);
 }
 
-/* Whether the path p (n bytes) lies below the directory b (bn bytes, a
- * resolved path: "/" is the one that ends in '/'). */
-static bool walk_below(const char *p, size_t n, const char *b, size_t bn)
+/* When the resolved path p (n bytes) lies below the resolved directory b
+ * (bn bytes; "/" is the one that ends in '/'): the bytes of p after b and
+ * its '/', *rest of them.  NULL when p is b or lies elsewhere. */
+static const char *walk_under(const char *p, size_t n, const char *b, size_t bn, size_t *rest)
 {
-	return bn && bn < n && !memcmp(p, b, bn) && (b[bn - 1] == '/' || p[bn] == '/');
-}
-
-/* The bytes of root/path after the resolved directory b, which is root or
- * lies below it ("" for root itself); NULL when b is not one of those. */
-static const char *walk_rest_of_root(struct str root, const char *b, size_t bn, size_t *rest)
-{
-	if (bn == root.n && !memcmp(b, root.p, bn)) {
-		*rest = 0;
-		return b + bn;
-	}
-	if (!walk_below(b, bn, root.p, root.n))
+	if (!bn || bn >= n || memcmp(p, b, bn) || (b[bn - 1] != '/' && p[bn] != '/'))
 		return NULL;
-	size_t skip = root.n + (root.p[root.n - 1] == '/' ? 0 : 1);
-	*rest = bn - skip;
-	return b + skip;
+	size_t skip = bn + (b[bn - 1] == '/' ? 0 : 1);
+	*rest = n - skip;
+	return p + skip;
 }
-
-static bool walk_unlisted_as_root(struct walk *w, struct str root, struct str path, size_t n);
 
 static int walk_unlisted_cmp(const void *a, const void *b)
 {
 	const struct walk_unlisted *x = a, *y = b;
 	int c = walk_str_cmp(x->root, y->root);
 	return c ? c : walk_str_cmp(x->dir, y->dir);
+}
+
+/* Whether a directory above path (below root, root itself included) is
+ * noted as not listed, wholly or partly. */
+static bool walk_unlisted_below(const struct walk *w, struct str root, struct str path)
+{
+	for (size_t n = 0; n < path.n; n++) {
+		if (n && path.p[n] != '/')
+			continue;
+		struct walk_unlisted key = { root, { path.p, n } };
+		if (bsearch(&key, w->unlisted, w->n_unlisted, sizeof(key), walk_unlisted_cmp))
+			return true;
+	}
+	return false;
 }
 
 bool walk_unlisted(struct walk *w, struct str root, struct str path)
@@ -1481,61 +1502,24 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path)
 		qsort(w->unlisted, w->n_unlisted, sizeof(*w->unlisted), walk_unlisted_cmp);
 		w->unlisted_sorted = true;
 	}
-	/* every directory above path, the root ("") first */
-	for (size_t n = 0; n < path.n; n++) {
-		if (n && path.p[n] != '/')
-			continue;
-		struct walk_unlisted key = { root, { path.p, n } };
-		if (bsearch(&key, w->unlisted, w->n_unlisted, sizeof(key), walk_unlisted_cmp))
-			return true;
-		if (n && walk_unlisted_as_root(w, root, path, n))
-			return true;
-	}
-	/* root below a PATH (walk_covers): that PATH's listings decide */
-	for (size_t i = 0; i < w->n_sources; i++) {
-		const struct walk_source *src = w->sources + i;
-		size_t bn = src->path && !src->shown ? strlen(src->base) : 0;
-		if (!walk_below(root.p, root.n, src->base, bn))
-			continue;
-		size_t skip = bn + (src->base[bn - 1] == '/' ? 0 : 1), rn = root.n - skip;
-		char *rel = xmalloc(rn + 1 + path.n + 1);
-		if (!rel)
-			return true;   /* not known: kept, as an unlisted path is */
-		memcpy(rel, root.p + skip, rn);
-		rel[rn] = '/';
-		memcpy(rel + rn + 1, path.p, path.n);
-		rel[rn + 1 + path.n] = '\0';
-		bool r = walk_unlisted(w, (struct str){ src->base, bn }, (struct str){ rel, rn + 1 + path.n });
-		xfree(rel);
-		if (r)
-			return true;
-	}
-	return false;
-}
-
-/* Whether the directory path[0, n) below root is another PATH argument,
- * walked as its own root (walk_leave_to_roots), that could not list what
- * holds the rest of path. */
-static bool walk_unlisted_as_root(struct walk *w, struct str root, struct str path, size_t n)
-{
-	if (!w->n_roots)
-		return false;
-	char *abs = xmalloc(root.n + 1 + n + 1);
-	if (!abs)
+	if (walk_unlisted_below(w, root, path))
+		return true;
+	/* Filed under another root than the PATH that walked it (walk_covers,
+	 * walk_leave_to_roots): every PATH that holds root/path decides by its
+	 * own listings. */
+	size_t fn;
+	char *full = walk_join(root.p, root.n, path.p, path.n, &fn);
+	if (!full)
 		return true;   /* not known: kept, as an unlisted path is */
-	memcpy(abs, root.p, root.n);
-	size_t at = root.n && root.p[root.n - 1] == '/' ? root.n : root.n + 1;
-	abs[at - 1] = '/';
-	memcpy(abs + at, path.p, n);
-	abs[at + n] = '\0';
-	size_t r = walk_roots_lower(w->roots, 0, w->n_roots, 0, abs);
-	bool found = r < w->n_roots && !strcmp(w->roots[r].base, abs);
-	xfree(abs);
-	if (!found)
-		return false;
-	const char *b = w->roots[r].base;
-	return walk_unlisted(w, (struct str){ b, strlen(b) },
-	                     (struct str){ path.p + n + 1, path.n - n - 1 });
+	bool r = false;
+	for (size_t i = 0; i < w->n_sources && !r; i++) {
+		const struct walk_source *src = w->sources + i;
+		size_t bn = src->path && !src->shown ? strlen(src->base) : 0, rn;
+		const char *rest = walk_under(full, fn, src->base, bn, &rn);
+		r = rest && walk_unlisted_below(w, (struct str){ src->base, bn }, (struct str){ rest, rn });
+	}
+	xfree(full);
+	return r;
 }
 
 void walk_stats_get(const struct walk *w, struct walk_stats *out)
@@ -1559,13 +1543,13 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 		}
 		/* root below this PATH: an earlier run's root inside this one's
 		 * tree (its files are now this PATH's, under other ids) */
-		if (walk_below(root.p, root.n, src->base, n))
+		size_t qn;
+		if (walk_under(root.p, root.n, src->base, n, &qn))
 			return true;
 		/* this PATH below root, holding path (or a file argument naming
 		 * it): the file is this PATH's now */
-		size_t qn;
-		const char *q = walk_rest_of_root(root, src->base, n, &qn);
-		if (q && qn && qn <= path.n && !memcmp(q, path.p, qn) && (qn == path.n || path.p[qn] == '/'))
+		const char *q = walk_under(src->base, n, root.p, root.n, &qn);
+		if (q && qn <= path.n && !memcmp(q, path.p, qn) && (qn == path.n || path.p[qn] == '/'))
 			return true;
 	}
 	return list;
@@ -1638,11 +1622,6 @@ static size_t walk_wanted_find(const struct walk_wanted *want, size_t n, const c
 	return lo < n && !walk_unique_cmp(want[lo].e->name, want[lo].len, name, len) ? lo : n;
 }
 
-/* Lists sub ("../cur" or "../new", from the entries' directories, the
- * cur/ or new/ of one Maildir) once and gives every entry of want[0..n)
- * the name its unique part has there: the one of its own inode over any
- * other, and never the file of another entry's inode.  *left counts the
- * entries still without their own inode's name. */
 /* Whether the directory name beside d (d is a Maildir's cur/ or new/) is
  * another PATH argument: a message that moved there is that PATH's to read
  * (walk_roots_sort), not this one's a second time under another id. */
@@ -1650,22 +1629,21 @@ static bool walk_sibling_is_root(const struct walk *w, const struct walk_dir *d,
 {
 	if (!w->n_roots)
 		return false;
-	size_t nl = strlen(name), keep = d->relpath_len - 3;   /* "cur" or ".../cur" */
-	char *p = xmalloc(d->base_len + 1 + keep + nl + 1);
+	size_t n;
+	char *p = walk_join(d->base, d->base_len, d->relpath, d->relpath_len, &n);
 	if (!p)
 		return false;   /* searched, as before the rule */
-	memcpy(p, d->base, d->base_len);
-	size_t at = d->base_len;
-	if (!at || p[at - 1] != '/')
-		p[at++] = '/';
-	memcpy(p + at, d->relpath, keep);
-	memcpy(p + at + keep, name, nl + 1);
-	size_t r = walk_roots_lower(w->roots, 0, w->n_roots, 0, p);
-	bool root = r < w->n_roots && !strcmp(w->roots[r].base, p);
+	memcpy(p + n - 3, name, 3);   /* "cur" for "new", or the other way */
+	bool root = walk_is_root(w, p);
 	xfree(p);
 	return root;
 }
 
+/* Lists sub ("../cur" or "../new", from the entries' directories, the
+ * cur/ or new/ of one Maildir) once and gives every entry of want[0..n)
+ * the name its unique part has there: the one of its own inode over any
+ * other, and never the file of another entry's inode.  *left counts the
+ * entries still without their own inode's name. */
 static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, const char *sub,
                          struct arena *a, size_t *left)
 {
