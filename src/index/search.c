@@ -27,6 +27,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,11 +143,12 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 		snprintf(s->error, sizeof(s->error), "date: needs a date (date:2023-01..2023-06)");
 		return -EINVAL;
 	}
-	if ((lon && !search_date_valid(v, lon)) || (hin && !search_date_valid(dots + 2, hin))) {
-		const char *bad = lon && !search_date_valid(v, lon) ? v : dots + 2;
-		int bn = (int)(bad == v ? lon : hin);
-		snprintf(s->error, sizeof(s->error), "date: '%.*s' is not a date (YYYY, YYYY-MM, YYYY-MM-DD, then THH, :MM, :SS)",
-		         bn > 64 ? 64 : bn, bad);
+	const char *bad = lon && !search_date_valid(v, lon) ? v
+	                : hin && !search_date_valid(dots + 2, hin) ? dots + 2 : NULL;
+	if (bad) {
+		snprintf(s->error, sizeof(s->error),
+		         "date: '%.*s' is not a date (YYYY, YYYY-MM, YYYY-MM-DD, then THH, :MM, :SS)",
+		         (int)(bad == v ? lon : hin), bad);
 		return -EINVAL;
 	}
 	int lo = lon ? search_bind(s, v, lon) : 0;
@@ -194,6 +196,27 @@ static struct search_word search_word(const struct search *s, const char *w, siz
 	return sw;
 }
 
+/* FTS5's operators, as whole words. */
+static bool search_operator(const char *w, size_t n)
+{
+	return (n == 2 && !memcmp(w, "OR", 2)) || (n == 3 && (!memcmp(w, "AND", 3) || !memcmp(w, "NOT", 3)));
+}
+
+/* Refuses the query at word: the word, then why, in the error.  -EINVAL. */
+static int search_refuse(struct search *s, const char *word, size_t wn, const char *why, ...)
+	__attribute__((format(printf, 4, 5)));
+static int search_refuse(struct search *s, const char *word, size_t wn, const char *why, ...)
+{
+	int k = snprintf(s->error, sizeof(s->error), "%.*s: ", (int)wn, word);
+	if (k >= 0 && (size_t)k < sizeof(s->error)) {
+		va_list ap;
+		va_start(ap, why);
+		vsnprintf(s->error + k, sizeof(s->error) - (size_t)k, why, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
 /* Appends a word to the MATCH expression: the join, the punctuation
  * before, the operand (op, a column's phrase; or the core as FTS5 syntax),
  * the punctuation after.  Words join with a space, FTS5's implicit AND,
@@ -204,8 +227,7 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 {
 	const char *core = sw->w + sw->lead;
 	size_t n = sw->n - sw->lead - sw->trail;
-	bool oper = !op && !sw->lead && !sw->trail &&
-	            ((n == 2 && !memcmp(core, "OR", 2)) || (n == 3 && (!memcmp(core, "AND", 3) || !memcmp(core, "NOT", 3))));
+	bool oper = !op && !sw->lead && !sw->trail && search_operator(core, n);
 	bool operand = !oper && (sw->lead || n || op);
 	bool and = (operand && s->end == SEARCH_GROUP) ||
 	           (sw->opens && (s->end == SEARCH_PHRASE || s->end == SEARCH_GROUP));
@@ -258,26 +280,17 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	/* notmuch's query of every message, as a word of its own: no term.
 	 * Beside an operator or inside a group it would leave FTS5 an
 	 * operand short, or be FTS5's phrase "*", which matches nothing. */
-	bool oper = !sw.lead && !sw.trail &&
-	            ((n == 2 && !memcmp(w, "OR", 2)) || (n == 3 && (!memcmp(w, "AND", 3) || !memcmp(w, "NOT", 3))));
+	bool oper = !sw.lead && !sw.trail && search_operator(w, n);
 	bool star = !negate && n == 1 && w[0] == '*';
-	const char *lone = NULL;
 	if (star && (sw.lead || sw.trail || s->depth || s->in_near))
-		lone = "* (every message) is a word of its own, not inside ( ) or NEAR( )";
-	else if ((star && s->end == SEARCH_OPERATOR) || (oper && s->after_star))
-		lone = "* (every message) cannot join with AND, OR or NOT";
-	if (lone) {
-		snprintf(s->error, sizeof(s->error), "%.*s: %s", (int)(wn > 64 ? 64 : wn), word, lone);
-		return -EINVAL;
-	}
+		return search_refuse(s, word, wn, "* (every message) is a word of its own, not inside ( ) or NEAR( )");
+	if ((star && s->end == SEARCH_OPERATOR) || (oper && s->after_star))
+		return search_refuse(s, word, wn, "* (every message) cannot join with AND, OR or NOT");
 	s->after_star = star;
 	if (star)
 		return 0;
-	if (!has && vn >= 4 && !memcmp(v, "has:", 4)) {
-		snprintf(s->error, sizeof(s->error), "%.*s: has: knows has:attachment only",
-		         (int)(wn > 64 ? 64 : wn), word);
-		return -EINVAL;
-	}
+	if (!has && vn >= 4 && !memcmp(v, "has:", 4))
+		return search_refuse(s, word, wn, "has: knows has:attachment only");
 	size_t i = 0;
 	for (; !has && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
@@ -293,10 +306,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		refused = "a condition cannot follow AND, OR or NOT (it always joins with AND)";
 	else if (prefixed && (s->in_near || sw.near))
 		refused = "NEAR( ) takes words and phrases, not from:, to: or subject:";
-	if (refused) {
-		snprintf(s->error, sizeof(s->error), "%.*s: %s", (int)wn, word, refused);
-		return -EINVAL;
-	}
+	if (refused)
+		return search_refuse(s, word, wn, "%s", refused);
 	if (has)
 		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
 		                    NULL, 0);
@@ -309,12 +320,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		val++;
 		valn -= 2;
 	}
-	if (!valn) {
-		/* an empty phrase or value matches nothing (or, negated, all) */
-		snprintf(s->error, sizeof(s->error), "%.*s: %.*s needs a value", (int)(wn > 64 ? 64 : wn),
-		         word, (int)pl, prefixes[i].prefix);
-		return -EINVAL;
-	}
+	if (!valn)   /* an empty phrase or value matches nothing (or, negated, all) */
+		return search_refuse(s, word, wn, "%s needs a value", prefixes[i].prefix);
 	if (!prefixes[i].column)
 		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)
 		                        : search_date(s, negate, val, valn);
