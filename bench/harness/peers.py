@@ -64,12 +64,15 @@ def read_peers(ctx, c):
     return out
 
 
-def parse_peers(ctx, c):
-    out = []
+def gmime_bench(ctx, c):
+    """The GMime harness over c's file list (bench/gmime_parse.c), or its missing row."""
     if ctx.gmime:
-        out.append(Bench("GMime 3 (bench/gmime_parse.c)", [ctx.gmime, c.list], v_lines, corpus=c))
-    else:
-        out.append(Bench("GMime 3", [], None, missing="not installed (apt install libgmime-3.0-dev)"))
+        return Bench("GMime 3 (bench/gmime_parse.c)", [ctx.gmime, c.list], v_lines, corpus=c)
+    return Bench("GMime 3", [], None, missing="not installed (apt install libgmime-3.0-dev)")
+
+
+def parse_peers(ctx, c):
+    out = [gmime_bench(ctx, c)]
     out.append(Bench("Python email (policy.default)", [sys.executable, os.path.join(PEERS, "py_email.py"), c.list],
                      v_lines, corpus=c))
     if postal_available():

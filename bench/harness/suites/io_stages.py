@@ -8,7 +8,7 @@ import statistics
 
 from ..benches import control_bench, ingest_bench
 from ..method import judge, measure, ratio_stats
-from ..peers import parse_peers
+from ..peers import gmime_bench
 from ..report import end_to_end_cols, timing_table
 from ..sysutil import log
 
@@ -26,7 +26,7 @@ def suite_io(ctx):
     for temp in temps:
         benches = [ingest_bench(ctx, "ingest end to end", c, []),
                    ingest_bench(ctx, "ingest --io-only", c, ["--io-only"])]
-        gmime = [b for b in parse_peers(ctx, c)[:1] if not b.missing] if temp == "hot" else []
+        gmime = [b for b in [gmime_bench(ctx, c)] if not b.missing] if temp == "hot" else []
         benches += gmime + [control_bench(ctx, c)]
         log("suite io %s" % temp)
         res = measure(benches, ctx.rounds, 1 if temp == "cold" else 2, cold=(temp == "cold"), title="io " + temp)
