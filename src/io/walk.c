@@ -110,8 +110,8 @@ struct walk {
 	struct walk_unlisted *unlisted;  /* sorted when asked (walk_unlisted) */
 	size_t n_unlisted;
 	bool unlisted_sorted;
-	/* the PATH arguments, sorted when the walk starts (walk_roots_sort),
-	 * when there are two or more: see walk_roots_sort */
+	/* the PATH arguments, sorted when the walk starts, when they can
+	 * overlap (walk_roots_sort): n_roots is 0 otherwise */
 	struct walk_root *roots;
 	size_t n_roots;
 	bool roots_sorted;
