@@ -663,24 +663,18 @@ static double cpu_seconds(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* The least CPU time of five walks of base/md (each repeated to fill
- * 20 ms, so the clock's resolution and a moment of a busy machine do not
- * decide). */
-static double walk_cost(const char *base)
+/* The CPU time of one walk of base/md, repeated to fill 20 ms so that the
+ * clock's resolution does not decide. */
+static double walk_cost_once(const char *base)
 {
-	double best = 1e9;
-	for (int r = 0; r < 5; r++) {
-		unsigned reps = 0;
-		double t0 = cpu_seconds(), t;
-		do {
-			struct walk_stats st;
-			free(walk_sub_render(base, "md", &st));
-			reps++;
-		} while ((t = cpu_seconds() - t0) < 0.02);
-		if (t / reps < best)
-			best = t / reps;
-	}
-	return best;
+	unsigned reps = 0;
+	double t0 = cpu_seconds(), t;
+	do {
+		struct walk_stats st;
+		free(walk_sub_render(base, "md", &st));
+		reps++;
+	} while ((t = cpu_seconds() - t0) < 0.02);
+	return t / reps;
 }
 
 /* Names of one inode cost the walk linear time: 4,000 and 32,000 hard
@@ -689,21 +683,40 @@ static double walk_cost(const char *base)
  * it 64.  Linear is not exactly 8: per name the walk costs 1.0 us up to
  * 2,000 names, 1.35 us at 4,000 and 1.8-1.9 us from 8,000 on (the listing
  * outgrows the caches), so 11-12 here; a machine whose caches change the
- * per-name cost elsewhere moves it by less than 2x. */
+ * per-name cost elsewhere moves it by less than 2x.  Each size keeps the
+ * least of five walks, the two sizes interleaved so that a busy moment of
+ * the machine hits both, and a ratio of 24 or more is measured again, up
+ * to three times in all: a shared VM once stretched the larger walks alone
+ * past it, where a quadratic cost is far above it every time (the same
+ * method as test-linear.c). */
 static void test_walk_hard_links_linear(void **state)
 {
 	(void)state;
-	double cost[2];
+	char *base[2];
 	for (int k = 0; k < 2; k++) {
-		char *base = t_tmpdir("walk");
-		t_mkdirs(base, (const char *const[]){ "md", "md/cur", "md/new", "md/tmp", NULL });
-		make_links(base, "md/cur", 4000u << (3 * k), 1);
-		cost[k] = walk_cost(base);
-		t_rmtree(base);
+		base[k] = t_tmpdir("walk");
+		t_mkdirs(base[k], (const char *const[]){ "md", "md/cur", "md/new", "md/tmp", NULL });
+		make_links(base[k], "md/cur", 4000u << (3 * k), 1);
 	}
-	if (cost[1] / cost[0] >= 24)
+	double ratio = 0, cost[2];
+	for (int attempt = 0; attempt < 3; attempt++) {
+		cost[0] = cost[1] = 1e9;
+		for (int r = 0; r < 5; r++)
+			for (int k = 0; k < 2; k++) {
+				double t = walk_cost_once(base[k]);
+				cost[k] = t < cost[k] ? t : cost[k];
+			}
+		ratio = cost[1] / cost[0];
+		print_message("4,000 names %.2f ms, 32,000 names %.2f ms, ratio %.1f\n", cost[0] * 1e3,
+		              cost[1] * 1e3, ratio);
+		if (ratio < 24)
+			break;
+	}
+	for (int k = 0; k < 2; k++)
+		t_rmtree(base[k]);
+	if (ratio >= 24)
 		fail_msg("walking 32,000 names of one inode took %.1fx the CPU of 4,000 (%.2f / %.2f ms)",
-		         cost[1] / cost[0], cost[1] * 1e3, cost[0] * 1e3);
+		         ratio, cost[1] * 1e3, cost[0] * 1e3);
 }
 
 static void test_walk_symlinks_not_followed(void **state)
