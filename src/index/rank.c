@@ -21,7 +21,14 @@ struct rank {
 	bool idf_known;
 	sqlite3_int64 sorted; /* one phrase: matches the sort has scored */
 	double *idf, *freq;   /* per phrase */
+	size_t best;          /* rows printed, if the sort meets every match, or 0 */
+	double *kept;         /* a min-heap of the `best` highest scores sorted */
+	size_t n_kept;
 };
+
+/* Above this --limit no match is left unscored (rank_bm25): the heap's
+ * size, and with most matches printed there is little to leave. */
+#define RANK_BEST_MAX 10000
 
 /* A cursor's role, kept as its auxdata: the first cursor to call sorts
  * every match, a later one prints the rows the sort handed over. */
@@ -32,6 +39,7 @@ void rank_free(struct rank *rk)
 	if (rk) {
 		sqlite3_blob_close(rk->sizes);
 		xfree(rk->idf);
+		xfree(rk->kept);
 	}
 	xfree(rk);
 }
@@ -106,6 +114,47 @@ static int rank_start(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context 
 	return SQLITE_OK;
 }
 
+/* bm25 of the phrases' frequencies (rk->freq) in a row of d tokens, the
+ * same operations in the same order as FTS5's, so the same bits; without
+ * the IDF unless scaled. */
+static double rank_score(const struct rank *rk, double d, bool scaled)
+{
+	double score = 0.0;
+	for (int i = 0; i < rk->phrases; i++) {
+		double f = rk->freq[i];
+		double tf = (f * (RANK_K1 + 1.0)) / (f + RANK_K1 * (1 - RANK_B + RANK_B * d / rk->avgdl));
+		score += scaled ? rk->idf[i] * tf : tf;
+	}
+	return score;
+}
+
+/* Keeps score among the `best` highest sorted so far (kept[0] the lowest). */
+static void rank_keep(struct rank *rk, double score)
+{
+	double *h = rk->kept;
+	size_t i;
+	if (rk->n_kept < rk->best) {
+		for (i = rk->n_kept++; i > 0 && h[(i - 1) / 2] > score; i = (i - 1) / 2)
+			h[i] = h[(i - 1) / 2];
+		h[i] = score;
+		return;
+	}
+	if (!(score > h[0]))
+		return;
+	for (i = 0;;) {
+		size_t c = 2 * i + 1;
+		if (c >= rk->n_kept)
+			break;
+		if (c + 1 < rk->n_kept && h[c + 1] < h[c])
+			c++;
+		if (!(h[c] < score))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = score;
+}
+
 static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *cx, int argc,
                       sqlite3_value **argv)
 {
@@ -138,23 +187,35 @@ static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 		if (rc == SQLITE_OK)
 			rk->freq[phrase] += argc > col ? sqlite3_value_double(argv[col]) : 1.0;
 	}
+	/* A row that cannot be among the best printed, whatever its length
+	 * (the score grows as the length falls, so a length of 0 bounds it),
+	 * is sorted by that bound, which is below every row printed: its
+	 * length, a B-tree search, is not read.  Only where every match is
+	 * sorted and the first `best` are printed (rank_register); a quarter
+	 * of a word query's instructions were those searches (bench/INDEX.md,
+	 * "2026-12-05: search, less work in the sort"). */
+	bool pruning = rc == SQLITE_OK && role == &rank_sorts && rk->best;
+	if (pruning && rk->n_kept == rk->best) {
+		double bound = rank_score(rk, 0.0, scaled);
+		if (bound < rk->kept[0]) {
+			sqlite3_result_double(cx, -1.0 * bound);
+			return;
+		}
+	}
 	int tokens = 0;
 	if (rc == SQLITE_OK)
 		rc = rank_row_tokens(rk, api, fts, &tokens);
-	/* the same operations in the same order as FTS5's, so the same bits */
-	double d = (double)tokens, score = 0.0;
-	for (int i = 0; rc == SQLITE_OK && i < rk->phrases; i++) {
-		double f = rk->freq[i];
-		double tf = (f * (RANK_K1 + 1.0)) / (f + RANK_K1 * (1 - RANK_B + RANK_B * d / rk->avgdl));
-		score += scaled ? rk->idf[i] * tf : tf;
-	}
-	if (rc == SQLITE_OK)
-		sqlite3_result_double(cx, -1.0 * score);
-	else
+	if (rc != SQLITE_OK) {
 		sqlite3_result_error_code(cx, rc);
+		return;
+	}
+	double score = rank_score(rk, (double)tokens, scaled);
+	if (pruning)
+		rank_keep(rk, score);
+	sqlite3_result_double(cx, -1.0 * score);
 }
 
-int rank_register(sqlite3 *db, struct rank **out)
+int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
 {
 	/* the documented way to FTS5's API: SELECT fts5(?1) with a pointer */
 	fts5_api *fts5 = NULL;
@@ -173,7 +234,12 @@ int rank_register(sqlite3 *db, struct rank **out)
 	if (rc == SQLITE_OK) {
 		rk->phrases = -1;
 		rk->db = db;
-		rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, NULL);
+		if (best && best <= RANK_BEST_MAX && (rk->kept = xmalloc(best * sizeof(double))))
+			rk->best = best;
+		else if (best && best <= RANK_BEST_MAX)
+			rc = SQLITE_NOMEM;
+		if (rc == SQLITE_OK)
+			rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, NULL);
 		if (rc != SQLITE_OK)
 			rank_free(rk);
 	}

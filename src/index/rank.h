@@ -31,8 +31,12 @@ struct rank;
 /* Registers `ingest_bm25(w_col0, w_col1, ...)` on db for one ranked
  * statement; *out is its state, which rank_free() releases after the
  * statement is finalized and before db is closed (it holds a blob handle
- * on the database).  SQLITE_OK or an SQLite code, with *out NULL. */
-int rank_register(sqlite3 *db, struct rank **out);
+ * on the database).  best: 0, or the statement prints the first `best`
+ * rows of FTS5's sort and nothing after them (no other condition drops
+ * rows), so that a row that cannot be among them is sorted by a bound of
+ * its score, below theirs, rather than by its score.  SQLITE_OK or an
+ * SQLite code, with *out NULL. */
+int rank_register(sqlite3 *db, unsigned long best, struct rank **out);
 void rank_free(struct rank *rk);
 
 #endif

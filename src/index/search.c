@@ -438,9 +438,11 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * them for every match before sorting (bench/INDEX.md, "Since the
 	 * run below: FTS rows at the commit, ranking inside FTS5").
 	 * CROSS JOIN keeps mail_fts the outer loop, the plan in which FTS5
-	 * sorts, whatever the other conditions (rank.c counts on it). */
+	 * sorts, whatever the other conditions (rank.c counts on it).  With
+	 * none, the rows printed are the first `limit` FTS5 sorts, which
+	 * rank.c is told so that it need not score the others exactly. */
 	struct rank *rk = NULL;
-	if (r == 0 && fts && (rc = rank_register(db, &rk)) != SQLITE_OK) {
+	if (r == 0 && fts && (rc = rank_register(db, s.where.len ? 0 : limit, &rk)) != SQLITE_OK) {
 		why = sqlite3_errstr(rc);
 		r = -EINVAL;
 	}

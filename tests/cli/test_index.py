@@ -549,9 +549,19 @@ def case_search(tmp):
         want = sorted(json.loads(r)["rank"] for (r,) in c.execute(
             "SELECT json_object('rank', bm25(mail_fts, 8.0, 4.0, 2.0, 1.0, 2.0)) FROM mail_fts"
             " WHERE mail_fts MATCH ?", (expr,)))
-        got = [h["rank"] for h in search(db, q)]
+        every = search(db, q)
+        got = [h["rank"] for h in every]
         if len(want) < 2 or got != want:
             fail(f"{q}: ranks are not bm25 with README's weights: {got[:5]} against {want[:5]}")
+        # a --limit below the hits: the rows that cannot be printed are
+        # sorted by a bound of their score (src/index/rank.c), and the
+        # lines printed are still the best, in order, with their ranks
+        for lim in (1, 2, 3, 5, 8):
+            top = [(h["path"], h["rank"]) for h in search(db, q, limit=lim)]
+            if top != [(h["path"], h["rank"]) for h in every[:lim]]:
+                fail(f"{q} --limit={lim}: {top} are not the first of {len(every)} hits")
+        if len(every) <= 8:
+            fail(f"{q}: {len(every)} hits, too few for the limits to leave rows unscored")
     c.close()
     # a condition of SQL's (here id:) keeps a hit's rank: the IDF is the
     # whole table's, whatever order SQLite would join the tables in
