@@ -405,7 +405,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	dynbuf_init(&sql, 0);
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	int rc, r = search_parse(&s, query);
+	int rc = SQLITE_OK, r = search_parse(&s, query);
 	const char *why = s.error[0] ? s.error : NULL;
 	if (r == 0) {
 		rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL);
@@ -440,7 +440,10 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * CROSS JOIN keeps mail_fts the outer loop, the plan in which FTS5
 	 * sorts, whatever the other conditions (rank.c counts on it).  With
 	 * none, the rows printed are the first `limit` FTS5 sorts, which
-	 * rank.c is told so that it need not score the others exactly. */
+	 * rank.c is told so that it need not score the others exactly: the
+	 * join drops no row, as every mail_fts row has its message (the
+	 * index keeps them together: the delete trigger, and a first run's
+	 * text index cleared of rows whose message went, fts_build.c). */
 	struct rank *rk = NULL;
 	if (r == 0 && fts && (rc = rank_register(db, s.where.len ? 0 : limit, &rk)) != SQLITE_OK) {
 		why = sqlite3_errstr(rc);
@@ -476,24 +479,32 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		sqlite3_bind_text(st, 1, s.fts.p, (int)s.fts.len, SQLITE_STATIC);
 	for (int i = 0; r == 0 && i < s.n_binds; i++)
 		sqlite3_bind_text(st, i + 2, s.binds[i], -1, SQLITE_STATIC);
-	/* The lines go out in writes of 64 KiB or more, one write for the
-	 * usual 20 hits where a write per line and per newline were 40. */
+	/* The lines go out in writes of at least 64 KiB, the last shorter:
+	 * one write for the usual 20 hits, where a write per line and one per
+	 * newline were 40.  `whole` ends the last whole line buffered, what
+	 * is written when the buffer cannot grow. */
 	struct dynbuf out;
 	dynbuf_init(&out, 0);
+	size_t whole = 0;
 	int hits = 0;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *line = (const char *)sqlite3_column_text(st, 0);
 		r = dynbuf_append(&out, line ? line : "", line ? strlen(line) : 0);
 		if (r == 0)
 			r = dynbuf_putc(&out, '\n');
+		if (r == 0)
+			whole = out.len;
 		if (r == 0 && out.len >= 65536) {
 			r = sys_write_full(fd, out.p, out.len);
 			dynbuf_reset(&out);
+			whole = 0;
 		}
 		hits++;
 	}
-	if (r == 0 && out.len)
-		r = sys_write_full(fd, out.p, out.len);
+	if ((r == 0 || r == -ENOMEM) && whole) {
+		int w = sys_write_full(fd, out.p, whole);
+		r = r ? r : w;
+	}
 	dynbuf_release(&out);
 	if (r == 0 && rc != SQLITE_DONE) {
 		/* a query FTS5 cannot parse is the user's to fix: say so */
