@@ -49,8 +49,8 @@ void rank_free(struct rank *rk)
  * from the same table (mail_fts_docsize, a varint per column) through a
  * blob handle moved from row to row, where FTS5 runs an SQL statement per
  * row: a third of a word query's instructions went there (bench/INDEX.md,
- * "2026-12-05: search, bm25 counted once").  Anything unexpected (no such
- * table, a blob too long) is left to FTS5. */
+ * "2026-12-05: search, bm25 counted once; queries that group").  Anything
+ * unexpected (no such table, a blob too long) is left to FTS5. */
 static int rank_row_tokens(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context *fts, int *tokens)
 {
 	sqlite3_int64 id = api->xRowid(fts);

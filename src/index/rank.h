@@ -4,18 +4,19 @@
  * numbers as FTS5's `bm25` for the same weights and walks the matches
  * fewer times.
  *
- * Why (bench/INDEX.md, "2026-12-05: search, bm25 counted once"): FTS5's
- * bm25 counts the rows of each phrase of the query (its IDF) with a walk
- * of its own over the phrase's matches, once per cursor that calls it,
- * and a query ordered by rank has two: the one that sorts every match and
- * the one that prints the first rows' rank.  Here the counts are taken
- * once per search and shared by both cursors; and for a query of one
- * phrase (a word, `from:ann`), whose matches are the phrase's rows, the
- * sort's own walk counts them: the sort orders by the score without its
- * IDF (one positive factor common to every match, so the order is the
- * same) and the printed rank, computed after the sort, is the whole score.
- * A query of several phrases counts each phrase as FTS5 does.  Each match's length is read from FTS5's
- * table of lengths through a blob handle, not a statement per match.
+ * Why (bench/INDEX.md, "2026-12-05: search, bm25 counted once; queries that
+ * group"): FTS5's bm25 counts the rows of each phrase of the query (its
+ * IDF) with a walk of its own over the phrase's matches, once per cursor
+ * that calls it, and a query ordered by rank has two: the one that sorts
+ * every match and the one that prints the first rows' rank.  Here the counts
+ * are taken once per search and shared by both cursors; and for a query of
+ * one phrase (a word, `from:ann`), whose matches are the phrase's rows, the
+ * sort's own walk counts them: the sort orders by the score without its IDF
+ * (one positive factor common to every match, so the order is the same) and
+ * the printed rank, computed after the sort, is the whole score.  A query of
+ * several phrases counts each phrase as FTS5 does.  Each match's length is
+ * read from FTS5's table of lengths through a blob handle, not a statement
+ * per match.
  *
  * The function relies on FTS5's plan for ORDER BY rank (the sorting
  * cursor calls it for every match before the printing cursor calls it at
@@ -32,9 +33,10 @@ struct rank;
  * statement; *out is its state, which rank_free() releases after the
  * statement is finalized and before db is closed (it holds a blob handle
  * on the database).  best: 0, or the statement prints the first `best`
- * rows of FTS5's sort and nothing after them (no other condition drops
- * rows), so that a row that cannot be among them is sorted by a bound of
- * its score, below theirs, rather than by its score.  SQLITE_OK or an
+ * rows of FTS5's sort and nothing after them (no condition or join drops
+ * a row between the sort and the lines), so that a row that cannot be
+ * among them is sorted by a bound of its score, below theirs, rather than
+ * by its score; above 10,000 (RANK_BEST_MAX) every row is scored.  SQLITE_OK or an
  * SQLite code, with *out NULL. */
 int rank_register(sqlite3 *db, unsigned long best, struct rank **out);
 void rank_free(struct rank *rk);
