@@ -545,7 +545,10 @@ def case_search(tmp):
     # counted on its own); every hit, in order, equal
     c = sqlite3.connect(db)
     for q, expr in (("notmuch", "notmuch"), ("from:carl", '"from" : "carl"'),
-                    ("notmuch from:carl", 'notmuch "from" : "carl"')):
+                    ("notmuch from:carl", 'notmuch "from" : "carl"'),
+                    # a word in nearly every row (its IDF clamped), with
+                    # two hits of one rank at places 1 and 2, two at 3 and 4
+                    ("the", "the")):
         want = sorted(json.loads(r)["rank"] for (r,) in c.execute(
             "SELECT json_object('rank', bm25(mail_fts, 8.0, 4.0, 2.0, 1.0, 2.0)) FROM mail_fts"
             " WHERE mail_fts MATCH ?", (expr,)))
@@ -553,6 +556,8 @@ def case_search(tmp):
         got = [h["rank"] for h in every]
         if len(want) < 2 or got != want:
             fail(f"{q}: ranks are not bm25 with README's weights: {got[:5]} against {want[:5]}")
+        if q == "the" and not (len(got) > 8 and got[0] == got[1] and got[2] == got[3]):
+            fail(f"'the': no longer two pairs of hits of one rank first: {got[:4]}")
         # a --limit below the hits: the rows that cannot be printed are
         # sorted by a bound of their score (src/index/rank.c), and the
         # lines printed are still the best, in order, with their ranks
