@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #define SEARCH_MAX_TERMS 64
+#define SEARCH_COLUMN_NONE (-2)   /* struct search's column: no phrase yet */
 
 struct search {
 	struct dynbuf fts;       /* the MATCH expression */
@@ -43,6 +44,9 @@ struct search {
 	enum search_end { SEARCH_START, SEARCH_PHRASE, SEARCH_GROUP, SEARCH_OPERATOR } end;
 	                         /* what fts ends with ("(" and NEAR( count as operators) */
 	bool after_star;         /* the last word was "*" */
+	int column;              /* the mail_fts column all of fts's phrases are
+	                          * in (SEARCH_COLUMN_NONE: no phrase yet), or
+	                          * -1: any (search_snippet) */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -260,15 +264,16 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 /* One word of the query. */
 static int search_term(struct search *s, const char *word, size_t wn)
 {
-	static const struct { const char *prefix, *column, *cond; } prefixes[] = {
-		{ "from:", "from", NULL },
-		{ "to:", "to", NULL },
-		{ "subject:", "subject", NULL },
-		{ "tag:", NULL, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)" },
-		{ "folder:", NULL, "coalesce(m.folder, '') = (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)" },
-		{ "thread:", NULL, "m.thread_id = @" },
-		{ "id:", NULL, "m.message_id = @" },
-		{ "date:", NULL, NULL },
+	/* col: the column's place in mail_fts (index.c's schema) */
+	static const struct { const char *prefix, *column, *cond; int col; } prefixes[] = {
+		{ "from:", "from", NULL, 1 },
+		{ "to:", "to", NULL, 2 },
+		{ "subject:", "subject", NULL, 0 },
+		{ "tag:", NULL, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)", -1 },
+		{ "folder:", NULL, "coalesce(m.folder, '') = (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)", -1 },
+		{ "thread:", NULL, "m.thread_id = @", -1 },
+		{ "id:", NULL, "m.message_id = @", -1 },
+		{ "date:", NULL, NULL, -1 },
 	};
 	struct search_word sw = search_word(s, word, wn);
 	const char *w = word + sw.lead;
@@ -311,8 +316,10 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (has)
 		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
 		                    NULL, 0);
-	if (!prefixed)
+	if (!prefixed) {
+		s->column = -1;   /* a word, an operator, FTS5's own syntax */
 		return search_fts_word(s, &sw, NULL, 0);
+	}
 	size_t pl = strlen(prefixes[i].prefix);
 	const char *val = v + pl;
 	size_t valn = vn - pl;
@@ -332,8 +339,10 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		/* FTS5's NOT is binary: a negated term is a condition */
 		r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
 		                 e.p, e.len);
-	else if (r == 0)
+	else if (r == 0) {
+		s->column = s->column == SEARCH_COLUMN_NONE || s->column == prefixes[i].col ? prefixes[i].col : -1;
 		r = search_fts_word(s, &sw, e.p, e.len);
+	}
 	dynbuf_release(&e);
 	return r;
 }
@@ -398,7 +407,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
                   char **error)
 {
 	*error = NULL;
-	struct search s = { 0 };
+	struct search s = { .column = SEARCH_COLUMN_NONE };
 	dynbuf_init(&s.fts, 0);
 	dynbuf_init(&s.where, 0);
 	struct dynbuf sql;
@@ -450,8 +459,16 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		r = -EINVAL;
 	}
 	const char *rank = fts ? "f.rank" : "NULL";
-	const char *snippet = fts ? "snippet(mail_fts, -1, '[', ']', '...', 12)"
-	                          : "substr(replace(f.text, char(10), ' '), 1, 80)";
+	/* FTS5's snippet of column -1 tokenizes every column of a printed
+	 * row to find the one whose fragment scores best, and only a column
+	 * holding a phrase's hit scores at all: where every phrase is in one
+	 * column (from:, to:, subject:), the snippet of that column is the
+	 * same text without tokenizing the others, the body first
+	 * (bench/INDEX.md, "2026-12-05: search, the snippet of one column") */
+	char snippet_fts[64];
+	snprintf(snippet_fts, sizeof(snippet_fts), "snippet(mail_fts, %d, '[', ']', '...', 12)",
+	         s.column >= 0 ? s.column : -1);
+	const char *snippet = fts ? snippet_fts : "substr(replace(f.text, char(10), ' '), 1, 80)";
 	if (r == 0)
 		r = tsv ? dynbuf_printf(&sql, search_tsv, snippet)
 		        : dynbuf_printf(&sql, search_json, snippet, rank);

@@ -567,6 +567,19 @@ def case_search(tmp):
                 fail(f"{q} --limit={lim}: {top} are not the first of {len(every)} hits")
         if len(every) <= 8:
             fail(f"{q}: {len(every)} hits, too few for the limits to leave rows unscored")
+    # the snippet of a query whose phrases are all in one column is the
+    # snippet FTS5 picks among every column (src/index/search.c asks for
+    # that column's alone)
+    for q, expr in (("from:carl", '"from" : "carl"'), ("subject:patch", '"subject" : "patch"'),
+                    ("to:notmuchmail", '"to" : "notmuchmail"'),
+                    ("from:carl from:worth", '"from" : "carl" "from" : "worth"')):
+        want = dict(c.execute("SELECT m.path, snippet(mail_fts, -1, '[', ']', '...', 12) FROM mail_fts"
+                              " JOIN messages m ON m.docid = mail_fts.rowid WHERE mail_fts MATCH ?",
+                              (expr,)))
+        got = {h["path"]: h["snippet"] for h in search(db, q)}
+        if len(want) < 2 or got != want:
+            bad = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+            fail(f"{q}: snippets differ from FTS5's over every column: {bad[:3]}")
     c.close()
     # a condition of SQL's (here id:) keeps a hit's rank: the IDF is the
     # whole table's, whatever order SQLite would join the tables in
