@@ -256,10 +256,11 @@ int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
 	if (rc == SQLITE_OK) {
 		rk->phrases = -1;
 		rk->db = db;
-		if (best && best <= RANK_BEST_MAX && (rk->kept = xmalloc(best * sizeof(double))))
-			rk->best = best;
-		else if (best && best <= RANK_BEST_MAX)
-			rc = SQLITE_NOMEM;
+		if (best && best <= RANK_BEST_MAX) {
+			rk->kept = xmalloc(best * sizeof(double));
+			rk->best = rk->kept ? best : 0;
+			rc = rk->kept ? SQLITE_OK : SQLITE_NOMEM;
+		}
 		if (rc == SQLITE_OK)
 			rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, NULL);
 		if (rc != SQLITE_OK)

@@ -36,8 +36,8 @@ struct rank;
  * rows of FTS5's sort and nothing after them (no condition or join drops
  * a row between the sort and the lines), so that a row that cannot be
  * among them is sorted by a bound of its score, below theirs, rather than
- * by its score; above 10,000 (RANK_BEST_MAX) every row is scored.  SQLITE_OK or an
- * SQLite code, with *out NULL. */
+ * by its score; above 10,000 (RANK_BEST_MAX) every row is scored.
+ * SQLITE_OK or an SQLite code, with *out NULL. */
 int rank_register(sqlite3 *db, unsigned long best, struct rank **out);
 void rank_free(struct rank *rk);
 
