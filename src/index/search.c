@@ -46,7 +46,7 @@ struct search {
 	bool after_star;         /* the last word was "*" */
 	int column;              /* the mail_fts column all of fts's phrases are
 	                          * in (SEARCH_COLUMN_NONE: no phrase yet), or
-	                          * -1: any (search_snippet) */
+	                          * -1: any (the snippet's column, ingest_search) */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -264,16 +264,18 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 /* One word of the query. */
 static int search_term(struct search *s, const char *word, size_t wn)
 {
-	/* col: the column's place in mail_fts (index.c's schema) */
-	static const struct { const char *prefix, *column, *cond; int col; } prefixes[] = {
-		{ "from:", "from", NULL, 1 },
-		{ "to:", "to", NULL, 2 },
-		{ "subject:", "subject", NULL, 0 },
-		{ "tag:", NULL, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)", -1 },
-		{ "folder:", NULL, "coalesce(m.folder, '') = (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)", -1 },
-		{ "thread:", NULL, "m.thread_id = @", -1 },
-		{ "id:", NULL, "m.message_id = @", -1 },
-		{ "date:", NULL, NULL, -1 },
+	/* the columns of mail_fts a prefix names, in index.c's schema's order */
+	static const char *const columns[] = { "subject", "from", "to" };
+	/* col: its place in columns[] and mail_fts, or -1: an SQL condition */
+	static const struct { const char *prefix; int col; const char *cond; } prefixes[] = {
+		{ "from:", 1, NULL },
+		{ "to:", 2, NULL },
+		{ "subject:", 0, NULL },
+		{ "tag:", -1, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)" },
+		{ "folder:", -1, "coalesce(m.folder, '') = (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)" },
+		{ "thread:", -1, "m.thread_id = @" },
+		{ "id:", -1, "m.message_id = @" },
+		{ "date:", -1, NULL },
 	};
 	struct search_word sw = search_word(s, word, wn);
 	const char *w = word + sw.lead;
@@ -301,7 +303,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
 			break;
 	bool prefixed = has || i < sizeof(prefixes) / sizeof(prefixes[0]);
-	bool condition = prefixed && (negate || has || !prefixes[i].column);
+	bool condition = prefixed && (negate || has || prefixes[i].col < 0);
 	/* a condition is SQL's, joined with AND outside FTS5's expression: it
 	 * cannot sit in a group or follow an operator; NEAR takes phrases */
 	const char *refused = NULL;
@@ -329,12 +331,12 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	}
 	if (!valn)   /* an empty phrase or value matches nothing (or, negated, all) */
 		return search_refuse(s, word, wn, "%s needs a value", prefixes[i].prefix);
-	if (!prefixes[i].column)
+	if (prefixes[i].col < 0)
 		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)
 		                        : search_date(s, negate, val, valn);
 	struct dynbuf e;
 	dynbuf_init(&e, 0);
-	int r = search_column_phrase(&e, prefixes[i].column, val, valn);
+	int r = search_column_phrase(&e, columns[prefixes[i].col], val, valn);
 	if (r == 0 && negate)
 		/* FTS5's NOT is binary: a negated term is a condition */
 		r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
