@@ -191,6 +191,20 @@ class Mairix:
                 ("f:" if kind == "from" else "s:") + q, os.path.join(self.d, "db.lock")]
 
 
+def search_queries(db):
+    """The latency queries: 50 words of five letters or more from the
+    subjects and 50 From addresses, drawn with seed 1 from an ingest index,
+    as (kind, value) with kind "word" or "from" (bench/search_ab.py draws
+    the same)."""
+    c = sqlite3.connect(db)
+    rnd = random.Random(1)
+    vocab = sorted({w for (s,) in c.execute("SELECT subject FROM messages") for w in re.findall(r"[a-z]{5,}", s or "")})
+    senders = sorted({x for (x,) in c.execute("SELECT address FROM addresses WHERE role = 'from'") if x})
+    c.close()
+    return [("word", w) for w in rnd.sample(vocab, min(50, len(vocab)))] + \
+           [("from", x) for x in rnd.sample(senders, min(50, len(senders)))]
+
+
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -252,13 +266,7 @@ def main():
         size[t.name] = t.size()
         if t.count() != n:
             sys.exit(f"{t.name}: count changed on a re-run")
-    c = sqlite3.connect(tools[0].db)
-    rnd = random.Random(1)
-    vocab = sorted({w for (s,) in c.execute("SELECT subject FROM messages") for w in re.findall(r"[a-z]{5,}", s or "")})
-    senders = sorted({x for (x,) in c.execute("SELECT address FROM addresses WHERE role = 'from'") if x})
-    c.close()
-    queries = [("word", w) for w in rnd.sample(vocab, min(50, len(vocab)))] + \
-              [("from", x) for x in rnd.sample(senders, min(50, len(senders)))]
+    queries = search_queries(tools[0].db)
     lat = {(t.name, k): [] for t in tools for k in ("word", "from")}
     for kind, q in queries:
         for t in tools:
