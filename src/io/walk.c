@@ -125,6 +125,13 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
+/* Whether a resolved directory of n bytes takes a '/' before a name
+ * joined to it: every one but "/", the one that ends in '/'. */
+static bool walk_sep(const char *p, size_t n)
+{
+	return !n || p[n - 1] != '/';
+}
+
 /* The identity of a file input (README, "Records"): for a Maildir message
  * maildir_id(base, name); for any other file the hash of its resolved path
  * base + "/" + dir + "/" + name (an empty dir or name left out with its
@@ -138,7 +145,7 @@ static uint64_t walk_file_id(struct str base, struct str dir, struct str name,
 	h = hash_fnv1a(h, base.p, base.n);
 	/* fed piece by piece: the same value as the joined path, which an
 	 * explicit path hashes ("/" is the one base ending in '/': no second) */
-	bool sep = !base.n || base.p[base.n - 1] != '/';
+	bool sep = walk_sep(base.p, base.n);
 	if (dir.n) {
 		if (sep)
 			h = hash_fnv1a(h, "/", 1);
@@ -756,7 +763,7 @@ static char *walk_join(const char *a, size_t an, const char *b, size_t bn, size_
 		return NULL;
 	memcpy(p, a, an);
 	size_t at = an;
-	if (bn && (!at || p[at - 1] != '/'))
+	if (bn && walk_sep(p, at))
 		p[at++] = '/';
 	memcpy(p + at, b, bn);
 	at += bn;
@@ -782,7 +789,7 @@ static ssize_t walk_leave_to_roots(const struct walk *w, const struct walk_dir *
 	char *key = walk_join(d->base, d->base_len, d->relpath, d->relpath_len, &at);
 	if (!key)
 		return -ENOMEM;
-	if (key[at - 1] != '/')
+	if (walk_sep(key, at))
 		key[at++] = '/';
 	key[at] = '\0';
 	/* the paths below d: from "d/" up to "d0" ('0' follows '/') */
@@ -1466,9 +1473,9 @@ static int walk_str_cmp(struct str a, struct str b)
  * its '/', *rest of them.  NULL when p is b or lies elsewhere. */
 static const char *walk_under(const char *p, size_t n, const char *b, size_t bn, size_t *rest)
 {
-	if (!bn || bn >= n || memcmp(p, b, bn) || (b[bn - 1] != '/' && p[bn] != '/'))
+	if (!bn || bn >= n || memcmp(p, b, bn) || (walk_sep(b, bn) && p[bn] != '/'))
 		return NULL;
-	size_t skip = bn + (b[bn - 1] == '/' ? 0 : 1);
+	size_t skip = bn + walk_sep(b, bn);
 	*rest = n - skip;
 	return p + skip;
 }
