@@ -1536,8 +1536,10 @@ void walk_stats_get(const struct walk *w, struct walk_stats *out)
 
 bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown)
 {
-	bool list = false;
+	bool list = false, covered = false;
 	*shown = root;
+	/* every PATH is asked: root may be one given after a PATH above it,
+	 * and is then spelt as that one was */
 	for (size_t i = 0; i < w->n_sources; i++) {
 		const struct walk_source *src = &w->sources[i];
 		list |= src->list != NULL;
@@ -1551,15 +1553,14 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 		/* root below this PATH: an earlier run's root inside this one's
 		 * tree (its files are now this PATH's, under other ids) */
 		size_t qn;
-		if (walk_under(root.p, root.n, src->base, n, &qn))
-			return true;
+		covered = covered || walk_under(root.p, root.n, src->base, n, &qn);
 		/* this PATH below root, holding path (or a file argument naming
 		 * it): the file is this PATH's now */
 		const char *q = walk_under(src->base, n, root.p, root.n, &qn);
-		if (q && qn <= path.n && !memcmp(q, path.p, qn) && (qn == path.n || path.p[qn] == '/'))
-			return true;
+		covered = covered || (q && qn <= path.n && !memcmp(q, path.p, qn) &&
+		                      (qn == path.n || path.p[qn] == '/'));
 	}
-	return list;
+	return covered || list;
 }
 
 const char *walk_source_base(const struct walk *w, size_t i)

@@ -549,6 +549,15 @@ def case_nested_paths(ctx):
     ctx.mv("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
     index.apply(ctx.run(roots).stdout)
     check_once(index, "moved across the PATHs")
+    # a file gone from a PATH given after a PATH above it: its "deleted"
+    # record spells the root as that PATH was given, as its records do
+    jsonl = dict(state="state-jsonl", extra=["--format=jsonl"])
+    ctx.run(roots, **jsonl)
+    ctx.rm(".Archive/cur/" + name(1, "S"))
+    out = ctx.run(roots, **jsonl).stdout
+    gone = [json.loads(line) for line in out.splitlines() if line.startswith(b'{"deleted"')]
+    check([(d["deleted"], d["root"]) for d in gone] == [("cur/" + name(1, "S"), "./Maildir/.Archive/")],
+          "deleted from the folder: %r" % gone)
 
 
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
