@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <setjmp.h>
@@ -239,4 +240,30 @@ void t_assert_str(struct str s, const char *want)
 	char *got = strndup(s.p, s.n);
 	assert_string_equal(got, want);
 	free(got);
+}
+
+double t_cpu_seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+double t_cost_ratio(const char *what, double (*cost)(void *arg, int larger), void *arg, int rounds,
+                    int attempts, double limit, double t[2])
+{
+	double ratio = 0;
+	for (int attempt = 0; attempt < attempts; attempt++) {
+		t[0] = t[1] = 1e9;
+		for (int r = 0; r < rounds; r++)
+			for (int k = 0; k < 2; k++) {
+				double c = cost(arg, k);
+				t[k] = c < t[k] ? c : t[k];
+			}
+		ratio = t[1] / (t[0] > 1e-6 ? t[0] : 1e-6);
+		print_message("%s: %.2f ms, then %.2f ms, ratio %.2f\n", what, t[0] * 1e3, t[1] * 1e3, ratio);
+		if (ratio < limit)
+			break;
+	}
+	return ratio;
 }

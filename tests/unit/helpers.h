@@ -32,6 +32,20 @@ void t_mkdirs(const char *base, const char *const *rel);
 /* lstat(base/rel).st_ino. */
 uint64_t t_ino_of(const char *base, const char *rel);
 
+/* This process's CPU time in seconds (CLOCK_PROCESS_CPUTIME_ID: other
+ * processes' work does not count). */
+double t_cpu_seconds(void);
+/* How a cost grows with its input, for tests of linear time: the least of
+ * `rounds` measurements of cost(arg, 0) (the smaller input) and of
+ * cost(arg, 1) (the larger, measured last in each round), interleaved so
+ * that a busy moment of the machine hits both; returns the larger's over
+ * the smaller's, t[0] and t[1] the two least costs.  A ratio of `limit` or
+ * more is measured again, up to `attempts` times in all: a super-linear
+ * cost gives it every time, a shared VM under load (stolen time counted as
+ * ours) now and then.  Prints each attempt, named what. */
+double t_cost_ratio(const char *what, double (*cost)(void *arg, int larger), void *arg, int rounds,
+                    int attempts, double limit, double t[2]);
+
 /* A struct mail_ctx built by hand for the header-level parser tests, which
  * need only the arena, the scratch buffer and the charset cache (no
  * libmagic cookie). */

@@ -19,12 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/limits.h"
 #include "mail/mail.h"
 #include "mail/mbox.h"
 #include "tests/mbox_chunks.h"
+#include "helpers.h"
 
 static struct mail_ctx *ctx;
 
@@ -56,13 +56,6 @@ static void repeat(struct msg *b, const char *s, size_t times)
 		put(b, s, k);
 }
 
-static double cpu_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* The CPU time of one parse of b, averaged over as many parses as fill
  * about 5 ms: a single parse of a capped input can take half a
  * millisecond, where a moment of a busy machine (another process's cache
@@ -73,35 +66,28 @@ static double cost_once(const struct msg *b, void *arg)
 	struct mail_options o = { .max_text = LIMIT_MAX_TEXT_DEFAULT, .want_text = true,
 	                          .want_headers = true };
 	unsigned reps = 0;
-	double t0 = cpu_now(), t;
+	double t0 = t_cpu_seconds(), t;
 	do {
 		assert_int_equal(mail_parse(ctx, &o, (const uint8_t *)b->p, b->n, m), 0);
 		reps++;
-	} while ((t = cpu_now() - t0) < 5e-3 && reps < 1000);
+	} while ((t = t_cpu_seconds() - t0) < 5e-3 && reps < 1000);
 	return t / reps;
 }
 
 typedef void build_fn(struct msg *b, size_t size);
 typedef double cost_fn(const struct msg *b, void *arg);
 
-/* The ratio of cost(build(2 * size)) to cost(build(size)): the minimum of
- * seven interleaved measurements of each, so that a busy moment of the
- * machine hits both sizes.  The larger one runs last so that arg describes
- * it; *tb_out is its cost. */
-static double linear_ratio(const char *what, const struct msg *a, const struct msg *b,
-                           cost_fn *cost, void *arg, double *tb_out)
+/* The two sizes' messages and the cost function, for t_cost_ratio. */
+struct linear_pair {
+	const struct msg *m[2];
+	cost_fn *cost;
+	void *arg;
+};
+
+static double linear_pair_cost(void *p, int larger)
 {
-	double ta = 1e9, tb = 1e9;
-	for (int i = 0; i < 7; i++) {
-		double t = cost(a, arg);
-		ta = t < ta ? t : ta;
-		t = cost(b, arg);
-		tb = t < tb ? t : tb;
-	}
-	double ratio = tb / (ta > 1e-6 ? ta : 1e-6);
-	print_message("%s: %.2f ms at S, %.2f ms at 2S, ratio %.2f\n", what, ta * 1e3, tb * 1e3, ratio);
-	*tb_out = tb;
-	return ratio;
+	struct linear_pair *lp = p;
+	return lp->cost(lp->m[larger], lp->arg);
 }
 
 /* Costs build(size) and build(2 * size) with cost(); arg describes the
@@ -116,19 +102,16 @@ static void check_linear_cost(const char *what, build_fn *build, size_t size, co
 	struct msg a = { 0 }, b = { 0 };
 	build(&a, size);
 	build(&b, size * 2);
-	double ratio = 0, tb = 0;
-	for (int attempt = 0; attempt < 3; attempt++) {
-		ratio = linear_ratio(what, &a, &b, cost, arg, &tb);
-		/* Under a millisecond the cost is bounded by the caps (past
-		 * LIMIT_MIME_DEPTH, say, the rest is not walked) and the ratio
-		 * is clock noise; a quadratic cost at these sizes is far above
-		 * it. */
-		if (ratio < 3.0 || tb < 1e-3)
-			break;
-	}
+	/* seven rounds; the larger size runs last, so that arg describes it */
+	struct linear_pair lp = { { &a, &b }, cost, arg };
+	double t[2];
+	double ratio = t_cost_ratio(what, linear_pair_cost, &lp, 7, 3, 3.0, t);
 	free(a.p);
 	free(b.p);           /* callers only look at arena data and counts */
-	assert_true(ratio < 3.0 || tb < 1e-3);
+	/* Under a millisecond the cost is bounded by the caps (past
+	 * LIMIT_MIME_DEPTH, say, the rest is not walked) and the ratio is
+	 * clock noise; a quadratic cost at these sizes is far above it. */
+	assert_true(ratio < 3.0 || t[1] < 1e-3);
 }
 
 /* Parses build(size) and build(2 * size); m describes the larger one. */
@@ -384,7 +367,7 @@ static double cost_mbox(const struct msg *b, void *arg)
 	for (size_t e = 64 * KiB; e < b->n && k < 4095; e += 64 * KiB)
 		cuts[k++] = e;
 	cuts[k++] = b->n;
-	double t0 = cpu_now();
+	double t0 = t_cpu_seconds();
 	c->whole = c->chunked = 0;
 	size_t pos = 0, next;
 	struct mbox_span m;
@@ -394,7 +377,7 @@ static double cost_mbox(const struct msg *b, void *arg)
 	}
 	assert_int_equal(mbox_split_chunks(p, cuts, k, UINT64_MAX, mbox_count_one, c, &pending),
 	                 MBOX_CHUNKS_DONE);
-	return cpu_now() - t0;
+	return t_cpu_seconds() - t0;
 }
 
 static void test_linear_mbox_lures(void **state)

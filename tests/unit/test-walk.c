@@ -36,7 +36,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -656,25 +655,23 @@ static void test_walk_many_names_of_one_inode(void **state)
 	}
 }
 
-static double cpu_seconds(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* The CPU time of one walk of base/md, repeated to fill 20 ms so that the
  * clock's resolution does not decide. */
 static double walk_cost_once(const char *base)
 {
 	unsigned reps = 0;
-	double t0 = cpu_seconds(), t;
+	double t0 = t_cpu_seconds(), t;
 	do {
 		struct walk_stats st;
 		free(walk_sub_render(base, "md", &st));
 		reps++;
-	} while ((t = cpu_seconds() - t0) < 0.02);
+	} while ((t = t_cpu_seconds() - t0) < 0.02);
 	return t / reps;
+}
+
+static double walk_pair_cost(void *bases, int larger)
+{
+	return walk_cost_once(((char **)bases)[larger]);
 }
 
 /* Names of one inode cost the walk linear time: 4,000 and 32,000 hard
@@ -684,11 +681,9 @@ static double walk_cost_once(const char *base)
  * 2,000 names, 1.35 us at 4,000 and 1.8-1.9 us from 8,000 on (the listing
  * outgrows the caches), so 11-12 here; a machine whose caches change the
  * per-name cost elsewhere moves it by less than 2x.  Each size keeps the
- * least of five walks, the two sizes interleaved so that a busy moment of
- * the machine hits both, and a ratio of 24 or more is measured again, up
- * to three times in all: a shared VM once stretched the larger walks alone
- * past it, where a quadratic cost is far above it every time (the same
- * method as test-linear.c). */
+ * least of five walks, measured by t_cost_ratio (helpers.h): a shared VM
+ * once stretched the larger walks alone past 24, where a quadratic cost
+ * is far above it every time. */
 static void test_walk_hard_links_linear(void **state)
 {
 	(void)state;
@@ -698,20 +693,8 @@ static void test_walk_hard_links_linear(void **state)
 		t_mkdirs(base[k], (const char *const[]){ "md", "md/cur", "md/new", "md/tmp", NULL });
 		make_links(base[k], "md/cur", 4000u << (3 * k), 1);
 	}
-	double ratio = 0, cost[2];
-	for (int attempt = 0; attempt < 3; attempt++) {
-		cost[0] = cost[1] = 1e9;
-		for (int r = 0; r < 5; r++)
-			for (int k = 0; k < 2; k++) {
-				double t = walk_cost_once(base[k]);
-				cost[k] = t < cost[k] ? t : cost[k];
-			}
-		ratio = cost[1] / cost[0];
-		print_message("4,000 names %.2f ms, 32,000 names %.2f ms, ratio %.1f\n", cost[0] * 1e3,
-		              cost[1] * 1e3, ratio);
-		if (ratio < 24)
-			break;
-	}
+	double cost[2];
+	double ratio = t_cost_ratio("4,000 then 32,000 names", walk_pair_cost, base, 5, 3, 24, cost);
 	for (int k = 0; k < 2; k++)
 		t_rmtree(base[k]);
 	if (ratio >= 24)
