@@ -523,20 +523,23 @@ static void test_walk_maildirpp_folder_names(void **state)
 {
 	(void)state;
 	char *base = t_tmpdir("walk");
-	/* .Xcur made before .Renew, so listed first (inode order): after
-	 * .Renew, taken for new/, had replaced new/'s names with its own */
-	t_mkdirs(base, (const char *const[]){ "cur", "new", "tmp", ".Xcur", ".Xcur/cur", ".Xcur/new",
-	                                      ".F", ".F/cur", ".F/new", ".Renew", ".Renew/cur",
-	                                      ".Renew/new", NULL });
-	put_files(base, (const char *const[]){ "new/1.M1P1.host", ".F/new/2.M2P1.host",
-	                                       ".F/cur/3.M3P1.host:2,S", ".Renew/new/4.M4P1.host",
-	                                       ".Renew/cur/5.M5P1.host:2,", ".Xcur/1.M1P1.host", NULL });
+	/* Listed in the order made (inode order): new/, then .Xcur, then
+	 * .Renew, which, taken for new/, replaced new/'s names with its own,
+	 * then cur/, where message 9, met in new/ before, was listed again */
+	t_mkdirs(base, (const char *const[]){ "new", "tmp", ".Xcur", ".Xcur/cur", ".Xcur/new", ".Renew",
+	                                      ".Renew/cur", ".Renew/new", "cur", ".F", ".F/cur", ".F/new",
+	                                      NULL });
+	put_files(base, (const char *const[]){ "new/1.M1P1.host", "new/9.M9P1.host", "cur/9.M9P1.host:2,S",
+	                                       ".F/new/2.M2P1.host", ".F/cur/3.M3P1.host:2,S",
+	                                       ".Renew/new/4.M4P1.host", ".Renew/cur/5.M5P1.host:2,",
+	                                       ".Xcur/1.M1P1.host", NULL });
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
 	char *got = walk_render(w, base);
 	assert_lines_once(got, (const char *const[]){
-		"new/1.M1P1.host reg maildir=|new|\n", ".F/new/2.M2P1.host reg maildir=F|new|\n",
+		"new/1.M1P1.host reg maildir=|new|\n", "new/9.M9P1.host reg maildir=|new|\n",
+		".F/new/2.M2P1.host reg maildir=F|new|\n",
 		".F/cur/3.M3P1.host:2,S reg maildir=F|cur|S\n",
 		".Renew/new/4.M4P1.host reg maildir=Renew|new|\n",
 		".Renew/cur/5.M5P1.host:2, reg maildir=Renew|cur|\n",
