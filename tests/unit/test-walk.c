@@ -885,17 +885,23 @@ static void test_walk_overlapping_paths(void **state)
 }
 
 /* Renders the walk of a --files-from list given as bytes (through a pipe). */
-static char *list_render(const char *bytes, size_t n, bool nul)
+/* Adds to w a --files-from list of bytes[0..n), read from a pipe. */
+static void add_list(struct walk *w, const char *bytes, size_t n, bool nul)
 {
 	int fds[2];
 	assert_int_equal(pipe(fds), 0);
 	assert_true(n < 60000);          /* fits in the pipe: no writer thread */
 	assert_int_equal(write(fds[1], bytes, n), (ssize_t)n);
 	close(fds[1]);
-	struct walk *w = walk_new();
-	assert_non_null(w);
 	assert_int_equal(walk_add_list(w, fds[0], nul), 0);
 	close(fds[0]);
+}
+
+static char *list_render(const char *bytes, size_t n, bool nul)
+{
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	add_list(w, bytes, n, nul);
 	char *got = walk_render(w, "");
 	walk_free(w);
 	return got;
@@ -997,15 +1003,10 @@ static void test_walk_list_dir_and_inner_path(void **state)
 	t_mkdirs(base, (const char *const[]){ "m", "m/sub", NULL });
 	put_files(base, (const char *const[]){ "m/1.eml", "m/sub/2.eml", NULL });
 	char *sub = t_asprintf("%s/m/sub", base), *line = t_asprintf("%s/m\n", base);
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(write(fds[1], line, strlen(line)), (ssize_t)strlen(line));
-	close(fds[1]);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, sub), 0);
-	assert_int_equal(walk_add_list(w, fds[0], false), 0);
-	close(fds[0]);
+	add_list(w, line, strlen(line), false);
 	struct sb s = { 0 };
 	struct walk_entry *e;
 	for (int r; (r = walk_next(w, &e)) != 0;) {
@@ -1083,15 +1084,10 @@ static void test_walk_list_and_paths(void **state)
 	(void)state;
 	char *base = t_tmpdir("walk");
 	put_files(base, (const char *const[]){ "m.eml", NULL });
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(write(fds[1], "x\ny\n", 4), 4);
-	close(fds[1]);
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
-	assert_int_equal(walk_add_list(w, fds[0], false), 0);
-	close(fds[0]);
+	add_list(w, "x\ny\n", 4, false);
 	char *got = walk_render(w, "");
 	char *want = t_asprintf("m.eml reg root=%s\nx unknown follow\ny unknown follow\n", base);
 	assert_text(got, want);
