@@ -29,6 +29,14 @@ void dynbuf_release(struct dynbuf *b)
 	dynbuf_forget(b);
 }
 
+void dynbuf_recycle(struct dynbuf *b, size_t first, size_t keep_max)
+{
+	b->len = 0;
+	if (b->cap > keep_max)
+		dynbuf_release(b);
+	b->first = first;
+}
+
 /* The capacity for need bytes, doubling from `from`, within the cap. */
 static size_t dynbuf_cap_for(size_t from, size_t need, size_t max)
 {

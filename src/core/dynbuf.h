@@ -22,6 +22,10 @@ void dynbuf_init(struct dynbuf *b, size_t max);
 void dynbuf_release(struct dynbuf *b);
 /* Empties the buffer, keeps its capacity. */
 static inline void dynbuf_reset(struct dynbuf *b) { b->len = 0; }
+/* Empties a buffer that is reused for like contents: its memory is kept
+ * unless it grew past keep_max (one huge content is not kept for every
+ * later one), and an allocation it needs again takes `first` bytes at once. */
+void dynbuf_recycle(struct dynbuf *b, size_t first, size_t keep_max);
 int dynbuf_reserve(struct dynbuf *b, size_t extra);
 /* Makes room for n more bytes, as dynbuf_reserve, with the common case (the
  * room is there) an inline compare: the JSON and TSV writers call it before

@@ -112,6 +112,31 @@ static void test_dynbuf_first_size_refused(void **state)
 #endif
 }
 
+/* recycle: emptied, the memory kept up to keep_max and given back past it;
+ * the next allocation then takes `first` at once. */
+static void test_dynbuf_recycle(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	dynbuf_recycle(&b, 64 * 1024, 1 << 20);
+	assert_null(b.p);                      /* nothing until a byte comes */
+	assert_int_equal(dynbuf_append(&b, "{}\n", 3), 0);
+	assert_int_equal(b.cap, 64 * 1024);
+	char *p = b.p;
+	dynbuf_recycle(&b, 64 * 1024, 1 << 20);
+	assert_int_equal(b.len, 0);
+	assert_ptr_equal(b.p, p);              /* kept */
+	assert_int_equal(dynbuf_reserve(&b, 2 << 20), 0);
+	dynbuf_recycle(&b, 64 * 1024, 1 << 20);
+	assert_null(b.p);                      /* past keep_max: given back */
+	assert_int_equal(b.cap, 0);
+	assert_int_equal(dynbuf_append(&b, "{}\n", 3), 0);
+	assert_int_equal(b.cap, 64 * 1024);    /* and large again at once */
+	assert_memory_equal(b.p, "{}\n", 3);
+	dynbuf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_dynbuf_printf_and_take),
 		cmocka_unit_test(test_dynbuf_first_size),
 		cmocka_unit_test(test_dynbuf_first_size_refused),
+		cmocka_unit_test(test_dynbuf_recycle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
