@@ -400,7 +400,7 @@ static int run_bind_state(struct run *run)
 	return r;
 }
 
-static int run_start(struct run *run)
+static int run_start(struct run *run, uint64_t batch_bytes)
 {
 	const struct ingest_options *o = run->o;
 	unsigned threads = run->threads;
@@ -420,11 +420,12 @@ static int run_start(struct run *run)
 	ps->helper_wake_ctx = run;
 	ps->fail = run_fail_cb;
 	ps->fail_ctx = run;
+	ps->batch_bytes = batch_bytes;
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;
 	for (int i = 0; i < LIMIT_PIPELINE_DEPTH; i++) {
-		if (!(run->batches[i] = batch_new(threads)))
+		if (!(run->batches[i] = batch_new()))
 			return -ENOMEM;
 		chan_push(&run->free_batches, run->batches[i]);
 	}
@@ -554,7 +555,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		}
 	}
 	if (r == 0)
-		r = run_start(run);
+		r = run_start(run, ro.batch_bytes);
 	if (r < 0 && !atomic_load(&run->failed))
 		run_fail(run, r, "cannot start the pipeline", NULL);
 	if (r == 0) {

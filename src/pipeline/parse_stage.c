@@ -18,6 +18,7 @@
 #include "pipeline/writer.h"
 #include "pipeline/threads.h"
 #include "core/clock.h"
+#include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "emit/emit.h"
@@ -211,10 +212,29 @@ static uint64_t batch_bytes(const struct batch *b)
 	return bytes;
 }
 
-/* Parses the group on up to max_workers workers, then writes its batches
- * in order. */
+/* Empties the workers' buffers for the next run.  A worker's records of a
+ * batch are most of half its input (the text, not the attachments): its
+ * output buffer starts at a quarter of a batch's data memory (2 x the batch
+ * bytes + 1 MiB, reader_item.c) when it is (re)made, not at 256 bytes
+ * doubling through malloc's mremap six times or more; untouched pages cost
+ * no memory.  One that once held a huge record is not kept. */
+static void parse_outputs_reset(struct parse_stage *s)
+{
+	uint64_t keep = s->batch_bytes ? 2 * s->batch_bytes + (1 << 20) : 0;
+	for (unsigned w = 0; w < s->workers; w++) {
+		dynbuf_recycle(&s->out[w], (size_t)(keep / 4), (size_t)(4 * keep + (1 << 20)));
+		dynbuf_reset(&s->notes[w]);
+	}
+}
+
+/* Parses the group on up to max_workers workers into their buffers, then
+ * writes its batches in order and empties the buffers. */
 static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, unsigned max_workers)
 {
+	for (unsigned g = 0; g < s->group_n; g++) {
+		s->group[g]->out = s->out;
+		s->group[g]->notes = s->notes;
+	}
 	unsigned used = pool_run_max(s->pool, items, bytes, max_workers, parse_item, s);
 	for (unsigned g = 0; g < s->group_n; g++) {
 		s->group[g]->workers_used = used;
@@ -222,6 +242,7 @@ static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, uns
 			parse_settle_threads(s, s->group[g]);
 	}
 	writer_put(s->writer, s->group, s->group_n);
+	parse_outputs_reset(s);
 	/* With a helper, batches go back unannounced (parse_stage_start()):
 	 * the next run's opening tells the reader, or this thread's sleep on
 	 * `full`.  A group that opened no run to it tells it now. */
@@ -306,8 +327,15 @@ int parse_stage_init(struct parse_stage *s, unsigned workers)
 	if (s->thread_notes && !(s->threads = thread_map_new()))
 		return -ENOMEM;
 	s->mctx = xcalloc(workers, sizeof(*s->mctx));
-	if (!s->mctx)
+	s->out = xcalloc(workers, sizeof(*s->out));
+	s->notes = xcalloc(workers, sizeof(*s->notes));
+	if (!s->mctx || !s->out || !s->notes)
 		return -ENOMEM;
+	for (unsigned i = 0; i < workers; i++) {
+		dynbuf_init(&s->out[i], 0);
+		dynbuf_init(&s->notes[i], 0);
+	}
+	parse_outputs_reset(s);
 	if (s->parse)
 		for (unsigned i = 0; i < workers; i++)
 			if (!(s->mctx[i] = mail_ctx_new()))
@@ -359,6 +387,13 @@ void parse_stage_release(struct parse_stage *s)
 			mail_ctx_free(s->mctx[i]);
 	xfree(s->mctx);
 	s->mctx = NULL;
+	for (unsigned i = 0; s->out && i < s->workers; i++) {
+		dynbuf_release(&s->out[i]);
+		dynbuf_release(&s->notes[i]);
+	}
+	xfree(s->out);
+	xfree(s->notes);
+	s->out = s->notes = NULL;
 	thread_map_free(s->threads);
 	s->threads = NULL;
 }

@@ -13,7 +13,12 @@
  * itself.  A run that never needs the thread (its input fits one batch)
  * parses and writes on the calling thread instead, with parse_stage_inline(),
  * on one worker: no thread is started at all.  Each worker has its own
- * parser context; options are shared and only read. */
+ * parser context and its own output buffers, which the batches of one pool
+ * run share and which are emptied once the run's batches are written (the
+ * whole run is written before the next opens): a worker's pages are touched
+ * once and reused by every run, where buffers of each batch in flight would
+ * be LIMIT_PIPELINE_DEPTH times as many first touches; options are shared
+ * and only read. */
 #ifndef INGEST_PIPELINE_PARSE_STAGE_H
 #define INGEST_PIPELINE_PARSE_STAGE_H
 
@@ -69,11 +74,14 @@ struct parse_stage {
 	 * so the run fails (exit 1) rather than lose it.  NULL: not told. */
 	void (*fail)(void *ctx, int err, const char *what, const char *arg);
 	void *fail_ctx;
+	uint64_t batch_bytes;              /* the reader's: sizes the output buffers */
 
 	/* the stage's own */
 	struct pool *pool;
 	unsigned workers;
 	struct mail_ctx **mctx;            /* one per worker */
+	struct dynbuf *out;                /* per worker: the records of the current run */
+	struct dynbuf *notes;              /* per worker: struct thread_note of its records */
 	bool thread_notes;                 /* records carry a thread_id to settle */
 	struct thread_map *threads;        /* this stage's thread only */
 	/* the batches of the current pool run: group[k] holds items
@@ -87,7 +95,7 @@ struct parse_stage {
 };
 
 /* Creates the pool (threads start with the first batch that needs them)
- * and one parser context per worker.  0 or -ENOMEM. */
+ * and one parser context and output buffer per worker.  0 or -ENOMEM. */
 int parse_stage_init(struct parse_stage *s, unsigned workers);
 /* Starts the stage's thread.  0 or -errno. */
 int parse_stage_start(struct parse_stage *s);

@@ -3,8 +3,8 @@
  *
  * The reader fills it (items, their bytes in `data`, their names in `meta`),
  * the pool parses it and formats each record into the worker's own output
- * buffer `out[w]`, the writer writes the records in input order and gives the
- * batch back.  One thread owns a batch at a time; handing it over through a
+ * buffer `out[w]` (the parse stage's, shared by the batches of one pool run),
+ * the writer writes the records in input order and gives the batch back.  One thread owns a batch at a time; handing it over through a
  * queue is the only synchronisation.  Batches are recycled, keeping their
  * capacity, so the steady state allocates nothing. */
 #ifndef INGEST_BATCH_H
@@ -45,16 +45,16 @@ struct batch {
 	struct arena data;          /* the bytes of every file, size+1 each */
 	uint64_t budget;            /* bytes acquired from the budget */
 	struct arena meta;          /* names and other per-item strings */
+	/* Set by the parse stage for its pool run: its workers' buffers,
+	 * valid until the batch is written (pipeline/parse_stage.h) */
 	struct dynbuf *out;         /* one output buffer per worker */
 	struct dynbuf *notes;       /* per worker: struct thread_note of its records */
-	unsigned n_out;
 	unsigned workers_used;
 	bool last;                  /* no batch follows */
 	struct batch *next;         /* queue link */
 };
 
-/* n_workers: the most workers that will ever format into it. */
-struct batch *batch_new(unsigned n_workers);
+struct batch *batch_new(void);
 void batch_free(struct batch *b);
 /* Empties the batch for reuse; frees a data arena grown past keep_bytes.
  * The data arena's home is keep_bytes, of which a full batch fills

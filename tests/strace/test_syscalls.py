@@ -481,7 +481,8 @@ def case_uring_realistic(ctx):
 
 
 # Fresh pages a batch may cost once the pipeline is warm: batches are
-# recycled with their arenas and output buffers (src/sched/batch.c), so
+# recycled with their arenas (src/sched/batch.c) and the parse stage's
+# output buffers with them (src/pipeline/parse_stage.c), so
 # after the first few a batch's reads and records land in pages touched
 # before.  Measured 50-134 a batch between 2,000 and 10,000 messages (the
 # parser's scratch for the corpus' few large messages, which run to MiBs,

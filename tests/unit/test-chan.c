@@ -53,7 +53,7 @@ static void test_chan_fifo_order(void **state)
 	chan_init(&c);
 	struct batch *b[5];
 	for (int i = 0; i < 5; i++) {
-		b[i] = batch_new(1);
+		b[i] = batch_new();
 		assert_non_null(b[i]);
 	}
 	chan_push(&c, b[0]);
@@ -89,7 +89,7 @@ static void test_chan_push_hook_takes_batch(void **state)
 	(void)state;
 	struct chan c;
 	chan_init(&c);
-	struct batch *kept = NULL, *b0 = batch_new(1), *b1 = batch_new(1);
+	struct batch *kept = NULL, *b0 = batch_new(), *b1 = batch_new();
 	assert_non_null(b0);
 	assert_non_null(b1);
 	c.push_hook = keep_first;
@@ -109,7 +109,7 @@ static void test_chan_close_drains_then_null(void **state)
 	(void)state;
 	struct chan c;
 	chan_init(&c);
-	struct batch *x = batch_new(1), *y = batch_new(1);
+	struct batch *x = batch_new(), *y = batch_new();
 	assert_non_null(x);
 	assert_non_null(y);
 	chan_push(&c, x);
@@ -133,7 +133,7 @@ static void test_chan_blocked_pop_woken_by_push(void **state)
 	(void)state;
 	struct chan c;
 	chan_init(&c);
-	struct batch *x = batch_new(1);
+	struct batch *x = batch_new();
 	assert_non_null(x);
 	struct popper p = { .c = &c };
 	atomic_init(&p.done, 0);
@@ -181,7 +181,7 @@ static void test_chan_wake_at_runs_and_flush(void **state)
 	struct chan c;
 	chan_init(&c);
 	c.wake_at = 2;
-	struct batch *x = batch_new(1), *y = batch_new(1), *z = batch_new(1);
+	struct batch *x = batch_new(), *y = batch_new(), *z = batch_new();
 	assert_non_null(x);
 	assert_non_null(y);
 	assert_non_null(z);
@@ -227,7 +227,7 @@ static void test_chan_pop_flushes_before_sleep(void **state)
 	chan_init(&other);
 	other.wake_at = 4;
 	c.flush_before_sleep = &other;
-	struct batch *x = batch_new(1), *y = batch_new(1);
+	struct batch *x = batch_new(), *y = batch_new();
 	assert_non_null(x);
 	assert_non_null(y);
 	struct popper p;
@@ -309,7 +309,7 @@ static void test_chan_cross_thread_order(void **state)
 	chan_init(&c);
 	struct batch *b[N];
 	for (int i = 0; i < N; i++) {
-		b[i] = batch_new(1);
+		b[i] = batch_new();
 		assert_non_null(b[i]);
 	}
 	struct producer p = { &c, b, N };

@@ -227,7 +227,7 @@ static bool read_all(enum reader_backend be, struct walk *w, const struct run_op
 	chan_init(&run->full_c);
 	enum { FREE_BATCHES = 3 };
 	for (size_t i = 0; i < FREE_BATCHES; i++) {
-		struct batch *b = batch_new(1);
+		struct batch *b = batch_new();
 		assert_non_null(b);
 		chan_push(&run->free_c, b);
 	}

@@ -47,7 +47,7 @@ static struct ingest_report *fixed_report(void)
 	assert_non_null(r);
 	stats_reset_all();
 	report_start(r);
-	struct batch *b = batch_new(1);
+	struct batch *b = batch_new();
 	assert_non_null(b);
 	item(b, "/m", "cur/a", RECORD_NONE, 0, NULL, 100, 1);
 	item(b, "/m", "box", RECORD_NONE, 0, NULL, 1000, 3);          /* an mbox: 3 records */
@@ -228,7 +228,7 @@ static void test_report_error_summary(void **state)
 	free(text);
 	assert_int_equal(ingest_report_error_records(r), 3);
 	/* 10 more: 7 shown (ten in all), 3 counted */
-	struct batch *b = batch_new(1);
+	struct batch *b = batch_new();
 	for (int i = 0; i < 10; i++) {
 		char *p = t_asprintf("f%d", i);
 		item(b, "/m", p, RECORD_SYMLINK, 0, NULL, 0, 1);
