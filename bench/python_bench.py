@@ -4,7 +4,7 @@
 
   bench/python_bench.py --build build [--rounds 5] [--work DIR] [--out bench/PYTHON.md] [--no-100k]
 
-Rows (shared/BENCHMARKING.md's method: interleaved rounds, each round's
+Rows (docs/BENCHMARKING.md's method: interleaved rounds, each round's
 variants in a rotated order, the median of the rounds and their spread, a
 control whose drift is the noise floor, record counts verified every run;
 CPU-seconds of each variant, its children's included, beside wall time;
