@@ -82,6 +82,7 @@ struct parse_stage {
 	struct mail_ctx **mctx;            /* one per worker */
 	struct dynbuf *out;                /* per worker: the records of the current run */
 	struct dynbuf *notes;              /* per worker: struct thread_note of its records */
+	bool out_decided;                  /* the first run chose the buffers' pages */
 	bool thread_notes;                 /* records carry a thread_id to settle */
 	struct thread_map *threads;        /* this stage's thread only */
 	/* the batches of the current pool run: group[k] holds items

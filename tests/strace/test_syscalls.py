@@ -593,6 +593,47 @@ def case_memory_per_batch(ctx):
                f'{FAULTS_PER_ADDED_BATCH}: batch memory is no longer reused')
 
 
+# The workers' output buffers: their first huge page advised when the
+# first batch fills by bytes, 4 KiB pages when batches close by count
+# (src/pipeline/parse_stage.c, parse_outputs_decide).  Their advice is one
+# madvise(MADV_HUGEPAGE) of exactly one huge page per worker; the batch
+# arenas' advice (src/core/arena.c) covers the default 6 MiB batch from 0
+# or from 2 MiB, 6 or 4 MiB, never one huge page.
+HUGE_PAGE = 2 << 20
+
+
+def output_advice(log):
+    """The madvise(MADV_HUGEPAGE) calls of one huge page in an strace log."""
+    n = 0
+    with open(log, errors='replace') as f:
+        for line in f:
+            m = re.search(r'madvise\(0x[0-9a-f]+, (\d+), MADV_HUGEPAGE\)', line)
+            n += bool(m and int(m.group(1)) == HUGE_PAGE)
+    return n
+
+
+def case_output_pages(ctx):
+    """2,000 realistic messages (25 MB: batches of 6 MiB) at two threads:
+    one advice per worker, two; 3,000 small messages (batches closed at
+    1,024 files, under 2 MiB each): none."""
+    need_strace()
+    fail = ctx.fail
+    d = os.path.join(ctx.tmp, 'realistic')
+    p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout', 'maildir',
+                        '--count', '2000'], capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+    make_maildir(os.path.join(ctx.tmp, 'small'), 3000)
+    for tree, want in (('realistic', 2), ('small', 0)):
+        r = run_ingest(ctx.ingest, ['--threads=2', '-o', '/dev/null', tree], ctx.tmp,
+                       f'pages-{tree}', summary=False, extra_strace=('-e', 'trace=madvise'))
+        need_ok(r, tree)
+        got = output_advice(r.log)
+        note(f'{tree}: {got} output buffers advised as a huge page (want {want})')
+        fail.check(got == want, f'{tree}: {got} madvise(MADV_HUGEPAGE) of one huge page, want {want}: '
+                                f'the output buffers\' page rule changed')
+
+
 def top_names(counts, k=6):
     items = sorted(((v, n) for n, v in counts.items() if n != 'total'), reverse=True)[:k]
     return ', '.join(f'{n}={v}' for v, n in items)
@@ -1244,6 +1285,7 @@ CASES = {
     'uring-realistic': case_uring_realistic,
     'faults-per-batch': case_faults_per_batch,
     'memory-per-batch': case_memory_per_batch,
+    'output-pages': case_output_pages,
     'sync-flat': case_sync_flat,
     'stats-agree-uring': lambda c: case_stats_agree(c, 'uring'),
     'stats-agree-sync': lambda c: case_stats_agree(c, 'sync'),
