@@ -237,12 +237,14 @@ static void parse_outputs_reset(struct parse_stage *s)
  * pool and the parser": mailbox2k 1,600 -> 854 faults a run, CPU 0.89x).
  * Batches closed by count (1,000,000 small files fill ~1.4 MiB each) keep
  * 4 KiB pages: a huge page each would be backed whole for a quarter of
- * its bytes, against the memory goal.  Decided once, by the first run; a
- * buffer that cannot be made so is made by its first record as before. */
+ * its bytes, against the memory goal; so do --io-only's, whose records
+ * are a file's facts, a few hundred bytes a file.  Decided once, by the
+ * first run; a buffer that cannot be made so is made by its first record
+ * as before. */
 static void parse_outputs_decide(struct parse_stage *s, const struct batch *first)
 {
 	s->out_decided = true;
-	if (batch_bytes(first) < 2 * HUGE_PAGE_SIZE)
+	if (!s->parse || batch_bytes(first) < 2 * HUGE_PAGE_SIZE)
 		return;
 	for (unsigned w = 0; w < s->workers; w++) {
 		struct dynbuf *b = &s->out[w];
