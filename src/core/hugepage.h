@@ -6,7 +6,8 @@
  * a 4 KiB page.  On a 2 MiB boundary and advised MADV_HUGEPAGE, it faults
  * once a 2 MiB page instead; a huge page is backed whole at its first
  * touch, so the callers advise bytes that will all, or mostly, be written
- * (their rules: arena.c's arena_expect, pipeline/threads.c). */
+ * (their rules: arena.c's arena_expect, pipeline/threads.c,
+ * pipeline/parse_stage.c's output buffers). */
 #ifndef INGEST_HUGEPAGE_H
 #define INGEST_HUGEPAGE_H
 

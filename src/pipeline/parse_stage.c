@@ -213,12 +213,13 @@ static uint64_t batch_bytes(const struct batch *b)
 	return bytes;
 }
 
-/* Empties the workers' buffers for the next run.  A worker's records of a
- * batch are most of half its input (the text, not the attachments): its
- * output buffer starts at a quarter of a batch's data memory (2 x the batch
- * bytes + 1 MiB, reader_item.c) when it is (re)made, not at 256 bytes
- * doubling through malloc's mremap six times or more; untouched pages cost
- * no memory.  One that once held a huge record is not kept. */
+/* Empties the workers' buffers for the next run.  A run is mostly one
+ * batch, and a worker's records of a batch are most of half its input
+ * (the text, not the attachments): its output buffer starts at a quarter of
+ * a batch's data memory (2 x the batch bytes + 1 MiB, reader_item.c) when
+ * it is (re)made, not at 256 bytes doubling through malloc's mremap six
+ * times or more; untouched pages cost no memory.  One that once held a huge
+ * record is not kept. */
 static void parse_outputs_reset(struct parse_stage *s)
 {
 	uint64_t keep = s->batch_bytes ? 2 * s->batch_bytes + (1 << 20) : 0;
@@ -228,25 +229,31 @@ static void parse_outputs_reset(struct parse_stage *s)
 	}
 }
 
-/* The workers' output buffers, made at their first size with their first
- * huge page advised, when the first run's first batch holds two huge pages
- * of input or more: batches that fill by bytes, of which a worker's
- * records take about a huge page (a third of the input, mailbox2k).
- * Written from their start, such a buffer faults once where it faulted
- * 512 times, on this VM ~10 us each (docs/ARCHITECTURE.md, "Batches, the
- * pool and the parser": mailbox2k 1,600 -> 854 faults a run, CPU 0.89x).
- * Batches closed by count (1,000,000 small files fill ~1.4 MiB each) keep
- * 4 KiB pages: a huge page each would be backed whole for a quarter of
- * its bytes, against the memory goal; so do --io-only's, whose records
- * are a file's facts, a few hundred bytes a file.  Decided once, by the
- * first run; a buffer that cannot be made so is made by its first record
- * as before. */
-static void parse_outputs_decide(struct parse_stage *s, const struct batch *first)
+/* The output buffers of the run's workers, made at their first size with
+ * the whole huge pages inside it advised (one at the default 6 MiB batch),
+ * when the first run's first batch holds two huge pages of input or more,
+ * and one per worker: batches that fill by bytes, of which each worker's
+ * records fill much of a huge page (a third of the input, mailbox2k).  Written from
+ * their start, such a buffer faults once where it faulted 512 times, on
+ * this VM ~10 us each (docs/ARCHITECTURE.md, "Batches, the pool and the
+ * parser": mailbox2k 1,682 -> 857 faults a run, CPU 0.078 -> 0.062 s).
+ * Batches closed by count (1,000,000 small files fill ~1.4 MiB each), a
+ * batch shared by many workers, and --io-only's records (a file's facts,
+ * a few hundred bytes a file) keep 4 KiB pages: a huge page each would be
+ * backed whole for a fraction of its bytes, against the memory goals.
+ * Decided once, by the first run (a run inline has one worker); a buffer
+ * that cannot be made so is made by its first record as before, and one
+ * that outgrows it is copied once into plain memory by realloc (the advice
+ * splits the mapping, which mremap then cannot move whole). */
+static void parse_outputs_decide(struct parse_stage *s, const struct batch *first, unsigned workers)
 {
 	s->out_decided = true;
-	if (!s->parse || batch_bytes(first) < 2 * HUGE_PAGE_SIZE)
+	if (workers > s->workers)
+		workers = s->workers;
+	uint64_t bytes = batch_bytes(first);
+	if (!s->parse || bytes < 2 * HUGE_PAGE_SIZE || bytes < HUGE_PAGE_SIZE * (uint64_t)workers)
 		return;
-	for (unsigned w = 0; w < s->workers; w++) {
+	for (unsigned w = 0; w < workers; w++) {
 		struct dynbuf *b = &s->out[w];
 		if (b->p || b->first < HUGE_PAGE_SIZE)
 			continue;
@@ -260,7 +267,7 @@ static void parse_outputs_decide(struct parse_stage *s, const struct batch *firs
 static void parse_group(struct parse_stage *s, size_t items, uint64_t bytes, unsigned max_workers)
 {
 	if (!s->out_decided)
-		parse_outputs_decide(s, s->group[0]);
+		parse_outputs_decide(s, s->group[0], max_workers);
 	for (unsigned g = 0; g < s->group_n; g++) {
 		s->group[g]->out = s->out;
 		s->group[g]->notes = s->notes;
