@@ -424,7 +424,9 @@ void parse_stage_release(struct parse_stage *s)
 			mail_ctx_free(s->mctx[i]);
 	xfree(s->mctx);
 	s->mctx = NULL;
-	for (unsigned i = 0; s->out && i < s->workers; i++) {
+	/* both arrays, or an init that ran out of memory before the buffers
+	 * were made */
+	for (unsigned i = 0; s->out && s->notes && i < s->workers; i++) {
 		dynbuf_release(&s->out[i]);
 		dynbuf_release(&s->notes[i]);
 	}
