@@ -445,7 +445,7 @@ static int run_start(struct run *run, uint64_t batch_bytes)
 }
 
 /* The run's memory when the process exits right after it (the command):
- * the batches' arenas and output buffers, the parse contexts, the ring and
+ * the batches' arenas, the workers' output buffers, the parse contexts, the ring and
  * the walk, about twenty mappings of glibc's allocator.  Unmapping them one
  * by one is work the exit does anyway, in one pass over the address space,
  * and costs a syscall each (0.002 a message at 10,000 files, a tenth of the

@@ -3,8 +3,9 @@
  *
  * The reader fills it (items, their bytes in `data`, their names in `meta`),
  * the pool parses it and formats each record into the worker's own output
- * buffer `out[w]` (the parse stage's, shared by the batches of one pool run),
- * the writer writes the records in input order and gives the batch back.  One thread owns a batch at a time; handing it over through a
+ * buffer `out[w]` (the parse stage's, shared by the batches of one pool
+ * run), the writer writes the records in input order and gives the batch
+ * back.  One thread owns a batch at a time; handing it over through a
  * queue is the only synchronisation.  Batches are recycled, keeping their
  * capacity, so the steady state allocates nothing. */
 #ifndef INGEST_BATCH_H

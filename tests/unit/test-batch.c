@@ -23,7 +23,6 @@ static void test_batch_new_is_empty(void **state)
 	assert_non_null(b);
 	assert_int_equal(b->n, 0);
 	assert_int_equal(b->budget, 0);
-	assert_null(b->out);
 	assert_int_equal(arena_capacity(&b->data), 0);
 	assert_int_equal(arena_capacity(&b->meta), 0);
 	assert_false(b->last);
@@ -47,10 +46,11 @@ static void test_batch_reset_keeps_capacity(void **state)
 	assert_non_null(d);
 	memset(d, 'x', 100 * KiB);
 	assert_non_null(arena_memdup(&b->meta, "cur/1:2,S", 9));
-	struct dynbuf out[2];
+	struct dynbuf out[2], notes[2];
 	dynbuf_init(&out[0], 0);
 	dynbuf_init(&out[1], 0);
 	b->out = out;                          /* as the parse stage lends them */
+	b->notes = notes;
 	assert_int_equal(dynbuf_append(&b->out[0], "abc", 3), 0);
 	b->n = 17;
 	b->budget = 100 * KiB + 17;
@@ -67,6 +67,7 @@ static void test_batch_reset_keeps_capacity(void **state)
 	assert_false(b->last);
 	assert_null(b->next);
 	assert_null(b->out);                   /* the stage's, not the batch's */
+	assert_null(b->notes);
 	assert_int_equal(out[0].len, 3);
 	dynbuf_release(&out[0]);
 	dynbuf_release(&out[1]);
