@@ -156,6 +156,14 @@ def message_name(i, flags='S'):
     return base if flags is None else f'{base}:2,{flags}'
 
 
+def make_realistic(d, n):
+    """n realistic messages (tools/mkcorpus, seed 3) as a Maildir at d."""
+    p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout', 'maildir',
+                        '--count', str(n)], capture_output=True, text=True)
+    if p.returncode:
+        raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+
+
 def make_maildir(root, n, n_new=0):
     """A Maildir of n messages: n - n_new in cur/ (':2,S'), n_new in new/.
     Returns {base name: size}."""
@@ -418,10 +426,7 @@ def case_uring_realistic(ctx):
     need_uring(ctx.ingest, ctx.tmp)
     n = 10000
     d = os.path.join(ctx.tmp, 'realistic')
-    p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout', 'maildir',
-                        '--count', str(n)], capture_output=True, text=True)
-    if p.returncode:
-        raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+    make_realistic(d, n)
     r = run_ingest(ctx.ingest, ['--backend=uring', '--stats=json', '-o', '/dev/null', 'realistic'],
                    ctx.tmp, 'realistic', summary=True)
     need_ok(r, 'uring realistic')
@@ -512,10 +517,7 @@ def case_faults_per_batch(ctx):
     runs = {}
     for n in (2000, 10000):
         d = os.path.join(ctx.tmp, f'realistic-{n}')
-        p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout',
-                            'maildir', '--count', str(n)], capture_output=True, text=True)
-        if p.returncode:
-            raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+        make_realistic(d, n)
         code, err, ru = rusage_run([ctx.ingest, '--stats=json', '-o', '/dev/null', d], ctx.tmp)
         if not fail.check(code == 0, f'N={n}: exit {code}: {err[-500:]}'):
             return
@@ -556,10 +558,7 @@ def case_memory_per_batch(ctx):
     need_strace()
     fail = ctx.fail
     d = os.path.join(ctx.tmp, 'realistic')
-    p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout', 'maildir',
-                        '--count', '2000'], capture_output=True, text=True)
-    if p.returncode:
-        raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+    make_realistic(d, 2000)
     for k in range(2, 7):
         subprocess.run(['cp', '-al', d, f'{d}-{k}'], check=True)
     runs = {}
@@ -624,10 +623,7 @@ def case_output_pages(ctx):
     need_strace()
     fail = ctx.fail
     d = os.path.join(ctx.tmp, 'realistic')
-    p = subprocess.run([sys.executable, MKCORPUS, '--out', d, '--seed', '3', '--layout', 'maildir',
-                        '--count', '2000'], capture_output=True, text=True)
-    if p.returncode:
-        raise AssertionError(f'mkcorpus failed: {p.stderr[-1000:]}')
+    make_realistic(d, 2000)
     make_maildir(os.path.join(ctx.tmp, 'small'), 3000)
     cases = (('realistic', ['--threads=2'], 2), ('small', ['--threads=2'], 0),
              ('realistic', ['--threads=2', '--io-only'], 0), ('realistic', ['--threads=4'], 0))
