@@ -38,8 +38,7 @@
  * (docs/ARCHITECTURE.md, "Batches, the pool and the parser"). */
 static void reader_batch_reset(const struct reader_io *io, struct batch *b)
 {
-	uint64_t keep = io->batch_bytes ? 2 * io->batch_bytes + (1 << 20) : 0;
-	batch_reset(b, keep, io->batch_bytes);
+	batch_reset(b, batch_keep_bytes(io->batch_bytes), io->batch_bytes);
 }
 
 /* The budget comes back when a batch is written, its memory only when the

@@ -216,13 +216,13 @@ static uint64_t batch_bytes(const struct batch *b)
 /* Empties the workers' buffers for the next run.  A run is mostly one
  * batch, and a worker's records of a batch are most of half its input
  * (the text, not the attachments): its output buffer starts at a quarter of
- * a batch's data memory (2 x the batch bytes + 1 MiB, reader_item.c) when
+ * a batch's data memory (batch_keep_bytes: twice the batch plus 1 MiB) when
  * it is (re)made, not at 256 bytes doubling through malloc's mremap six
  * times or more; untouched pages cost no memory.  One that once held a huge
  * record is not kept. */
 static void parse_outputs_reset(struct parse_stage *s)
 {
-	uint64_t keep = s->batch_bytes ? 2 * s->batch_bytes + (1 << 20) : 0;
+	uint64_t keep = batch_keep_bytes(s->batch_bytes);
 	for (unsigned w = 0; w < s->workers; w++) {
 		dynbuf_recycle(&s->out[w], (size_t)(keep / 4), (size_t)(4 * keep + (1 << 20)));
 		dynbuf_reset(&s->notes[w]);

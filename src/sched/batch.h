@@ -56,6 +56,13 @@ struct batch {
 };
 
 struct batch *batch_new(void);
+/* The data memory a batch keeps for a run of batches of batch_bytes: twice
+ * a full batch plus 1 MiB (docs/ARCHITECTURE.md, "Batches, the pool and
+ * the parser"), or 0 for none (batch_bytes 0). */
+static inline uint64_t batch_keep_bytes(uint64_t batch_bytes)
+{
+	return batch_bytes ? 2 * batch_bytes + (1 << 20) : 0;
+}
 void batch_free(struct batch *b);
 /* Empties the batch for reuse; frees a data arena grown past keep_bytes.
  * The data arena's home is keep_bytes, of which a full batch fills
