@@ -105,7 +105,7 @@ int arena_reserve(struct arena *a, size_t n, size_t filled)
 	arena_release(a);
 	if (filled > n)
 		filled = n;
-	bool huge = filled >= 2 * HUGE_PAGE_SIZE;
+	bool huge = filled >= HUGE_FILL_MIN;
 	struct arena_chunk *c = huge ? arena_huge_chunk(n) : xmalloc(sizeof(*c) + n);
 	if (!c)
 		return -ENOMEM;

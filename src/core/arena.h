@@ -31,8 +31,8 @@ void arena_reset(struct arena *a);
 /* Gives the arena a home chunk of n bytes, allocated now: allocations go
  * there first, and a reset frees every other chunk and keeps it.  Past it,
  * a chunk is allocated for each request that does not fit.  `filled`: the
- * bytes from its start that most uses fill (a full batch), or 0; at 4 MiB
- * and more the chunk is aligned and those bytes (the first 2 MiB as its
+ * bytes from its start that most uses fill (a full batch), or 0; at
+ * HUGE_FILL_MIN (4 MiB) and more the chunk is aligned and those bytes (the first 2 MiB as its
  * first use decides) are backed by transparent huge pages, advised at that
  * first use (arena_expect).  Releases what the
  * arena held; 0, -EEXIST when it has a smaller home already, -ENOMEM. */

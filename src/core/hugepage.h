@@ -15,6 +15,12 @@
 
 /* The transparent huge page of x86-64 and arm64 (with 4 KiB pages). */
 #define HUGE_PAGE_SIZE ((size_t)2 << 20)
+/* The least a buffer's expected fill for its callers to ask for huge pages
+ * (4 MiB): a batch that fills less is one closed by its count of small
+ * files, whose huge pages would be backed whole for a fraction of their
+ * bytes (the batches' data, arena.c; the workers' output buffers,
+ * pipeline/parse_stage.c). */
+#define HUGE_FILL_MIN (2 * HUGE_PAGE_SIZE)
 
 /* n bytes at a HUGE_PAGE_SIZE boundary; the huge pages wholly inside
  * bytes [from, to) of them advised as transparent huge pages (advice: a

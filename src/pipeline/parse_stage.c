@@ -251,7 +251,7 @@ static void parse_outputs_decide(struct parse_stage *s, const struct batch *firs
 	if (workers > s->workers)
 		workers = s->workers;
 	uint64_t bytes = batch_bytes(first);
-	if (!s->parse || bytes < 2 * HUGE_PAGE_SIZE || bytes < HUGE_PAGE_SIZE * (uint64_t)workers)
+	if (!s->parse || bytes < HUGE_FILL_MIN || bytes < HUGE_PAGE_SIZE * (uint64_t)workers)
 		return;
 	for (unsigned w = 0; w < workers; w++) {
 		struct dynbuf *b = &s->out[w];
