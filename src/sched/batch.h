@@ -12,12 +12,12 @@
 #define INGEST_BATCH_H
 
 #include "core/arena.h"
-#include "core/dynbuf.h"
 #include "core/limits.h"
 #include "core/record.h"
 
 #include <stdint.h>
 
+struct dynbuf;
 struct walk_entry;
 struct state_entry;
 

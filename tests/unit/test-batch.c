@@ -6,6 +6,7 @@
  * back.  Its output buffers are the parse stage's (core/dynbuf's recycle
  * is their rule, tested in test-dynbuf.c). */
 #include "sched/batch.h"
+#include "core/dynbuf.h"
 #include "core/limits.h"
 
 #include <stdarg.h>
