@@ -23,6 +23,7 @@
 struct fts_build {
 	sqlite3 *db;
 	sqlite3_stmt *ins;
+	char *delete_sql;
 	pthread_t thread;
 	bool threaded;
 	pthread_mutex_t mu;
@@ -133,12 +134,16 @@ static void *fts_build_main(void *arg)
 }
 
 int fts_build_open(const char *path, const char *create_sql, const char *insert_sql,
-                   struct fts_build **out)
+                   const char *delete_sql, struct fts_build **out)
 {
 	*out = NULL;
 	struct fts_build *fb = xcalloc(1, sizeof(*fb));
 	if (!fb)
 		return SQLITE_NOMEM;
+	if (!(fb->delete_sql = xstrdup(delete_sql))) {
+		xfree(fb);
+		return SQLITE_NOMEM;
+	}
 	dynbuf_init(&fb->queued, 0);
 	dynbuf_init(&fb->taken, 0);
 	pthread_mutex_init(&fb->mu, NULL);
@@ -221,11 +226,26 @@ static void fts_build_join(struct fts_build *fb)
 	fb->threaded = false;
 }
 
-/* The shadow tables of an FTS5 table but its configuration (the same in
- * both: the version, which the builder's `hashsize` does not change in
- * the database), each copied whole by SQLite's transfer of rows between
- * tables of one layout. */
-static const char *const fts_shadow[] = { "data", "idx", "content", "docsize" };
+int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert)
+{
+	/* the layout of FTS5's content table for FTS_ROW_COLUMNS columns,
+	 * which this one becomes */
+	int rc = sqlite3_exec(db, "CREATE TABLE " FTS_BUILD_CONTENT "(id INTEGER PRIMARY KEY,"
+	                      " c0, c1, c2, c3, c4)", NULL, NULL, NULL);
+	if (rc == SQLITE_OK &&
+	    (rc = sqlite3_prepare_v3(db, "INSERT INTO " FTS_BUILD_CONTENT " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	                             -1, SQLITE_PREPARE_PERSISTENT, insert, NULL)) != SQLITE_OK)
+		/* the caller builds in place then: no stray table in its database */
+		sqlite3_exec(db, "DROP TABLE " FTS_BUILD_CONTENT, NULL, NULL, NULL);
+	return rc;
+}
+
+/* The shadow tables of an FTS5 table that make its index (not its content,
+ * written beside it, nor its configuration, the same in both: the version,
+ * which the builder's `hashsize` does not change in the database), each
+ * copied whole by SQLite's transfer of rows between tables of one
+ * layout. */
+static const char *const fts_shadow[] = { "data", "idx", "docsize" };
 
 int fts_build_finish(struct fts_build *fb, const char *dst)
 {
@@ -246,12 +266,16 @@ int fts_build_finish(struct fts_build *fb, const char *dst)
 	/* built aside as the database's writer built it: no journal, no
 	 * fsync (index.c, index_build_begin).  A message replaced or deleted
 	 * after its FTS row was handed over (the same identity met twice)
-	 * left a row with no message: it goes, and FTS5 commits its
-	 * deletion before the rows are copied */
+	 * left a row with no message: it goes, by its values from the
+	 * content, and FTS5 commits its deletion before the rows are
+	 * copied */
 	if (rc == SQLITE_OK)
-		rc = fts_build_exec(fb, "PRAGMA dst.journal_mode = OFF; PRAGMA dst.synchronous = OFF; BEGIN;"
-		                    " DELETE FROM mail_fts WHERE rowid IN (SELECT id FROM mail_fts_docsize"
-		                    " EXCEPT SELECT docid FROM dst.messages); COMMIT",
+		rc = fts_build_exec(fb, "PRAGMA dst.journal_mode = OFF; PRAGMA dst.synchronous = OFF; BEGIN",
+		                    "cannot drop the rows of replaced messages");
+	if (rc == SQLITE_OK)
+		rc = fts_build_exec(fb, fb->delete_sql, "cannot drop the rows of replaced messages");
+	if (rc == SQLITE_OK)
+		rc = fts_build_exec(fb, "DELETE FROM dst." FTS_BUILD_GONE "; COMMIT",
 		                    "cannot drop the rows of replaced messages");
 	if (rc == SQLITE_OK)
 		rc = fts_build_exec(fb, "BEGIN", "cannot copy the text index");
@@ -261,6 +285,12 @@ int fts_build_finish(struct fts_build *fb, const char *dst)
 		         " SELECT * FROM main.mail_fts_%s", fts_shadow[i], fts_shadow[i], fts_shadow[i]);
 		rc = fts_build_exec(fb, sql, "cannot copy the text index");
 	}
+	/* the content written beside the build becomes the table's: FTS5
+	 * finds its content table by name */
+	if (rc == SQLITE_OK)
+		rc = fts_build_exec(fb, "DROP TABLE dst.mail_fts_content;"
+		                    " ALTER TABLE dst." FTS_BUILD_CONTENT " RENAME TO mail_fts_content",
+		                    "cannot copy the text index");
 	/* the database is put in place in WAL mode, what later runs and
 	 * readers use (index.c, index_finish) */
 	if (rc == SQLITE_OK)
@@ -286,6 +316,7 @@ void fts_build_close(struct fts_build *fb)
 	pthread_mutex_destroy(&fb->mu);
 	sqlite3_finalize(fb->ins);
 	sqlite3_close(fb->db);
+	xfree(fb->delete_sql);
 	dynbuf_release(&fb->queued);
 	dynbuf_release(&fb->taken);
 	xfree(fb);

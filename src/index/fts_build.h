@@ -12,6 +12,13 @@
  * merges a few large segments; and on a thread of its own the tokenizing
  * runs while the writer's thread inserts the other rows.
  *
+ * The builder's table is contentless: what FTS5 would store as the rows'
+ * content the writer's connection stores itself, in a table of the
+ * database (fts_build_content_open) that the end of the build makes the
+ * FTS table's content table.  So the thread that bounds a first index
+ * only tokenizes, and the text is written once, not into the second file
+ * and then copied (bench/INDEX.md).
+ *
  * The rows travel as bytes (fts_rows_add): the writer hands a buffer of
  * rows over (fts_build_put) and goes on while the thread inserts them.  The
  * same bytes are what a database written in place inserts, on the
@@ -37,20 +44,35 @@ int fts_rows_insert(sqlite3_stmt *ins, const char *p, size_t n);
 
 struct fts_build;
 
-/* Creates `path` with the table of create_sql, opens one transaction on it
- * and removes the file's name (the connection keeps it open: a run killed
- * leaves nothing), then starts the thread (or, if it cannot start, inserts
- * on the caller's thread).  SQLITE_OK, or a code with *out NULL. */
+/* Creates `path` with the contentless table of create_sql, opens one
+ * transaction on it and removes the file's name (the connection keeps it
+ * open: a run killed leaves nothing), then starts the thread (or, if it
+ * cannot start, inserts on the caller's thread).  insert_sql inserts a row
+ * (rowid ?1, columns ?2..?6), delete_sql deletes the rows of `gone`
+ * (below) by their values, as a contentless table wants.  SQLITE_OK, or a
+ * code with *out NULL. */
 int fts_build_open(const char *path, const char *create_sql, const char *insert_sql,
-                   struct fts_build **out);
+                   const char *delete_sql, struct fts_build **out);
+/* In the database being built (the writer's connection): creates the
+ * table that holds the rows' content and prepares its insert (rowid ?1,
+ * columns ?2..?6, for fts_rows_insert).  SQLITE_OK or a code. */
+int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert);
+/* The rows of that table whose message is gone (replaced or deleted after
+ * its row was handed over), as delete_sql selects them: "SELECT ... FROM
+ * dst." FTS_BUILD_GONE. */
+#define FTS_BUILD_CONTENT "built_fts_content"
+#define FTS_BUILD_GONE \
+	FTS_BUILD_CONTENT " WHERE id IN (SELECT id FROM dst." FTS_BUILD_CONTENT \
+	" EXCEPT SELECT docid FROM dst.messages)"
 /* Hands rows over: takes b's bytes and leaves b empty (with a buffer to
  * reuse).  Waits while the thread still has a buffer queued.  SQLITE_OK,
  * or the code of an earlier failure of the thread (nothing is taken). */
 int fts_build_put(struct fts_build *fb, struct dynbuf *b);
-/* Waits for the thread, commits, and copies the table's rows into the
+/* Waits for the thread, commits, deletes the rows of messages gone from
+ * the table and from dst's content, copies the table's index into the
  * table of the same name in the database at dst (closed by its writer,
- * its table empty but for what deletions through it left), without the
- * rows whose docid `messages` no longer has, then turns dst to WAL.
+ * its index empty but for what deletions through it left), makes the
+ * content written beside it the table's own, then turns dst to WAL.
  * SQLITE_OK or a code, with fts_build_error saying what failed. */
 int fts_build_finish(struct fts_build *fb, const char *dst);
 /* Stops the thread and closes; what was not copied is gone. */

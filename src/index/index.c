@@ -166,11 +166,19 @@ static const char *const index_sql[ST__COUNT] = {
 		" WHERE root = ?2 AND path = ?4",
 };
 
-/* The text index, in the database and in the file a build writes it in
- * first (fts_build.h). */
+/* The text index, in the database; and in the file a build writes it in
+ * first, contentless, with its rows' content in the database
+ * (fts_build.h), whence its deletions take their values. */
+#define INDEX_FTS_COLUMNS "subject, \"from\", \"to\", text, attachments"
+#define INDEX_FTS_TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
 #define INDEX_FTS_TABLE \
-	"CREATE VIRTUAL TABLE mail_fts USING fts5(subject, \"from\", \"to\", text, attachments," \
-	" tokenize = 'unicode61 remove_diacritics 2')"
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", " INDEX_FTS_TOKENIZE ")"
+#define INDEX_FTS_BUILDER \
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", content = '', " \
+	INDEX_FTS_TOKENIZE ")"
+#define INDEX_FTS_BUILDER_DELETE \
+	"INSERT INTO mail_fts(mail_fts, rowid, " INDEX_FTS_COLUMNS ")" \
+	" SELECT 'delete', id, c0, c1, c2, c3, c4 FROM dst." FTS_BUILD_GONE
 
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
  * foreign keys: their checks cost on every insert).  mail_fts keeps its own
@@ -273,6 +281,7 @@ struct index {
 	/* Built aside, the FTS rows go to the builder's thread and file
 	 * (fts_build.h); fts_out holds a transaction's rows as it takes them. */
 	struct fts_build *fts;
+	sqlite3_stmt *fts_content;   /* with fts: the rows' content (fts_build_content_open) */
 	struct dynbuf fts_out;
 	struct dynbuf scratch;
 	/* the fields of the message record being stored (index_record) */
@@ -465,6 +474,8 @@ int index_finish(struct index *ix)
 		sqlite3_finalize(ix->st[i]);
 		ix->st[i] = NULL;
 	}
+	sqlite3_finalize(ix->fts_content);
+	ix->fts_content = NULL;
 	if (sqlite3_close(ix->db) != SQLITE_OK && r == 0)
 		r = -EIO;
 	ix->db = NULL;
@@ -552,13 +563,16 @@ int index_open(const char *path, struct index **out, const char **why)
 	 * synchronous=NORMAL a commit is durable at the next checkpoint, and a
 	 * crash loses at most the last commits, never consistency.  Built
 	 * aside, no reader can see the file and a crash drops it: no journal,
-	 * no fsync, one lock for the run (bench/INDEX.md). */
-	static const char wal[] = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
+	 * no fsync, one lock for the run, and a smaller page cache: most of
+	 * what it writes is the text index's content, never read again, and
+	 * 64 MiB of it only grew the run's RSS by as much, for no speed
+	 * (bench/INDEX.md). */
+	static const char wal[] = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+	                          " PRAGMA cache_size = -65536;";
 	static const char aside[] = "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
-	                            " PRAGMA locking_mode = EXCLUSIVE;";
+	                            " PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -16384;";
 	if (r == 0 && ((r = index_exec(ix, ix->built ? aside : wal)) < 0 ||
-	               (r = index_exec(ix, "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;"
-	                               " PRAGMA recursive_triggers = ON")) < 0))
+	               (r = index_exec(ix, "PRAGMA temp_store = MEMORY; PRAGMA recursive_triggers = ON")) < 0))
 		*why = "cannot set up the database";
 	for (int i = 0; i < ST__COUNT && r == 0; i++) {
 		rc = sqlite3_prepare_v3(ix->db, index_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ix->st[i], NULL);
@@ -576,9 +590,14 @@ int index_open(const char *path, struct index **out, const char **why)
 		if (aux) {
 			memcpy(aux, ix->built, n);
 			memcpy(aux + n, "-fts", sizeof("-fts"));
-			fts_build_open(aux, INDEX_FTS_TABLE, index_sql[ST_INSERT_FTS], &ix->fts);
+			fts_build_open(aux, INDEX_FTS_BUILDER, index_sql[ST_INSERT_FTS],
+			               INDEX_FTS_BUILDER_DELETE, &ix->fts);
 		}
 		xfree(aux);
+		if (ix->fts && fts_build_content_open(ix->db, &ix->fts_content) != SQLITE_OK) {
+			fts_build_close(ix->fts);
+			ix->fts = NULL;
+		}
 	}
 	if (r < 0) {
 		index_close(ix);
@@ -597,6 +616,7 @@ void index_close(struct index *ix)
 	fts_build_close(ix->fts);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(ix->st[i]);
+	sqlite3_finalize(ix->fts_content);
 	sqlite3_close(ix->db);
 	/* built aside and not put in place (failed, or index_finish not
 	 * reached): nothing of it stays */
@@ -778,7 +798,11 @@ static int index_fts_flush(struct index *ix)
 	}
 	dynbuf_reset(&ix->fts_rows);
 	if (r == 0 && ix->fts) {
-		int rc = fts_build_put(ix->fts, &ix->fts_out);
+		/* the content here, the index on the builder's thread */
+		int rc = fts_rows_insert(ix->fts_content, ix->fts_out.p, ix->fts_out.len);
+		if (rc != SQLITE_OK)
+			return index_fail(ix, rc);
+		rc = fts_build_put(ix->fts, &ix->fts_out);
 		if (rc != SQLITE_OK) {
 			snprintf(ix->error, sizeof(ix->error), "%s", fts_build_error(ix->fts) ?
 			         fts_build_error(ix->fts) : sqlite3_errstr(rc));
