@@ -232,11 +232,9 @@ int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert)
 	 * which this one becomes */
 	int rc = sqlite3_exec(db, "CREATE TABLE " FTS_BUILD_CONTENT "(id INTEGER PRIMARY KEY,"
 	                      " c0, c1, c2, c3, c4)", NULL, NULL, NULL);
-	if (rc == SQLITE_OK &&
-	    (rc = sqlite3_prepare_v3(db, "INSERT INTO " FTS_BUILD_CONTENT " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-	                             -1, SQLITE_PREPARE_PERSISTENT, insert, NULL)) != SQLITE_OK)
-		/* the caller builds in place then: no stray table in its database */
-		sqlite3_exec(db, "DROP TABLE " FTS_BUILD_CONTENT, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v3(db, "INSERT INTO " FTS_BUILD_CONTENT " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		                        -1, SQLITE_PREPARE_PERSISTENT, insert, NULL);
 	return rc;
 }
 

@@ -55,7 +55,8 @@ int fts_build_open(const char *path, const char *create_sql, const char *insert_
                    const char *delete_sql, struct fts_build **out);
 /* In the database being built (the writer's connection): creates the
  * table that holds the rows' content and prepares its insert (rowid ?1,
- * columns ?2..?6, for fts_rows_insert).  SQLITE_OK or a code. */
+ * columns ?2..?6, for fts_rows_insert).  SQLITE_OK or a code, after
+ * which the build is to be dropped. */
 int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert);
 /* The rows of that table whose message is gone (replaced or deleted after
  * its row was handed over), as delete_sql selects them: "SELECT ... FROM

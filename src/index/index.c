@@ -563,16 +563,13 @@ int index_open(const char *path, struct index **out, const char **why)
 	 * synchronous=NORMAL a commit is durable at the next checkpoint, and a
 	 * crash loses at most the last commits, never consistency.  Built
 	 * aside, no reader can see the file and a crash drops it: no journal,
-	 * no fsync, one lock for the run, and a smaller page cache: most of
-	 * what it writes is the text index's content, never read again, and
-	 * 64 MiB of it only grew the run's RSS by as much, for no speed
-	 * (bench/INDEX.md). */
-	static const char wal[] = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-	                          " PRAGMA cache_size = -65536;";
+	 * no fsync, one lock for the run (bench/INDEX.md). */
+	static const char wal[] = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;";
 	static const char aside[] = "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
-	                            " PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -16384;";
+	                            " PRAGMA locking_mode = EXCLUSIVE;";
 	if (r == 0 && ((r = index_exec(ix, ix->built ? aside : wal)) < 0 ||
-	               (r = index_exec(ix, "PRAGMA temp_store = MEMORY; PRAGMA recursive_triggers = ON")) < 0))
+	               (r = index_exec(ix, "PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;"
+	                               " PRAGMA recursive_triggers = ON")) < 0))
 		*why = "cannot set up the database";
 	for (int i = 0; i < ST__COUNT && r == 0; i++) {
 		rc = sqlite3_prepare_v3(ix->db, index_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ix->st[i], NULL);
@@ -594,9 +591,16 @@ int index_open(const char *path, struct index **out, const char **why)
 			               INDEX_FTS_BUILDER_DELETE, &ix->fts);
 		}
 		xfree(aux);
-		if (ix->fts && fts_build_content_open(ix->db, &ix->fts_content) != SQLITE_OK) {
-			fts_build_close(ix->fts);
-			ix->fts = NULL;
+		/* with no journal, a failure here cannot be undone: the
+		 * build is dropped.  Most of what the database then takes is
+		 * the text index's content, never read again: a 64 MiB page
+		 * cache held 50 MiB of it and made the run slower
+		 * (bench/INDEX.md) */
+		if (ix->fts && ((rc = fts_build_content_open(ix->db, &ix->fts_content)) != SQLITE_OK ||
+		                (rc = sqlite3_exec(ix->db, "PRAGMA cache_size = -16384", NULL, NULL,
+		                                   NULL)) != SQLITE_OK)) {
+			r = index_fail(ix, rc);
+			*why = "cannot set up the database";
 		}
 	}
 	if (r < 0) {
