@@ -23,7 +23,6 @@
 struct fts_build {
 	sqlite3 *db;
 	sqlite3_stmt *ins;
-	char *delete_sql;
 	pthread_t thread;
 	bool threaded;
 	pthread_mutex_t mu;
@@ -134,16 +133,12 @@ static void *fts_build_main(void *arg)
 }
 
 int fts_build_open(const char *path, const char *create_sql, const char *insert_sql,
-                   const char *delete_sql, struct fts_build **out)
+                   struct fts_build **out)
 {
 	*out = NULL;
 	struct fts_build *fb = xcalloc(1, sizeof(*fb));
 	if (!fb)
 		return SQLITE_NOMEM;
-	if (!(fb->delete_sql = xstrdup(delete_sql))) {
-		xfree(fb);
-		return SQLITE_NOMEM;
-	}
 	dynbuf_init(&fb->queued, 0);
 	dynbuf_init(&fb->taken, 0);
 	pthread_mutex_init(&fb->mu, NULL);
@@ -226,12 +221,14 @@ static void fts_build_join(struct fts_build *fb)
 	fb->threaded = false;
 }
 
+_Static_assert(sizeof(FTS_CONTENT_COLUMNS) == 4 * FTS_ROW_COLUMNS - 1,
+               "one content column (\"cN, \") per FTS row column");
+
 int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert)
 {
-	/* the layout of FTS5's content table for FTS_ROW_COLUMNS columns,
-	 * which this one becomes */
-	int rc = sqlite3_exec(db, "CREATE TABLE " FTS_BUILD_CONTENT "(id INTEGER PRIMARY KEY,"
-	                      " c0, c1, c2, c3, c4)", NULL, NULL, NULL);
+	/* the layout of FTS5's content table, which this one becomes */
+	int rc = sqlite3_exec(db, "CREATE TABLE " FTS_BUILD_CONTENT "(id INTEGER PRIMARY KEY, "
+	                      FTS_CONTENT_COLUMNS ")", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(db, "INSERT INTO " FTS_BUILD_CONTENT " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 		                        -1, SQLITE_PREPARE_PERSISTENT, insert, NULL);
@@ -245,7 +242,7 @@ int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert)
  * layout. */
 static const char *const fts_shadow[] = { "data", "idx", "docsize" };
 
-int fts_build_finish(struct fts_build *fb, const char *dst)
+int fts_build_finish(struct fts_build *fb, const char *dst, const char *delete_sql)
 {
 	fts_build_join(fb);
 	if (fb->rc != SQLITE_OK)
@@ -271,9 +268,9 @@ int fts_build_finish(struct fts_build *fb, const char *dst)
 		rc = fts_build_exec(fb, "PRAGMA dst.journal_mode = OFF; PRAGMA dst.synchronous = OFF; BEGIN",
 		                    "cannot drop the rows of replaced messages");
 	if (rc == SQLITE_OK)
-		rc = fts_build_exec(fb, fb->delete_sql, "cannot drop the rows of replaced messages");
+		rc = fts_build_exec(fb, delete_sql, "cannot drop the rows of replaced messages");
 	if (rc == SQLITE_OK)
-		rc = fts_build_exec(fb, "DELETE FROM dst." FTS_BUILD_GONE "; COMMIT",
+		rc = fts_build_exec(fb, "DELETE FROM " FTS_BUILD_GONE "; COMMIT",
 		                    "cannot drop the rows of replaced messages");
 	if (rc == SQLITE_OK)
 		rc = fts_build_exec(fb, "BEGIN", "cannot copy the text index");
@@ -314,7 +311,6 @@ void fts_build_close(struct fts_build *fb)
 	pthread_mutex_destroy(&fb->mu);
 	sqlite3_finalize(fb->ins);
 	sqlite3_close(fb->db);
-	xfree(fb->delete_sql);
 	dynbuf_release(&fb->queued);
 	dynbuf_release(&fb->taken);
 	xfree(fb);

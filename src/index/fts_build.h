@@ -33,6 +33,9 @@
 
 /* A row's columns after its rowid, in the order of the insert's ?2..?6. */
 #define FTS_ROW_COLUMNS 5
+/* FTS5's names for them in its content table, which the content written
+ * beside a build (fts_build_content_open) takes */
+#define FTS_CONTENT_COLUMNS "c0, c1, c2, c3, c4"
 
 /* Appends a row: its rowid and its columns, col[i] NULL for SQL NULL, else
  * len[i] bytes followed by a NUL.  0 or -ENOMEM. */
@@ -48,34 +51,34 @@ struct fts_build;
  * transaction on it and removes the file's name (the connection keeps it
  * open: a run killed leaves nothing), then starts the thread (or, if it
  * cannot start, inserts on the caller's thread).  insert_sql inserts a row
- * (rowid ?1, columns ?2..?6), delete_sql deletes the rows of `gone`
- * (below) by their values, as a contentless table wants.  SQLITE_OK, or a
- * code with *out NULL. */
+ * (rowid ?1, columns ?2..?6).  SQLITE_OK, or a code with *out NULL. */
 int fts_build_open(const char *path, const char *create_sql, const char *insert_sql,
-                   const char *delete_sql, struct fts_build **out);
+                   struct fts_build **out);
 /* In the database being built (the writer's connection): creates the
  * table that holds the rows' content and prepares its insert (rowid ?1,
  * columns ?2..?6, for fts_rows_insert).  SQLITE_OK or a code, after
  * which the build is to be dropped. */
 int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert);
 /* The rows of that table whose message is gone (replaced or deleted after
- * its row was handed over), as delete_sql selects them: "SELECT ... FROM
- * dst." FTS_BUILD_GONE. */
+ * its row was handed over), seen from the builder's connection with the
+ * database attached as dst: "SELECT ... FROM " FTS_BUILD_GONE. */
 #define FTS_BUILD_CONTENT "built_fts_content"
 #define FTS_BUILD_GONE \
-	FTS_BUILD_CONTENT " WHERE id IN (SELECT id FROM dst." FTS_BUILD_CONTENT \
+	"dst." FTS_BUILD_CONTENT " WHERE id IN (SELECT id FROM dst." FTS_BUILD_CONTENT \
 	" EXCEPT SELECT docid FROM dst.messages)"
 /* Hands rows over: takes b's bytes and leaves b empty (with a buffer to
  * reuse).  Waits while the thread still has a buffer queued.  SQLITE_OK,
  * or the code of an earlier failure of the thread (nothing is taken). */
 int fts_build_put(struct fts_build *fb, struct dynbuf *b);
 /* Waits for the thread, commits, deletes the rows of messages gone from
- * the table and from dst's content, copies the table's index into the
- * table of the same name in the database at dst (closed by its writer,
- * its index empty but for what deletions through it left), makes the
- * content written beside it the table's own, then turns dst to WAL.
- * SQLITE_OK or a code, with fts_build_error saying what failed. */
-int fts_build_finish(struct fts_build *fb, const char *dst);
+ * the table (delete_sql: by their values from FTS_BUILD_GONE, as a
+ * contentless table wants) and from dst's content, copies the table's
+ * index into the table of the same name in the database at dst (closed by
+ * its writer, its index empty but for the totals deletions through it
+ * rewrote), makes the content written beside it the table's own, then
+ * turns dst to WAL.  SQLITE_OK or a code, with fts_build_error saying what
+ * failed. */
+int fts_build_finish(struct fts_build *fb, const char *dst, const char *delete_sql);
 /* Stops the thread and closes; what was not copied is gone. */
 void fts_build_close(struct fts_build *fb);
 const char *fts_build_error(const struct fts_build *fb);

@@ -73,6 +73,20 @@ enum index_stmt {
  * missing one is JSON null, which matches nothing) */
 #define INDEX_THREAD_IDS "json_insert(coalesce(?3, '[]'), '$[#]', ?1, '$[#]', ?2)"
 
+/* The text index, in the database; and in the file a build writes it in
+ * first, contentless, with its rows' content in the database
+ * (fts_build.h), whence its deletions take their values. */
+#define INDEX_FTS_COLUMNS "subject, \"from\", \"to\", text, attachments"
+#define INDEX_FTS_TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
+#define INDEX_FTS_TABLE \
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", " INDEX_FTS_TOKENIZE ")"
+#define INDEX_FTS_BUILDER \
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", content = '', " \
+	INDEX_FTS_TOKENIZE ")"
+#define INDEX_FTS_BUILDER_DELETE \
+	"INSERT INTO mail_fts(mail_fts, rowid, " INDEX_FTS_COLUMNS ")" \
+	" SELECT 'delete', id, " FTS_CONTENT_COLUMNS " FROM " FTS_BUILD_GONE
+
 /* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
  * needed.  root is the resolved root (record_io.base), never the PATH
  * argument as spelled: `Maildir`, `./Maildir/` and its absolute path are one
@@ -132,8 +146,7 @@ static const char *const index_sql[ST__COUNT] = {
 	 * savepoint, and FTS5 (before 3.43) writes its pending terms out as a
 	 * segment at every savepoint (index_fts_flush) */
 	[ST_INSERT_FTS] =
-		"INSERT INTO mail_fts(rowid, subject, \"from\", \"to\", text, attachments)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		"INSERT INTO mail_fts(rowid, " INDEX_FTS_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
 	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3), with
 	 * repeats (index_thread keeps each once): one JSON array of them,
@@ -165,20 +178,6 @@ static const char *const index_sql[ST__COUNT] = {
 		"UPDATE files SET path = ?3, dev = ?5, ino = ?6, size = ?7, mtime_sec = ?8, mtime_nsec = ?9"
 		" WHERE root = ?2 AND path = ?4",
 };
-
-/* The text index, in the database; and in the file a build writes it in
- * first, contentless, with its rows' content in the database
- * (fts_build.h), whence its deletions take their values. */
-#define INDEX_FTS_COLUMNS "subject, \"from\", \"to\", text, attachments"
-#define INDEX_FTS_TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
-#define INDEX_FTS_TABLE \
-	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", " INDEX_FTS_TOKENIZE ")"
-#define INDEX_FTS_BUILDER \
-	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", content = '', " \
-	INDEX_FTS_TOKENIZE ")"
-#define INDEX_FTS_BUILDER_DELETE \
-	"INSERT INTO mail_fts(mail_fts, rowid, " INDEX_FTS_COLUMNS ")" \
-	" SELECT 'delete', id, c0, c1, c2, c3, c4 FROM dst." FTS_BUILD_GONE
 
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
  * foreign keys: their checks cost on every insert).  mail_fts keeps its own
@@ -480,7 +479,7 @@ int index_finish(struct index *ix)
 		r = -EIO;
 	ix->db = NULL;
 	if (r == 0 && ix->fts) {
-		int rc = fts_build_finish(ix->fts, ix->built);
+		int rc = fts_build_finish(ix->fts, ix->built, INDEX_FTS_BUILDER_DELETE);
 		ix->stats.ns += fts_build_ns(ix->fts);
 		if (rc != SQLITE_OK) {
 			r = index_errno(rc) ? index_errno(rc) : -EIO;
@@ -587,8 +586,7 @@ int index_open(const char *path, struct index **out, const char **why)
 		if (aux) {
 			memcpy(aux, ix->built, n);
 			memcpy(aux + n, "-fts", sizeof("-fts"));
-			fts_build_open(aux, INDEX_FTS_BUILDER, index_sql[ST_INSERT_FTS],
-			               INDEX_FTS_BUILDER_DELETE, &ix->fts);
+			fts_build_open(aux, INDEX_FTS_BUILDER, index_sql[ST_INSERT_FTS], &ix->fts);
 		}
 		xfree(aux);
 		/* with no journal, a failure here cannot be undone: the
