@@ -334,10 +334,11 @@ static void test_index_fts_rows_at_commit(void **state)
 	one_fts_row("second");
 }
 
-/* A database built aside writes its FTS rows into a file of its own, one
- * transaction for the run, and copies them in at the end: a message
- * replaced in a later batch (its identity met again) leaves one FTS row,
- * its last one, and the copy passes FTS5's own check. */
+/* A database built aside writes its FTS index into a file of its own, one
+ * transaction for the run, and copies it in at the end beside the content
+ * the writer stored: a message replaced in a later batch (its identity
+ * met again) leaves one FTS row, its last one, and the copy passes FTS5's
+ * own check. */
 static void test_index_built_replaced(void **state)
 {
 	(void)state;
@@ -365,6 +366,62 @@ static void test_index_built_replaced(void **state)
 	char aside[128];
 	snprintf(aside, sizeof(aside), "%s.new-fts", db_path);
 	assert_int_equal(access(aside, F_OK), -1);
+}
+
+/* FTS5's own check over the database: every index entry matches the
+ * content, and the content every row. */
+static void fts_integrity_ok(void)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO mail_fts(mail_fts) VALUES ('integrity-check')", NULL,
+	                              NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* Built aside, the builder's index is contentless and the writer keeps
+ * the content: a message replaced or deleted in a later batch leaves the
+ * index by the values it went in with, a text holding a NUL included;
+ * the content table is FTS5's at the end, and a later run in place
+ * deletes through it. */
+static void test_index_built_deletes_by_value(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io a = maildir_io("cur/1.M1.h:2,S"), b = maildir_io("cur/2.M2.h:2,S");
+	struct record_io a2 = maildir_io("new/1.M1.h"), del = maildir_io("cur/2.M2.h:2,S");
+	del.kind = RECORD_DELETED;
+	static const char ra[] = "{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000e1\","
+	                         "\"text\":\"alpha\\u0000omega\",\"subject\":\"first\"}\n",
+	                  rb[] = "{\"path\":\"cur/2.M2.h:2,S\",\"id\":\"00000000000000e2\",\"text\":\"bravo\"}\n",
+	                  ra2[] = "{\"path\":\"new/1.M1.h\",\"id\":\"00000000000000e1\",\"text\":\"second\"}\n",
+	                  rd[] = "{\"deleted\":\"cur/2.M2.h:2,S\",\"root\":\"Maildir\"}\n";
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, &a, ra, strlen(ra)), 0);
+	assert_int_equal(index_add_item(ix, &b, rb, strlen(rb)), 0);
+	assert_int_equal(index_commit(ix), 0);
+	add(ix, &a2, ra2);
+	add(ix, &del, rd);
+	finish(ix);
+	fts_integrity_ok();
+	one_fts_row("second");
+	for (const char *const *w = (const char *const[]){ "alpha", "omega", "first", "bravo", NULL }; *w; w++) {
+		char sql[128];
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM mail_fts WHERE mail_fts MATCH '%s'", *w);
+		assert_string_equal(query(sql), "0");
+	}
+	assert_string_equal(query("SELECT (SELECT count(*) FROM mail_fts_content) || ' '"
+	                          " || (SELECT count(*) FROM mail_fts_docsize) || ' '"
+	                          " || (SELECT count(*) FROM sqlite_master WHERE name = 'built_fts_content')"),
+	                    "1 1 0");
+	/* a later run, in place: FTS5 deletes through the content it was given */
+	ix = open_index();
+	struct record_io a3 = maildir_io("cur/1.M1.h:2,RS");
+	add(ix, &a3, "{\"path\":\"cur/1.M1.h:2,RS\",\"id\":\"00000000000000e1\",\"text\":\"third\"}\n");
+	finish(ix);
+	fts_integrity_ok();
+	one_fts_row("third");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'second'"), "0");
 }
 
 static void test_index_rename_delete(void **state)
@@ -435,6 +492,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_fts_rows_at_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_built_replaced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_built_deletes_by_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_rename_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_state_view, setup, teardown),
 	};
