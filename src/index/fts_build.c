@@ -224,6 +224,10 @@ static void fts_build_join(struct fts_build *fb)
 _Static_assert(sizeof(FTS_CONTENT_COLUMNS) == 4 * FTS_ROW_COLUMNS - 1,
                "one content column (\"cN, \") per FTS row column");
 
+/* The content sits under a name of its own until the end: in the FTS
+ * table's own content table, the delete trigger of a message replaced
+ * during the build would find it, and FTS5 would then delete a row from
+ * an index that counts none, which it reports as corruption. */
 int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert)
 {
 	/* the layout of FTS5's content table, which this one becomes */

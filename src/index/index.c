@@ -182,8 +182,9 @@ static const char *const index_sql[ST__COUNT] = {
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
  * foreign keys: their checks cost on every insert).  mail_fts keeps its own
  * copy of the text: the text is stored nowhere else, so an external-content
- * table would save nothing, and a contentless one could not delete a row
- * before SQLite 3.43 (contentless_delete) nor give a snippet. */
+ * table would save nothing, and a contentless one deletes a row only given
+ * its old values (before SQLite 3.43's contentless_delete), which nothing
+ * would keep after a build (fts_build.h), and gives no snippet. */
 static const char index_schema[] =
 	"CREATE TABLE messages ("
 	" docid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
