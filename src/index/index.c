@@ -846,6 +846,9 @@ int index_commit(struct index *ix)
 
 void index_rollback(struct index *ix)
 {
+	/* built aside there is no journal: what the transaction wrote stays,
+	 * so the build cannot be put in place */
+	ix->broken = ix->broken || ix->built != NULL;
 	/* after SQLITE_FULL SQLite may have rolled back already: harmless */
 	if (sqlite3_get_autocommit(ix->db) == 0)
 		index_run(ix, ST_ROLLBACK);

@@ -216,6 +216,27 @@ static void test_index_built_aside(void **state)
 	assert_string_equal(query("PRAGMA integrity_check"), "ok");
 }
 
+/* Built aside there is no journal: a transaction rolled back (a failure
+ * that was not SQLite's, such as no memory for a record) leaves what it
+ * wrote, so the build is dropped, never put in place. */
+static void test_index_built_rollback_drops(void **state)
+{
+	(void)state;
+	char aside[128];
+	snprintf(aside, sizeof(aside), "%s.new", db_path);
+	struct index *ix = open_index();
+	struct record_io a = maildir_io("cur/1.M1.h:2,S"), b = maildir_io("cur/2.M2.h:2,S");
+	add(ix, &a, "{\"path\":\"cur/1.M1.h:2,S\",\"id\":\"00000000000000f1\",\"subject\":\"x\"}\n");
+	static const char rb[] = "{\"path\":\"cur/2.M2.h:2,S\",\"id\":\"00000000000000f2\",\"subject\":\"y\"}\n";
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, &b, rb, strlen(rb)), 0);
+	index_rollback(ix);
+	assert_int_equal(index_finish(ix), 0);
+	index_close(ix);
+	assert_int_equal(access(db_path, F_OK), -1);
+	assert_int_equal(access(aside, F_OK), -1);
+}
+
 static void test_index_refuses_read_only(void **state)
 {
 	(void)state;
@@ -487,6 +508,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_refuses_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_refuses_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_built_aside, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_built_rollback_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
