@@ -279,7 +279,9 @@ def main():
     # 1% flag changes + 1% additions, on a hard-linked copy
     copy = os.path.join(a.work, shape + "-changed")
     shutil.rmtree(copy, ignore_errors=True)
-    subprocess.run(["cp", "-al", corpus, copy], check=True)
+    # the corpus itself, not a symlink to it: cp -a copies a symlink as
+    # one, and the changes below would then land in the corpus
+    subprocess.run(["cp", "-al", os.path.realpath(corpus), copy], check=True)
     ctools = [Ingest(a.ingest, a.work, copy)] + [c(a.work, copy) for c in peers]
     ctools[0].db = os.path.join(a.work, "ingest-changed.db")
     for t in ctools:
