@@ -322,6 +322,17 @@ static void test_index_threads_merge(void **state)
 	assert_string_equal(query("SELECT messages FROM threads"), "4");
 }
 
+/* FTS5's own check over the database: every index entry matches the
+ * content, and the content every row. */
+static void fts_integrity_ok(void)
+{
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO mail_fts(mail_fts) VALUES ('integrity-check')", NULL,
+	                              NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
 /* One message left, and one FTS row, its own, with this text. */
 static void one_fts_row(const char *text)
 {
@@ -377,27 +388,12 @@ static void test_index_built_replaced(void **state)
 	one_fts_row("second");
 	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'first'"), "0");
 	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'second'"), "1");
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO mail_fts(mail_fts) VALUES ('integrity-check')", NULL,
-	                              NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	fts_integrity_ok();
 	assert_string_equal(query("PRAGMA journal_mode"), "wal");
 	/* nothing left beside the database */
 	char aside[128];
 	snprintf(aside, sizeof(aside), "%s.new-fts", db_path);
 	assert_int_equal(access(aside, F_OK), -1);
-}
-
-/* FTS5's own check over the database: every index entry matches the
- * content, and the content every row. */
-static void fts_integrity_ok(void)
-{
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO mail_fts(mail_fts) VALUES ('integrity-check')", NULL,
-	                              NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
 }
 
 /* Built aside, the builder's index is contentless and the writer keeps
