@@ -37,6 +37,13 @@ void dynbuf_recycle(struct dynbuf *b, size_t first, size_t keep_max)
 	b->first = first;
 }
 
+void dynbuf_adopt(struct dynbuf *b, void *p, size_t cap)
+{
+	b->p = p;
+	b->cap = cap;
+	b->len = 0;
+}
+
 /* The capacity for need bytes, doubling from `from`, within the cap. */
 static size_t dynbuf_cap_for(size_t from, size_t need, size_t max)
 {

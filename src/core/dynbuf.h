@@ -26,6 +26,11 @@ static inline void dynbuf_reset(struct dynbuf *b) { b->len = 0; }
  * unless it grew past keep_max (one huge content is not kept for every
  * later one), and an allocation it needs again takes `first` bytes at once. */
 void dynbuf_recycle(struct dynbuf *b, size_t first, size_t keep_max);
+/* Gives an empty buffer with no memory yet its storage: p, cap bytes from
+ * the allocator (malloc's family: dynbuf_release frees it, growth
+ * reallocs it), for a caller whose memory must be made its own way
+ * (aligned, advised). */
+void dynbuf_adopt(struct dynbuf *b, void *p, size_t cap);
 int dynbuf_reserve(struct dynbuf *b, size_t extra);
 /* Makes room for n more bytes, as dynbuf_reserve, with the common case (the
  * room is there) an inline compare: the JSON and TSV writers call it before

@@ -257,8 +257,9 @@ static void parse_outputs_decide(struct parse_stage *s, const struct batch *firs
 		struct dynbuf *b = &s->out[w];
 		if (b->p || b->first < HUGE_PAGE_SIZE)
 			continue;
-		if ((b->p = huge_alloc(b->first, 0, b->first)))
-			b->cap = b->first;
+		void *p = huge_alloc(b->first, 0, b->first);
+		if (p)
+			dynbuf_adopt(b, p, b->first);
 	}
 }
 

@@ -137,6 +137,29 @@ static void test_dynbuf_recycle(void **state)
 	dynbuf_release(&b);
 }
 
+/* adopt: memory made elsewhere becomes the buffer's, written from its
+ * start, grown by realloc past it, freed by release. */
+static void test_dynbuf_adopt(void **state)
+{
+	(void)state;
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	char *p = malloc(64);
+	assert_non_null(p);
+	dynbuf_adopt(&b, p, 64);
+	assert_int_equal(dynbuf_append(&b, "{}\n", 3), 0);
+	assert_ptr_equal(b.p, p);              /* no allocation of its own */
+	assert_int_equal(b.cap, 64);
+	char big[100];
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(dynbuf_append(&b, big, sizeof(big)), 0);
+	assert_int_equal(b.len, 103);
+	assert_true(b.cap >= 104);
+	assert_memory_equal(b.p, "{}\nxxx", 6);
+	dynbuf_release(&b);
+	assert_null(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_dynbuf_first_size),
 		cmocka_unit_test(test_dynbuf_first_size_refused),
 		cmocka_unit_test(test_dynbuf_recycle),
+		cmocka_unit_test(test_dynbuf_adopt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
