@@ -595,11 +595,11 @@ int index_open(const char *path, struct index **out, const char **why)
 		 * the text index's content, never read again: a 64 MiB page
 		 * cache held 50 MiB of it and made the run slower
 		 * (bench/INDEX.md) */
-		if (ix->fts && ((rc = fts_build_content_open(ix->db, &ix->fts_content)) != SQLITE_OK ||
-		                (rc = sqlite3_exec(ix->db, "PRAGMA cache_size = -16384", NULL, NULL,
-		                                   NULL)) != SQLITE_OK)) {
-			r = index_fail(ix, rc);
-			*why = "cannot set up the database";
+		if (ix->fts) {
+			rc = fts_build_content_open(ix->db, &ix->fts_content);
+			r = rc != SQLITE_OK ? index_fail(ix, rc) : index_exec(ix, "PRAGMA cache_size = -16384");
+			if (r < 0)
+				*why = "cannot set up the database";
 		}
 	}
 	if (r < 0) {
