@@ -106,8 +106,9 @@ INGEST_API const char *ingest_options_error(const struct ingest_options *o);
 
 /* Receives the records of a run instead of a descriptor: `len` bytes of
  * `count` whole records (count 0 for TSV's header row), one call per batch,
- * in input order, on the library's writer thread (one thread: calls never
- * overlap).  The bytes are the library's until the call returns.  Return 0
+ * in input order, on the thread that writes the records (the library's
+ * parse thread, or the caller's when the input fits one batch: one thread
+ * a run, so calls never overlap).  The bytes are the library's until the call returns.  Return 0
  * to go on, or a negative errno to stop the run: ingest_run() then returns
  * that error and the report says "the sink failed". */
 typedef int ingest_sink_fn(void *ctx, const char *records, size_t len, size_t count);
@@ -123,7 +124,7 @@ INGEST_API int ingest_options_set_sink(struct ingest_options *o, ingest_sink_fn 
 INGEST_API int ingest_options_set_output_fd(struct ingest_options *o, int fd);
 
 /* Told how a run goes, at most ten times a second and once more at the end
- * (done 1), on the library's writer thread: inputs written so far, their
+ * (done 1), on the thread that writes the records (as for the sink): inputs written so far, their
  * bytes, how many were error records, the inputs expected (0 when not
  * known before the end: only a --files-from list alone is counted ahead)
  * and the nanoseconds since the run began.  The library itself draws

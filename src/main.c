@@ -41,7 +41,7 @@ static const char usage_text[] =
 "  --batch-bytes=SIZE     bytes per batch (6M)\n"
 "  --max-inflight=SIZE    bytes read but not yet written, at most (64M)\n"
 "  --stats[=json]         statistics on stderr at the end\n"
-"  --shard=K/N            only the inputs of shard K (1..N) of N, by path hash\n"
+"  --shard=K/N            only the inputs of shard K (1..N) of N, by id hash\n"
 "  --progress, --no-progress  a progress line on stderr (default: if a tty)\n"
 "  -q, --quiet            no progress line, no error summary on stderr\n"
 "  -h, --help, -V, --version  this help, the version\n"

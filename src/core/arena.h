@@ -2,8 +2,8 @@
 /* A bump allocator with a byte cap.
  *
  * Parser scratch and batch metadata live in arenas: many small allocations
- * freed all at once by arena_reset(), which keeps the first chunk so that a
- * worker parsing message after message does not go back to malloc.  Not
+ * freed all at once by arena_reset(), which keeps one chunk (its home, or
+ * else its largest) so that a worker parsing message after message does not go back to malloc.  Not
  * thread-safe: an arena belongs to one thread at a time. */
 #ifndef INGEST_ARENA_H
 #define INGEST_ARENA_H

@@ -17,7 +17,7 @@
  * fallible call), across threads in the order they happen: one numbering
  * shared by all threads, so a call's number moves between runs.  With
  * WHICH, N counts only the calls whose NAME or SITE is WHICH:
- * "N:EIO:sys:read" fails the Nth read(2), "3:ENOMEM:alloc:src/core/dynbuf.c:41"
+ * "N:EIO:sys:read" fails the Nth read(2), "3:ENOMEM:alloc:src/core/dynbuf.c:68"
  * the third allocation made at that line, so that the same call fails in
  * every run whatever the other threads do (as long as one thread makes the
  * calls of that site, or their order does not matter).

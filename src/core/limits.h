@@ -40,8 +40,8 @@
  * "Performance"). */
 #define LIMIT_PIPELINE_DEPTH        3
 /* Slots of the run's msg-id → thread map (pipeline/threads.c), 16 bytes
- * each: 64 MiB at most, three ids a message, so about 1.4 million messages
- * are threaded across each other; past that a message keeps the thread of
+ * each: 64 MiB at most, filled to three quarters, three ids a message, so
+ * about a million messages are threaded across each other; past that a message keeps the thread of
  * its own References root. */
 #define LIMIT_THREAD_MAP_SLOTS      (UINT64_C(1) << 22)
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Every heap allocation of ingest goes through these, so that issue-7 fault
+/* Every heap allocation of ingest goes through these, so that fault
  * injection can fail any one of them (see core/fault.h) and so that a
  * failure is always a NULL the caller handles, never an abort.  Each is a
  * macro passing the caller's FAULT_SITE to the function of the same name

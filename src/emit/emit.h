@@ -6,7 +6,7 @@
  * the options are shared and only read.  Pure: no globals written, no
  * syscalls, no locale.  A record is all or nothing: on failure the output
  * buffer is truncated back to where it was, so no partial line can reach a
- * file.  The schema is documented in README ("Output schema"). */
+ * file.  The schema is documented in README ("Records"). */
 #ifndef INGEST_EMIT_EMIT_H
 #define INGEST_EMIT_EMIT_H
 

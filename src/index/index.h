@@ -12,7 +12,8 @@
  * from (index_load_state), so that run reads exactly what is missing.
  *
  * Threads: index_open and index_load_state before the pipeline starts,
- * index_add_* on the writer thread, index_close after it joined.  One
+ * index_add_* on the thread that writes the records (the parse thread, or
+ * the caller's when no thread was started), index_close after it joined.  One
  * connection, used by one thread at a time; a database built aside has a
  * second one for its text index, on a thread of its own (fts_build.h). */
 #ifndef INGEST_INDEX_H
@@ -36,7 +37,7 @@ struct state;
  * cannot be written.  0, or -errno with *why (static text) saying which. */
 int index_open(const char *path, struct index **out, const char **why);
 /* A database this run created is built aside and appears at FILE only
- * here, whole (README, "Transactions"): call once the last batch is in.
+ * here, whole (README, "A database the run creates"): call once the last batch is in.
  * 0, or -errno with index_error saying what failed; nothing to do for a
  * database that existed. */
 int index_finish(struct index *ix);

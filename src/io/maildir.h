@@ -3,8 +3,8 @@
  * one place: the info of a name (":2,FLAGS", with ':', '!' or ';' as the
  * separator), the unique name before it, the flags as words, where a path
  * is a Maildir message, and a message's identity key.  walk.c, state.c,
- * the emitter and reader.c ask here; none of them parses a Maildir name
- * itself.
+ * reader_item.c, the emitters and the index ask here; none of them parses a
+ * Maildir name itself.
  * Pure string functions. */
 #ifndef INGEST_MAILDIR_H
 #define INGEST_MAILDIR_H

@@ -317,7 +317,7 @@ int state_load(const char *path, struct state **out)
 	if (!path)
 		return 0;   /* --state-reset: what FILE holds is not looked at */
 	s->mode_known = true;
-	/* A symlink at FILE is refused (README, "--state"): the state would
+	/* A symlink at FILE is refused (README, "Incremental runs"): the state would
 	 * otherwise be renamed over whatever it points to. */
 	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0);
 	if (fd == -ENOENT)

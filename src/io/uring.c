@@ -49,7 +49,7 @@
  *   close                its result is ignored: the data is in hand, and a
  *                        read-only close cannot lose any.
  *   read short           fewer than `size` bytes: the file shrank between its
- *                        statx and its read (RECORD_SHRANK, reader.c).
+ *                        statx and its read (RECORD_SHRANK, reader_item.c).
  * CQ overflow: in flight there are at most WIN_SIZE stats and 3 x
  * LIMIT_BATCH_FILES chain links, the SQ size, and the CQ is twice that, so
  * the CQ cannot overflow with the production ring.  Were it to (a smaller

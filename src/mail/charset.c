@@ -7,7 +7,8 @@
  * unknown label mean (as in WHATWG's Encoding Standard, which mail readers
  * follow), is a table here too.  So are the stateless single-byte charsets
  * mail uses (ISO-8859-x, windows-125x, KOI8-R/U, CP866, CP874, the Mac
- * ones) and ISO-2022-JP's JIS X 0208 subset: tables of glibc iconv's own
+ * ones), ISO-2022-JP's JIS X 0208 subset and GB18030's two-byte codes (a
+ * four-byte sequence still goes to iconv): tables of glibc iconv's own
  * answers, written at build time by charset_gen.c (which lists the charsets
  * and says why) into charset_tables.h, so that output is iconv's without
  * loading a gconv module or asking iconv anything at run time; the unit

@@ -13,7 +13,7 @@
  * group in batch order, and the batches are written in that order.
  *
  * Which inputs are split as mbox archives is mbox_never_split()'s and
- * mbox_is_separator()'s rule (docs/LENIENCY.md, "mbox"). */
+ * mbox_is_separator()'s rule (README, "mbox archives"). */
 #include "pipeline/parse_stage.h"
 #include "pipeline/writer.h"
 #include "pipeline/threads.h"

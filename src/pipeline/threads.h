@@ -2,7 +2,7 @@
 /* Threads across the messages of a run (README, "Threads").
  *
  * A worker formats each record with the thread of its own References root
- * (record_thread_id) and leaves a note: where the 16 hex digits are and the
+ * (emit_record_thread_id) and leaves a note: where the 16 hex digits are and the
  * keys of the ids it names.  The parse stage's thread, one group at a time
  * and in input order, then asks the map whether a message it names (the
  * root, the parent, In-Reply-To, itself) already has a thread in this run:

@@ -154,7 +154,7 @@ static int split_open(struct writer *w)
 /* The run's state is saved after the writer finishes, and says which
  * messages were sent: a crash after its rename must not lose records that
  * still sat in the page cache, or the next run would not send them again
- * (README, "--state").  Only a regular file is synced: a pipe's or a
+ * (README, "Incremental runs").  Only a regular file is synced: a pipe's or a
  * socket's reader keeps what it read, and /dev/null keeps nothing (fsync
  * fails on both with EINVAL).  An output the writer gave up on is failed
  * already. */

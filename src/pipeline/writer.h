@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The writer stage: takes parsed batches in input order, writes their
  * records with one writev per group of batches a pool run parsed together
- * (IOV_MAX records a call at most), then hands the batches back to the
+ * (IOV_MAX iovecs a call at most; one worker's consecutive records are one
+ * iovec), then hands the batches back to the
  * reader and releases their bytes from the budget.  It owns the output
  * descriptor and tells the progress callback.  With a sink
  * (ingest_options_set_sink) the batch's records go to the sink in one call

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The channel: see chan.h.
  *
- *   reader ──push──▶ [full] ──pop── parse stage ──push──▶ [done] ──pop── writer
+ *   reader ──push──▶ [full] ──pop── parse stage (parses, writes)
+ *      ▲                                  │
+ *      └──pop── [free_batches] ◀──push────┘
  *
  * Waiting follows the protocol of sched/futex_wait.h. */
 #include "core/diag.h"
