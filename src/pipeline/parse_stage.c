@@ -126,6 +126,17 @@ static int parse_vanished(void *ctx, uint64_t off)
 	return 0;
 }
 
+/* After an input read whole: the messages its last run found at offsets
+ * where none starts now.  An archive split again loses those; a file that
+ * was an archive and is none now (emptied, overwritten) loses them all. */
+static void parse_archive_vanished(struct parse_stage *s, unsigned w, struct record rec,
+                                   struct batch_item *it, struct dynbuf *out)
+{
+	rec.io.in_mbox = true;
+	struct parse_vanished v = { s, w, rec, out, &it->out_records };
+	state_each_vanished(it->state, parse_vanished, &v);
+}
+
 static bool one_message_file(const struct record_io *io)
 {
 	const char *p = io->path.n ? io->path.p : io->root.p;
@@ -172,12 +183,13 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 				break;
 			pos = next;
 		}
-		struct parse_vanished v = { s, w, rec, out, &it->out_records };
-		state_each_vanished(it->state, parse_vanished, &v);
+		parse_archive_vanished(s, w, rec, it, out);
 	} else if (rec.io.kind != RECORD_MESSAGE) {
 		parse_record(s, w, rec, NULL, 0, out, NULL, &it->out_records, NULL);
 	} else {
 		parse_record(s, w, rec, data, it->len, out, notes, &it->out_records, it->state);
+		if (s->parse && data && rec.io.reason == RECORD_NONE)
+			parse_archive_vanished(s, w, rec, it, out);
 	}
 	it->out_worker = w;
 	it->out_off = off;

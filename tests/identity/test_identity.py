@@ -346,13 +346,17 @@ def mbox_message(n):
 
 def case_mbox(ctx, extra=()):
     """An archive's messages are documents under the archive's id and
-    their offsets: appending keeps them, a message removed by a rewrite
-    and a deleted archive delete exactly theirs."""
+    their offsets: appending keeps them, a message removed by a rewrite,
+    an archive emptied or overwritten with what is no mail, and a deleted
+    archive delete exactly theirs."""
     os.makedirs(ctx.md)
     box = os.path.join(ctx.md, "archive.mbox")
 
     def write(ns):
         with open(box, "wb") as f:
+            if isinstance(ns, bytes):
+                f.write(ns)   # no archive: its record is an error, no document
+                return
             for n in ns:
                 f.write(mbox_message(n))
 
@@ -363,15 +367,17 @@ def case_mbox(ctx, extra=()):
 
     index = Index()
     steps = [([1, 2, 3], "first run"), ([1, 2, 3, 4], "appended"), ([1, 3, 4], "one removed"),
-             (None, "archive deleted")]
+             ([], "emptied"), ([5], "written again"), (b"garbage\n", "overwritten, no mail"),
+             ([6, 7], "an archive again"), (None, "archive deleted")]
+    spellings = ["Maildir", "./Maildir/", "link", ctx.md]
     for i, (ns, what) in enumerate(steps):
         if ns is None:
             os.unlink(box)
         else:
             write(ns)
         # another spelling of the root each time
-        index.apply(ctx.run([["Maildir", "./Maildir/", "link", ctx.md][i]], extra=extra).stdout)
-        want = sorted("message %d" % n for n in (ns or []))
+        index.apply(ctx.run([spellings[i % len(spellings)]], extra=extra).stdout)
+        want = sorted("message %d" % n for n in (ns if isinstance(ns, list) else []))
         check(subjects(index) == want, "%s: documents %s, messages %s" % (what, subjects(index), want))
 
 
