@@ -40,7 +40,9 @@ struct reader_options {
 	/* test seam: when set, called with the entry's name (relative to its
 	 * directory fd) right after the file's size is known and before its read
 	 * is submitted, so a unit test can unlink, grow or shrink the file at
-	 * exactly that moment.  NULL in production. */
+	 * exactly that moment; and with the name a vanished Maildir message was
+	 * found under ("../cur/x", reader_batch_retry_renamed) before it is
+	 * opened there.  NULL in production. */
 	void (*after_stat)(void *arg, const char *name);
 	void *after_stat_arg;
 };

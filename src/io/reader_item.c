@@ -314,10 +314,12 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
                               struct batch_item *it, const char *name)
 {
 	struct walk_entry *e = it->entry;
+	if (rc->o.after_stat)
+		rc->o.after_stat(rc->o.after_stat_arg, name);   /* test seam (reader.h) */
 	int fd = sys_openat(walk_entry_dirfd(e), name,
 	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0);
 	if (fd < 0)
-		return 0;   /* renamed again: the ENOENT record stands */
+		return fd == -ENOENT;   /* 1: renamed again since the listing */
 	struct stat st;
 	int res = sys_fstat(fd, &st);
 	/* The record names the message where it is now (and so does --state,
@@ -394,7 +396,15 @@ bool reader_item_vanished(const struct batch_item *it)
 	       it->entry->d_type != DT_DIR && walk_entry_in_maildir(it->entry);
 }
 
-int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b)
+/* Listings a batch's vanished messages get, at most: a few, since a name
+ * found is opened within microseconds and each listing reads the whole
+ * folder. */
+#define READER_RENAME_ROUNDS 3
+
+/* One listing for the batch's vanished messages, and an open of each under
+ * the name found.  The number renamed again between the two, or -errno. */
+static int reader_batch_find_renamed(struct reader_common *rc, struct budget *budget,
+                                     struct batch *b)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < b->n; i++)
@@ -415,12 +425,33 @@ int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, 
 	 * only memory ends the run. */
 	if (r < 0 && r != -ENOMEM)
 		r = 0;
+	int again = 0;
 	for (size_t k = 0; k < n && r == 0; k++) {
 		struct batch_item *it = &b->items[at[k]];
-		if (v[k].name && (r = reader_item_reopen(rc, budget, b, it, v[k].name)) < 0)
+		if (!v[k].name)
+			continue;   /* gone: its ENOENT record stands */
+		if ((r = reader_item_reopen(rc, budget, b, it, v[k].name)) < 0)
 			reader_item_fail(it, r);   /* the run ends; the batch's other items stand */
+		else if (r == 1)
+			again++;
+		if (r == 1)
+			r = 0;
 	}
 	xfree(v);
 	xfree(at);
-	return r;
+	return r < 0 ? r : again;
+}
+
+int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b)
+{
+	/* A client that changes flags as fast as ingest reads can rename a
+	 * message again between the listing and its open: it is looked for
+	 * once more, a listing a round, while some were; past the rounds its
+	 * ENOENT record stands. */
+	for (int round = 0; round < READER_RENAME_ROUNDS; round++) {
+		int r = reader_batch_find_renamed(rc, budget, b);
+		if (r <= 0)
+			return r;
+	}
+	return 0;
 }

@@ -38,7 +38,8 @@ int reader_item_read_done(struct reader_common *rc, struct budget *budget, struc
 /* The batch's Maildir messages that vanished (ENOENT) are looked for under
  * new names (flags changed, new/ -> cur/), all with one listing of each
  * Maildir (walk_find_renamed), and read from there; their records then
- * name them where they are now.  Call it once every item's open and read
+ * name them where they are now.  One renamed again before that open is
+ * looked for again, a listing a round, for a few rounds.  Call it once every item's open and read
  * have completed, before the entries are done.  0 (the items as they end
  * up) or -ENOMEM. */
 int reader_batch_retry_renamed(struct reader_common *rc, struct budget *budget, struct batch *b);

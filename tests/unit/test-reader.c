@@ -850,6 +850,69 @@ static void test_reader_renamed_during_read(void **state)
 	rename_second_while_read(state, "a.M1.h:2,S", "b.M2.h:2,S", "RS");
 }
 
+struct rename_twice {
+	const char *cur, *trigger, *victim, *to1, *to2;
+	unsigned fired;
+};
+
+/* Renames the victim at its own seam, then again when the reader, having
+ * found it by a listing, is about to open it under that first new name. */
+static void rename_twice_hook(void *arg, const char *name)
+{
+	struct rename_twice *t = arg;
+	const char *from, *to;
+	if (t->fired == 0 && !strcmp(name, t->trigger)) {
+		from = t->victim;
+		to = t->to1;
+	} else if (t->fired == 1 && !strncmp(name, "../cur/", 7) && !strcmp(name + 7, t->to1)) {
+		from = t->to1;
+		to = t->to2;
+	} else {
+		return;
+	}
+	t->fired++;
+	char *p = t_asprintf("%s/%s", t->cur, from), *q = t_asprintf("%s/%s", t->cur, to);
+	assert_int_equal(rename(p, q), 0);
+	free(p);
+	free(q);
+}
+
+/* A message renamed again between the listing that found it and its open
+ * (a client changing flags as fast as ingest reads) is looked for again and
+ * read under its newest name, not left an ENOENT record. */
+static void test_reader_renamed_twice(void **state)
+{
+	enum reader_backend be = *(const enum reader_backend *)*state;
+	char *base = t_tmpdir("reader");
+	make_maildir(base);
+	char *cur = t_asprintf("%s/cur", base);
+	put(cur, "a.M1.h:2,S", 300, 1);
+	put(cur, "b.M2.h:2,S", 400, 2);
+	const char *first = "a.M1.h:2,S", *second = "b.M2.h:2,S";
+	by_inode(cur, &first, &second);
+	char *to1 = t_asprintf("%.*sRS", (int)(strstr(second, ":2,") + 3 - second), second);
+	char *to2 = t_asprintf("%.*sFRS", (int)(strstr(second, ":2,") + 3 - second), second);
+	struct rename_twice t = {
+		.cur = cur, .trigger = be == READER_SYNC ? first : second,
+		.victim = second, .to1 = to1, .to2 = to2,
+	};
+	struct run_opts ro = { .after_stat = rename_twice_hook, .after_stat_arg = &t };
+	struct run run;
+	read_dir(state, base, &ro, &run);
+	assert_int_equal(t.fired, 2);
+	assert_int_equal(run.n_items, 2);
+	assert_string_equal(item_name(&run.items[1]), to2);
+	if (second[0] == 'a')
+		assert_bytes(&run.items[1], 300, 1);
+	else
+		assert_bytes(&run.items[1], 400, 2);
+	run_free(&run);
+	free(to1);
+	free(to2);
+	free(cur);
+	t_rmtree(base);
+}
+
 /* Two files of one unique name (a copy with other flags), one renamed
  * while read: it is read under its own inode's new name, not the other's
  * (whichever the listing gives first). */
@@ -1346,6 +1409,7 @@ int main(void)
 		BOTH(test_reader_batch_renamed_bounded),
 		BOTH(test_reader_renamed_file_read_once),
 		BOTH(test_reader_renamed_own_inode),
+		BOTH(test_reader_renamed_twice),
 		{ "test_reader_unlinked_after_open (sync)", test_reader_unlinked_after_open,
 		  NULL, NULL, &backend_sync },
 		BOTH(test_reader_grew),
