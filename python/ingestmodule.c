@@ -84,6 +84,41 @@ static PyObject *option_text(PyObject *v)
  * made (bench/PYTHON.md).  A batch_bytes= of the caller's wins. */
 #define SCAN_BATCH_BYTES "2M"
 
+/* The command's options a dict has no use for: the one place the rule
+ * lives.  Every name of options.c's table (and the command's --progress)
+ * is either here or taken: `run_only` ones mean something to scan()'s run
+ * (files walked and read, a state) and nothing to parse()/parse_many(),
+ * which take messages held in memory, one at a time; the others mean
+ * nothing to a dict at all.  A name that does not apply is a keyword
+ * error, as an unknown one is: TypeError, naming the keyword as given.
+ * tests/python tries every name of options.c's table against it. */
+static const struct {
+	const char *name;
+	bool run_only;
+	const char *why;
+} not_for_dicts[] = {
+	{ "format", false, "dicts are the JSON records' shape" },
+	{ "es-index", false, "dicts are the JSON records' shape, not es-bulk's" },
+	{ "es-errors", false, "dicts are the JSON records' shape, not es-bulk's" },
+	{ "output", false, "the dicts are handed over, not written" },
+	{ "split-bytes", false, "the dicts are handed over, not written to files" },
+	{ "progress", false, "the dicts are handed over, with no progress line" },
+	{ "index", false, "an index run writes its records into the database and hands over none" },
+	{ "backend", true, "there is no run: no file is read" },
+	{ "batch-bytes", true, "there is no run: no file is read" },
+	{ "max-inflight", true, "there is no run: no file is read" },
+	{ "max-size", true, "there is no run: no file is read" },
+	{ "threads", true, "parse() takes one message, parse_many() its own threads=" },
+	{ "files-from", true, "there is no run: no path is walked" },
+	{ "null", true, "there is no run: no path is walked" },
+	{ "exclude", true, "there is no run: no path is walked" },
+	{ "shard", true, "there is no run: no path is walked" },
+	{ "state", true, "there is no run: no state is kept" },
+	{ "wait-state", true, "there is no run: no state is kept" },
+	{ "state-reset", true, "there is no run: no state is kept" },
+	{ "stats", true, "there is no run to count" },
+};
+
 /* Options from keywords: the CLI's long names with '_' for '-'. */
 static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 {
@@ -110,14 +145,13 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 			name[i] = key[i] == '_' ? '-' : key[i];
 		if (v == Py_None)
 			continue;   /* the default */
-		if (!strcmp(name, "format") || !strcmp(name, "output") || !strcmp(name, "progress") ||
-		    (!for_scan && (!strcmp(name, "state") || !strcmp(name, "files-from") ||
-		                   !strcmp(name, "shard") || !strcmp(name, "null")))) {
-			PyErr_Format(PyExc_TypeError, "option '%s' does not apply here: dicts are "
-			             "the JSON records' shape%s", key,
-			             for_scan ? "" : ", and there is no run");
-			goto fail;
-		}
+		for (size_t i = 0; i < sizeof(not_for_dicts) / sizeof(not_for_dicts[0]); i++)
+			if (!strcmp(name, not_for_dicts[i].name) && (!for_scan || !not_for_dicts[i].run_only)) {
+				PyErr_Format(PyExc_TypeError, "option '%s' does not apply to %s: %s",
+				             key, for_scan ? "scan()" : "parse() and parse_many()",
+				             not_for_dicts[i].why);
+				goto fail;
+			}
 		PyObject *text = option_text(v);
 		if (!text)
 			goto fail;
@@ -455,14 +489,17 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	PyObject *t = kw ? PyDict_GetItemString(kw, "threads") : NULL;
 	if (t && t != Py_None) {
-		long v = PyLong_AsLong(t);
+		/* out of range, however far (past a C long too), is a ValueError */
+		int over = 0;
+		long v = PyLong_AsLongAndOverflow(t, &over);
 		if (v == -1 && PyErr_Occurred()) {
 			Py_DECREF(kw);
 			return NULL;
 		}
-		if (v < 1 || v > 256) {
+		if (over || v < 1 || v > 256) {
+			PyErr_Format(PyExc_ValueError, "threads must be 1..256, not %S", t);
 			Py_DECREF(kw);
-			return PyErr_Format(PyExc_ValueError, "threads must be 1..256, not %ld", v);
+			return NULL;
 		}
 		threads = (unsigned)v;
 	}

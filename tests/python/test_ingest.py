@@ -13,6 +13,7 @@ directory on PYTHONPATH and these variables:
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -272,6 +273,68 @@ def test_options():
         ingest.parse_many([msg], threads=0)
     with pytest.raises(TypeError):
         ingest.parse(msg, format="tsv")   # dicts have one shape
+
+
+# Every option of src/options.c's table, a valid value for each: what a dict
+# has no use for is refused by name (a keyword error, as an unknown name is)
+# rather than ignored, or failing part-way as scan(index=) did.
+OPTION_VALUES = {
+    "backend": "sync", "batch-bytes": "1M", "max-inflight": "64M", "max-size": "1M",
+    "max-text": "1K", "threads": 2, "format": "tsv", "fields": ["subject"],
+    "es-index": "mail", "no-text": True, "headers": True, "parse": True, "output": "out",
+    "files-from": "list", "null": True, "state": "state", "wait-state": True,
+    "state-reset": True, "shard": "1/2", "stats": True, "exclude": "*.bak",
+    "split-bytes": "1M", "es-errors": True, "index": "x.db",
+}
+FOR_PARSE = {"max-text", "fields", "no-text", "headers", "parse"}
+NOT_FOR_DICTS = {"format", "es-index", "es-errors", "output", "split-bytes", "index"}
+
+
+def test_option_table_is_classified():
+    # a new option of the command must be decided on here and in
+    # python/ingestmodule.c's not_for_dicts
+    with open(os.path.join(SOURCE, "src", "options.c")) as f:
+        src = f.read()
+    table = src[src.index("options_names[] = {"):]
+    table = table[:table.index("};")]
+    names = set(re.findall(r'"([a-z-]+)"', table))
+    assert names == set(OPTION_VALUES)
+
+
+@pytest.mark.parametrize("name", sorted(set(OPTION_VALUES) - FOR_PARSE))
+def test_parse_refuses_options_without_meaning(name, tmp_path):
+    msg = b"From: a@example.org\nSubject: hi\n\nbody\n"
+    key = name.replace("-", "_")
+    value = OPTION_VALUES[name]
+    if isinstance(value, str) and name in ("output", "files-from", "state", "index"):
+        value = str(tmp_path / value)
+    with pytest.raises(TypeError, match=f"'{key}' does not apply"):
+        ingest.parse(msg, **{key: value})
+    if name != "threads":   # parse_many's own
+        with pytest.raises(TypeError, match=f"'{key}' does not apply"):
+            ingest.parse_many([msg, msg], **{key: value})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FOR_DICTS | {"progress"}))
+def test_scan_refuses_options_without_meaning(name, tmp_path):
+    # scan(index=) used to start the run and fail with OSError EIO
+    # ("malformed JSON"): an index run hands over no record
+    d = os.path.join(CORPUS, "golden")
+    key = name.replace("-", "_")
+    value = OPTION_VALUES.get(name, True)
+    if name in ("output", "index"):
+        value = str(tmp_path / value)
+    with pytest.raises(TypeError, match=f"'{key}' does not apply"):
+        ingest.scan(d, **{key: value})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("threads", [0, -1, 257, 2**63, 2**70, -2**70])
+def test_parse_many_threads_out_of_range(threads):
+    msg = b"From: a@example.org\nSubject: hi\n\nbody\n"
+    with pytest.raises(ValueError, match=rf"threads must be 1\.\.256, not {threads}$"):
+        ingest.parse_many([msg], threads=threads)
 
 
 def test_scan_state_and_shard(generated, tmp_path):
