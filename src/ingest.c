@@ -206,6 +206,32 @@ static int run_setup_inputs(struct run *run)
 	return 0;
 }
 
+/* The index keeps what decides its rows, as a state file does (run_describe
+ * for --state): a --no-text run after a full one would otherwise leave the
+ * text of every message it does not read again, and a full run after a
+ * --no-text one would leave those messages unsearchable. */
+static int run_bind_index(struct run *run)
+{
+	const struct ingest_options *o = run->o;
+	char no_text[2], max_text[24], headers[2];
+	snprintf(no_text, sizeof(no_text), "%d", o->emit.no_text);
+	snprintf(max_text, sizeof(max_text), "%zu", o->mail.max_text);
+	snprintf(headers, sizeof(headers), "%d", o->emit.headers);
+	static const char *const names[] = { "no-text", "max-text", "headers" };
+	const char *const values[] = { no_text, max_text, headers };
+	char why[256];
+	int r = index_bind_settings(run->index, 3, names, values, why, sizeof(why));
+	if (r == -EINVAL) {
+		atomic_store(&run->failed, r);
+		report_set_refused(run->rep);
+		report_set_error(run->rep, 0, "cannot use the index '%s': %s (index into another file)",
+		                 o->index, why);
+	} else if (r < 0) {
+		run_fail(run, r, "cannot read the index's settings", o->index);
+	}
+	return r;
+}
+
 /* --index=FILE: the database is the state (README, "The index"), so
  * --state is refused rather than kept in two places; records go into the
  * database in the one format it reads, so an output and another format
@@ -232,6 +258,8 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 		run_fail(run, r, what, NULL);
 		return r;
 	}
+	if ((r = run_bind_index(run)) < 0)
+		return r;
 	ro->state = run->state;
 	run->writer.index = run->index;
 	run->writer.index_path = o->index;

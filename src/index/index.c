@@ -185,7 +185,14 @@ static const char *const index_sql[ST__COUNT] = {
  * table would save nothing, and a contentless one deletes a row only given
  * its old values (before SQLite 3.43's contentless_delete), which nothing
  * would keep after a build (fts_build.h), and gives no snippet. */
+/* What decides the rows a run stores (index_bind_settings): added to
+ * schema_version 2 without a new version, so an index made before it
+ * gets it at its next open, empty. */
+#define INDEX_SETTINGS_TABLE \
+	"CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
+
 static const char index_schema[] =
+	INDEX_SETTINGS_TABLE ";"
 	"CREATE TABLE messages ("
 	" docid INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
 	" root TEXT NOT NULL, path TEXT NOT NULL, folder TEXT, subdir TEXT, flags TEXT,"
@@ -351,6 +358,46 @@ static int index_exec(struct index *ix, const char *sql)
 	return rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 }
 
+int index_bind_settings(struct index *ix, size_t n, const char *const name[],
+                        const char *const value[], char *why, size_t why_n)
+{
+	sqlite3_stmt *get = NULL, *put = NULL;
+	int rc = sqlite3_prepare_v2(ix->db, "SELECT value FROM settings WHERE name = ?1", -1, &get, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(ix->db, "INSERT INTO settings(name, value) VALUES (?1, ?2)", -1,
+		                        &put, NULL);
+	int r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		sqlite3_reset(get);
+		sqlite3_bind_text(get, 1, name[i], -1, SQLITE_STATIC);
+		rc = sqlite3_step(get);
+		if (rc == SQLITE_ROW) {
+			const char *was = (const char *)sqlite3_column_text(get, 0);
+			if (was && strcmp(was, value[i])) {
+				snprintf(why, why_n, "the index was made with %s=%s, this run has %s=%s",
+				         name[i], was, name[i], value[i]);
+				r = -EINVAL;
+			}
+			continue;
+		}
+		if (rc != SQLITE_DONE) {
+			r = index_fail(ix, rc);
+			break;
+		}
+		/* a new index, or one made before settings were kept: this
+		 * run's are its own from now on */
+		sqlite3_reset(put);
+		sqlite3_bind_text(put, 1, name[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(put, 2, value[i], -1, SQLITE_STATIC);
+		rc = sqlite3_step(put);
+		if (rc != SQLITE_DONE)
+			r = index_fail(ix, rc);
+	}
+	sqlite3_finalize(get);
+	sqlite3_finalize(put);
+	return r;
+}
+
 static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
 {
 	sqlite3_stmt *s;
@@ -398,7 +445,7 @@ static int index_check_schema(struct index *ix, const char **why)
 	}
 	if (tables && version == INDEX_SCHEMA_VERSION) {
 		/* the write lock proves the file and its directory writable */
-		r = index_exec(ix, "BEGIN IMMEDIATE; COMMIT");
+		r = index_exec(ix, "BEGIN IMMEDIATE;" INDEX_SETTINGS_TABLE "; COMMIT");
 		if (r < 0)
 			*why = "cannot write the database";
 		return r;

@@ -46,6 +46,14 @@ int index_finish(struct index *ix);
 void index_close(struct index *ix);
 /* The --state view of the files table, for the reader. 0 or -errno. */
 int index_load_state(struct index *ix, struct state **out);
+/* The settings that decide what a run stores of a message (name[i] =
+ * value[i], such as no-text=1): an index takes the first run's, and a run
+ * with others is refused, since the rows of messages it does not read
+ * again would keep the others (the same rule as --state's; README, "The
+ * index").  0; -EINVAL with why naming the first difference; or -errno
+ * with index_error. */
+int index_bind_settings(struct index *ix, size_t n, const char *const name[],
+                        const char *const value[], char *why, size_t why_n);
 
 /* One batch: begin, the items in input order, commit.  An item is what one
  * input produced: its record_io and its records (zero, one, or one per mbox

@@ -342,6 +342,27 @@ def case_read_only(tmp):
     print("read-only file and directory refused before reading")
 
 
+def case_settings(tmp):
+    """The index keeps what decides its rows (--no-text, --max-text,
+    --headers), as a state file does: a run with others is refused before
+    it reads, exit 2, the database untouched; the same settings go on.  A
+    full run after a --no-text one used to leave every message it did not
+    read again without its text, unsearchable."""
+    db = os.path.join(tmp, "nt.db")
+    run(["--index=" + db, "--no-text", sample()])
+    before = dump(db)
+    for extra, what in (([], "no-text=1, this run has no-text=0"),
+                        (["--no-text", "--max-text=1K"], "max-text=1048576, this run has max-text=1024"),
+                        (["--no-text", "--headers"], "headers=0, this run has headers=1")):
+        p = run(["--index=" + db, "--stats=json"] + extra + [sample()], check_rc=2)
+        if what not in p.stderr.decode() or stats(p)["walk"]["entries"]:
+            fail(f"{extra}: not refused before reading: {p.stderr!r}")
+        if dump(db) != before:
+            fail(f"{extra}: the refused database changed")
+    run(["--index=" + db, "--no-text", sample()])
+    print("settings kept: other no-text, max-text and headers refused, the same taken")
+
+
 def incremental_scenario(tmp, backend):
     """Add, delete, flag change, new/ → cur/, move between folders, copy,
     changed file, mbox append: after each step the tables equal those of a
