@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -580,6 +581,15 @@ int index_open(const char *path, struct index **out, const char **why)
 		*why = "the database is not writable";
 		index_close(ix);
 		return e;
+	}
+	/* Only a regular file is a database: SQLite's own words for a
+	 * directory ("No such file or directory") or /dev/null (an I/O error
+	 * at the schema) would not say what is wrong. */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		*why = S_ISDIR(st.st_mode) ? "a directory, not a database file" : "not a regular file";
+		index_close(ix);
+		return -EINVAL;
 	}
 	ix->build_fd = -1;
 	int r = access(path, F_OK) < 0 && errno == ENOENT ? index_build_begin(ix, path) : 0;

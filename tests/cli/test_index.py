@@ -299,13 +299,19 @@ def case_refused(tmp):
             fail(f"{path} was modified")
         if stats(p)["walk"]["entries"]:
             fail(f"{path}: input was read before the refusal")
+    # no regular file: said so, rather than SQLite's ENOENT or EIO
+    for path, why in ((tmp, "a directory, not a database file"), ("/dev/null", "not a regular file")):
+        p = run(["--index=" + path, "--stats=json", sample()], check_rc=2)
+        if why not in p.stderr.decode() or stats(p)["walk"]["entries"]:
+            fail(f"{path}: {p.stderr!r}")
     good = os.path.join(tmp, "good.db")
     for extra in (["--state=" + os.path.join(tmp, "st")], ["-o", os.path.join(tmp, "o")],
                   ["--format=tsv"], ["--fields=path"], ["--io-only"]):
         p = run(["--index=" + good] + extra + [sample()], check_rc=2)
         if b"--index cannot be combined" not in p.stderr or os.path.exists(good):
             fail(f"{extra}: {p.stderr!r}")
-    print("refused: a foreign table, not SQLite, a newer and an older schema, five combinations")
+    print("refused: a foreign table, not SQLite, a newer and an older schema, a directory,"
+          " /dev/null, five combinations")
 
 
 def unprivileged_prefix(why):
