@@ -528,8 +528,9 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		}
 		if (have_stdin || (o->files_from && !strcmp(o->files_from, "-"))) {
 			r = -EINVAL;
-			run_fail(run, r, "standard input can be read once: '-' and --files-from=- exclude "
-			         "each other", NULL);
+			run_fail(run, r, have_stdin ? "standard input can be read once: '-' given twice"
+			                            : "standard input can be read once: '-' and --files-from=- "
+			                              "exclude each other", NULL);
 			break;
 		}
 		have_stdin = true;

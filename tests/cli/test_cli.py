@@ -150,7 +150,10 @@ def case_stdin(tmp):
     recs = records(run(["-"], stdin=box, check_rc=0).stdout)
     if [r.get("subject") for r in recs] != ["1", "2"] or len({r["id"] for r in recs}) != 2:
         fail(f"an mbox on standard input: {recs}")
-    run(["--files-from=-", "-"], stdin=b"", check_rc=2)
+    for args, why in ((["--files-from=-", "-"], b"exclude each other"), (["-", "-"], b"given twice")):
+        p = run(args, stdin=b"", check_rc=2)
+        if why not in p.stderr:
+            fail(f"{args}: {p.stderr!r}")
 
 
 def case_files_from_dirs(tmp):
