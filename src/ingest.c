@@ -345,6 +345,12 @@ static int run_take_stdin(struct run *run)
 	int fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fd == STDIN_FILENO) {
+		/* the lowest free descriptor: standard input was closed */
+		close(fd);
+		run_fail(run, -EBADF, "cannot read standard input", NULL);
+		return -EBADF;
+	}
 	char buf[65536];
 	uint64_t h = HASH_FNV1A_INIT;
 	int r = 0;

@@ -154,6 +154,10 @@ def case_stdin(tmp):
         p = run(args, stdin=b"", check_rc=2)
         if why not in p.stderr:
             fail(f"{args}: {p.stderr!r}")
+    # standard input closed: said so, not read from whatever took fd 0
+    p = run(["-"], pre=["sh", "-c", 'exec "$@" <&-', "sh"], check_rc=1)
+    if b"cannot read standard input: Bad file descriptor" not in p.stderr or p.stdout:
+        fail(f"closed standard input: {p.stdout!r} {p.stderr!r}")
 
 
 def case_files_from_dirs(tmp):
