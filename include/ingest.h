@@ -87,13 +87,18 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   index         FILE (records into that SQLite database, not to output)
  *   stats         "0", "human", "json"
  * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
- * yes/no; NULL is "1").  Returns 0; -EINVAL for an unknown name or a bad
+ * yes/no; NULL is "1").  An option with no value of its own by default
+ * (output, files-from, state, index, es-index, shard, split-bytes, threads)
+ * is unset again by NULL, and exclude's patterns are all dropped by it
+ * ("" stays a bad value, as on the command line).  Returns 0; -EINVAL for an unknown name or a bad
  * value, and then ingest_options_error() names the option; -ENOMEM.  The
  * value is copied. */
 INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, const char *value);
 
 /* The value of an option, in the form ingest_options_set() takes (sizes in
- * bytes, flags "0"/"1", an unset FILE ""), NUL-terminated into buf like
+ * bytes, flags "0"/"1"); an unset one reads "" (a FILE, es-index, shard,
+ * exclude) or "0" (split-bytes, threads: the machine's), which
+ * ingest_options_set() takes as NULL.  NUL-terminated into buf like
  * snprintf: returns the length it needed (truncated if size was too
  * small), or -EINVAL for an unknown name (ingest_options_error() says). */
 INGEST_API int ingest_options_get(const struct ingest_options *o, const char *name, char *buf,

@@ -194,8 +194,14 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 	if (!strcmp(name, "max-inflight"))
 		return options_size_in(v, 1, 1024 * GiB, &o->max_inflight);
 	if (!strcmp(name, "exclude")) {
-		/* repeatable: each call adds a pattern */
-		if (!v || !*v)
+		/* repeatable: each call adds a pattern; NULL drops them all */
+		if (!v) {
+			for (size_t i = 0; i < o->n_excludes; i++)
+				xfree(o->excludes[i]);
+			o->n_excludes = 0;
+			return 0;
+		}
+		if (!*v)
 			return -EINVAL;
 		char **e = xrealloc(o->excludes, (o->n_excludes + 1) * sizeof(*e));
 		if (!e)
@@ -207,8 +213,11 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		o->n_excludes++;
 		return 0;
 	}
-	if (!strcmp(name, "split-bytes"))
+	if (!strcmp(name, "split-bytes")) {
+		if (!v)
+			return o->split_bytes = 0, 0;   /* unset: one output */
 		return options_size_in(v, 1, 64 * GiB, &o->split_bytes);
+	}
 	if (!strcmp(name, "max-size"))
 		return options_size_in(v, 0, 64 * GiB, &o->reader.max_size);
 	if (!strcmp(name, "max-text")) {
@@ -219,7 +228,9 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 	}
 	if (!strcmp(name, "threads")) {
 		char *end;
-		if (!v || !*v)
+		if (!v)
+			return o->threads = 0, 0;   /* unset: the machine's parallelism */
+		if (!*v)
 			return -EINVAL;
 		unsigned long t = strtoul(v, &end, 10);
 		if (*end || t == 0 || t > LIMIT_MAX_THREADS)
@@ -230,7 +241,7 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 	if (!strcmp(name, "output"))
 		return options_string(v, &o->output);
 	if (!strcmp(name, "state"))
-		return v && *v ? options_string(v, &o->state) : -EINVAL;
+		return !v || *v ? options_string(v, &o->state) : -EINVAL;
 	if (!strcmp(name, "wait-state") || !strcmp(name, "state-reset")) {
 		if ((r = options_flag(v, &b)) < 0)
 			return r;
@@ -238,7 +249,7 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		return 0;
 	}
 	if (!strcmp(name, "index"))
-		return v && *v ? options_string(v, &o->index) : -EINVAL;
+		return !v || *v ? options_string(v, &o->index) : -EINVAL;
 	if (!strcmp(name, "files-from"))
 		return options_string(v, &o->files_from);
 	if (!strcmp(name, "null")) {
@@ -287,7 +298,9 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 	if (!strcmp(name, "shard")) {
 		/* K/N, 1 <= K <= N <= 2^20, digits only (strtoul alone would
 		 * take "-1" as a huge number) */
-		const char *slash = v ? strchr(v, '/') : NULL;
+		if (!v)
+			return o->shard_k = o->shard_n = 0, 0;   /* unset: every input */
+		const char *slash = strchr(v, '/');
 		if (!slash || slash == v || !slash[1] || strspn(v, "0123456789") != (size_t)(slash - v) ||
 		    strspn(slash + 1, "0123456789") != strlen(slash + 1) || slash - v > 7 || strlen(slash + 1) > 7)
 			return -EINVAL;
@@ -303,9 +316,11 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 	if (!strcmp(name, "fields"))
 		return v ? emit_fields_parse(&o->emit, v, NULL, NULL) : -EINVAL;
 	if (!strcmp(name, "es-index")) {
-		if (!v || !*v || (r = options_string(v, &o->es_index)) < 0)
-			return v && *v ? r : -EINVAL;
-		o->emit.es_index = o->es_index;
+		if (v && !*v)
+			return -EINVAL;
+		if ((r = options_string(v, &o->es_index)) < 0)
+			return r;
+		o->emit.es_index = o->es_index;   /* NULL: unset, the default name */
 		return 0;
 	}
 	return -ENOENT;   /* a name of the table without a case: a bug */

@@ -101,6 +101,27 @@ static void test_options_get_set_round_trip(void **state)
 	ingest_options_free(o);
 }
 
+/* An option with no value of its own by default, once set, is unset again
+ * by NULL (an embedder reusing one options object has no other way back):
+ * the getter then shows the default. */
+static void test_options_unset(void **state)
+{
+	(void)state;
+	struct ingest_options *o = ingest_options_new();
+	static const char *const set[][2] = {
+		{ "output", "o" }, { "files-from", "l" }, { "state", "s" }, { "index", "x.db" },
+		{ "es-index", "mail" }, { "shard", "2/4" }, { "split-bytes", "1M" }, { "threads", "3" },
+		{ "exclude", "*.bak" }, { "exclude", "*.tmp" },
+	};
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		assert_int_equal(ingest_options_set(o, set[i][0], set[i][1]), 0);
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+		assert_int_equal(ingest_options_set(o, set[i][0], NULL), 0);
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		assert_get(o, defaults[i][0], defaults[i][1]);
+	ingest_options_free(o);
+}
+
 /* Accepted values, and how the getter shows them. */
 static const char *const accepted[][3] = {
 	{ "backend", "auto", "auto" }, { "backend", "uring", "uring" }, { "backend", "sync", "sync" },
@@ -173,15 +194,14 @@ static const char *const refused[][2] = {
 	{ "max-size", "65G" }, { "max-size", "18446744073709551616" }, { "max-size", "17179869184G" },
 	{ "max-text", "1025M" }, { "split-bytes", "0" }, { "split-bytes", "65G" },
 	{ "threads", "0" }, { "threads", "257" }, { "threads", "-1" }, { "threads", "2x" },
-	{ "threads", "" }, { "threads", NULL },
+	{ "threads", "" },
 	{ "format", "xml" }, { "format", "json" }, { "format", "" }, { "format", NULL },
 	{ "fields", "path,nope" }, { "fields", NULL },
-	{ "es-index", "" }, { "es-index", NULL }, { "state", "" }, { "state", NULL },
-	{ "index", "" }, { "index", NULL }, { "exclude", "" }, { "exclude", NULL },
+	{ "es-index", "" }, { "state", "" }, { "index", "" }, { "exclude", "" },
 	{ "shard", "0/4" }, { "shard", "5/4" }, { "shard", "1/0" }, { "shard", "4" },
 	{ "shard", "/4" }, { "shard", "1/" }, { "shard", "-1/4" }, { "shard", "1/-4" },
 	{ "shard", "+1/4" }, { "shard", "1/4x" }, { "shard", " 1/4" }, { "shard", "1/1048577" },
-	{ "shard", "1/2/3" }, { "shard", "" }, { "shard", NULL },
+	{ "shard", "1/2/3" }, { "shard", "" },
 	{ "shard", "1/99999999999999999999" },
 	{ "stats", "xml" }, { "stats", "" },
 	{ "no-text", "2" }, { "no-text", "on" }, { "no-text", "" }, { "parse", "maybe" },
@@ -427,6 +447,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_options_defaults),
 		cmocka_unit_test(test_options_get_set_round_trip),
+		cmocka_unit_test(test_options_unset),
 		cmocka_unit_test(test_options_accepted),
 		cmocka_unit_test(test_options_null_value),
 		cmocka_unit_test(test_options_refused),
