@@ -80,7 +80,8 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   state         FILE            shard         "K/N"
  *   exclude       GLOB (repeatable: each call adds one; the getter lists
  *                 them one a line)
- *   split-bytes   SIZE (with output PREFIX: files PREFIX.000, .001, ...)
+ *   split-bytes   SIZE (with output PREFIX: files PREFIX.000, .001, ...;
+ *                 refused with an output fd or a sink)
  *   es-errors     flag (error records in es-bulk too)
  *   wait-state    flag (wait for another run's lock on the state)
  *   state-reset   flag (ignore what the state file holds)

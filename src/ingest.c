@@ -568,6 +568,13 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		r = -EINVAL;
 		run_fail(run, r, "--split-bytes writes files PREFIX.000, PREFIX.001, ...: it needs -o PREFIX "
 		         "and jsonl or es-bulk", NULL);
+	} else if (r == 0 && o->split_bytes && (o->output_fd >= 0 || o->sink)) {
+		/* the descriptor or the sink takes precedence over the output
+		 * (include/ingest.h), and a descriptor the caller keeps is never
+		 * closed to open the next file */
+		r = -EINVAL;
+		run_fail(run, r, "split-bytes writes files of its own: not to an output descriptor or a sink",
+		         NULL);
 	}
 	if (r == 0)
 		r = writer_open(&run->writer);   /* with --index: stdout, never written */

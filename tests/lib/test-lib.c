@@ -121,6 +121,42 @@ static void test_lib_sink_error_stops_the_run(void **state)
 	ingest_options_free(o);
 }
 
+/* split-bytes makes files of its own, closing each to open the next: with
+ * the caller's descriptor (or a sink) in place of the output it is refused
+ * before anything is read, and the descriptor stays the caller's.  It used
+ * to write the first part to the descriptor, close it and go on in files. */
+static void test_lib_split_bytes_refused_with_fd_or_sink(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ingest-lib-split-XXXXXX", prefix[64], first[72];
+	assert_non_null(mkdtemp(dir));
+	snprintf(prefix, sizeof(prefix), "%s/part", dir);
+	snprintf(first, sizeof(first), "%s.000", prefix);
+	for (int with_sink = 0; with_sink < 2; with_sink++) {
+		int fd = memfd_create("ingest-out", 0);
+		assert_true(fd >= 0);
+		struct ingest_options *o = sample_options();
+		assert_int_equal(ingest_options_set(o, "output", prefix), 0);
+		assert_int_equal(ingest_options_set(o, "split-bytes", "1K"), 0);
+		struct collect c = { 0 };
+		if (with_sink)
+			assert_int_equal(ingest_options_set_sink(o, collect_sink, &c), 0);
+		else
+			assert_int_equal(ingest_options_set_output_fd(o, fd), 0);
+		struct ingest_report *rep = NULL;
+		assert_int_equal(ingest_run(o, &rep), -EINVAL);
+		assert_non_null(strstr(ingest_report_error(rep), "split-bytes"));
+		ingest_report_free(rep);
+		ingest_options_free(o);
+		assert_int_equal(lseek(fd, 0, SEEK_END), 0);
+		assert_int_equal(c.calls, 0);
+		assert_int_equal(fcntl(fd, F_GETFD), 0);   /* still open, still ours */
+		assert_int_equal(close(fd), 0);
+		assert_int_equal(access(first, F_OK), -1);
+	}
+	assert_int_equal(rmdir(dir), 0);   /* empty: nothing was written there */
+}
+
 static void test_lib_output_fd_rejects_bad_fd(void **state)
 {
 	(void)state;
@@ -489,6 +525,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_sink_gets_whole_records_in_order),
 		cmocka_unit_test(test_lib_sink_error_stops_the_run),
 		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
+		cmocka_unit_test(test_lib_split_bytes_refused_with_fd_or_sink),
 		cmocka_unit_test(test_lib_progress_is_a_callback),
 		cmocka_unit_test(test_lib_version),
 		cmocka_unit_test(test_lib_unknown_option_is_einval_naming_it),
