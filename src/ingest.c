@@ -78,6 +78,7 @@ struct run {
 	struct walk *walk;
 	struct state *state;          /* --state, or NULL */
 	int state_lock;               /* its lock's descriptor, or -1 */
+	int stdin_fd;                 /* `-`: the memory file of standard input, or -1 */
 	struct index *index;          /* --index, or NULL */
 	struct reader *reader;
 	struct parse_stage parse;
@@ -336,10 +337,12 @@ static void run_wake_helper(void *ctx)
 	budget_nudge(&run->budget);
 }
 
-/* `ingest -`: standard input is copied whole into a memory file put on
- * fd 0, so that the reader opens /dev/stdin as a regular file of known
- * size (a pipe has neither), and hashed for its id.  Before the counted
- * window, like the roots' realpath. */
+/* `ingest -`: standard input is copied whole into a memory file, which the
+ * reader opens as /dev/fd/N, a regular file of known size (a pipe has
+ * neither), and hashed for its id.  The file is the run's, closed at its
+ * end: the process's fd 0 is left as it was (a library never takes a
+ * descriptor it was not given).  Before the counted window, like the
+ * roots' realpath. */
 static int run_take_stdin(struct run *run)
 {
 	int fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
@@ -365,11 +368,12 @@ static int run_take_stdin(struct run *run)
 		if (r < 0)
 			break;
 	}
-	if (r == 0 && dup2(fd, STDIN_FILENO) < 0)
-		r = -errno;
-	close(fd);
-	if (r == 0)
-		r = walk_add_stdin(run->walk, h);
+	if (r == 0) {
+		run->stdin_fd = fd;
+		r = walk_add_stdin(run->walk, fd, h);
+	} else {
+		close(fd);
+	}
 	if (r < 0 && r != -ENOMEM)
 		run_fail(run, r, "cannot read standard input", NULL);
 	return r;
@@ -502,6 +506,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	memset(run, 0, sizeof(*run));
 	run->o = o;
 	run->state_lock = -1;
+	run->stdin_fd = -1;
 	run->writer = (struct writer){
 		.path = o->output, .free_batches = &run->free_batches,
 		.budget = &run->budget, .failed = &run->failed, .fail = run_fail_cb, .fail_ctx = run,
@@ -669,6 +674,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		reader_free(run->reader);
 		walk_free(run->walk);
 	}
+	if (run->stdin_fd >= 0)
+		close(run->stdin_fd);
 	int failed = atomic_load(&run->failed);
 	return failed ? failed : 0;
 }

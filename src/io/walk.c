@@ -369,12 +369,13 @@ int walk_add_path(struct walk *w, const char *path)
 	return r;
 }
 
-int walk_add_stdin(struct walk *w, uint64_t content_hash)
+int walk_add_stdin(struct walk *w, int fd, uint64_t content_hash)
 {
-	char hex[17], base[32];
+	char hex[17], base[32], path[32];
 	record_id_hex(content_hash, hex);
 	snprintf(base, sizeof(base), "stdin:%s", hex);
-	char *p = walk_strdup("/dev/stdin", strlen("/dev/stdin"));
+	int n = snprintf(path, sizeof(path), "/dev/fd/%d", fd);
+	char *p = walk_strdup(path, (size_t)n);
 	char *b = p ? walk_strdup(base, strlen(base)) : NULL;
 	int r = b ? walk_push_source(w, (struct walk_source){ .path = p, .base = b, .shown = "-" }) : -ENOMEM;
 	if (r < 0) {

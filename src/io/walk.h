@@ -53,10 +53,11 @@ int walk_add_path(struct walk *w, const char *path);
  * '/').  The pattern is copied.  0 or -ENOMEM. */
 int walk_add_exclude(struct walk *w, const char *pattern);
 /* Queues standard input, already copied by the caller into a regular file
- * on fd 0 (so that /dev/stdin opens it): one input, shown as "-", whose id
- * is derived from its content (content_hash: 64-bit FNV-1a of the bytes),
- * there being no file to name.  0 or -ENOMEM. */
-int walk_add_stdin(struct walk *w, uint64_t content_hash);
+ * on fd (a memory file it keeps open while the walk is read: the reader
+ * opens it as /dev/fd/N, and the process's fd 0 stays as it was): one
+ * input, shown as "-", whose id is derived from its content (content_hash:
+ * 64-bit FNV-1a of the bytes), there being no file to name.  0 or -ENOMEM. */
+int walk_add_stdin(struct walk *w, int fd, uint64_t content_hash);
 /* Queues every name of a list (newline- or NUL-separated) read from fd. */
 int walk_add_list(struct walk *w, int fd, bool nul_separated);
 

@@ -157,6 +157,41 @@ static void test_lib_split_bytes_refused_with_fd_or_sink(void **state)
 	assert_int_equal(rmdir(dir), 0);   /* empty: nothing was written there */
 }
 
+/* A run of "-" reads standard input whole and leaves fd 0 as it found it:
+ * it used to put its memory file there for good, so the caller's pipe was
+ * gone and a second run read the exhausted copy. */
+static void test_lib_stdin_leaves_fd_0(void **state)
+{
+	(void)state;
+	int saved = dup(STDIN_FILENO), p[2];
+	assert_true(saved >= 0);
+	assert_int_equal(pipe(p), 0);
+	static const char msg[] = "Subject: piped\n\nbody\n";
+	assert_int_equal(write(p[1], msg, sizeof(msg) - 1), (ssize_t)(sizeof(msg) - 1));
+	close(p[1]);
+	assert_int_equal(dup2(p[0], STDIN_FILENO), STDIN_FILENO);
+	close(p[0]);
+	struct stat before, after;
+	assert_int_equal(fstat(STDIN_FILENO, &before), 0);
+	struct ingest_options *o = ingest_options_new();
+	assert_int_equal(ingest_options_add_path(o, "-"), 0);
+	struct collect c = { 0 };
+	assert_int_equal(ingest_options_set_sink(o, collect_sink, &c), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+	assert_int_equal(fstat(STDIN_FILENO, &after), 0);
+	assert_true(S_ISFIFO(after.st_mode));
+	assert_true(after.st_ino == before.st_ino && after.st_dev == before.st_dev);
+	assert_int_equal(c.records, 1);
+	c.bytes[c.len] = '\0';   /* the sink keeps a byte of room */
+	assert_non_null(strstr(c.bytes, "\"subject\":\"piped\""));
+	free(c.bytes);
+	assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+	close(saved);
+}
+
 static void test_lib_output_fd_rejects_bad_fd(void **state)
 {
 	(void)state;
@@ -526,6 +561,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_sink_error_stops_the_run),
 		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
 		cmocka_unit_test(test_lib_split_bytes_refused_with_fd_or_sink),
+		cmocka_unit_test(test_lib_stdin_leaves_fd_0),
 		cmocka_unit_test(test_lib_progress_is_a_callback),
 		cmocka_unit_test(test_lib_version),
 		cmocka_unit_test(test_lib_unknown_option_is_einval_naming_it),
