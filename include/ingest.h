@@ -158,6 +158,8 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
  * stops early and ingest_report_output_closed() says so. */
 INGEST_API int ingest_run(const struct ingest_options *o, struct ingest_report **report);
 
+/* Every ingest_report_ function takes a NULL report (ingest_run's with
+ * -EBUSY) as one that has nothing to say: NULL, 0, an empty string. */
 /* Why the run failed, or NULL. */
 INGEST_API const char *ingest_report_error(const struct ingest_report *r);
 /* 1 when the output's reader went away (EPIPE) and the run stopped early. */

@@ -235,9 +235,9 @@ int ingest_report_format_errors(const struct ingest_report *r, char **out, size_
 {
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
-	for (unsigned i = 0; i < r->n_samples; i++)
+	for (unsigned i = 0; r && i < r->n_samples; i++)
 		dynbuf_printf(&b, "ingest: %s\n", r->samples[i]);
-	if (r->errors > r->n_samples)
+	if (r && r->errors > r->n_samples)
 		dynbuf_printf(&b, "ingest: ... and %llu more error records (see \"error\" in the output)\n",
 		              (unsigned long long)(r->errors - r->n_samples));
 	*out = dynbuf_take(&b, len);
@@ -435,9 +435,11 @@ int ingest_report_format(const struct ingest_report *r, int json, char **out, si
 {
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
-	if (json)
+	/* no report (ingest_run's with -EBUSY): nothing to say, as the
+	 * accessors say nothing of it */
+	if (r && json)
 		report_json(r, &b);
-	else
+	else if (r)
 		report_human(r, &b);
 	*out = dynbuf_take(&b, len);
 	return *out ? 0 : -ENOMEM;

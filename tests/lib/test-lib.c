@@ -313,6 +313,18 @@ static int nested_run_sink(void *ctx, const char *records, size_t len, size_t co
 	struct ingest_report *rep = (struct ingest_report *)1;
 	*nested = ingest_run(o, &rep);
 	assert_null(rep);
+	/* the report of a refused run is NULL, and reads as one with
+	 * nothing to say (both formatters segfaulted on it) */
+	char *text = NULL;
+	size_t n = 1;
+	assert_int_equal(ingest_report_format(rep, 1, &text, &n), 0);
+	assert_string_equal(text, "");
+	assert_int_equal(n, 0);
+	free(text);
+	assert_int_equal(ingest_report_format_errors(rep, &text, &n), 0);
+	assert_string_equal(text, "");
+	free(text);
+	assert_null(ingest_report_error(rep));
 	ingest_options_free(o);
 	return 0;
 }
