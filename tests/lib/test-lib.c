@@ -199,6 +199,15 @@ static void test_lib_output_fd_rejects_bad_fd(void **state)
 	assert_int_equal(ingest_options_set_output_fd(o, -2), -EINVAL);
 	assert_int_equal(ingest_options_set_output_fd(o, -1), 0);
 	ingest_options_free(o);
+	/* a descriptor that is not open: the error names it, not "stdout" */
+	o = sample_options();
+	assert_int_equal(fcntl(999, F_GETFD), -1);
+	assert_int_equal(ingest_options_set_output_fd(o, 999), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), -EBADF);
+	assert_non_null(strstr(ingest_report_error(rep), "'fd 999'"));
+	ingest_report_free(rep);
+	ingest_options_free(o);
 }
 
 struct progress_seen {
