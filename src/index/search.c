@@ -6,6 +6,8 @@
  * Each word is one of:
  *   from:V to:V subject:V    a phrase in that column of mail_fts (names and
  *                            addresses are words: from:ann, from:example.org)
+ *   from:( ... ) and so on   a group whose words are all in that column:
+ *                            FTS5's column filter on a group, `"from" : ( )`
  *   date:A..B date:A         ISO date prefixes: 2023, 2023-06, 2023-06-01
  *   tag:T folder:F thread:N id:MSGID has:attachment
  *   -PREFIX:V                the same, negated
@@ -17,11 +19,15 @@
  * (from:, to:, subject: and the rest), NEAR( ) the plain ones, while the
  * other prefixes are SQL conditions, which cannot be grouped.  The SQL is
  * built with placeholders only: every value is bound, none is pasted into
- * the statement. */
+ * the statement.  A line is written here, not by SQLite's json_object: the
+ * root and path are a file's bytes, which need not be UTF-8, and they are
+ * written as the records write them (README, "Records"; emit/json.h). */
 #include "ingest.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
+#include "emit/emit.h"
+#include "emit/json.h"
 #include "index/rank.h"
 
 #include <ctype.h>
@@ -29,12 +35,18 @@
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define SEARCH_MAX_TERMS 64
+/* FTS5's snippet() scores each place a phrase matches in a row against
+ * every other: its time grows with the square of the row's matches, which
+ * each word of the query adds to (8,000 words took 8 s, 1,000 0.16 s), so
+ * a query has at most this many words (README, "Searching") */
+#define SEARCH_MAX_WORDS 1024
 #define SEARCH_COLUMN_NONE (-2)   /* struct search's column: no phrase yet */
 
 struct search {
@@ -47,6 +59,9 @@ struct search {
 	int column;              /* the mail_fts column all of fts's phrases are
 	                          * in (SEARCH_COLUMN_NONE: no phrase yet), or
 	                          * -1: any (the snippet's column, ingest_search) */
+	int group_column;        /* the column of the from:( ) group open, or -1 */
+	int group_depth;         /* depth outside that group */
+	int words;               /* of the query so far (SEARCH_MAX_WORDS) */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -155,6 +170,13 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 		         (int)(bad == v ? lon : hin), bad);
 		return -EINVAL;
 	}
+	/* a date at or after A (to A's length) and at or before B (to B's)
+	 * exists unless A is past B where both have digits */
+	if (lon && hin && memcmp(v, dots + 2, lon < hin ? lon : hin) > 0) {
+		snprintf(s->error, sizeof(s->error), "date: '%.*s' is after '%.*s': the range is empty",
+		         (int)lon, v, (int)hin, dots + 2);
+		return -EINVAL;
+	}
 	int lo = lon ? search_bind(s, v, lon) : 0;
 	int hi = !dots ? lo : hin ? search_bind(s, dots + 2, hin) : 0;
 	if (lo < 0 || hi < 0)
@@ -221,13 +243,15 @@ static int search_refuse(struct search *s, const char *word, size_t wn, const ch
 	return -EINVAL;
 }
 
-/* Appends a word to the MATCH expression: the join, the punctuation
- * before, the operand (op, a column's phrase; or the core as FTS5 syntax),
- * the punctuation after.  Words join with a space, FTS5's implicit AND,
- * which also drops a phrase of no tokens ("-") as a word FTS5 reads would
- * be; " AND " only next to a "( )" group, which FTS5 does not join
- * implicitly ("(a) b" is an error). */
-static int search_fts_word(struct search *s, const struct search_word *sw, const char *op, size_t opn)
+/* Appends a word to the MATCH expression: the join, a column filter (the
+ * `"from" : ` of a from:( ) group, or NULL), the punctuation before, the
+ * operand (op, a column's phrase; or the core as FTS5 syntax), the
+ * punctuation after.  Words join with a space, FTS5's implicit AND, which
+ * also drops a phrase of no tokens ("-") as a word FTS5 reads would be;
+ * " AND " only next to a "( )" group, which FTS5 does not join implicitly
+ * ("(a) b" is an error). */
+static int search_fts_word(struct search *s, const struct search_word *sw, const char *filter,
+                           const char *op, size_t opn)
 {
 	const char *core = sw->w + sw->lead;
 	size_t n = sw->n - sw->lead - sw->trail;
@@ -236,6 +260,8 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	bool and = (operand && s->end == SEARCH_GROUP) ||
 	           (sw->opens && (s->end == SEARCH_PHRASE || s->end == SEARCH_GROUP));
 	int r = s->fts.len ? dynbuf_puts(&s->fts, and ? " AND " : " ") : 0;
+	if (r == 0 && filter)
+		r = dynbuf_puts(&s->fts, filter);
 	if (r == 0)
 		r = dynbuf_append(&s->fts, sw->w, sw->lead);
 	if (r == 0 && op)
@@ -253,6 +279,8 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	if (r == 0)
 		r = dynbuf_append(&s->fts, sw->w + sw->n - sw->trail, sw->trail);
 	s->depth += sw->opens - sw->closes;
+	if (s->depth <= s->group_depth)
+		s->group_column = -1;   /* the from:( ) group closed */
 	s->in_near = (s->in_near || sw->near) && !sw->near_closed;
 	s->end = oper ? SEARCH_OPERATOR
 	       : sw->closes ? SEARCH_GROUP
@@ -261,20 +289,69 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	return r;
 }
 
+/* A phrase in column col (-1: any) joins the expression: the snippet's
+ * column is the one all phrases are in, if they are. */
+static void search_column_seen(struct search *s, int col)
+{
+	s->column = s->column == SEARCH_COLUMN_NONE || s->column == col ? col : -1;
+}
+
+/* from:(a OR b), to:(...), subject:(...): FTS5's column filter on the
+ * group, `"from" : (a OR b)`, so that every word in it is the column's
+ * (README, "Searching").  word's own "(" before the prefix (lead of them)
+ * go first, as a word of their own; group is the value, from its "(" to
+ * the word's end, read against the groups then open. */
+static int search_column_group(struct search *s, const char *word, size_t lead, const char *column, int col,
+                               const char *group, size_t n)
+{
+	int r = 0;
+	if (lead) {
+		struct search_word before = search_word(s, word, lead);
+		search_column_seen(s, s->group_column);
+		r = search_fts_word(s, &before, NULL, NULL, 0);
+	}
+	char filter[16];
+	snprintf(filter, sizeof(filter), "\"%s\" : ", column);
+	struct search_word sw = search_word(s, group, n);
+	if (s->group_column < 0) {
+		s->group_column = col;
+		s->group_depth = s->depth;
+	}
+	search_column_seen(s, col);
+	return r ? r : search_fts_word(s, &sw, filter, NULL, 0);
+}
+
+/* thread:N names a thread by the docid of one of its messages (index.c):
+ * a number from 1, in SQLite's integers; anything else (thread:abc,
+ * thread:1e3, thread:-1) would match nothing, silently. */
+static bool search_thread_valid(const char *v, size_t n)
+{
+	uint64_t x = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)v[i]) || i == 19)
+			return false;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	return x >= 1 && x <= INT64_MAX;
+}
+
 /* One word of the query. */
 static int search_term(struct search *s, const char *word, size_t wn)
 {
 	/* the columns of mail_fts a prefix names, in index.c's schema's order */
 	static const char *const columns[] = { "subject", "from", "to" };
-	/* col: its place in columns[] and mail_fts, or -1: an SQL condition */
+	/* col: its place in columns[] and mail_fts, or -1: an SQL condition,
+	 * with IS where the column may be NULL, so that the negated condition
+	 * holds there.  folder is NULL outside a Maildir (README, "Records"):
+	 * INBOX, the top Maildir's "", is no mbox's or loose file's. */
 	static const struct { const char *prefix; int col; const char *cond; } prefixes[] = {
 		{ "from:", 1, NULL },
 		{ "to:", 2, NULL },
 		{ "subject:", 0, NULL },
 		{ "tag:", -1, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)" },
-		{ "folder:", -1, "coalesce(m.folder, '') = (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)" },
-		{ "thread:", -1, "m.thread_id = @" },
-		{ "id:", -1, "m.message_id = @" },
+		{ "folder:", -1, "m.folder IS (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)" },
+		{ "thread:", -1, "m.thread_id IS @" },
+		{ "id:", -1, "m.message_id IS @" },
 		{ "date:", -1, NULL },
 	};
 	struct search_word sw = search_word(s, word, wn);
@@ -303,11 +380,16 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
 			break;
 	bool prefixed = has || i < sizeof(prefixes) / sizeof(prefixes[0]);
-	bool condition = prefixed && (negate || has || prefixes[i].col < 0);
+	int col = prefixed && !has ? prefixes[i].col : -1;
+	size_t pl = prefixed && !has ? strlen(prefixes[i].prefix) : 0;
+	bool group = col >= 0 && vn > pl && v[pl] == '(';
+	bool condition = prefixed && (negate || col < 0);
 	/* a condition is SQL's, joined with AND outside FTS5's expression: it
 	 * cannot sit in a group or follow an operator; NEAR takes phrases */
 	const char *refused = NULL;
-	if (condition && (s->depth || s->in_near || sw.lead || sw.trail))
+	if (group && negate)
+		refused = "a group cannot be negated: negate its words (-subject:a -subject:b)";
+	else if (condition && (s->depth || s->in_near || sw.lead || sw.trail))
 		refused = "a condition cannot be inside ( ) or NEAR( )";
 	else if (condition && s->end == SEARCH_OPERATOR)
 		refused = "a condition cannot follow AND, OR or NOT (it always joins with AND)";
@@ -315,14 +397,22 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		refused = "NEAR( ) takes words and phrases, not from:, to: or subject:";
 	if (refused)
 		return search_refuse(s, word, wn, "%s", refused);
+	/* FTS5 keeps, inside a column's group, the phrases of another column
+	 * in both: none */
+	if (col >= 0 && s->group_column >= 0 && col != s->group_column)
+		return search_refuse(s, word, wn, "inside %s:( ), a phrase of %s: can only match nothing",
+		                     columns[s->group_column], columns[col]);
 	if (has)
 		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
 		                    NULL, 0);
 	if (!prefixed) {
-		s->column = -1;   /* a word, an operator, FTS5's own syntax */
-		return search_fts_word(s, &sw, NULL, 0);
+		/* a word, an operator, FTS5's own syntax: in any column, or the
+		 * column of the from:( ) group it is in */
+		search_column_seen(s, s->group_column);
+		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
-	size_t pl = strlen(prefixes[i].prefix);
+	if (group)
+		return search_column_group(s, word, sw.lead, columns[col], col, v + pl, (size_t)(word + wn - v - pl));
 	const char *val = v + pl;
 	size_t valn = vn - pl;
 	if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {
@@ -331,19 +421,22 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	}
 	if (!valn)   /* an empty phrase or value matches nothing (or, negated, all) */
 		return search_refuse(s, word, wn, "%s needs a value", prefixes[i].prefix);
-	if (prefixes[i].col < 0)
+	if (!strcmp(prefixes[i].prefix, "thread:") && !search_thread_valid(val, valn))
+		return search_refuse(s, "thread", 6, "'%.*s' is not a thread (a hit's \"thread\": a number from 1)",
+		                     (int)valn, val);
+	if (col < 0)
 		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)
 		                        : search_date(s, negate, val, valn);
 	struct dynbuf e;
 	dynbuf_init(&e, 0);
-	int r = search_column_phrase(&e, columns[prefixes[i].col], val, valn);
+	int r = search_column_phrase(&e, columns[col], val, valn);
 	if (r == 0 && negate)
 		/* FTS5's NOT is binary: a negated term is a condition */
 		r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
 		                 e.p, e.len);
 	else if (r == 0) {
-		s->column = s->column == SEARCH_COLUMN_NONE || s->column == prefixes[i].col ? prefixes[i].col : -1;
-		r = search_fts_word(s, &sw, e.p, e.len);
+		search_column_seen(s, col);
+		r = search_fts_word(s, &sw, NULL, e.p, e.len);
 	}
 	dynbuf_release(&e);
 	return r;
@@ -365,51 +458,73 @@ static int search_parse(struct search *s, const char *q)
 				quoted = !quoted;
 			p++;
 		}
+		if (++s->words > SEARCH_MAX_WORDS) {
+			snprintf(s->error, sizeof(s->error), "more than %d words", SEARCH_MAX_WORDS);
+			return -EINVAL;
+		}
 		r = search_term(s, w, (size_t)(p - w));
 	}
 	return r;
 }
 
-/* The line of one hit, JSON (snippet, rank) or TSV (snippet): only the
- * one printed is selected, as a snippet tokenizes every column of its row. */
+/* The columns of one hit, JSON (snippet, rank) or TSV (snippet): only the
+ * format printed is selected, as a snippet tokenizes every column of its
+ * row.  JSON's are the members before the root, the root, the path, and
+ * the members after, which search_line_json puts together. */
 static const char search_json[] =
-	"SELECT json_object('id', m.id, 'root', m.root, 'path', m.path, 'date', m.date,"
+	"SELECT json_object('id', m.id), m.root, m.path, json_object('date', m.date,"
 	" 'from', (SELECT group_concat(coalesce(a.name || ' <' || a.address || '>', a.address), ', ')"
 	"  FROM addresses a WHERE a.message = m.docid AND a.role = 'from'),"
 	" 'subject', m.subject, 'thread', m.thread_id, 'tags', json(m.tags), 'snippet', %s, 'rank', %s)";
 static const char search_tsv[] =
-	"SELECT concat_tsv(m.date, (SELECT group_concat(coalesce(a.name, a.address), ', ') FROM addresses a"
-	"  WHERE a.message = m.docid AND a.role = 'from'), m.subject, m.thread_id, m.root, m.path, %s)";
+	"SELECT m.date, (SELECT group_concat(coalesce(a.name, a.address), ', ') FROM addresses a"
+	"  WHERE a.message = m.docid AND a.role = 'from'), m.subject, m.thread_id, m.root, m.path, %s";
 
-/* The columns of a TSV line, tabs and newlines inside values made spaces. */
-static void search_sql_tsv(sqlite3_context *cx, int argc, sqlite3_value **argv)
+/* A JSON line: the root and path, a file's exact bytes (index.c), as a
+ * record's (README, "Records": U+FFFD, and the bytes in root_b64 and
+ * path_b64 where they are not UTF-8), between the objects SQLite made. */
+static int search_line_json(struct dynbuf *out, sqlite3_stmt *st)
 {
-	struct dynbuf b;
-	dynbuf_init(&b, 0);
-	int r = 0;
-	for (int i = 0; r == 0 && i < argc; i++) {
-		const unsigned char *t = sqlite3_value_text(argv[i]);
-		if (i)
-			r = dynbuf_putc(&b, '\t');
-		for (; r == 0 && t && *t; t++) {
-			char c = (char)*t;
-			if (c == '\t' || c == '\n' || c == '\r')
-				c = ' ';   /* a TSV field keeps to its line */
-			r = dynbuf_putc(&b, c);
-		}
+	const char *head = (const char *)sqlite3_column_text(st, 0);
+	size_t head_n = (size_t)sqlite3_column_bytes(st, 0);
+	const char *tail = (const char *)sqlite3_column_text(st, 3);
+	size_t tail_n = (size_t)sqlite3_column_bytes(st, 3);
+	if (!head || !tail || head_n < 2 || tail_n < 2)
+		return -ENOMEM;   /* json_object returns an object, or failed */
+	int r = dynbuf_append(out, head, head_n - 1);   /* without its '}' */
+	for (int col = 1; r == 0 && col <= 2; col++) {
+		const char *p = sqlite3_column_blob(st, col);
+		size_t n = (size_t)sqlite3_column_bytes(st, col);
+		r = dynbuf_putc(out, ',');
+		if (r == 0)
+			r = json_put_bytes_member(out, col == 1 ? "root" : "path", p, n);
 	}
-	if (r == 0 && dynbuf_putc(&b, '\0') == 0)
-		sqlite3_result_text(cx, b.p, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_result_error_nomem(cx);
-	dynbuf_release(&b);
+	if (r == 0)
+		r = dynbuf_putc(out, ',');
+	return r ? r : dynbuf_append(out, tail + 1, tail_n - 1);   /* without its '{' */
+}
+
+/* A TSV line: each column escaped as the records' TSV escapes it, and
+ * terminal controls too (emit.h), so a line is one line of valid UTF-8
+ * and a path keeps its bytes. */
+static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
+{
+	int r = 0;
+	for (int col = 0; r == 0 && col < sqlite3_column_count(st); col++) {
+		const char *t = (const char *)sqlite3_column_text(st, col);
+		if (col)
+			r = dynbuf_putc(out, '\t');
+		if (r == 0 && t)
+			r = emit_escape_terminal(out, t, (size_t)sqlite3_column_bytes(st, col));
+	}
+	return r;
 }
 
 int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
                   char **error)
 {
 	*error = NULL;
-	struct search s = { .column = SEARCH_COLUMN_NONE };
+	struct search s = { .column = SEARCH_COLUMN_NONE, .group_column = -1, .group_depth = -1 };
 	dynbuf_init(&s.fts, 0);
 	dynbuf_init(&s.where, 0);
 	struct dynbuf sql;
@@ -481,13 +596,13 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		                          : " FROM messages m LEFT JOIN mail_fts f ON f.rowid = m.docid WHERE 1");
 	if (r == 0)
 		r = dynbuf_append(&sql, s.where.p ? s.where.p : "", s.where.len);
+	/* SQLite's LIMIT is a signed 64-bit integer: a larger one is none */
+	long long lim = limit > INT64_MAX ? -1 : (long long)limit;
 	if (r == 0)
-		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lu", fts ? "f.rank" : "m.date DESC, m.docid", limit);
+		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lld", fts ? "f.rank" : "m.date DESC, m.docid", lim);
 	if (r == 0 && dynbuf_putc(&sql, '\0') < 0)
 		r = -ENOMEM;
 	if (r == 0) {
-		sqlite3_create_function(db, "concat_tsv", -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
-		                        search_sql_tsv, NULL, NULL);
 		rc = sqlite3_prepare_v2(db, sql.p, -1, &st, NULL);
 		if (rc != SQLITE_OK) {
 			why = sqlite3_errmsg(db);
@@ -507,8 +622,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	size_t whole = 0;
 	int hits = 0;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *line = (const char *)sqlite3_column_text(st, 0);
-		r = dynbuf_append(&out, line ? line : "", line ? strlen(line) : 0);
+		r = tsv ? search_line_tsv(&out, st) : search_line_json(&out, st);
 		if (r == 0)
 			r = dynbuf_putc(&out, '\n');
 		if (r == 0)

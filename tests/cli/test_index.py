@@ -616,7 +616,10 @@ def case_search(tmp):
         fail(f"id:{mid} notmuch: its rank is not the one 'notmuch' gives it")
     # a TSV line is the JSON line's hit: same order, same snippet
     tsv = search(db, "notmuch", fmt="tsv")
-    flat_tsv = lambda v: re.sub(r"[\t\n\r]", " ", v or "")
+    # (escaped as the records' TSV, and terminal controls: emit.h)
+    short = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"}
+    flat_tsv = lambda v: re.sub(r"[\x00-\x1f\\\x7f-\x9f]", lambda m: short.get(m[0]) or "".join(
+        f"\\x{b:02x}" for b in m[0].encode()), v or "")
     if [(x[5], x[6]) for x in tsv] != [(h["path"], flat_tsv(h["snippet"])) for h in hits]:
         fail("tsv lines are not the jsonl hits in their order with their snippets")
     rows = search(db, "from:carl", fmt="tsv")
@@ -692,6 +695,175 @@ def case_search(tmp):
     n["inbox"] = expect("folder:INBOX", ["folder:INBOX", "-tag:unread"],
                         lambda r: r["folder"] == "" and "S" in r["flags"])
     print(f"{n_corpus} messages, {len(mine)} threads; hits per query: {n}")
+
+
+
+def put_mail(path, subject, frm, to, body, msgid=None):
+    """A message file (path: str or bytes), its directory made."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    head = f"From: {frm}\nTo: {to}\nSubject: {subject}\nDate: Mon, 5 Jun 2017 10:00:00 +0000\n"
+    if msgid:
+        head += f"Message-ID: <{msgid}>\n"
+    with open(path, "wb") as f:
+        f.write((head + "\n" + body + "\n").encode())
+
+
+def small_corpus(tmp):
+    """A Maildir (two messages at the top, one in .Sent), an mbox and a
+    loose file beside it, the words placed so that a column's word is also
+    another message's body word: the index of it, and the hits by subject."""
+    root = os.path.join(tmp, "mail")
+    for d in ("cur", "new", "tmp", ".Sent/cur", ".Sent/new", ".Sent/tmp"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    put_mail(os.path.join(root, "cur", "1.a:2,S"), "alpha report", "Ann Lee <ann@example.org>",
+             "Bob <bob@example.org>", "gamma notes", "m1@x")
+    put_mail(os.path.join(root, "cur", "2.b:2,S"), "beta plan", "Carl <carl@example.org>",
+             "Dan <dan@example.org>", "alpha ann bob", "m2@x")
+    put_mail(os.path.join(root, ".Sent", "cur", "3.c:2,S"), "gamma", "Dan <dan@example.org>",
+             "Ann <ann@example.org>", "beta carl", "m3@x")
+    with open(os.path.join(root, "box.mbox"), "w") as f:
+        f.write("From ann@example.org Mon Jun  5 10:00:00 2017\nFrom: Ann <ann@example.org>\n"
+                "To: eve@example.org\nSubject: delta\nMessage-ID: <m4@x>\n\nalpha\n")
+    put_mail(os.path.join(root, "loose.eml"), "epsilon", "eve@example.org", "ann@example.org", "alpha")
+    db = os.path.join(tmp, "small.db")
+    run(["--index=" + db, root])
+    return db
+
+
+def subjects(db, *query):
+    return sorted(h["subject"] for h in search(db, *query))
+
+
+def case_search_column_group(tmp):
+    """from:( ), to:( ), subject:( ) restrict every word of the group to
+    the column (FTS5's filter on a group), where the column once went to
+    the first word only; a word of another column inside is refused."""
+    db = small_corpus(tmp)
+    for q, want in (("subject:(alpha OR beta)", ["alpha report", "beta plan"]),
+                    ("subject:( alpha OR beta )", ["alpha report", "beta plan"]),
+                    ("from:(ann OR carl)", ["alpha report", "beta plan", "delta"]),
+                    ("to:(bob OR ann)", ["alpha report", "epsilon", "gamma"]),
+                    ("(subject:(alpha OR beta) OR gamma)", ["alpha report", "beta plan", "gamma"]),
+                    ("subject:(alpha OR subject:beta) bob", ["alpha report", "beta plan"]),
+                    ("notes subject:(alpha)", ["alpha report"])):
+        got = subjects(db, *q.split())
+        if got != want:
+            fail(f"{q}: {got}, expected {want}")
+    # the snippet is the column's: every phrase is in it
+    snippets = sorted(h["snippet"] for h in search(db, "subject:(alpha", "OR", "beta)"))
+    if snippets != ["[alpha] report", "[beta] plan"]:
+        fail(f"subject:( ) snippets: {snippets}")
+    for q, why in (("subject:(alpha OR from:ann)", b"inside subject:( ), a phrase of from: can only match nothing"),
+                   ("-subject:(alpha OR beta)", b"a group cannot be negated")):
+        p = search(db, *q.split(), rc=1)
+        if why not in p.stderr:
+            fail(f"{q}: {p.stderr!r}")
+
+
+def case_search_path_bytes(tmp):
+    """A root and a path that are not UTF-8 come out as the records write
+    them: U+FFFD in root and path, the bytes in root_b64 and path_b64
+    (README, "Records"); in TSV escaped as the records' TSV escapes them,
+    with terminal controls as \\xHH."""
+    import base64
+    root = os.path.join(os.fsencode(tmp), b"r\xfe")
+    names = [b"bad\xffname.eml", b"tab\tname.eml", b"esc\x1bname.eml"]
+    for n in names:
+        put_mail(os.path.join(root, n), "s", "a@example.org", "b@example.org", "word")
+    db = os.path.join(tmp, "bytes.db")
+    run(["--index=" + db, os.fsdecode(root)])
+    hits = search(db, "*")   # records(): every line valid UTF-8 JSON
+    got = {base64.b64decode(h["path_b64"]) if "path_b64" in h else h["path"].encode(): h for h in hits}
+    if sorted(got) != sorted(names):
+        fail(f"paths: {sorted(got)}, expected {sorted(names)}")
+    for n, h in got.items():
+        if h["path"] != n.decode("utf-8", "replace") or ("path_b64" in h) == (n.isascii()):
+            fail(f"{n!r}: path {h['path']!r}, path_b64 {h.get('path_b64')!r}")
+        if h["root"] != root.decode("utf-8", "replace") or base64.b64decode(h.get("root_b64", "")) != root:
+            fail(f"{n!r}: root {h['root']!r}, root_b64 {h.get('root_b64')!r}")
+        if list(h) != ["id", "root", "root_b64", "path"] + (["path_b64"] if "path_b64" in h else []) + \
+                ["date", "from", "subject", "thread", "tags", "snippet", "rank"]:
+            fail(f"{n!r}: keys {list(h)}")
+    out = run(["search", db, "*", "--format=tsv"], check_rc=0).stdout
+    try:
+        out.decode("utf-8", "strict")
+    except UnicodeDecodeError as e:
+        fail(f"tsv is not UTF-8: {e}: {out!r}")
+    paths = sorted(ln.split(b"\t")[5] for ln in out.splitlines())
+    want = sorted([b"bad\\xffname.eml", b"tab\\tname.eml", b"esc\\x1bname.eml"])
+    if paths != want or any(ln.count(b"\t") != 6 for ln in out.splitlines()):
+        fail(f"tsv paths: {paths}, expected {want}: {out!r}")
+
+
+def case_search_folder(tmp):
+    """folder:INBOX is the top Maildir's messages, no mbox's or loose
+    file's (their folder is NULL); a negated condition keeps the messages
+    without the column (-folder:INBOX, -id:X for one with no Message-ID)."""
+    db = small_corpus(tmp)
+    for q, want in (("folder:INBOX", ["alpha report", "beta plan"]),
+                    ("-folder:INBOX", ["delta", "epsilon", "gamma"]),
+                    ("folder:Sent", ["gamma"]),
+                    ("-folder:Sent", ["alpha report", "beta plan", "delta", "epsilon"]),
+                    ("-id:m1@x", ["beta plan", "delta", "epsilon", "gamma"])):
+        got = subjects(db, *q.split())
+        if got != want:
+            fail(f"{q}: {got}, expected {want}")
+
+
+def case_search_options(tmp):
+    """Every --limit that is not a number from 1 to SQLite's largest
+    integer is one usage error (exit 2), as an unknown option is; after
+    "--" a word may start with "--"."""
+    db = small_corpus(tmp)
+    for bad in ("-1", "99999999999999999999", "18446744073709551615", "9223372036854775808", "0",
+                "abc", "", " 5", "+5", "5x"):
+        p = run(["search", db, "alpha", "--limit=" + bad], check_rc=2)
+        if f"invalid value in '--limit={bad}'".encode() not in p.stderr:
+            fail(f"--limit={bad}: {p.stderr!r}")
+    if len(search(db, "alpha", limit=9223372036854775807)) != 4:
+        fail("--limit=9223372036854775807: not every hit")
+    for args in (["alpha", "--bogus"], ["--bogus=1", "alpha"]):
+        p = run(["search", db] + args, check_rc=2)
+        if b"unknown option '--bogus" not in p.stderr:
+            fail(f"{args}: {p.stderr!r}")
+    p = run(["search", db, "--limit=5", "--", "-folder:INBOX"], check_rc=0)
+    if sorted(h["subject"] for h in records(p.stdout)) != ["delta", "epsilon", "gamma"]:
+        fail(f"-- -folder:INBOX: {p.stdout!r}")
+
+
+def case_search_refused_values(tmp):
+    """A value that can only match nothing is refused with exit 1 and
+    named (README, "Searching"): a thread that is not a number from 1, a
+    date range whose start is past its end."""
+    db = small_corpus(tmp)
+    for q, why in (("thread:abc", b"thread: 'abc' is not a thread"),
+                   ("thread:-1", b"thread: '-1' is not a thread"),
+                   ("thread:1e3", b"thread: '1e3' is not a thread"),
+                   ("thread:0", b"thread: '0' is not a thread"),
+                   ("thread:99999999999999999999", b"'99999999999999999999' is not a thread"),
+                   ("date:2017-06..2017-05", b"date: '2017-06' is after '2017-05'"),
+                   ("date:2018..2017-12-31", b"date: '2018' is after '2017-12-31'"),
+                   ("-date:2017-06-02..2017-06-01T23", b"'2017-06-02' is after '2017-06-01T23'")):
+        p = search(db, q, rc=1)
+        if why not in p.stderr:
+            fail(f"{q}: {p.stderr!r}")
+    t = search(db, "subject:alpha")[0]["thread"]
+    for q in (f"thread:{t}", f"thread:0{t}", "date:2017-06-05..2017-06", "date:2017..2017-06-05T10"):
+        if "alpha report" not in subjects(db, q):
+            fail(f"{q}: {subjects(db, q)}")
+
+
+def case_search_long_query(tmp):
+    """A query of more than 1,024 words is refused at once (FTS5's
+    snippets grow with the square of its phrases: 20,000 words took
+    minutes); 1,024 are answered."""
+    db = small_corpus(tmp)
+    if subjects(db, " ".join(["alpha"] * 1024)) != ["alpha report", "beta plan", "delta", "epsilon"]:
+        fail("1,024 words: not the word's hits")
+    t = time.monotonic()
+    p = search(db, " ".join(["alpha"] * 20000), rc=1)
+    if b"more than 1024 words" not in p.stderr or time.monotonic() - t > 5:
+        fail(f"20,000 words: {p.stderr!r} after {time.monotonic() - t:.1f} s")
 
 
 def messages_now(db):
