@@ -6,9 +6,11 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,14 +146,29 @@ static int usage_error(const char *what, const char *arg)
 	return 2;
 }
 
+/* --limit=N: digits only (strtoul takes " -1" as ULONG_MAX), from 1 to
+ * SQLite's largest integer, the LIMIT of the search's SQL. */
+static bool search_limit(const char *v, unsigned long *limit)
+{
+	if (!*v || v[strspn(v, "0123456789")])
+		return false;
+	errno = 0;
+	unsigned long long n = strtoull(v, NULL, 10);
+	if (errno || n == 0 || n > INT64_MAX || n > ULONG_MAX)
+		return false;
+	*limit = (unsigned long)n;
+	return true;
+}
+
 /* ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]: the words
- * after FILE are the query (as notmuch takes them), options anywhere. */
+ * after FILE are the query (as notmuch takes them), options anywhere until
+ * "--", after which a word may start with "--". */
 static int search_main(int argc, char **argv)
 {
 	const char *db = NULL;
 	int tsv = 0;
 	unsigned long limit = 20;
-	size_t qlen = 1;
+	size_t qlen = 1, used = 0;
 	for (int i = 2; i < argc; i++)
 		qlen += strlen(argv[i]) + 1;
 	char *query = calloc(1, qlen);
@@ -159,8 +176,27 @@ static int search_main(int argc, char **argv)
 		fputs("ingest: out of memory\n", stderr);
 		return 1;
 	}
+	bool words = false;   /* after "--" */
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
+		if (!words && !strcmp(a, "--")) {
+			words = true;
+			continue;
+		}
+		if (words || strncmp(a, "--", 2)) {
+			if (!db) {
+				db = a;
+			} else {
+				/* appended at its end: strcat's scan from the start made
+				 * a query of many words quadratic */
+				size_t n = strlen(a);
+				if (used)
+					query[used++] = ' ';
+				memcpy(query + used, a, n + 1);
+				used += n;
+			}
+			continue;
+		}
 		if (!strcmp(a, "--limit") || !strcmp(a, "--format")) {
 			if (i + 1 == argc) {
 				free(query);
@@ -169,26 +205,21 @@ static int search_main(int argc, char **argv)
 			v = argv[++i];
 		} else if (!strncmp(a, "--limit=", 8) || !strncmp(a, "--format=", 9)) {
 			v = strchr(a, '=') + 1;
+		} else {
+			free(query);
+			return usage_error("unknown option '", a);
 		}
-		if (v && !strncmp(a, "--limit", 7)) {
-			char *end;
-			limit = strtoul(v, &end, 10);
-			if (*end || !*v || limit == 0) {
+		if (!strncmp(a, "--limit", 7)) {
+			if (!search_limit(v, &limit)) {
 				free(query);
 				return usage_error("invalid value in '--limit=", v);
 			}
-		} else if (v) {
+		} else {
 			if (strcmp(v, "jsonl") && strcmp(v, "tsv")) {
 				free(query);
 				return usage_error("search formats are jsonl and tsv, not '", v);
 			}
 			tsv = !strcmp(v, "tsv");
-		} else if (!db) {
-			db = a;
-		} else {
-			if (*query)
-				strcat(query, " ");
-			strcat(query, a);
 		}
 	}
 	if (!db || !*query) {
