@@ -523,7 +523,8 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
 int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
                   char **error)
 {
-	*error = NULL;
+	if (error)
+		*error = NULL;
 	struct search s = { .column = SEARCH_COLUMN_NONE, .group_column = -1, .group_depth = -1 };
 	dynbuf_init(&s.fts, 0);
 	dynbuf_init(&s.where, 0);
@@ -644,7 +645,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		why = sqlite3_errmsg(db);
 		r = -EINVAL;
 	}
-	if (r < 0 && why) {
+	if (r < 0 && why && error) {
 		size_t n = strlen(why) + 1;
 		if ((*error = malloc(n)))
 			memcpy(*error, why, n);

@@ -192,6 +192,36 @@ static void test_lib_stdin_leaves_fd_0(void **state)
 	close(saved);
 }
 
+/* ingest_search's error is optional: a query FTS5 cannot parse is -EINVAL
+ * with or without it (it was written through unchecked). */
+static void test_lib_search_error_optional(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/ingest-lib-search-XXXXXX", db[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/mail.db", dir);
+	struct ingest_options *o = sample_options();
+	assert_int_equal(ingest_options_set(o, "index", db), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	assert_true(null >= 0);
+	assert_int_equal(ingest_search(db, "a AND", 0, 10, null, NULL), -EINVAL);
+	char *why = NULL;
+	assert_int_equal(ingest_search(db, "a AND", 0, 10, null, &why), -EINVAL);
+	assert_non_null(why);
+	free(why);
+	close(null);
+	char name[80];
+	for (const char *const *x = (const char *const[]){ "", "-wal", "-shm", NULL }; *x; x++) {
+		snprintf(name, sizeof(name), "%s%s", db, *x);
+		unlink(name);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_lib_output_fd_rejects_bad_fd(void **state)
 {
 	(void)state;
@@ -583,6 +613,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
 		cmocka_unit_test(test_lib_split_bytes_refused_with_fd_or_sink),
 		cmocka_unit_test(test_lib_stdin_leaves_fd_0),
+		cmocka_unit_test(test_lib_search_error_optional),
 		cmocka_unit_test(test_lib_progress_is_a_callback),
 		cmocka_unit_test(test_lib_version),
 		cmocka_unit_test(test_lib_unknown_option_is_einval_naming_it),
