@@ -179,8 +179,8 @@ INGEST_API int ingest_report_interrupted(const struct ingest_report *r);
  * 0 or -ENOMEM. */
 INGEST_API int ingest_report_format(const struct ingest_report *r, int json, char **out, size_t *len);
 /* The first error records of the run, one line each in the command's
- * shape ("cannot read 'cur/1:2,S': Permission denied"), and a count of the
- * rest; an empty string when there were none.  Heap string, free().
+ * shape ("ingest: cannot read 'cur/1:2,S': Permission denied"), and a
+ * count of the rest; an empty string when there were none.  Heap string, free().
  * 0 or -ENOMEM. */
 INGEST_API int ingest_report_format_errors(const struct ingest_report *r, char **out, size_t *len);
 /* Frees r; accepts NULL. */

@@ -6,6 +6,7 @@
 #include "core/xalloc.h"
 #include "core/limits.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -230,8 +231,8 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		char *end;
 		if (!v)
 			return o->threads = 0, 0;   /* unset: the machine's parallelism */
-		if (!*v)
-			return -EINVAL;
+		if (!isdigit((unsigned char)*v))
+			return -EINVAL;   /* strtoul would take " 4", "+4" and "-1" */
 		unsigned long t = strtoul(v, &end, 10);
 		if (*end || t == 0 || t > LIMIT_MAX_THREADS)
 			return -EINVAL;

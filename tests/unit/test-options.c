@@ -194,7 +194,7 @@ static const char *const refused[][2] = {
 	{ "max-size", "65G" }, { "max-size", "18446744073709551616" }, { "max-size", "17179869184G" },
 	{ "max-text", "1025M" }, { "split-bytes", "0" }, { "split-bytes", "65G" },
 	{ "threads", "0" }, { "threads", "257" }, { "threads", "-1" }, { "threads", "2x" },
-	{ "threads", "" },
+	{ "threads", "" }, { "threads", " 4" }, { "threads", "+4" },
 	{ "format", "xml" }, { "format", "json" }, { "format", "" }, { "format", NULL },
 	{ "fields", "path,nope" }, { "fields", NULL },
 	{ "es-index", "" }, { "state", "" }, { "index", "" }, { "exclude", "" },
