@@ -207,28 +207,58 @@ static int run_setup_inputs(struct run *run)
 	return 0;
 }
 
-/* The index keeps what decides its rows, as a state file does (run_describe
- * for --state): a --no-text run after a full one would otherwise leave the
- * text of every message it does not read again, and a full run after a
- * --no-text one would leave those messages unsearchable. */
+/* A state file or an index made by a run whose records differ (what,
+ * path): refused before any input is read, the first difference named
+ * (why), with what to do instead (hint). */
+static void run_refuse_made(struct run *run, const char *what, const char *path, const char *why,
+                            const char *hint)
+{
+	atomic_store(&run->failed, -EINVAL);
+	report_set_refused(run->rep);
+	report_set_error(run->rep, 0, "cannot use the %s '%s': %s (%s)", what, path, why, hint);
+}
+
+/* The options that decide what a message's record holds, which a state
+ * file's run (run_describe) and an index's settings (run_bind_index) both
+ * keep: their names, and their values in this run. */
+enum { RUN_ROW_SETTINGS = 3 };
+static const char *const run_row_names[RUN_ROW_SETTINGS] = { "no-text", "max-text", "headers" };
+
+struct run_row_values {
+	char text[RUN_ROW_SETTINGS][24];
+	const char *v[RUN_ROW_SETTINGS];
+};
+
+static void run_row_values(const struct ingest_options *o, struct run_row_values *rv)
+{
+	snprintf(rv->text[0], sizeof(rv->text[0]), "%d", o->emit.no_text);
+	snprintf(rv->text[1], sizeof(rv->text[1]), "%zu", o->mail.max_text);
+	snprintf(rv->text[2], sizeof(rv->text[2]), "%d", o->emit.headers);
+	for (int i = 0; i < RUN_ROW_SETTINGS; i++)
+		rv->v[i] = rv->text[i];
+}
+
+/* The index keeps what decides its rows, as a state file does: a
+ * --no-text run after a full one would otherwise leave the text of every
+ * message it does not read again, and a full run after a --no-text one
+ * would leave those messages unsearchable. */
 static int run_bind_index(struct run *run)
 {
 	const struct ingest_options *o = run->o;
-	char no_text[2], max_text[24], headers[2];
-	snprintf(no_text, sizeof(no_text), "%d", o->emit.no_text);
-	snprintf(max_text, sizeof(max_text), "%zu", o->mail.max_text);
-	snprintf(headers, sizeof(headers), "%d", o->emit.headers);
-	static const char *const names[] = { "no-text", "max-text", "headers" };
-	const char *const values[] = { no_text, max_text, headers };
+	struct run_row_values rv;
+	run_row_values(o, &rv);
 	char why[256];
-	int r = index_bind_settings(run->index, 3, names, values, why, sizeof(why));
-	if (r == -EINVAL) {
-		atomic_store(&run->failed, r);
-		report_set_refused(run->rep);
-		report_set_error(run->rep, 0, "cannot use the index '%s': %s (index into another file)",
-		                 o->index, why);
-	} else if (r < 0) {
-		run_fail(run, r, "cannot read the index's settings", o->index);
+	int r = index_bind_settings(run->index, RUN_ROW_SETTINGS, run_row_names, rv.v, why, sizeof(why));
+	if (r == 1) {
+		run_refuse_made(run, "index", o->index, why, "index into another file");
+		return -EINVAL;
+	}
+	if (r < 0) {
+		const char *e = index_error(run->index);
+		char what[320];
+		snprintf(what, sizeof(what), "%s: cannot keep the index's settings: %s", o->index,
+		         e ? e : "SQLite");
+		run_fail(run, r, what, NULL);
 	}
 	return r;
 }
@@ -413,10 +443,14 @@ static int run_describe(const struct run *run, struct dynbuf *d)
 		                  o->shard_k, o->shard_n, formats[e->format]);
 	for (size_t i = 0; r == 0 && i < e->n_order; i++)
 		r = dynbuf_printf(d, "%s%s", i ? "," : "", emit_field_name((enum emit_field)e->order[i]));
+	struct run_row_values rv;
+	run_row_values(o, &rv);
 	if (r == 0)
-		r = dynbuf_printf(d, "\nparse=%d\nno-text=%d\nmax-text=%zu\nheaders=%d\nes-index=%s",
-		                  o->parse, e->no_text, o->mail.max_text, e->headers,
-		                  e->es_index ? e->es_index : "");
+		r = dynbuf_printf(d, "\nparse=%d", o->parse);
+	for (int i = 0; r == 0 && i < RUN_ROW_SETTINGS; i++)
+		r = dynbuf_printf(d, "\n%s=%s", run_row_names[i], rv.v[i]);
+	if (r == 0)
+		r = dynbuf_printf(d, "\nes-index=%s", e->es_index ? e->es_index : "");
 	return r;
 }
 
@@ -429,12 +463,8 @@ static int run_bind_state(struct run *run)
 	if (r == 0)
 		r = state_bind_run(run->state, d.p, d.len, why, sizeof(why));
 	dynbuf_release(&d);
-	if (r == -EINVAL) {
-		atomic_store(&run->failed, r);
-		report_set_refused(run->rep);
-		report_set_error(run->rep, 0, "cannot use the state '%s': %s (give this run its own state file)",
-		                 run->o->state, why);
-	}
+	if (r == -EINVAL)
+		run_refuse_made(run, "state", run->o->state, why, "give this run its own state file");
 	return r;
 }
 

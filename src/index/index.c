@@ -362,12 +362,19 @@ static int index_exec(struct index *ix, const char *sql)
 int index_bind_settings(struct index *ix, size_t n, const char *const name[],
                         const char *const value[], char *why, size_t why_n)
 {
+	why[0] = '\0';
+	/* read and written in one write transaction, so that two first runs
+	 * cannot both take theirs; a first index is inside its build's */
+	bool own = sqlite3_get_autocommit(ix->db);
+	int r = own ? index_exec(ix, "BEGIN IMMEDIATE") : 0;
+	if (r < 0)
+		return r;
 	sqlite3_stmt *get = NULL, *put = NULL;
 	int rc = sqlite3_prepare_v2(ix->db, "SELECT value FROM settings WHERE name = ?1", -1, &get, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(ix->db, "INSERT INTO settings(name, value) VALUES (?1, ?2)", -1,
 		                        &put, NULL);
-	int r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
+	r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		sqlite3_reset(get);
 		sqlite3_bind_text(get, 1, name[i], -1, SQLITE_STATIC);
@@ -377,7 +384,7 @@ int index_bind_settings(struct index *ix, size_t n, const char *const name[],
 			if (was && strcmp(was, value[i])) {
 				snprintf(why, why_n, "the index was made with %s=%s, this run has %s=%s",
 				         name[i], was, name[i], value[i]);
-				r = -EINVAL;
+				r = 1;
 			}
 			continue;
 		}
@@ -396,6 +403,10 @@ int index_bind_settings(struct index *ix, size_t n, const char *const name[],
 	}
 	sqlite3_finalize(get);
 	sqlite3_finalize(put);
+	if (own && r == 0)
+		r = index_exec(ix, "COMMIT");
+	else if (own)
+		sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
 }
 
@@ -574,14 +585,6 @@ int index_open(const char *path, struct index **out, const char **why)
 	dynbuf_init(&ix->fts_rows, 0);
 	dynbuf_init(&ix->fts_out, 0);
 	dynbuf_init(&ix->rec_text, 0);
-	/* A file we may not write is refused before SQLite opens it read-only
-	 * behind our back (it would fail only at the first batch). */
-	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
-		int e = -errno;
-		*why = "the database is not writable";
-		index_close(ix);
-		return e;
-	}
 	/* Only a regular file is a database: SQLite's own words for a
 	 * directory ("No such file or directory") or /dev/null (an I/O error
 	 * at the schema) would not say what is wrong. */
@@ -590,6 +593,14 @@ int index_open(const char *path, struct index **out, const char **why)
 		*why = S_ISDIR(st.st_mode) ? "a directory, not a database file" : "not a regular file";
 		index_close(ix);
 		return -EINVAL;
+	}
+	/* A file we may not write is refused before SQLite opens it read-only
+	 * behind our back (it would fail only at the first batch). */
+	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
+		int e = -errno;
+		*why = "the database is not writable";
+		index_close(ix);
+		return e;
 	}
 	ix->build_fd = -1;
 	int r = access(path, F_OK) < 0 && errno == ENOENT ? index_build_begin(ix, path) : 0;

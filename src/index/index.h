@@ -50,8 +50,8 @@ int index_load_state(struct index *ix, struct state **out);
  * value[i], such as no-text=1): an index takes the first run's, and a run
  * with others is refused, since the rows of messages it does not read
  * again would keep the others (the same rule as --state's; README, "The
- * index").  0; -EINVAL with why naming the first difference; or -errno
- * with index_error. */
+ * index").  0; 1 when they differ, why naming the first difference; or
+ * -errno with index_error. */
 int index_bind_settings(struct index *ix, size_t n, const char *const name[],
                         const char *const value[], char *why, size_t why_n);
 

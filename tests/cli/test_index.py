@@ -366,7 +366,18 @@ def case_settings(tmp):
         if dump(db) != before:
             fail(f"{extra}: the refused database changed")
     run(["--index=" + db, "--no-text", sample()])
-    print("settings kept: other no-text, max-text and headers refused, the same taken")
+    # an index made before settings were kept: its next run's are taken
+    # (nothing says what the older runs had), and kept from then on
+    c = sqlite3.connect(db)
+    c.execute("DROP TABLE settings")
+    c.commit()
+    c.close()
+    run(["--index=" + db, "--headers", "--no-text", sample()])
+    p = run(["--index=" + db, "--no-text", sample()], check_rc=2)
+    if b"headers=1, this run has headers=0" not in p.stderr:
+        fail(f"an older index did not keep its first run's settings: {p.stderr!r}")
+    print("settings kept: other no-text, max-text and headers refused, the same taken;"
+          " an older index takes its next run's")
 
 
 def incremental_scenario(tmp, backend):
