@@ -375,15 +375,14 @@ static void run_wake_helper(void *ctx)
  * roots' realpath. */
 static int run_take_stdin(struct run *run)
 {
-	int fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fd == STDIN_FILENO) {
-		/* the lowest free descriptor: standard input was closed */
-		close(fd);
+	if (fcntl(STDIN_FILENO, F_GETFD) < 0) {
+		/* closed: whatever opens next would take fd 0 and be read */
 		run_fail(run, -EBADF, "cannot read standard input", NULL);
 		return -EBADF;
 	}
+	int fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
 	char buf[65536];
 	uint64_t h = HASH_FNV1A_INIT;
 	int r = 0;

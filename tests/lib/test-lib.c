@@ -157,14 +157,20 @@ static void test_lib_split_bytes_refused_with_fd_or_sink(void **state)
 	assert_int_equal(rmdir(dir), 0);   /* empty: nothing was written there */
 }
 
-/* A run of "-" reads standard input whole and leaves fd 0 as it found it:
- * it used to put its memory file there for good, so the caller's pipe was
- * gone and a second run read the exhausted copy. */
-static void test_lib_stdin_leaves_fd_0(void **state)
+/* The lowest descriptor free now: the same before and after a run means
+ * the run closed what it opened. */
+static int lowest_free_fd(void)
 {
-	(void)state;
-	int saved = dup(STDIN_FILENO), p[2];
-	assert_true(saved >= 0);
+	int fd = dup(STDIN_FILENO);
+	assert_true(fd >= 0);
+	close(fd);
+	return fd;
+}
+
+/* One run of "-" with a message piped into fd 0. */
+static void run_stdin_once(void)
+{
+	int p[2];
 	assert_int_equal(pipe(p), 0);
 	static const char msg[] = "Subject: piped\n\nbody\n";
 	assert_int_equal(write(p[1], msg, sizeof(msg) - 1), (ssize_t)(sizeof(msg) - 1));
@@ -173,6 +179,7 @@ static void test_lib_stdin_leaves_fd_0(void **state)
 	close(p[0]);
 	struct stat before, after;
 	assert_int_equal(fstat(STDIN_FILENO, &before), 0);
+	int free_fd = lowest_free_fd();
 	struct ingest_options *o = ingest_options_new();
 	assert_int_equal(ingest_options_add_path(o, "-"), 0);
 	struct collect c = { 0 };
@@ -184,10 +191,23 @@ static void test_lib_stdin_leaves_fd_0(void **state)
 	assert_int_equal(fstat(STDIN_FILENO, &after), 0);
 	assert_true(S_ISFIFO(after.st_mode));
 	assert_true(after.st_ino == before.st_ino && after.st_dev == before.st_dev);
+	assert_int_equal(lowest_free_fd(), free_fd);   /* its memory file closed */
 	assert_int_equal(c.records, 1);
 	c.bytes[c.len] = '\0';   /* the sink keeps a byte of room */
 	assert_non_null(strstr(c.bytes, "\"subject\":\"piped\""));
 	free(c.bytes);
+}
+
+/* A run of "-" reads standard input whole and leaves fd 0 as it found it,
+ * run after run: it used to put its memory file there for good, so the
+ * caller's pipe was gone and a second run read the exhausted copy. */
+static void test_lib_stdin_leaves_fd_0(void **state)
+{
+	(void)state;
+	int saved = dup(STDIN_FILENO);
+	assert_true(saved >= 0);
+	run_stdin_once();
+	run_stdin_once();
 	assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
 	close(saved);
 }
