@@ -913,6 +913,56 @@ static void test_reader_renamed_twice(void **state)
 	t_rmtree(base);
 }
 
+/* Renamed at its seam, then at every open the reader tries under the name a
+ * listing found (the name it had then): each listing finds it again. */
+struct rename_always {
+	const char *cur, *trigger, *victim;
+	char now[64];
+	unsigned fired;
+};
+
+static void rename_always_hook(void *arg, const char *name)
+{
+	struct rename_always *t = arg;
+	bool again = t->fired && !strncmp(name, "../cur/", 7) && !strcmp(name + 7, t->now);
+	if (!again && (t->fired || strcmp(name, t->trigger)))
+		return;
+	char *p = t_asprintf("%s/%s", t->cur, t->fired ? t->now : t->victim);
+	snprintf(t->now, sizeof(t->now), "%.*s%u", (int)(strstr(t->victim, ":2,") + 3 - t->victim), t->victim,
+	         t->fired);   /* a new "flag" each time: the digits of the count */
+	char *q = t_asprintf("%s/%s", t->cur, t->now);
+	assert_int_equal(rename(p, q), 0);
+	free(p);
+	free(q);
+	t->fired++;
+}
+
+/* The rounds are bounded: a message renamed before every open the reader
+ * tries is looked for in three listings, then its ENOENT record stands
+ * (a run does not chase a file for ever). */
+static void test_reader_renamed_every_time(void **state)
+{
+	enum reader_backend be = *(const enum reader_backend *)*state;
+	char *base = t_tmpdir("reader");
+	make_maildir(base);
+	char *cur = t_asprintf("%s/cur", base);
+	put(cur, "a.M1.h:2,S", 300, 1);
+	put(cur, "b.M2.h:2,S", 400, 2);
+	const char *first = "a.M1.h:2,S", *second = "b.M2.h:2,S";
+	by_inode(cur, &first, &second);
+	struct rename_always t = { .cur = cur, .trigger = be == READER_SYNC ? first : second,
+	                           .victim = second };
+	struct run_opts ro = { .after_stat = rename_always_hook, .after_stat_arg = &t };
+	struct run run;
+	read_dir(state, base, &ro, &run);
+	assert_int_equal(t.fired, 1 + 3);   /* its seam, then one open a round */
+	assert_int_equal(run.n_items, 2);
+	assert_error(&run.items[1], RECORD_IO, ENOENT);
+	run_free(&run);
+	free(cur);
+	t_rmtree(base);
+}
+
 /* Two files of one unique name (a copy with other flags), one renamed
  * while read: it is read under its own inode's new name, not the other's
  * (whichever the listing gives first). */
@@ -1410,6 +1460,7 @@ int main(void)
 		BOTH(test_reader_renamed_file_read_once),
 		BOTH(test_reader_renamed_own_inode),
 		BOTH(test_reader_renamed_twice),
+		BOTH(test_reader_renamed_every_time),
 		{ "test_reader_unlinked_after_open (sync)", test_reader_unlinked_after_open,
 		  NULL, NULL, &backend_sync },
 		BOTH(test_reader_grew),
