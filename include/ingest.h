@@ -98,8 +98,8 @@ INGEST_API int ingest_options_set(struct ingest_options *o, const char *name, co
 
 /* The value of an option, in the form ingest_options_set() takes (sizes in
  * bytes, flags "0"/"1"); an unset one reads "" (a FILE, es-index, shard,
- * exclude) or "0" (split-bytes, threads: the machine's), which
- * ingest_options_set() takes as NULL.  NUL-terminated into buf like
+ * exclude) or "0" (split-bytes, threads: the machine's), which are not
+ * values to set: ingest_options_set() unsets with NULL.  NUL-terminated into buf like
  * snprintf: returns the length it needed (truncated if size was too
  * small), or -EINVAL for an unknown name (ingest_options_error() says). */
 INGEST_API int ingest_options_get(const struct ingest_options *o, const char *name, char *buf,
@@ -149,8 +149,10 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
 /* Runs the pipeline once.  Returns 0 when every input became a record
  * (error records included), -errno when the run itself failed (the
  * report's message says why): -EINVAL when it was refused before any input
- * was read (the options contradicting each other, or the --state file made
- * by a run with other roots, shard or output options; then
+ * was read (the options contradicting each other, such as split-bytes with
+ * an output fd or a sink; the --state file made by a run with other roots,
+ * shard or output options; an index made with other no-text, max-text or
+ * headers, or one that is a directory or no regular file; then
  * ingest_report_usage_error() is 1).  *report receives a report the caller
  * frees, or NULL when even that could not be allocated, or with -EBUSY, when
  * another ingest_run() is going on in the process.  Output that could not be
@@ -165,9 +167,11 @@ INGEST_API const char *ingest_report_error(const struct ingest_report *r);
 /* 1 when the output's reader went away (EPIPE) and the run stopped early. */
 INGEST_API int ingest_report_output_closed(const struct ingest_report *r);
 /* 1 when the run failed before reading any input because of what it was
- * asked to do, which the caller must change: a --state FILE in use by
- * another run, corrupt, a symlink, or in a directory that cannot be
- * written (the command exits 2 then, as for bad usage). */
+ * asked to do, which the caller must change: options that contradict each
+ * other; a --state FILE in use by another run, corrupt, a symlink, made by
+ * another run, or in a directory that cannot be written; an index made
+ * with other settings, or no regular file (the command exits 2 then, as for
+ * bad usage). */
 INGEST_API int ingest_report_usage_error(const struct ingest_report *r);
 /* Error records the run wrote (inputs that are no message: unreadable,
  * missing, not mail...).  The command's --strict exits 1 when it is not 0. */

@@ -146,6 +146,14 @@ static int usage_error(const char *what, const char *arg)
 	return 2;
 }
 
+static const char search_usage[] =
+"Usage: ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N] [--] [WORD...]\n"
+"Searches an index written by ingest --index=FILE (README, \"Searching\"): FTS5\n"
+"syntax plus from: to: subject: (and their ( ) groups), date:A..B, tag:, folder:,\n"
+"thread:, id:, has:attachment, each negated by a leading -.  After --, every\n"
+"argument is a word.  Exit 0 with the hits (none is no error), 1 when the query\n"
+"or the database is refused, 2 for bad usage.\n";
+
 /* --limit=N: digits only (strtoul takes " -1" as ULONG_MAX), from 1 to
  * SQLite's largest integer, the LIMIT of the search's SQL. */
 static bool search_limit(const char *v, unsigned long *limit)
@@ -197,6 +205,11 @@ static int search_main(int argc, char **argv)
 			}
 			continue;
 		}
+		if (!strcmp(a, "--help")) {
+			free(query);
+			fputs(search_usage, stdout);
+			return 0;
+		}
 		if (!strcmp(a, "--limit") || !strcmp(a, "--format")) {
 			if (i + 1 == argc) {
 				free(query);
@@ -224,7 +237,8 @@ static int search_main(int argc, char **argv)
 	}
 	if (!db || !*query) {
 		free(query);
-		return usage_error("usage: ingest search FILE QUERY [--format=jsonl|tsv] [--limit=N]", NULL);
+		fputs(search_usage, stderr);
+		return 2;
 	}
 	char *why = NULL;
 	int r = ingest_search(db, query, tsv, limit, STDOUT_FILENO, &why);

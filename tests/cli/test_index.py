@@ -840,6 +840,14 @@ def case_search_options(tmp):
     p = run(["search", db, "--limit=5", "--", "-folder:INBOX"], check_rc=0)
     if sorted(h["subject"] for h in records(p.stdout)) != ["delta", "epsilon", "gamma"]:
         fail(f"-- -folder:INBOX: {p.stdout!r}")
+    # --help is the search's own usage, exit 0; without a query, the same
+    # on stderr, exit 2
+    p = run(["search", "--help"], check_rc=0)
+    if not p.stdout.startswith(b"Usage: ingest search FILE QUERY"):
+        fail(f"search --help: {p.stdout!r}")
+    p = run(["search", db], check_rc=2)
+    if not p.stderr.startswith(b"Usage: ingest search FILE QUERY"):
+        fail(f"search without a query: {p.stderr!r}")
 
 
 def case_search_refused_values(tmp):
