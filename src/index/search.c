@@ -422,8 +422,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (!valn)   /* an empty phrase or value matches nothing (or, negated, all) */
 		return search_refuse(s, word, wn, "%s needs a value", prefixes[i].prefix);
 	if (!strcmp(prefixes[i].prefix, "thread:") && !search_thread_valid(val, valn))
-		return search_refuse(s, "thread", 6, "'%.*s' is not a thread (a hit's \"thread\": a number from 1)",
-		                     (int)valn, val);
+		return search_refuse(s, word, wn, "not a thread (a hit's \"thread\": a number from 1)");
 	if (col < 0)
 		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)
 		                        : search_date(s, negate, val, valn);

@@ -855,11 +855,11 @@ def case_search_refused_values(tmp):
     named (README, "Searching"): a thread that is not a number from 1, a
     date range whose start is past its end."""
     db = small_corpus(tmp)
-    for q, why in (("thread:abc", b"thread: 'abc' is not a thread"),
-                   ("thread:-1", b"thread: '-1' is not a thread"),
-                   ("thread:1e3", b"thread: '1e3' is not a thread"),
-                   ("thread:0", b"thread: '0' is not a thread"),
-                   ("thread:99999999999999999999", b"'99999999999999999999' is not a thread"),
+    for q, why in (("thread:abc", b"thread:abc: not a thread"),
+                   ("thread:-1", b"thread:-1: not a thread"),
+                   ("thread:1e3", b"thread:1e3: not a thread"),
+                   ("thread:0", b"thread:0: not a thread"),
+                   ("thread:99999999999999999999", b"thread:99999999999999999999: not a thread"),
                    ("date:2017-06..2017-05", b"date: '2017-06' is after '2017-05'"),
                    ("date:2018..2017-12-31", b"date: '2018' is after '2017-12-31'"),
                    ("-date:2017-06-02..2017-06-01T23", b"'2017-06-02' is after '2017-06-01T23'")):
