@@ -301,8 +301,8 @@ static void search_column_seen(struct search *s, int col)
  * (README, "Searching").  word's own "(" before the prefix (lead of them)
  * go first, as a word of their own; group is the value, from its "(" to
  * the word's end, read against the groups then open. */
-static int search_column_group(struct search *s, const char *word, size_t lead, const char *column, int col,
-                               const char *group, size_t n)
+static int search_column_group(struct search *s, const char *word, size_t lead, const char *column,
+                               int col, const char *group, size_t n)
 {
 	int r = 0;
 	if (lead) {
@@ -412,7 +412,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
 	if (group)
-		return search_column_group(s, word, sw.lead, columns[col], col, v + pl, (size_t)(word + wn - v - pl));
+		return search_column_group(s, word, sw.lead, columns[col], col, v + pl,
+		                           (size_t)(word + wn - v - pl));
 	const char *val = v + pl;
 	size_t valn = vn - pl;
 	if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {

@@ -5,7 +5,8 @@
  * `x-unknown`, `%CHARSET`, `unicode-1-1-utf-7`, `ks_c_5601-1987`, `gb2312` →
  * GB18030 as mail readers do ...).  The single-byte charsets mail uses and
  * ISO-2022-JP's JIS X 0208 and GB18030's two-byte codes are tables of
- * iconv's answers made at build time (charset.c, charset_gen.c): no iconv at run time.  iconv descriptors are opened once per
+ * iconv's answers made at build time (charset.c, charset_gen.c): no iconv
+ * at run time.  iconv descriptors are opened once per
  * label per thread and kept for the life of the cache: glibc unloads a gconv
  * module when its last descriptor closes, so opening per message costs an
  * openat and an mmap each time (GMime's mistake).  An unknown label falls

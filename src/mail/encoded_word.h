@@ -6,8 +6,8 @@
  * white space between two adjacent encoded words is dropped (RFC 2047 6.2);
  * raw bytes that are valid UTF-8 are kept; other 8-bit bytes are decoded in
  * the charset the body declares when that reads them cleanly, else as
- * windows-1252, with MAIL_W_UNENCODED_8BIT_HEADER (charset_decode_header).  Raw 8-bit bytes inside an
- * encoded word are decoded with the word's declared charset.  A malformed
+ * windows-1252, with MAIL_W_UNENCODED_8BIT_HEADER (charset_decode_header).
+ * Raw 8-bit bytes inside an encoded word are decoded with the word's declared charset.  A malformed
  * word is kept literally with MAIL_W_INVALID_ENCODED_WORD.  Lenient, as
  * mail readers are: words inside quoted strings and words glued to text are
  * decoded too (docs/LENIENCY.md).  Cost is linear in the input. */

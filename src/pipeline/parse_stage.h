@@ -6,7 +6,7 @@
  *   reader ──[full]──▶ ingest-parse (the pool's caller, worker 0)
  *                         + ingest-w1..N-2: mail_parse + emit_record
  *                         + the reader, worker N-1, when it would sleep
- *                      ──▶ writer_put() on the same thread ──[free_batches]──▶ reader
+ *                      ──▶ writer_put(), same thread ──[free_batches]──▶ reader
  *
  * One thread ("ingest-parse") runs it and is the pool's worker 0; it parses
  * batch k while the reader reads k+1, then writes it (pipeline/writer.c)
