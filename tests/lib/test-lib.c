@@ -121,6 +121,14 @@ static void test_lib_sink_error_stops_the_run(void **state)
 	ingest_options_free(o);
 }
 
+/* A new directory under $TMPDIR (or /tmp) for one case, into buf. */
+static void lib_tmpdir(char *buf, size_t size, const char *name)
+{
+	const char *t = getenv("TMPDIR");
+	snprintf(buf, size, "%s/ingest-lib-%s-XXXXXX", t && *t ? t : "/tmp", name);
+	assert_non_null(mkdtemp(buf));
+}
+
 /* split-bytes makes files of its own, closing each to open the next: with
  * the caller's descriptor (or a sink) in place of the output it is refused
  * before anything is read, and the descriptor stays the caller's.  It used
@@ -128,8 +136,8 @@ static void test_lib_sink_error_stops_the_run(void **state)
 static void test_lib_split_bytes_refused_with_fd_or_sink(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/ingest-lib-split-XXXXXX", prefix[64], first[72];
-	assert_non_null(mkdtemp(dir));
+	char dir[256], prefix[300], first[320];
+	lib_tmpdir(dir, sizeof(dir), "split");
 	snprintf(prefix, sizeof(prefix), "%s/part", dir);
 	snprintf(first, sizeof(first), "%s.000", prefix);
 	for (int with_sink = 0; with_sink < 2; with_sink++) {
@@ -217,8 +225,8 @@ static void test_lib_stdin_leaves_fd_0(void **state)
 static void test_lib_search_error_optional(void **state)
 {
 	(void)state;
-	char dir[] = "/tmp/ingest-lib-search-XXXXXX", db[64];
-	assert_non_null(mkdtemp(dir));
+	char dir[256], db[300];
+	lib_tmpdir(dir, sizeof(dir), "search");
 	snprintf(db, sizeof(db), "%s/mail.db", dir);
 	struct ingest_options *o = sample_options();
 	assert_int_equal(ingest_options_set(o, "index", db), 0);
@@ -234,7 +242,7 @@ static void test_lib_search_error_optional(void **state)
 	assert_non_null(why);
 	free(why);
 	close(null);
-	char name[80];
+	char name[320];
 	for (const char *const *x = (const char *const[]){ "", "-wal", "-shm", NULL }; *x; x++) {
 		snprintf(name, sizeof(name), "%s%s", db, *x);
 		unlink(name);
