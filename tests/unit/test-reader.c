@@ -810,18 +810,38 @@ static void test_reader_vanished(void **state)
 	t_rmtree(base);
 }
 
+/* A Maildir at base with the messages a (300 bytes) and b (400) in cur/:
+ * its cur/ (to free), *first and *second naming them in walk order. */
+static char *two_in_cur(const char *base, const char *a, const char *b, const char **first,
+                        const char **second)
+{
+	make_maildir(base);
+	char *cur = t_asprintf("%s/cur", base);
+	put(cur, a, 300, 1);
+	put(cur, b, 400, 2);
+	*first = a;
+	*second = b;
+	by_inode(cur, first, second);
+	return cur;
+}
+
+/* The bytes of the message two_in_cur made under `name` (a's or b's). */
+static void assert_cur_bytes(const struct got_item *it, const char *name, const char *a)
+{
+	if (name == a)
+		assert_bytes(it, 300, 1);
+	else
+		assert_bytes(it, 400, 2);
+}
+
 /* Two messages a and b (300 and 400 bytes) in a Maildir's cur/; the one
  * read second gets the flags `flags` between the walk and its open. */
 static void rename_second_while_read(void **state, const char *a, const char *b, const char *flags)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	char *base = t_tmpdir("reader");
-	make_maildir(base);
-	char *cur = t_asprintf("%s/cur", base);
-	put(cur, a, 300, 1);
-	put(cur, b, 400, 2);
-	const char *first = a, *second = b;
-	by_inode(cur, &first, &second);
+	const char *first, *second;
+	char *cur = two_in_cur(base, a, b, &first, &second);
 	char *renamed = t_asprintf("%.*s%s", (int)(strstr(second, ":2,") + 3 - second), second, flags);
 	struct seam s = {
 		.base = cur, .trigger = be == READER_SYNC ? first : second,
@@ -833,10 +853,7 @@ static void rename_second_while_read(void **state, const char *a, const char *b,
 	assert_int_equal(s.fired, 1);
 	assert_int_equal(run.n_items, 2);
 	assert_string_equal(item_name(&run.items[1]), renamed);
-	if (second == a)
-		assert_bytes(&run.items[1], 300, 1);
-	else
-		assert_bytes(&run.items[1], 400, 2);
+	assert_cur_bytes(&run.items[1], second, a);
 	run_free(&run);
 	free(renamed);
 	free(cur);
@@ -884,12 +901,9 @@ static void test_reader_renamed_twice(void **state)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	char *base = t_tmpdir("reader");
-	make_maildir(base);
-	char *cur = t_asprintf("%s/cur", base);
-	put(cur, "a.M1.h:2,S", 300, 1);
-	put(cur, "b.M2.h:2,S", 400, 2);
-	const char *first = "a.M1.h:2,S", *second = "b.M2.h:2,S";
-	by_inode(cur, &first, &second);
+	static const char a[] = "a.M1.h:2,S";
+	const char *first, *second;
+	char *cur = two_in_cur(base, a, "b.M2.h:2,S", &first, &second);
 	char *to1 = t_asprintf("%.*sRS", (int)(strstr(second, ":2,") + 3 - second), second);
 	char *to2 = t_asprintf("%.*sFRS", (int)(strstr(second, ":2,") + 3 - second), second);
 	struct rename_twice t = {
@@ -902,10 +916,7 @@ static void test_reader_renamed_twice(void **state)
 	assert_int_equal(t.fired, 2);
 	assert_int_equal(run.n_items, 2);
 	assert_string_equal(item_name(&run.items[1]), to2);
-	if (second[0] == 'a')
-		assert_bytes(&run.items[1], 300, 1);
-	else
-		assert_bytes(&run.items[1], 400, 2);
+	assert_cur_bytes(&run.items[1], second, a);
 	run_free(&run);
 	free(to1);
 	free(to2);
@@ -944,12 +955,8 @@ static void test_reader_renamed_every_time(void **state)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	char *base = t_tmpdir("reader");
-	make_maildir(base);
-	char *cur = t_asprintf("%s/cur", base);
-	put(cur, "a.M1.h:2,S", 300, 1);
-	put(cur, "b.M2.h:2,S", 400, 2);
-	const char *first = "a.M1.h:2,S", *second = "b.M2.h:2,S";
-	by_inode(cur, &first, &second);
+	const char *first, *second;
+	char *cur = two_in_cur(base, "a.M1.h:2,S", "b.M2.h:2,S", &first, &second);
 	struct rename_always t = { .cur = cur, .trigger = be == READER_SYNC ? first : second,
 	                           .victim = second };
 	struct run_opts ro = { .after_stat = rename_always_hook, .after_stat_arg = &t };
