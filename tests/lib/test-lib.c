@@ -84,19 +84,24 @@ static char *run_to_fd(size_t *len)
 	return p;
 }
 
+/* Runs o (which it frees) into a collecting sink; the run must succeed. */
+static void run_to_sink(struct ingest_options *o, struct collect *c)
+{
+	assert_int_equal(ingest_options_set_sink(o, collect_sink, c), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
 static void test_lib_sink_gets_whole_records_in_order(void **state)
 {
 	(void)state;
 	size_t fd_len;
 	char *fd_bytes = run_to_fd(&fd_len);
 
-	struct ingest_options *o = sample_options();
 	struct collect c = { 0 };
-	assert_int_equal(ingest_options_set_sink(o, collect_sink, &c), 0);
-	struct ingest_report *rep = NULL;
-	assert_int_equal(ingest_run(o, &rep), 0);
-	ingest_report_free(rep);
-	ingest_options_free(o);
+	run_to_sink(sample_options(), &c);
 
 	assert_true(c.calls > 1);
 	assert_int_equal(c.records, count_lines(c.bytes, c.len));
@@ -191,11 +196,7 @@ static void run_stdin_once(void)
 	struct ingest_options *o = ingest_options_new();
 	assert_int_equal(ingest_options_add_path(o, "-"), 0);
 	struct collect c = { 0 };
-	assert_int_equal(ingest_options_set_sink(o, collect_sink, &c), 0);
-	struct ingest_report *rep = NULL;
-	assert_int_equal(ingest_run(o, &rep), 0);
-	ingest_report_free(rep);
-	ingest_options_free(o);
+	run_to_sink(o, &c);
 	assert_int_equal(fstat(STDIN_FILENO, &after), 0);
 	assert_true(S_ISFIFO(after.st_mode));
 	assert_true(after.st_ino == before.st_ino && after.st_dev == before.st_dev);
