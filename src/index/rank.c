@@ -237,6 +237,22 @@ static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	rank_result(cx, role, -1.0 * score);
 }
 
+/* ingest_matches(mail_fts): the row's matches (FTS5's instances), a
+ * walk of its position lists that FTS5's snippet() makes too, before it
+ * scores every match against every other (rank.h). */
+static void rank_matches(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *cx,
+                         int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	(void)argv;
+	int inst = 0;
+	int rc = api->xInstCount(fts, &inst);
+	if (rc == SQLITE_OK)
+		sqlite3_result_int(cx, inst);
+	else
+		sqlite3_result_error_code(cx, rc);
+}
+
 int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
 {
 	/* the documented way to FTS5's API: SELECT fts5(?1) with a pointer */
@@ -263,6 +279,8 @@ int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
 		}
 		if (rc == SQLITE_OK)
 			rc = fts5->xCreateFunction(fts5, "ingest_bm25", rk, rank_bm25, NULL);
+		if (rc == SQLITE_OK)
+			rc = fts5->xCreateFunction(fts5, "ingest_matches", NULL, rank_matches, NULL);
 		if (rc != SQLITE_OK)
 			rank_free(rk);
 	}

@@ -18,6 +18,11 @@
  * read from FTS5's table of lengths through a blob handle, not a statement
  * per match.
  *
+ * Beside it, `ingest_matches(mail_fts)`, a row's matches: FTS5's snippet()
+ * scores each match of a row against every other, so a row of 40,000
+ * matches (a prefix such as t* against a 270 KB text) took 11 s; the
+ * search asks for a snippet only below a bound of matches (search.c).
+ *
  * The function relies on FTS5's plan for ORDER BY rank (the sorting
  * cursor calls it for every match before the printing cursor calls it at
  * all); tests/cli/test_index.py checks the printed ranks equal FTS5's
@@ -29,7 +34,8 @@
 
 struct rank;
 
-/* Registers `ingest_bm25(w_col0, w_col1, ...)` on db for one ranked
+/* Registers `ingest_bm25(w_col0, w_col1, ...)` and `ingest_matches()` on
+ * db for one ranked
  * statement; *out is its state, which rank_free() releases after the
  * statement is finalized and before db is closed (it holds a blob handle
  * on the database).  best: 0, or the statement prints the first `best`
