@@ -430,12 +430,12 @@ static int reader_batch_find_renamed(struct reader_common *rc, struct budget *bu
 		struct batch_item *it = &b->items[at[k]];
 		if (!v[k].name)
 			continue;   /* gone: its ENOENT record stands */
-		if ((r = reader_item_reopen(rc, budget, b, it, v[k].name)) < 0)
+		int opened = reader_item_reopen(rc, budget, b, it, v[k].name);
+		if (opened < 0) {
+			r = opened;
 			reader_item_fail(it, r);   /* the run ends; the batch's other items stand */
-		else if (r == 1)
-			again++;
-		if (r == 1)
-			r = 0;
+		}
+		again += opened == 1;
 	}
 	xfree(v);
 	xfree(at);
