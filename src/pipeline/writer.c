@@ -34,10 +34,11 @@ static bool output_named(const struct writer *w)
  * the user gave it. */
 static void output_failed(struct writer *w, int err)
 {
-	char fd[32];
-	const char *name = w->given_fd >= 0 ? (snprintf(fd, sizeof(fd), "fd %d", w->given_fd), fd)
-	                 : output_named(w) ? w->path : "stdout";
-	w->fail(w->fail_ctx, err, "cannot write the output", name);
+	char name[32];
+	if (w->given_fd >= 0)
+		snprintf(name, sizeof(name), "fd %d", w->given_fd);
+	w->fail(w->fail_ctx, err, "cannot write the output",
+	        w->given_fd >= 0 ? name : output_named(w) ? w->path : "stdout");
 }
 
 /* After a failed write of which `wrote` bytes went out, cut a regular file
