@@ -2,6 +2,7 @@
 /* bm25 with the phrases' counts taken once per search: see rank.h. */
 #include "index/rank.h"
 #include "core/xalloc.h"
+#include "index/fts5.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -255,17 +256,8 @@ static void rank_matches(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_
 
 int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
 {
-	/* the documented way to FTS5's API: SELECT fts5(?1) with a pointer */
-	fts5_api *fts5 = NULL;
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &st, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_bind_pointer(st, 1, &fts5, "fts5_api_ptr", NULL);
-		sqlite3_step(st);
-		rc = sqlite3_finalize(st);
-	}
-	if (rc == SQLITE_OK && !fts5)
-		rc = SQLITE_ERROR;
+	fts5_api *fts5;
+	int rc = fts5_api_of(db, &fts5);
 	struct rank *rk = rc == SQLITE_OK ? xcalloc(1, sizeof(*rk)) : NULL;
 	if (rc == SQLITE_OK && !rk)
 		rc = SQLITE_NOMEM;
