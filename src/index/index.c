@@ -21,6 +21,7 @@
  * A file whose read failed (io-error) keeps its previous row, as --state
  * keeps the previous entry: the next run sees the difference and reads it. */
 #include "index/index.h"
+#include "index/addresses.h"
 #include "index/fts_build.h"
 #include "index/fts_tokenizer.h"
 #include "io/maildir.h"
@@ -48,7 +49,8 @@
 enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,
-	ST_INSERT_MESSAGE, ST_RECORD_FIELDS, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS, ST_INSERT_REFS,
+	ST_INSERT_MESSAGE, ST_RECORD_FIELDS, ST_INSERT_ADDRESS, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS,
+	ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
 	ST__COUNT
@@ -112,7 +114,13 @@ static const char *const index_sql[ST__COUNT] = {
 		" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
 	/* the record's top-level members, in one pass over it (index_record) */
 	[ST_RECORD_FIELDS] = "SELECT key, value FROM json_each(?1)",
-	/* ?1..?6 the address lists by role, ?7 the docid, ?8 whether a list
+	/* an address row as addresses.h reads it: ?1 the docid, then the
+	 * columns */
+	[ST_INSERT_ADDRESS] =
+		"INSERT INTO addresses(message, role, position, member, name, address, \"group\")"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	/* The same rows, for lists of a shape addresses.h leaves to SQLite:
+	 * ?1..?6 the address lists by role, ?7 the docid, ?8 whether a list
 	 * may hold a group (index_add_message).  A group's members are rows
 	 * with its name in "group"; an empty group (undisclosed-recipients:;)
 	 * is one row with no address.  The rows in three passes (addresses,
@@ -296,6 +304,7 @@ struct index {
 	/* the fields of the message record being stored (index_record) */
 	struct index_value rec[IF__COUNT];
 	struct dynbuf rec_text;
+	struct addr_rows addresses;   /* the message's address rows (index_add_addresses) */
 	struct index_stats stats;
 	char error[256];
 };
@@ -586,6 +595,7 @@ int index_open(const char *path, struct index **out, const char **why)
 	dynbuf_init(&ix->fts_rows, 0);
 	dynbuf_init(&ix->fts_out, 0);
 	dynbuf_init(&ix->rec_text, 0);
+	addr_rows_init(&ix->addresses);
 	/* Only a regular file is a database: SQLite's own words for a
 	 * directory ("No such file or directory") or /dev/null (an I/O error
 	 * at the schema) would not say what is wrong. */
@@ -705,6 +715,7 @@ void index_close(struct index *ix)
 	dynbuf_release(&ix->fts_out);
 	dynbuf_release(&ix->scratch);
 	dynbuf_release(&ix->rec_text);
+	addr_rows_release(&ix->addresses);
 	xfree(ix);
 }
 
@@ -1059,6 +1070,55 @@ static int index_thread(struct index *ix, int64_t docid)
 }
 
 /* Stores the message record index_record took apart. */
+/* The message's address rows: read from its lists in C (addresses.h),
+ * or, for lists of another shape, by ST_INSERT_ADDRESSES. */
+static int index_add_addresses(struct index *ix, int64_t docid)
+{
+	struct str lists[ADDR_ROLES];
+	_Static_assert(IF_BCC - IF_FROM + 1 == ADDR_ROLES, "one list a role, in addr_role_names' order");
+	for (int k = 0; k < ADDR_ROLES; k++) {
+		const struct index_value *v = &ix->rec[IF_FROM + k];
+		lists[k] = v->type == SQLITE_TEXT ? (struct str){ ix->rec_text.p + v->off, v->len } : STR_NULL;
+	}
+	int r = addr_rows_read(&ix->addresses, lists);
+	if (r < 0)
+		return r;
+	sqlite3_stmt *st;
+	if (r == 0) {
+		size_t n;
+		const struct addr_row *row = addr_rows_get(&ix->addresses, &n);
+		const char *text = ix->addresses.text.p;
+		st = ix->st[ST_INSERT_ADDRESS];
+		for (size_t i = 0; r == 0 && i < n; i++, row++) {
+			sqlite3_bind_int64(st, 1, docid);
+			sqlite3_bind_text(st, 2, addr_role_names[row->role], -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 3, row->position);
+			if (row->member >= 0)
+				sqlite3_bind_int64(st, 4, row->member);
+			if (row->name >= 0)
+				sqlite3_bind_text(st, 5, text + row->name, (int)row->name_len, SQLITE_STATIC);
+			if (row->address >= 0)
+				sqlite3_bind_text(st, 6, text + row->address, (int)row->address_len, SQLITE_STATIC);
+			if (row->group >= 0)
+				sqlite3_bind_text(st, 7, text + row->group, (int)row->group_len, SQLITE_STATIC);
+			r = index_run(ix, ST_INSERT_ADDRESS);
+		}
+		return r;
+	}
+	st = ix->st[ST_INSERT_ADDRESSES];
+	for (int k = 0; k <= IF_BCC - IF_FROM; k++)
+		index_bind_field(ix, st, k + 1, (enum index_field)(IF_FROM + k));
+	sqlite3_bind_int64(st, 7, docid);
+	/* a group's "group" key in the record's JSON: without it no list
+	 * holds a group, and the passes for groups are skipped */
+	bool group = false;
+	for (int f = IF_FROM; f <= IF_BCC && !group; f++)
+		group = ix->rec[f].type == SQLITE_TEXT &&
+		        memmem(ix->rec_text.p + ix->rec[f].off, ix->rec[f].len, "\"group\":", 8);
+	sqlite3_bind_int(st, 8, group);
+	return index_run(ix, ST_INSERT_ADDRESSES);
+}
+
 static int index_add_message(struct index *ix, const struct record_io *io)
 {
 	int r;
@@ -1072,18 +1132,7 @@ static int index_add_message(struct index *ix, const struct record_io *io)
 	/* the row just inserted (the delete trigger REPLACE fires inserts
 	 * no row) */
 	int64_t docid = sqlite3_last_insert_rowid(ix->db);
-	st = ix->st[ST_INSERT_ADDRESSES];
-	for (int k = 0; k <= IF_BCC - IF_FROM; k++)
-		index_bind_field(ix, st, k + 1, (enum index_field)(IF_FROM + k));
-	sqlite3_bind_int64(st, 7, docid);
-	/* a group's "group" key in the record's JSON: without it no list
-	 * holds a group, and the passes for groups are skipped */
-	bool group = false;
-	for (int f = IF_FROM; f <= IF_BCC && !group; f++)
-		group = ix->rec[f].type == SQLITE_TEXT &&
-		        memmem(ix->rec_text.p + ix->rec[f].off, ix->rec[f].len, "\"group\":", 8);
-	sqlite3_bind_int(st, 8, group);
-	r = index_run(ix, ST_INSERT_ADDRESSES);
+	r = index_add_addresses(ix, docid);
 	static const struct { enum index_stmt st; enum index_field field; } lists[] = {
 		{ ST_INSERT_ATTACHMENTS, IF_ATTACHMENTS }, { ST_INSERT_REFS, IF_REFERENCES },
 	};
