@@ -24,6 +24,7 @@
 #include "index/addresses.h"
 #include "index/fts_build.h"
 #include "index/fts_tokenizer.h"
+#include "index/json_read.h"
 #include "io/maildir.h"
 #include "io/state.h"
 #include "core/dynbuf.h"
@@ -964,15 +965,93 @@ static int index_field_of(const char *key, size_t n)
  * array or an object, which the fields stored as JSON are (README,
  * "Records"); for a JSON null -> gives the text null.  The first of two
  * equal keys counts, as for ->>. */
+/* A value read by json_read.h into ix->rec[f] (stepped over for a field
+ * the index does not store, f -1, and for a key met again: the first
+ * counts, as below), or JSON_READ_OTHER for one left to SQLite. */
+static int index_record_value(struct index *ix, struct json_read *j, int f, bool *seen)
+{
+	if (f < 0 || seen[f])
+		return json_read_skip(j);
+	seen[f] = true;
+	struct index_value *v = &ix->rec[f];
+	const char *start = j->p;
+	int r = 0;
+	if (j->p < j->end && *j->p == '"') {
+		/* a string: its bytes, unescaped */
+		v->type = SQLITE_TEXT;
+		v->off = ix->rec_text.len;
+		r = json_read_string(j, &ix->rec_text);
+		v->len = ix->rec_text.len - v->off;
+	} else if (json_read_word(j, "true", 4) || json_read_word(j, "false", 5)) {
+		v->type = SQLITE_INTEGER;
+		v->i = *start == 't';
+		return 0;
+	} else if (j->p < j->end && (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))) {
+		v->type = SQLITE_INTEGER;
+		return json_read_integer(j, &v->i);
+	} else {
+		/* null, an array or an object: as JSON (compact, so its text is
+		 * what SQLite renders) where the field is stored as JSON */
+		bool null = json_read_word(j, "null", 4);
+		if (!null && (r = json_read_skip(j)) != 0)
+			return r;
+		if (null && !index_fields[f].json) {
+			v->type = SQLITE_NULL;
+			return 0;
+		}
+		v->type = SQLITE_TEXT;
+		v->off = ix->rec_text.len;
+		v->len = (size_t)(j->p - start);
+		r = dynbuf_append(&ix->rec_text, start, v->len);
+	}
+	if (r == 0)
+		r = dynbuf_putc(&ix->rec_text, '\0');
+	return r;
+}
+
+/* The record's fields into ix->rec, read in C (json_read.h): 0,
+ * JSON_READ_OTHER for a record left to SQLite, -ENOMEM. */
+static int index_record_read(struct index *ix, const char *rec, size_t n)
+{
+	struct json_read j = { rec, rec + n };
+	bool seen[IF__COUNT] = { false };
+	while (j.end > j.p && j.end[-1] == '\n')
+		j.end--;
+	if (!json_read_eat(&j, '{'))
+		return JSON_READ_OTHER;
+	if (json_read_eat(&j, '}'))
+		return j.p == j.end ? 0 : JSON_READ_OTHER;
+	do {
+		/* keys are plain names: one with an escape is SQLite's */
+		const char *key = j.p + 1;
+		int r = json_read_string(&j, NULL);
+		if (r != 0)
+			return r;
+		if (memchr(key, '\\', (size_t)(j.p - 1 - key)) || !json_read_eat(&j, ':'))
+			return JSON_READ_OTHER;
+		r = index_record_value(ix, &j, index_field_of(key, (size_t)(j.p - 2 - key)), seen);
+		if (r != 0)
+			return r;
+	} while (json_read_eat(&j, ','));
+	return json_read_eat(&j, '}') && j.p == j.end ? 0 : JSON_READ_OTHER;
+}
+
 static int index_record(struct index *ix, const char *rec, size_t n)
 {
+	for (int f = 0; f < IF__COUNT; f++)
+		ix->rec[f].type = SQLITE_NULL;
+	dynbuf_reset(&ix->rec_text);
+	int r = index_record_read(ix, rec, n);
+	if (r != JSON_READ_OTHER)
+		return r;
 	sqlite3_stmt *s = ix->st[ST_RECORD_FIELDS];
 	bool seen[IF__COUNT] = { false };
 	for (int f = 0; f < IF__COUNT; f++)
 		ix->rec[f].type = SQLITE_NULL;
 	dynbuf_reset(&ix->rec_text);
 	index_bind_text(s, 1, rec, n, true);
-	int rc, r = 0;
+	int rc;
+	r = 0;
 	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		/* as blobs: the bytes as they are, where text would copy the
 		 * value to put a NUL after it (rec_text has its own) */

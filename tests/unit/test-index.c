@@ -441,6 +441,65 @@ static void test_index_built_deletes_by_value(void **state)
 	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'second'"), "0");
 }
 
+/* Records read in C (index/json_read.h) give the rows SQLite's JSON
+ * functions give: each record stored as written, then, into a second
+ * database, with a space after its first brace, which leaves it to
+ * SQLite; every stored column equal, with its type. */
+static void index_records_into(const char *path, const char *const *recs, size_t n, bool spaced)
+{
+	snprintf(db_path, sizeof(db_path), "%s/%s", dir, path);
+	struct index *ix = open_existing();
+	for (size_t i = 0; i < n; i++) {
+		char name[32], rec[1024];
+		snprintf(name, sizeof(name), "cur/%zu.M%zu.h:2,S", i, i);
+		snprintf(rec, sizeof(rec), "{%s\"path\":\"%s\",%s\n", spaced ? " " : "", name, recs[i]);
+		struct record_io io = maildir_io(name);
+		add(ix, &io, rec);
+	}
+	finish(ix);
+}
+
+static void test_index_records_read_as_sqlite(void **state)
+{
+	(void)state;
+	static const char *const recs[] = {
+		"\"id\":\"00000000000000f1\",\"subject\":\"tab\\there \\\"q\\\" \\u00e9 \\/ \\u4e2d\","
+		"\"size\":6015,\"parts\":3,\"text_truncated\":true,\"warnings\":[\"a\",\"b\\n\"],"
+		"\"headers\":{\"X-A\":[\"1\"]},\"from\":[{\"name\":\"Ann\",\"address\":\"a@x\"}],"
+		"\"to\":[{\"group\":\"G\",\"members\":[{\"name\":null,\"address\":\"b@x\"}]}],"
+		"\"references\":[\"r@x\"],\"attachments\":[{\"filename\":\"f.pdf\",\"size\":10}],"
+		"\"text\":\"body\\r\\nline\",\"unknown\":{\"deep\":[1,2,{\"x\":null}]}}",
+		"\"id\":\"00000000000000f2\",\"subject\":null,\"notes\":null,\"text_truncated\":false,"
+		"\"date\":\"2024-01-02T03:04:05Z\",\"subject\":\"second key\"}",
+		"\"id\":\"00000000000000f3\",\"text\":\"cut\\u0000here\",\"size\":-1}",
+	};
+	const size_t n = sizeof(recs) / sizeof(recs[0]);
+	static const char rows[] =
+		"SELECT group_concat(r, ';') FROM (SELECT quote(id) || quote(folder) || quote(subdir) ||"
+		" quote(flags) || quote(tags) || quote(size) || quote(subject) || quote(parts) ||"
+		" quote(warnings) || quote(notes) || quote(text_truncated) || quote(headers) || quote(date) ||"
+		" quote(thread_id) || coalesce((SELECT group_concat(quote(role) || quote(position) ||"
+		" quote(member) || quote(name) || quote(address) || quote(\"group\"), ',') FROM addresses"
+		" WHERE message = docid), '') || coalesce((SELECT group_concat(quote(msgid)) FROM refs"
+		" WHERE message = docid), '') || coalesce((SELECT group_concat(quote(filename) ||"
+		" quote(size)) FROM attachments WHERE message = docid), '') ||"
+		" (SELECT quote(c0) || quote(c1) || quote(c2) || quote(c3) || quote(c4) FROM mail_fts_content"
+		" WHERE id = docid) AS r FROM messages ORDER BY docid)";
+	index_records_into("c.db", recs, n, false);
+	char in_c[512];
+	snprintf(in_c, sizeof(in_c), "%s", query(rows));
+	index_records_into("sqlite.db", recs, n, true);
+	assert_string_equal(in_c, query(rows));
+	/* and what was read is there: the escapes undone, the first of a
+	 * key met twice, the text SQLite cut at its NUL */
+	assert_non_null(strstr(in_c, "'tab\there \"q\" \xc3\xa9 / \xe4\xb8\xad'"));
+	assert_non_null(strstr(in_c, "6015"));
+	assert_non_null(strstr(in_c, "'[\"a\",\"b\\n\"]'"));
+	assert_non_null(strstr(in_c, "'body\r\nline'"));
+	assert_null(strstr(in_c, "second key"));
+	assert_non_null(strstr(in_c, "'cut'"));
+}
+
 static void test_index_rename_delete(void **state)
 {
 	(void)state;
@@ -504,6 +563,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_refuses_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_refuses_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_built_aside, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_records_read_as_sqlite, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_built_rollback_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
