@@ -9,10 +9,11 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Characters below this are looked up; from it on SQLite tokenizes. */
-#define FT_TABLE 0x10000u
+/* Characters below this are looked up (the Basic Multilingual Plane and
+ * the next, where emoji are); from it on SQLite tokenizes. */
+#define FT_TABLE 0x20000u
 
-/* An entry: the character's class in bits 26-27 (0 while not yet asked),
+/* An entry: the character's class in bits 26-28 (0 while not yet asked),
  * the length of its fold in bits 24-25 and the fold's UTF-8 bytes in bits
  * 0-23, first byte lowest. */
 enum ft_class {
@@ -22,6 +23,8 @@ enum ft_class {
 	FT_START,
 	/* continues a token only (unicode61: a diacritic) */
 	FT_INNER,
+	/* its fold is longer than an entry holds: SQLite tokenizes */
+	FT_ASK,
 };
 #define FT_ENTRY(cls, len, bytes) ((uint32_t)(cls) << 26 | (uint32_t)(len) << 24 | (bytes))
 #define FT_CLASS(e) ((e) >> 26)
@@ -78,10 +81,17 @@ static size_t ft_utf8(uint32_t c, unsigned char *out)
 		out[1] = (unsigned char)(0x80 | (c & 0x3f));
 		return 2;
 	}
-	out[0] = (unsigned char)(0xe0 | c >> 12);
-	out[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
-	out[2] = (unsigned char)(0x80 | (c & 0x3f));
-	return 3;
+	if (c < 0x10000) {
+		out[0] = (unsigned char)(0xe0 | c >> 12);
+		out[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+		out[2] = (unsigned char)(0x80 | (c & 0x3f));
+		return 3;
+	}
+	out[0] = (unsigned char)(0xf0 | c >> 18);
+	out[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3f));
+	out[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+	out[3] = (unsigned char)(0x80 | (c & 0x3f));
+	return 4;
 }
 
 /* The tokens SQLite's tokenizer gives for a probe of a few bytes: the
@@ -91,7 +101,7 @@ struct ft_probe {
 	int n;
 	bool odd;
 	int start[2], end[2], len[2];
-	char bytes[2][5];
+	char bytes[2][6];
 };
 
 static int ft_probe_token(void *ctx, int flags, const char *token, int len, int start, int end)
@@ -118,7 +128,9 @@ static int ft_ask(struct ft *t, const unsigned char *text, size_t n, struct ft_p
 
 static uint32_t ft_fold_entry(enum ft_class cls, const char *bytes, int len)
 {
-	if (len < 0 || len > 3)
+	if (len > 3)
+		return FT_ENTRY(FT_ASK, 0, 0);
+	if (len < 0)
 		return FT_UNKNOWN;
 	uint32_t b = 0;
 	for (int i = 0; i < len; i++)
@@ -163,6 +175,15 @@ static inline uint32_t ft_entry(struct ft *t, uint32_t c)
 		t->table[c] = e;
 	}
 	return e;
+}
+
+/* c's entry, or 0 where SQLite is to tokenize from the token c is in. */
+static inline uint32_t ft_lookup(struct ft *t, uint32_t c)
+{
+	if (c >= FT_TABLE)
+		return 0;
+	uint32_t e = ft_entry(t, c);
+	return t->sqlite_only || FT_CLASS(e) == FT_ASK ? 0 : e;
 }
 
 /* The probes' neighbour must be a letter of its own fold. */
@@ -244,11 +265,7 @@ static int ft_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *tex
 			if (p >= end)
 				return SQLITE_OK;
 			start = p;
-			uint32_t c = ft_read(&p, end);
-			if (c >= FT_TABLE)
-				return ft_sqlite_from(t, ctx, flags, text, n, (int)(start - base), token);
-			e = ft_entry(t, c);
-			if (t->sqlite_only)
+			if (!(e = ft_lookup(t, ft_read(&p, end))))
 				return ft_sqlite_from(t, ctx, flags, text, n, (int)(start - base), token);
 		} while (FT_CLASS(e) != FT_START);
 		/* the token: each character's fold, to the first that separates */
@@ -270,11 +287,7 @@ static int ft_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *tex
 			if (p >= end)
 				break;
 			const unsigned char *next = p;
-			uint32_t c = ft_read(&next, end);
-			if (c >= FT_TABLE)
-				return ft_sqlite_from(t, ctx, flags, text, n, (int)(start - base), token);
-			e = ft_entry(t, c);
-			if (t->sqlite_only)
+			if (!(e = ft_lookup(t, ft_read(&next, end))))
 				return ft_sqlite_from(t, ctx, flags, text, n, (int)(start - base), token);
 			if (FT_CLASS(e) == FT_SEPARATOR)
 				break;

@@ -14,12 +14,14 @@
  * The table is SQLite's answer, not a second copy of Unicode: each entry
  * is filled the first time its character is met, by asking SQLite's own
  * unicode61 (created with the same arguments) to tokenize the character
- * alone and between two letters.  What the table cannot hold (a character
- * past U+FFFF, an answer of another shape) is left to SQLite's tokenizer,
- * from the start of the token it falls in, so the tokens and their offsets
- * are SQLite's byte for byte; tests/unit/test-fts_tokenizer.c compares
- * the two over every character of the Basic Multilingual Plane and over
- * bytes that are not UTF-8. */
+ * alone and between two letters.  The table holds the Basic Multilingual
+ * Plane and the next (emoji: a quarter of the generated corpus's text
+ * comes after one).  What it cannot hold (a character past U+1FFFF, a
+ * fold of four bytes, an answer of another shape) is left to SQLite's
+ * tokenizer, from the start of the token it falls in to the end of the
+ * text, so the tokens and their offsets are SQLite's byte for byte;
+ * tests/unit/test-fts_tokenizer.c compares the two over every character
+ * of both planes and over bytes that are not UTF-8. */
 #ifndef INGEST_INDEX_FTS_TOKENIZER_H
 #define INGEST_INDEX_FTS_TOKENIZER_H
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for index/fts_tokenizer.c: its tokens, flags and offsets equal
  * SQLite's unicode61 (remove_diacritics 2, as the index's table is made)
- * for every character of the Basic Multilingual Plane in several places of
- * a token, for bytes that are not UTF-8, for characters past U+FFFF (which
- * it leaves to SQLite) and for a caller that stops the tokenizing. */
+ * for every character of the first two planes (its table's) in several
+ * places of a token, for bytes that are not UTF-8, for characters past
+ * U+1FFFF and folds of four bytes (which it leaves to SQLite) and for a
+ * caller that stops the tokenizing. */
 #include "index/fts5.h"
 #include "index/fts_tokenizer.h"
 
@@ -127,15 +128,15 @@ static size_t utf8(uint32_t c, char *out)
  * and beside a letter with a diacritic; surrogates and U+FFFE/U+FFFF, which
  * both read as U+FFFD, included.  A chunk of characters a call, so that
  * characters met before change nothing. */
-static void test_every_bmp_character(void **state)
+static void test_every_character_of_the_table(void **state)
 {
 	struct pair *p = *state;
 	enum { CHUNK = 2048 };
 	char *text = malloc(CHUNK * 40);
 	assert_non_null(text);
-	for (uint32_t from = 1; from < 0x10000; from += CHUNK) {
+	for (uint32_t from = 1; from < 0x20000; from += CHUNK) {
 		size_t n = 0;
-		for (uint32_t c = from; c < from + CHUNK && c < 0x10000; c++) {
+		for (uint32_t c = from; c < from + CHUNK; c++) {
 			char u[4];
 			size_t k = utf8(c, u);
 #define PUT(s) (memcpy(text + n, (s), strlen(s)), n += strlen(s))
@@ -177,20 +178,22 @@ static void test_bytes_not_utf8(void **state)
 	}
 }
 
-/* Past U+FFFF SQLite tokenizes, from the start of the token the character
- * falls in or from the character itself between tokens. */
+/* Past U+1FFFF, and for a fold of four bytes (Deseret's capitals), SQLite
+ * tokenizes, from the start of the token the character falls in or from
+ * the character itself between tokens. */
 static void test_past_the_table(void **state)
 {
 	struct pair *p = *state;
 	static const char *const texts[] = {
 		"\xf0\x9f\x98\x80", "ab\xf0\x9f\x98\x80" "cd", "x \xf0\x9d\x90\x80\xf0\x9d\x90\x81 y",
 		"\xc3\xa9\xf0\x9d\x90\x80\xc3\x89 z", "one two \xf0\x9f\x98\x80 three", "a\xcc\x81\xf0\x9f\x98\x80",
-		"\xf0\x9d\x90\x80", "word \xf4\x8f\xbf\xbf", "ab\xc3\xa9\x80\x80\x80\x80 cd",
+		"\xf0\x9d\x90\x80", "word \xf4\x8f\xbf\xbf", "ab\xf0\xa0\x80\x80" "cd \xf0\x90\x90\x80x y", "ab\xc3\xa9\x80\x80\x80\x80 cd",
 		"\xc3\x80\x80\x80 tail", "\xf8\x88\x80\x80\x80 five", "\xfc\x84\x80\x80\x80\x80 six",
 	};
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
 		same(p, texts[i], strlen(texts[i]), 0, 0);
-	/* supplementary letters (math bold, Deseret with its case) among BMP ones */
+	/* supplementary letters (math bold, Deseret with its case, a CJK
+	 * ideograph of plane 2) among BMP ones */
 	char text[4096];
 	uint64_t seed = 42;
 	static const uint32_t chars[] = { 'a', 'Q', ' ', 0xe9, 0x301, 0x410, 0x4e2d, 0x1d400, 0x10400,
@@ -234,7 +237,7 @@ static void test_caller_stops(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_every_bmp_character, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_character_of_the_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bytes_not_utf8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_past_the_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_token, setup, teardown),
