@@ -135,4 +135,25 @@ static inline uint32_t utf8_decode(const uint8_t **p)
 	return c;
 }
 
+/* Appends cp (a code point, < 0x110000) as UTF-8 at d; returns the end. */
+static inline char *utf8_put(char *d, uint32_t cp)
+{
+	if (cp < 0x80) {
+		*d++ = (char)cp;
+	} else if (cp < 0x800) {
+		*d++ = (char)(0xC0 | (cp >> 6));
+		*d++ = (char)(0x80 | (cp & 0x3F));
+	} else if (cp < 0x10000) {
+		*d++ = (char)(0xE0 | (cp >> 12));
+		*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+		*d++ = (char)(0x80 | (cp & 0x3F));
+	} else {
+		*d++ = (char)(0xF0 | (cp >> 18));
+		*d++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+		*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+		*d++ = (char)(0x80 | (cp & 0x3F));
+	}
+	return d;
+}
+
 #endif

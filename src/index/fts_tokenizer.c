@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* unicode61's tokens from a table of characters: see fts_tokenizer.h. */
 #include "index/fts_tokenizer.h"
+#include "core/utf8.h"
 #include "core/xalloc.h"
 #include "index/fts5.h"
 
@@ -45,7 +46,8 @@ struct ft {
 	/* a token being made; its capacity keeps 3 bytes spare */
 	char *out;
 	size_t cap;
-	/* an answer the table cannot hold: SQLite tokenizes everything */
+	/* no table, or an answer of a shape the probes do not expect:
+	 * SQLite tokenizes everything */
 	bool sqlite_only;
 };
 
@@ -68,30 +70,6 @@ static uint32_t ft_read(const unsigned char **pp, const unsigned char *end)
 	}
 	*pp = p;
 	return c;
-}
-
-static size_t ft_utf8(uint32_t c, unsigned char *out)
-{
-	if (c < 0x80) {
-		out[0] = (unsigned char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		out[0] = (unsigned char)(0xc0 | c >> 6);
-		out[1] = (unsigned char)(0x80 | (c & 0x3f));
-		return 2;
-	}
-	if (c < 0x10000) {
-		out[0] = (unsigned char)(0xe0 | c >> 12);
-		out[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
-		out[2] = (unsigned char)(0x80 | (c & 0x3f));
-		return 3;
-	}
-	out[0] = (unsigned char)(0xf0 | c >> 18);
-	out[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3f));
-	out[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
-	out[3] = (unsigned char)(0x80 | (c & 0x3f));
-	return 4;
 }
 
 /* The tokens SQLite's tokenizer gives for a probe of a few bytes: the
@@ -119,10 +97,10 @@ static int ft_probe_token(void *ctx, int flags, const char *token, int len, int 
 	return SQLITE_OK;
 }
 
-static int ft_ask(struct ft *t, const unsigned char *text, size_t n, struct ft_probe *p)
+static int ft_ask(struct ft *t, const char *text, size_t n, struct ft_probe *p)
 {
 	memset(p, 0, sizeof(*p));
-	return t->m->sqlite.xTokenize(t->sqlite, p, FTS5_TOKENIZE_DOCUMENT, (const char *)text, (int)n,
+	return t->m->sqlite.xTokenize(t->sqlite, p, FTS5_TOKENIZE_DOCUMENT, text, (int)n,
 	                              ft_probe_token);
 }
 
@@ -143,8 +121,8 @@ static uint32_t ft_fold_entry(enum ft_class cls, const char *bytes, int len)
  * it separates.  0 for an answer of another shape. */
 static uint32_t ft_learn(struct ft *t, uint32_t c)
 {
-	unsigned char probe[8];
-	size_t n = ft_utf8(c, probe + 1);
+	char probe[8];
+	size_t n = (size_t)(utf8_put(probe + 1, c) - (probe + 1));
 	struct ft_probe p;
 	if (ft_ask(t, probe + 1, n, &p) != SQLITE_OK || p.odd)
 		return FT_UNKNOWN;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A record's JSON read value by value: see json_read.h. */
 #include "index/json_read.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 
@@ -46,7 +47,7 @@ int json_read_string(struct json_read *j, struct dynbuf *out)
 			return 0;
 		if (j->p >= j->end)
 			return JSON_READ_OTHER;
-		char e = *j->p++, b[3];
+		char e = *j->p++, b[4];
 		size_t n = 1;
 		unsigned u;
 		switch (e) {
@@ -60,18 +61,7 @@ int json_read_string(struct json_read *j, struct dynbuf *out)
 			if (j->end - j->p < 4 || json_read_hex4(j->p, &u) || u == 0 || (u >= 0xd800 && u <= 0xdfff))
 				return JSON_READ_OTHER;
 			j->p += 4;
-			if (u < 0x80) {
-				b[0] = (char)u;
-			} else if (u < 0x800) {
-				b[0] = (char)(0xc0 | u >> 6);
-				b[1] = (char)(0x80 | (u & 0x3f));
-				n = 2;
-			} else {
-				b[0] = (char)(0xe0 | u >> 12);
-				b[1] = (char)(0x80 | ((u >> 6) & 0x3f));
-				b[2] = (char)(0x80 | (u & 0x3f));
-				n = 3;
-			}
+			n = (size_t)(utf8_put(b, u) - b);
 			break;
 		default:
 			return JSON_READ_OTHER;

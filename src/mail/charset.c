@@ -521,12 +521,12 @@ static int charset_decode_iso2022jp(const uint8_t *p, size_t n, struct dynbuf *o
 			uint16_t cp = charset_jis0208[(b - 0x21) * CHARSET_JIS_SIDE + (p[i + 1] - 0x21)];
 			if (!cp)
 				return 0;
-			d = charset_put_utf8(d, cp);
+			d = utf8_put(d, cp);
 			i += 2;
 			continue;
 		}
 		if (st == ROMAN && (b == 0x5C || b == 0x7E))
-			d = charset_put_utf8(d, b == 0x5C ? charset_jis_roman_5c : charset_jis_roman_7e);
+			d = utf8_put(d, b == 0x5C ? charset_jis_roman_5c : charset_jis_roman_7e);
 		else
 			*d++ = (char)b;
 		i++;
@@ -561,7 +561,7 @@ static int charset_decode_gb(const uint8_t *p, size_t n, struct dynbuf *out)
 		uint16_t cp = k >= 0 ? charset_gb2[(b - 0x81) * CHARSET_GB_TRAILS + k] : 0;
 		if (!cp)
 			return 0;
-		d = charset_put_utf8(d, cp);
+		d = utf8_put(d, cp);
 		i += 2;
 	}
 	out->len += (size_t)(d - d0);

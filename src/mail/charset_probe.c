@@ -88,7 +88,7 @@ bool charset_probe_single_byte(iconv_t cd, const char *iconv_name, uint16_t sb[2
 uint32_t charset_sb_entry(uint16_t cp)
 {
 	char u[4] = { 0 };
-	size_t k = cp == CHARSET_SB_BAD ? 3 : (size_t)(charset_put_utf8(u, cp) - u);
+	size_t k = cp == CHARSET_SB_BAD ? 3 : (size_t)(utf8_put(u, cp) - u);
 	if (cp == CHARSET_SB_BAD)
 		memcpy(u, CHARSET_FFFD, 3);
 	return (uint32_t)(uint8_t)u[0] | (uint32_t)(uint8_t)u[1] << 8 | (uint32_t)(uint8_t)u[2] << 16 |

@@ -72,20 +72,4 @@ const struct charset_builtin *charset_builtin_list(size_t *n);
 const uint16_t *charset_builtin_jis(uint32_t *roman_5c, uint32_t *roman_7e);
 const uint16_t *charset_builtin_gb(void);   /* NULL: none was built */
 
-/* Appends cp (< 0x10000) as UTF-8 at d; returns the end. */
-static inline char *charset_put_utf8(char *d, uint32_t cp)
-{
-	if (cp < 0x80) {
-		*d++ = (char)cp;
-	} else if (cp < 0x800) {
-		*d++ = (char)(0xC0 | (cp >> 6));
-		*d++ = (char)(0x80 | (cp & 0x3F));
-	} else {
-		*d++ = (char)(0xE0 | (cp >> 12));
-		*d++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-		*d++ = (char)(0x80 | (cp & 0x3F));
-	}
-	return d;
-}
-
 #endif
