@@ -71,6 +71,42 @@ static enum addr_key addr_key(struct addr_cursor *c, int *r)
 	return KEY_OTHER;
 }
 
+static int addr_members(struct addr_cursor *c, struct addr_elem *e);
+
+/* An address object: its name and address and, for a list's element
+ * (not a group's member, whose other keys go unread, as in SQL), its group
+ * and members. */
+static int addr_object(struct addr_cursor *c, struct addr_elem *e, bool member)
+{
+	bool seen[KEY_OTHER] = { false };
+	if (!addr_eat(c, '{'))
+		return JSON_READ_OTHER;
+	if (addr_eat(c, '}'))
+		return 0;
+	do {
+		int r = 0;
+		enum addr_key k = addr_key(c, &r);
+		if (member && (k == KEY_GROUP || k == KEY_MEMBERS))
+			k = KEY_OTHER;
+		if (r == 0 && k != KEY_OTHER && seen[k])
+			r = JSON_READ_OTHER;
+		if (r == 0) {
+			switch (k) {
+			case KEY_NAME: r = addr_value(c, &e->name); break;
+			case KEY_ADDRESS: r = addr_value(c, &e->address); break;
+			case KEY_GROUP: r = addr_value(c, &e->group); break;
+			case KEY_MEMBERS: r = addr_members(c, e); break;
+			case KEY_OTHER: r = json_read_skip(&c->j); break;
+			}
+		}
+		if (r != 0)
+			return r;
+		if (k != KEY_OTHER)
+			seen[k] = true;
+	} while (addr_eat(c, ','));
+	return addr_eat(c, '}') ? 0 : JSON_READ_OTHER;
+}
+
 /* The members of a group: an array of {"name","address"}. */
 static int addr_members(struct addr_cursor *c, struct addr_elem *e)
 {
@@ -81,31 +117,12 @@ static int addr_members(struct addr_cursor *c, struct addr_elem *e)
 	if (addr_eat(c, ']'))
 		return 0;
 	do {
-		struct addr_member m = { ADDR_NONE, ADDR_NONE };
-		bool seen[KEY_OTHER] = { false };
-		if (!addr_eat(c, '{'))
-			return JSON_READ_OTHER;
-		if (!addr_eat(c, '}')) {
-			do {
-				int r = 0;
-				enum addr_key k = addr_key(c, &r);
-				if (r == 0 && k != KEY_OTHER && seen[k])
-					r = JSON_READ_OTHER;
-				if (r == 0 && k == KEY_NAME)
-					r = addr_value(c, &m.name);
-				else if (r == 0 && k == KEY_ADDRESS)
-					r = addr_value(c, &m.address);
-				else if (r == 0)
-					r = json_read_skip(&c->j);
-				if (r != 0)
-					return r;
-				if (k != KEY_OTHER)
-					seen[k] = true;
-			} while (addr_eat(c, ','));
-			if (!addr_eat(c, '}'))
-				return JSON_READ_OTHER;
-		}
-		if (dynbuf_append(&c->a->members, &m, sizeof(m)) < 0)
+		struct addr_elem m = { 0, 0, ADDR_NONE, ADDR_NONE, ADDR_NONE, false, 0, 0 };
+		int r = addr_object(c, &m, true);
+		if (r != 0)
+			return r;
+		struct addr_member keep = { m.name, m.address };
+		if (dynbuf_append(&c->a->members, &keep, sizeof(keep)) < 0)
 			return -ENOMEM;
 		e->count++;
 	} while (addr_eat(c, ','));
@@ -115,32 +132,9 @@ static int addr_members(struct addr_cursor *c, struct addr_elem *e)
 static int addr_element(struct addr_cursor *c, int role, int64_t position)
 {
 	struct addr_elem e = { role, position, ADDR_NONE, ADDR_NONE, ADDR_NONE, false, 0, 0 };
-	bool seen[KEY_OTHER] = { false };
-	if (!addr_eat(c, '{'))
-		return JSON_READ_OTHER;
-	if (!addr_eat(c, '}')) {
-		do {
-			int r = 0;
-			enum addr_key k = addr_key(c, &r);
-			if (r == 0 && k != KEY_OTHER && seen[k])
-				r = JSON_READ_OTHER;
-			if (r == 0) {
-				switch (k) {
-				case KEY_NAME: r = addr_value(c, &e.name); break;
-				case KEY_ADDRESS: r = addr_value(c, &e.address); break;
-				case KEY_GROUP: r = addr_value(c, &e.group); break;
-				case KEY_MEMBERS: r = addr_members(c, &e); break;
-				case KEY_OTHER: r = json_read_skip(&c->j); break;
-				}
-			}
-			if (r != 0)
-				return r;
-			if (k != KEY_OTHER)
-				seen[k] = true;
-		} while (addr_eat(c, ','));
-		if (!addr_eat(c, '}'))
-			return JSON_READ_OTHER;
-	}
+	int r = addr_object(c, &e, false);
+	if (r != 0)
+		return r;
 	return dynbuf_append(&c->a->elems, &e, sizeof(e)) < 0 ? -ENOMEM : 0;
 }
 
