@@ -65,8 +65,11 @@ static enum addr_key addr_key(struct addr_cursor *c, int *r)
 	for (int k = 0; k < KEY_OTHER; k++)
 		if (json_read_word(&c->j, keys[k].s, keys[k].n))
 			return (enum addr_key)k;
+	/* a key with an escape: whether ->> matches it is SQLite's (3.45
+	 * reads the escapes, 3.40 does not) */
+	const char *key = c->j.p;
 	*r = json_read_string(&c->j, NULL);
-	if (*r == 0 && !addr_eat(c, ':'))
+	if (*r == 0 && (memchr(key, '\\', (size_t)(c->j.p - key)) || !addr_eat(c, ':')))
 		*r = JSON_READ_OTHER;
 	return KEY_OTHER;
 }
@@ -140,8 +143,9 @@ static int addr_element(struct addr_cursor *c, int role, int64_t position)
 
 static int addr_list(struct addr_rows *a, int role, struct str list)
 {
-	/* only an array: json_each over null or a string gives one row, a
-	 * row of NULLs in the table */
+	/* only an array: over null or a number json_each gives a row of
+	 * NULLs, which the table refuses, and a string it reads again as
+	 * JSON: SQLite's */
 	struct addr_cursor c = { { list.p, list.p + list.n }, a };
 	if (!addr_eat(&c, '['))
 		return JSON_READ_OTHER;

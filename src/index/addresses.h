@@ -11,11 +11,13 @@
  * address with `->>` three times (each a render and a parse of the
  * address's JSON): the writer's dearest statement in a first index.
  *
- * What it reads is what the emitter writes; a list of any other shape (a
- * value that is not a string or null where a name goes, an element that
- * is not an object, a key met twice, or what json_read.h leaves to SQLite)
- * is left to that statement (index.c, ST_INSERT_ADDRESSES), so the rows
- * are SQLite's in every case. */
+ * What it reads is what the emitter writes; a list of any other shape (not
+ * an array, a value that is not a string or null where a name goes, an
+ * element that is not an object, a key met twice or written with an
+ * escape, or what json_read.h leaves to SQLite) is left to that statement
+ * (index.c, ST_INSERT_ADDRESSES), so the rows are SQLite's in every case;
+ * tests/unit/test-index.c stores records both ways (index_sql_reading) and
+ * compares every column. */
 #ifndef INGEST_INDEX_ADDRESSES_H
 #define INGEST_INDEX_ADDRESSES_H
 

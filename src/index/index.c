@@ -958,16 +958,10 @@ static int index_field_of(const char *key, size_t n)
 	return -1;
 }
 
-/* Takes a message record apart in one json_each pass over it.  A ->> or ->
- * per field looked the record up in SQLite's JSON cache (comparing it
- * whole with the cached one) and walked its members again (bench/INDEX.md).
- * json_each's value is what ->> gives for a scalar and what -> gives for an
- * array or an object, which the fields stored as JSON are (README,
- * "Records"); for a JSON null -> gives the text null.  The first of two
- * equal keys counts, as for ->>. */
 /* A value read by json_read.h into ix->rec[f] (stepped over for a field
  * the index does not store, f -1, and for a key met again: the first
- * counts, as below), or JSON_READ_OTHER for one left to SQLite. */
+ * counts, as in index_record), or JSON_READ_OTHER for one left to
+ * SQLite. */
 static int index_record_value(struct index *ix, struct json_read *j, int f, bool *seen)
 {
 	if (f < 0 || seen[f])
@@ -1015,8 +1009,6 @@ static int index_record_read(struct index *ix, const char *rec, size_t n)
 {
 	struct json_read j = { rec, rec + n };
 	bool seen[IF__COUNT] = { false };
-	while (j.end > j.p && j.end[-1] == '\n')
-		j.end--;
 	if (!json_read_eat(&j, '{'))
 		return JSON_READ_OTHER;
 	if (json_read_eat(&j, '}'))
@@ -1036,19 +1028,33 @@ static int index_record_read(struct index *ix, const char *rec, size_t n)
 	return json_read_eat(&j, '}') && j.p == j.end ? 0 : JSON_READ_OTHER;
 }
 
-static int index_record(struct index *ix, const char *rec, size_t n)
+static void index_record_clear(struct index *ix)
 {
 	for (int f = 0; f < IF__COUNT; f++)
 		ix->rec[f].type = SQLITE_NULL;
 	dynbuf_reset(&ix->rec_text);
-	int r = index_record_read(ix, rec, n);
+}
+
+/* Takes a message record apart into ix->rec: in C (json_read.h), or for a
+ * record it leaves to SQLite, in one json_each pass over it.  A ->> or ->
+ * per field looked the record up in SQLite's JSON cache (comparing it
+ * whole with the cached one) and walked its members again (bench/INDEX.md).
+ * json_each's value is what ->> gives for a scalar and what -> gives for an
+ * array or an object, which the fields stored as JSON are (README,
+ * "Records"); for a JSON null -> gives the text null.  The first of two
+ * equal keys counts, as for ->>. */
+bool index_sql_reading;
+
+static int index_record(struct index *ix, const char *rec, size_t n)
+{
+	index_record_clear(ix);
+	int r = index_sql_reading ? JSON_READ_OTHER : index_record_read(ix, rec, n);
 	if (r != JSON_READ_OTHER)
 		return r;
+	/* what the C reading left is dropped */
+	index_record_clear(ix);
 	sqlite3_stmt *s = ix->st[ST_RECORD_FIELDS];
 	bool seen[IF__COUNT] = { false };
-	for (int f = 0; f < IF__COUNT; f++)
-		ix->rec[f].type = SQLITE_NULL;
-	dynbuf_reset(&ix->rec_text);
 	index_bind_text(s, 1, rec, n, true);
 	int rc;
 	r = 0;
@@ -1148,25 +1154,32 @@ static int index_thread(struct index *ix, int64_t docid)
 	return index_run(ix, ST_THREAD_SET);
 }
 
-/* Stores the message record index_record took apart. */
 /* The message's address rows: read from its lists in C (addresses.h),
- * or, for lists of another shape, by ST_INSERT_ADDRESSES. */
+ * or, for lists of another shape (a number or true among them, which
+ * SQLite's json_each turns into a row the table refuses), by
+ * ST_INSERT_ADDRESSES. */
 static int index_add_addresses(struct index *ix, int64_t docid)
 {
 	struct str lists[ADDR_ROLES];
 	_Static_assert(IF_BCC - IF_FROM + 1 == ADDR_ROLES, "one list a role, in addr_role_names' order");
+	int r = index_sql_reading ? JSON_READ_OTHER : 0;
 	for (int k = 0; k < ADDR_ROLES; k++) {
 		const struct index_value *v = &ix->rec[IF_FROM + k];
 		lists[k] = v->type == SQLITE_TEXT ? (struct str){ ix->rec_text.p + v->off, v->len } : STR_NULL;
+		if (v->type != SQLITE_TEXT && v->type != SQLITE_NULL)
+			r = JSON_READ_OTHER;
 	}
-	int r = addr_rows_read(&ix->addresses, lists);
+	if (r == 0)
+		r = addr_rows_read(&ix->addresses, lists);
 	if (r < 0)
 		return r;
 	sqlite3_stmt *st;
 	if (r == 0) {
 		size_t n;
 		const struct addr_row *row = addr_rows_get(&ix->addresses, &n);
-		const char *text = ix->addresses.text.p;
+		/* a text of empty strings only has no buffer yet: bound as
+		 * NULL, an empty string would be stored as SQL NULL */
+		const char *text = ix->addresses.text.p ? ix->addresses.text.p : "";
 		st = ix->st[ST_INSERT_ADDRESS];
 		for (size_t i = 0; r == 0 && i < n; i++, row++) {
 			sqlite3_bind_int64(st, 1, docid);
@@ -1198,6 +1211,7 @@ static int index_add_addresses(struct index *ix, int64_t docid)
 	return index_run(ix, ST_INSERT_ADDRESSES);
 }
 
+/* Stores the message record index_record took apart. */
 static int index_add_message(struct index *ix, const struct record_io *io)
 {
 	int r;

@@ -77,4 +77,9 @@ struct index_stats {
 };
 void index_stats_get(const struct index *ix, struct index_stats *out);
 
+/* Test seam: when set, records and their address lists are read by
+ * SQLite's JSON functions only (json_read.h's fallback), so that a test
+ * can compare what both readings store. */
+extern bool index_sql_reading;
+
 #endif

@@ -182,6 +182,7 @@ static void test_address_rows(void **state)
 		"[\"x\"]", "[{\"name\":1}]", "[{\"name\":\"a\\u0000b\"}]", "[{\"name\":\"a\",\"name\":\"b\"}]",
 		"[{\"group\":\"g\",\"members\":null}]", "[{\"group\":\"g\",\"members\":[\"m\"]}]", "{}",
 		"[ {\"name\":\"a\"}]",
+		"[{\"na\\u006de\":\"a\"}]",
 	};
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
 		lists[3] = (struct str){ odd[i], strlen(odd[i]) };
