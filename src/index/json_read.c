@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A record's JSON read value by value: see json_read.h. */
 #include "index/json_read.h"
+#include "core/hex.h"
 #include "core/utf8.h"
 
 #include <errno.h>
@@ -9,16 +10,10 @@ static int json_read_hex4(const char *p, unsigned *out)
 {
 	unsigned v = 0;
 	for (int i = 0; i < 4; i++) {
-		char h = p[i];
-		v <<= 4;
-		if (h >= '0' && h <= '9')
-			v |= (unsigned)(h - '0');
-		else if (h >= 'a' && h <= 'f')
-			v |= (unsigned)(h - 'a' + 10);
-		else if (h >= 'A' && h <= 'F')
-			v |= (unsigned)(h - 'A' + 10);
-		else
+		int d = hex_digit((unsigned char)p[i]);
+		if (d < 0)
 			return JSON_READ_OTHER;
+		v = v << 4 | (unsigned)d;
 	}
 	*out = v;
 	return 0;

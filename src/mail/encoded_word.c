@@ -21,6 +21,7 @@
  * Pending word bytes live in one arena buffer of the input's size (decoded
  * payloads are never longer than their encoding). */
 #include "mail/encoded_word.h"
+#include "core/hex.h"
 #include "mail/charset.h"
 #include "mail/mail_ctx.h"
 
@@ -73,16 +74,6 @@ static int encoded_word_scan(const uint8_t *p, size_t n, size_t i, struct encode
 	return 1;
 }
 
-static int encoded_word_hex(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 static int encoded_word_b64(uint8_t c)
 {
 	if (c >= 'A' && c <= 'Z')
@@ -114,8 +105,8 @@ static long encoded_word_payload(const struct encoded_word_word *w, uint8_t *dst
 				int h, l;
 				if (i + 2 >= n)
 					return -1;
-				h = encoded_word_hex(s[i + 1]);
-				l = encoded_word_hex(s[i + 2]);
+				h = hex_digit(s[i + 1]);
+				l = hex_digit(s[i + 2]);
 				if (h < 0 || l < 0)
 					return -1;
 				dst[k++] = (uint8_t)(h << 4 | l);

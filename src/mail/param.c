@@ -16,6 +16,7 @@
  * capped at LIMIT_PARAMS per value (more is hostile: the rest is skipped with
  * MAIL_W_BAD_PARAMETER); everything else is linear.  Views of the input
  * where nothing changes, else copies in the arena. */
+#include "core/hex.h"
 #include "core/limits.h"
 #include "mail/param.h"
 #include "mail/header.h"
@@ -163,14 +164,6 @@ static int param_value(struct arena *a, const uint8_t *p, size_t n, size_t *i,
 	return 0;
 }
 
-static int param_hex(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Appends p[0..n) to d, percent-decoded when extended (RFC 2231 4; an
  * invalid escape is kept as written). */
 static size_t param_bytes(struct str v, bool extended, uint8_t *d, uint64_t *warnings)
@@ -180,7 +173,7 @@ static size_t param_bytes(struct str v, bool extended, uint8_t *d, uint64_t *war
 	for (size_t i = 0; i < v.n; i++) {
 		int h, l;
 		if (extended && p[i] == '%' && i + 2 < v.n &&
-		    (h = param_hex(p[i + 1])) >= 0 && (l = param_hex(p[i + 2])) >= 0) {
+		    (h = hex_digit(p[i + 1])) >= 0 && (l = hex_digit(p[i + 2])) >= 0) {
 			d[k++] = (uint8_t)(h << 4 | l);
 			i += 2;
 		} else {
