@@ -108,8 +108,6 @@ static uint32_t ft_fold_entry(enum ft_class cls, const char *bytes, int len)
 {
 	if (len > 3)
 		return FT_ENTRY(FT_ASK, 0, 0);
-	if (len < 0)
-		return FT_UNKNOWN;
 	uint32_t b = 0;
 	for (int i = 0; i < len; i++)
 		b |= (uint32_t)(unsigned char)bytes[i] << (8 * i);
