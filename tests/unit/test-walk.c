@@ -565,6 +565,56 @@ static char *walk_sub_render(const char *base, const char *sub, struct walk_stat
 	return got;
 }
 
+/* A message that moved from new/ to cur/ between the two listings is in
+ * both: it is taken once, from new/, by its unique name (before ":2," or
+ * ":1,", after any of the three separators).  Names of cur/ that share a
+ * prefix, a length or an info with one of new/ without being it are kept;
+ * hundreds of names, so the lookup meets collisions of its table. */
+static void test_walk_new_not_taken_again_from_cur(void **state)
+{
+	(void)state;
+	enum { N = 300 };
+	char *base = t_tmpdir("walk");
+	t_mkdirs(base, (const char *const[]){ "md", "md/cur", "md/new", "md/tmp", NULL });
+	put_files(base, (const char *const[]){
+		"md/new/a.M1.h", "md/new/b.M2.h:1,info", "md/new/c", "md/cur/a.M1.h:2,S",
+		"md/cur/a.M1.h0:2,S", "md/cur/a.M1:2,S", "md/cur/b.M2.h:2,RS", "md/cur/b.M2.h:1,y:2,S",
+		"md/cur/c;2,T", "md/cur/c!1,z", "md/cur/c:3,S", "md/cur/C:2,S", NULL });
+	for (int i = 0; i < N; i++) {
+		char *nw = t_asprintf("md/new/%d.M%d.host", i, i);
+		char *moved = t_asprintf("md/cur/%d.M%d.host:2,S", i, i);
+		char *other = t_asprintf("md/cur/%d.M%d.hos:2,S", i, i);
+		put_files(base, (const char *const[]){ nw, moved, other, NULL });
+		free(nw);
+		free(moved);
+		free(other);
+	}
+	struct walk_stats st;
+	char *got = walk_sub_render(base, "md", &st);
+	const char *want[N * 2 + 16];
+	char *made[N * 2];
+	size_t k = 0;
+	for (const char *const *p = (const char *const[]){
+		     "new/a.M1.h reg", "new/b.M2.h:1,info reg", "new/c reg", "cur/a.M1.h0:2,S reg",
+		     "cur/a.M1:2,S reg", "cur/c:3,S reg", "cur/C:2,S reg", NULL };
+	     *p; p++)
+		want[k++] = *p;
+	for (int i = 0; i < N; i++) {
+		made[2 * i] = t_asprintf("new/%d.M%d.host reg", i, i);
+		made[2 * i + 1] = t_asprintf("cur/%d.M%d.hos:2,S reg", i, i);
+		want[k++] = made[2 * i];
+		want[k++] = made[2 * i + 1];
+	}
+	want[k] = NULL;
+	assert_lines_once(got, want);
+	/* a.M1.h, both b.M2.h, c;2,T, c!1,z and the N moved */
+	assert_int_equal(st.relisted, N + 5);
+	for (size_t i = 0; i < N * 2; i++)
+		free(made[i]);
+	free(got);
+	t_rmtree(base);
+}
+
 /* One inode listed under two names is one input only when getdents64 met a
  * Maildir message mid-rename: same inode and same unique name (before ":2,"
  * or ":1,") in a cur/ or new/.  Hard links are inputs of their own. */
@@ -1308,6 +1358,7 @@ int main(void)
 		cmocka_unit_test(test_walk_maildir_in_tree),
 		cmocka_unit_test(test_walk_sorted_by_inode),
 		cmocka_unit_test(test_walk_many_entries_held_at_once),
+		cmocka_unit_test(test_walk_new_not_taken_again_from_cur),
 		cmocka_unit_test(test_walk_hard_links_and_relisted),
 		cmocka_unit_test(test_walk_many_names_of_one_inode),
 		cmocka_unit_test(test_walk_hard_links_linear),
