@@ -47,9 +47,23 @@ struct walk_dir {
 	struct walk_entry *subs;   /* subdirectories to enter, sorted by inode */
 	size_t n_subs, next_sub;
 	char *names;               /* storage of every name above */
-	/* a Maildir's: the unique names its new/ held when listed, sorted */
-	char **new_bases;
-	size_t n_new_bases;
+	/* a Maildir's: the unique names its new/ held when listed */
+	struct walk_new_names *new_names;
+};
+
+/* The unique names of a Maildir's new/ as listed, for the listing of its
+ * cur/ (walk_seen_in_new, asked once for each name there): a hash table
+ * of them, open addressing.  A sorted array searched by bisection took
+ * ~15-24 ms of a 60 ms listing of 90,000 names in cur/ against 10,000 in
+ * new/, each search a dozen string compares on cold memory. */
+struct walk_new_names {
+	char *bytes;               /* the unique names, back to back */
+	struct walk_new_name {
+		uint64_t hash;
+		uint32_t at, len;      /* bytes + at, len bytes */
+	} *names;
+	uint32_t *slots;           /* 1 + index into names; 0: empty */
+	size_t mask;               /* slots - 1, a power of two less one */
 };
 
 /* A listed file, until it is handed out (see the top of the file). */
@@ -249,6 +263,16 @@ static char *walk_resolve(const char *cwd, const char *path)
 	return abs;
 }
 
+static void walk_new_names_free(struct walk_new_names *t)
+{
+	if (!t)
+		return;
+	xfree(t->bytes);
+	xfree(t->names);
+	xfree(t->slots);
+	xfree(t);
+}
+
 static void walk_dir_unref(struct walk_dir *d)
 {
 	if (!d || --d->refs)
@@ -263,9 +287,7 @@ static void walk_dir_unref(struct walk_dir *d)
 	xfree(d->dents);
 	xfree(d->subs);
 	xfree(d->names);
-	for (size_t i = 0; i < d->n_new_bases; i++)
-		xfree(d->new_bases[i]);
-	xfree(d->new_bases);
+	walk_new_names_free(d->new_names);
 	xfree(d);
 }
 
@@ -568,53 +590,75 @@ static uint8_t walk_resolve_type(int dirfd, const char *name)
 	return (uint8_t)IFTODT(stx.stx_mode);
 }
 
-static int walk_base_cmp(const void *a, const void *b)
+static size_t walk_unique_len(const char *name)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return maildir_unique_len(name, strlen(name));
+}
+
+static uint64_t walk_unique_hash(const char *p, size_t n)
+{
+	return hash_fnv1a(HASH_FNV1A_INIT, p, n);
 }
 
 /* Keeps the unique names of a Maildir's new/ for the listing of its cur/. */
 static int walk_remember_new(struct walk_dir *md, const char *names, const struct walk_dent *all,
                              size_t n)
 {
-	for (size_t i = 0; i < md->n_new_bases; i++)
-		xfree(md->new_bases[i]);
-	xfree(md->new_bases);
-	md->new_bases = NULL;
-	md->n_new_bases = 0;
-	if (!n)
+	walk_new_names_free(md->new_names);
+	md->new_names = NULL;
+	size_t files = 0, bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		if (all[i].d_type != DT_DIR) {
+			files++;
+			bytes += walk_unique_len(names + all[i].name);
+		}
+	if (!files)
 		return 0;
-	md->new_bases = xcalloc(n, sizeof(char *));
-	if (!md->new_bases)
+	size_t slots = 2;
+	while (slots < 2 * files)
+		slots *= 2;
+	struct walk_new_names *t = xcalloc(1, sizeof(*t));
+	if (!t)
 		return -ENOMEM;
+	t->bytes = xmalloc(bytes ? bytes : 1);
+	t->names = xmalloc(files * sizeof(*t->names));
+	t->slots = xcalloc(slots, sizeof(*t->slots));
+	t->mask = slots - 1;
+	if (!t->bytes || !t->names || !t->slots) {
+		walk_new_names_free(t);
+		return -ENOMEM;
+	}
+	size_t at = 0, k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (all[i].d_type == DT_DIR)
 			continue;
 		const char *nm = names + all[i].name;
-		char *b = walk_strdup(nm, maildir_unique_len(nm, strlen(nm)));
-		if (!b)
-			return -ENOMEM;
-		md->new_bases[md->n_new_bases++] = b;
+		size_t len = walk_unique_len(nm);
+		memcpy(t->bytes + at, nm, len);
+		struct walk_new_name *e = &t->names[k];
+		*e = (struct walk_new_name){ .hash = walk_unique_hash(nm, len), .at = (uint32_t)at,
+		                             .len = (uint32_t)len };
+		size_t h = (size_t)e->hash & t->mask;
+		while (t->slots[h])
+			h = (h + 1) & t->mask;
+		t->slots[h] = (uint32_t)++k;
+		at += len;
 	}
-	qsort(md->new_bases, md->n_new_bases, sizeof(char *), walk_base_cmp);
+	md->new_names = t;
 	return 0;
 }
 
 static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
 {
-	size_t len = strlen(name), bl = maildir_unique_len(name, len);
-	char key[256];
-	if (bl >= sizeof(key))
-		return false;
-	memcpy(key, name, bl);
-	key[bl] = '\0';
-	const char *k = key;
-	return bsearch(&k, md->new_bases, md->n_new_bases, sizeof(char *), walk_base_cmp) != NULL;
-}
-
-static size_t walk_unique_len(const char *name)
-{
-	return maildir_unique_len(name, strlen(name));
+	const struct walk_new_names *t = md->new_names;
+	size_t len = walk_unique_len(name);
+	uint64_t hash = walk_unique_hash(name, len);
+	for (size_t h = (size_t)hash & t->mask; t->slots[h]; h = (h + 1) & t->mask) {
+		const struct walk_new_name *e = &t->names[t->slots[h] - 1];
+		if (e->hash == hash && e->len == len && !memcmp(t->bytes + e->at, name, len))
+			return true;
+	}
+	return false;
 }
 
 /* d_type of a name walk_mark_relisted drops: above every DT_ value, which
@@ -907,6 +951,22 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 		has_new |= !strcmp(names + all[i].name, "new");
 	}
 	d->is_maildir = has_cur && has_new;
+	/* Maildir: new/ is listed before cur/ (messages move new → cur), and
+	 * what new/ held is not taken again from cur/: a message that moved
+	 * between the two listings is then neither lost nor doubled (it is
+	 * read under its new name, see walk_find_renamed).  in_maildir: d is
+	 * the cur/ or new/ of parent, a Maildir (a folder such as ".Renew" is
+	 * neither, and one of two letters has no three to compare).  cur/'s
+	 * names are looked up before the sort, in the order they were copied:
+	 * after it, by inode, each name was a miss of the cache. */
+	bool is_new = d->in_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new");
+	if (d->in_maildir && parent->new_names && !strcmp(d->relpath + d->relpath_len - 3, "cur")) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, names + all[i].name))
+				all[k++] = all[i];
+		n = k;
+	}
 	unsigned depth = 0;
 	for (size_t k = n; k; k >>= 1)
 		depth += 2;
@@ -917,23 +977,8 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 			goto nomem;
 		n = (size_t)k;
 	}
-	/* Maildir: new/ is listed before cur/ (messages move new → cur), and
-	 * what new/ held is not taken again from cur/: a message that moved
-	 * between the two listings is then neither lost nor doubled (it is
-	 * read under its new name, see walk_find_renamed).  in_maildir: d is
-	 * the cur/ or new/ of parent, a Maildir (a folder such as ".Renew" is
-	 * neither, and one of two letters has no three to compare). */
-	if (d->in_maildir && !strcmp(d->relpath + d->relpath_len - 3, "new")) {
-		if (walk_remember_new(parent, names, all, n) < 0)
-			goto nomem;
-	} else if (d->in_maildir && parent->n_new_bases &&
-	           !strcmp(d->relpath + d->relpath_len - 3, "cur")) {
-		size_t k = 0;
-		for (size_t i = 0; i < n; i++)
-			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, names + all[i].name))
-				all[k++] = all[i];
-		n = k;
-	}
+	if (is_new && walk_remember_new(parent, names, all, n) < 0)
+		goto nomem;
 	w->stats.relisted += listed - n;
 	if (w->n_roots && n) {
 		ssize_t kept = walk_leave_to_roots(w, d, names, all, n);
