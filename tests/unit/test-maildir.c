@@ -152,6 +152,60 @@ static void test_maildir_unique(void **state)
 	check_unique("1.2.h:1,x", "1.2.h");        /* the experimental info */
 	check_unique("1.2.h:1,x:2,S", "1.2.h");
 	check_unique("1.2.h", "1.2.h");
+	check_unique("1.2.h:2,a:1,b", "1.2.h");    /* a "1," inside the info */
+	check_unique("1.2.h;1,x!1,y", "1.2.h;1,x"); /* the last one */
+	check_unique("1:1,", "1");
+	check_unique(":2,", "");
+	check_unique("1,2,", "1,2,");               /* no separator */
+}
+
+static bool is_sep(char c)
+{
+	return c == ':' || c == '!' || c == ';';
+}
+
+/* The definition, as two searches: the last "<sep>2," in the name, then
+ * the last "<sep>1," wholly before it. */
+static size_t unique_by_definition(const char *name, size_t len)
+{
+	size_t base = len;
+	for (size_t i = len; i >= 3; i--)
+		if (is_sep(name[i - 3]) && name[i - 2] == '2' && name[i - 1] == ',') {
+			base = i - 3;
+			break;
+		}
+	for (size_t i = base; i >= 3; i--)
+		if (is_sep(name[i - 3]) && name[i - 2] == '1' && name[i - 1] == ',')
+			return i - 3;
+	return base;
+}
+
+/* Every name of up to 7 bytes over the bytes that matter (and one that
+ * does not) against the definition: maildir_unique_len finds both in one
+ * pass. */
+static void test_maildir_unique_every_short_name(void **state)
+{
+	(void)state;
+	static const char bytes[] = ":!;12,a";
+	enum { B = sizeof(bytes) - 1, MAX = 7 };
+	char name[MAX + 1];
+	size_t checked = 0;
+	for (size_t len = 0; len <= MAX; len++) {
+		size_t total = 1;
+		for (size_t i = 0; i < len; i++)
+			total *= B;
+		for (size_t k = 0; k < total; k++) {
+			size_t v = k;
+			for (size_t i = 0; i < len; i++, v /= B)
+				name[i] = bytes[v % B];
+			name[len] = '\0';
+			size_t got = maildir_unique_len(name, len), want = unique_by_definition(name, len);
+			if (got != want)
+				fail_msg("\"%s\": %zu, by definition %zu", name, got, want);
+			checked++;
+		}
+	}
+	assert_int_equal(checked, 960800);   /* 7^0 + ... + 7^7 */
 }
 
 static void test_maildir_flag_tag(void **state)
@@ -218,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_maildir_is_subdir),
 		cmocka_unit_test(test_maildir_flags_semicolon),
 		cmocka_unit_test(test_maildir_unique),
+		cmocka_unit_test(test_maildir_unique_every_short_name),
 		cmocka_unit_test(test_maildir_flag_tag),
 		cmocka_unit_test(test_maildir_split),
 		cmocka_unit_test(test_maildir_id),
