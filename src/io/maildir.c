@@ -72,11 +72,13 @@ bool maildir_is_software_file(const char *name)
 {
 	static const char *const exact[] = { ".notmuch", ".uidvalidity", "maildirfolder" };
 	static const char *const prefix[] = { "dovecot", ".mbsyncstate", "courierimap" };
+	/* the first byte first: asked of every name listed, whose first
+	 * bytes (a message's: a digit, most often) rarely match */
 	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
-		if (!strcmp(name, exact[i]))
+		if (name[0] == exact[i][0] && !strcmp(name, exact[i]))
 			return true;
 	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
-		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+		if (name[0] == prefix[i][0] && !strncmp(name, prefix[i], strlen(prefix[i])))
 			return true;
 	return false;
 }

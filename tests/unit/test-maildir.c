@@ -208,6 +208,23 @@ static void test_maildir_unique_every_short_name(void **state)
 	assert_int_equal(checked, 960800);   /* 7^0 + ... + 7^7 */
 }
 
+static void test_maildir_software_files(void **state)
+{
+	(void)state;
+	const char *const yes[] = { ".notmuch", ".uidvalidity", "maildirfolder", "dovecot-uidlist",
+	                            "dovecot.index.log", ".mbsyncstate", ".mbsyncstate.journal",
+	                            "courierimapuiddb", NULL };
+	const char *const no[] = { "", "d", "c", ".", "m", ".notmuchx", ".notmuc", "maildirfolder2",
+	                           "Dovecot", "dovecoT", "xdovecot", ".mbsyncstat", "courierima",
+	                           "1700000000.M1P2.host:2,S", NULL };
+	for (size_t i = 0; yes[i]; i++)
+		if (!maildir_is_software_file(yes[i]))
+			fail_msg("\"%s\" not taken for mail software's", yes[i]);
+	for (size_t i = 0; no[i]; i++)
+		if (maildir_is_software_file(no[i]))
+			fail_msg("\"%s\" taken for mail software's", no[i]);
+}
+
 static void test_maildir_flag_tag(void **state)
 {
 	(void)state;
@@ -273,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_maildir_flags_semicolon),
 		cmocka_unit_test(test_maildir_unique),
 		cmocka_unit_test(test_maildir_unique_every_short_name),
+		cmocka_unit_test(test_maildir_software_files),
 		cmocka_unit_test(test_maildir_flag_tag),
 		cmocka_unit_test(test_maildir_split),
 		cmocka_unit_test(test_maildir_id),
