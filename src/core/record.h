@@ -74,7 +74,8 @@ struct record_io {
 	uint32_t notes;            /* enum record_notes */
 
 	enum record_kind kind;
-	struct str old_path;  /* RECORD_RENAMED: the path it had */
+	struct str old_path;  /* a Maildir message's path in the state, when it had
+	                         another: renamed (RECORD_RENAMED), or changed too */
 };
 
 struct mail_message;

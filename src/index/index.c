@@ -1333,6 +1333,15 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		 * cleared by its placeholder, index_add_batch) */
 		if (!io->in_mbox)
 			r = index_delete_file(ix, io);
+		/* a Maildir message changed and renamed at once: what its old
+		 * name held goes too */
+		if (r == 0 && io->old_path.n) {
+			struct record_io was = *io;
+			was.path = io->old_path;
+			r = index_delete_file(ix, &was);
+			if (r == 0)
+				r = index_file_row(ix, ST_DELETE_FILE, &was);
+		}
 		for (size_t at = 0; r == 0 && at < len;) {
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;

@@ -665,8 +665,12 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		            old->mtime_nsec == io->mtime_nsec;
 		if (io->maildir && !state_same_path(old, io) && same_file) {
 			/* a flag change, new/ → cur/, a move to another folder:
-			 * the same message under the same id */
-			*v = STATE_RENAMED;
+			 * the same message under the same id.  A rename keeps the
+			 * size and mtime; a message whose bytes changed as well (a
+			 * filter that rewrites its headers, then moves it) is read
+			 * again under its new name, and the old name is said, so
+			 * that what was kept under it goes. */
+			*v = same ? STATE_RENAMED : STATE_CHANGED;
 			*old_path = (struct str){ old->path, old->path_n };
 		} else {
 			*v = same ? STATE_UNCHANGED : STATE_CHANGED;

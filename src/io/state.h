@@ -68,7 +68,8 @@ int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a
- * rename, *old_path gets the previous entry's path.  *entry is the new
+ * Maildir message met under another name (renamed, or changed as well),
+ * *old_path gets the previous entry's path.  *entry is the new
  * entry (for state_mark_unread), NULL for a file already met in this run
  * (then *v is STATE_UNCHANGED: no second record).  -ENOMEM on failure. */
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,

@@ -531,6 +531,16 @@ def state_scenario(tmp, backend):
         f.write(b"\nmore\n")
     with open(os.path.join(d, "new", "1.added.host"), "wb") as f:
         f.write(b"From: a@b.example\nSubject: added\n\nhi\n")
+    # rewritten (a filter adding a header), then renamed: read again, a
+    # whole record under the new name, not a rename that keeps old bytes
+    rewritten = cur[3]
+    rw_base = rewritten.split(":2,")[0]
+    rw_path = os.path.join(d, "cur", rewritten)
+    rw_stat = os.stat(rw_path)
+    with open(rw_path, "wb") as f:
+        f.write(b"From: a@b.example\nSubject: rewritten by a filter\n\nhi\n")
+    os.utime(rw_path, ns=(rw_stat.st_atime_ns, rw_stat.st_mtime_ns + 2_000_000_000))
+    os.rename(rw_path, os.path.join(d, "cur", rw_base + ":2,ST"))
     recs = records(run([backend, "--state=" + st, d], check_rc=0).stdout)
     renamed = {(r["renamed"]["from"], r["renamed"]["to"]) for r in recs if "renamed" in r}
     deleted = {r["deleted"] for r in recs if "deleted" in r}
@@ -541,8 +551,11 @@ def state_scenario(tmp, backend):
         bad(f"renamed: {renamed} != {want_renamed}")
     if deleted != {"cur/" + gone}:
         bad(f"deleted: {deleted}")
-    if messages != {"cur/" + grown, "new/1.added.host"}:
+    if messages != {"cur/" + grown, "new/1.added.host", "cur/" + rw_base + ":2,ST"}:
         bad(f"new/changed: {messages}")
+    rw = [r for r in recs if r.get("path") == "cur/" + rw_base + ":2,ST"]
+    if not rw or rw[0].get("subject") != "rewritten by a filter":
+        bad(f"the rewritten and renamed message: {rw}")
     if os.path.exists(st + ".tmp"):
         bad("state temp file left behind")
     if run([backend, "--state=" + st, d], check_rc=0).stdout:

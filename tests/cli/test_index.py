@@ -446,6 +446,18 @@ def incremental_scenario(tmp, backend):
     t = q(db, "SELECT count(DISTINCT thread_id) FROM messages WHERE message_id IN ('m1@x', 'm2@x', 'm3@x')")
     if t != [(1,)]:
         fail(f"{backend}: the mbox thread split: {t}")
+    # rewritten (a filter adding a header), then moved to another folder:
+    # read again, its row and its file's row under the new name only
+    rw = cur[5]
+    rw_path = os.path.join(d, "cur", rw)
+    st = os.stat(rw_path)
+    with open(rw_path, "wb") as f:
+        f.write(b"From: a@b.example\nMessage-ID: <rewritten@x>\nSubject: rewritten\n\nhi\n")
+    os.utime(rw_path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    os.rename(rw_path, os.path.join(d, ".Archive", "cur", rw.split(":2,")[0] + ":2,S"))
+    s = check("rewritten and moved")
+    if s["index"]["messages"] != 1 or s["index"]["renamed"] or s["index"]["deleted"]:
+        fail(f"{backend}: a message rewritten and moved as {s['index']}")
 
 
 def case_incremental(tmp):
