@@ -468,6 +468,137 @@ def case_incremental(tmp):
     print("incremental scenarios equal clean runs on both backends")
 
 
+def random_seed():
+    """INDEX_RANDOM_SEED replays a failed run's changes, else a new seed
+    each run, printed."""
+    seed = int(os.environ.get("INDEX_RANDOM_SEED") or int.from_bytes(os.urandom(4), "little"))
+    print(f"changes seeded with INDEX_RANDOM_SEED={seed}")
+    return seed
+
+
+class RandomMail:
+    """A Maildir with two folders and an mbox, changed at random the ways
+    mail software changes them: new messages, deletions, flag changes,
+    new/ to cur/, moves between folders, copies, messages rewritten in
+    place or rewritten and renamed at once, mbox appends and rewrites.
+    Message-IDs come from a small pool, so copies, duplicates and replies
+    that link and merge threads are common."""
+
+    FOLDERS = ("", ".A", ".B")
+    FROM = "From x@y.example Mon Jan  2 10:00:00 2023\n"
+
+    def __init__(self, tmp, rng):
+        self.rng, self.n = rng, 0
+        self.root, self.mbox = os.path.join(tmp, "md"), os.path.join(tmp, "a.mbox")
+        for f in self.FOLDERS:
+            for sub in ("cur", "new", "tmp"):
+                os.makedirs(os.path.join(self.root, f, sub))
+        open(self.mbox, "wb").close()
+        self.ids = [f"<m{i}@x>" for i in range(40)]
+
+    def message(self):
+        r, self.n = self.rng, self.n + 1
+        h = [f"From: P{r.randrange(5)} <p{r.randrange(5)}@ex.org>", f"Subject: s{self.n} w{r.randrange(9)}"]
+        if r.random() < 0.9:
+            h.append("Message-ID: " + r.choice(self.ids))
+        if r.random() < 0.5:
+            h.append("In-Reply-To: " + r.choice(self.ids))
+        if r.random() < 0.4:
+            h.append("References: " + " ".join(r.sample(self.ids, r.randrange(1, 4))))
+        return ("\n".join(h) + f"\n\nbody {self.n} word{r.randrange(20)}\n").encode()
+
+    def unique(self):
+        self.n += 1
+        return f"{1700000000 + self.n}.M{self.n}P1.host"
+
+    def files(self):
+        out = []
+        for f in self.FOLDERS:
+            for sub in ("cur", "new"):
+                d = os.path.join(self.root, f, sub)
+                out += [os.path.join(d, x) for x in sorted(os.listdir(d))]
+        return out
+
+    def rewrite(self, path, data):
+        st = os.stat(path)
+        with open(path, "wb") as f:
+            f.write(data)
+        # a later mtime whatever the file system's clock granularity
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+
+    def change(self):
+        r, files = self.rng, self.files()
+        k = r.randrange(10)
+        if k <= 1 or not files:
+            d = os.path.join(self.root, r.choice(self.FOLDERS), r.choice(("cur", "new")))
+            name = self.unique() + (":2," + r.choice(("", "S", "RS")) if d.endswith("cur") else "")
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(self.message())
+            return "add"
+        path = r.choice(files)
+        base = os.path.basename(path).split(":2,")[0]
+        d = os.path.dirname(path)
+        if k == 2:
+            os.unlink(path)
+            return "delete"
+        if k == 3 and d.endswith("cur"):
+            os.rename(path, os.path.join(d, base + ":2," + r.choice(("", "S", "FS", "RS", "T"))))
+            return "flags"
+        if k == 3:
+            os.rename(path, os.path.join(os.path.dirname(d), "cur", base + ":2,S"))
+            return "new to cur"
+        if k == 4:
+            os.rename(path, os.path.join(self.root, r.choice(self.FOLDERS), "cur", base + ":2,S"))
+            return "move"
+        if k == 5:
+            shutil.copy(path, os.path.join(self.root, r.choice(self.FOLDERS), "cur", self.unique() + ":2,S"))
+            return "copy"
+        if k == 6:
+            self.rewrite(path, self.message())
+            return "rewrite"
+        if k == 7:
+            self.rewrite(path, self.message())
+            os.rename(path, os.path.join(self.root, r.choice(self.FOLDERS), "cur", base + ":2,RS"))
+            return "rewrite and move"
+        if k == 8:
+            with open(self.mbox, "ab") as f:
+                f.write(self.FROM.encode() + self.message() + b"\n")
+            return "mbox append"
+        with open(self.mbox, "rb") as f:
+            parts = f.read().split(self.FROM.encode())
+        self.rewrite(self.mbox, b"".join(self.FROM.encode() + x for x in parts[2:]))
+        return "mbox without its first message"
+
+
+def case_incremental_random(tmp):
+    """Random changes, a few at a time, each followed by a run on either
+    backend into one database: after every run the tables equal a clean
+    run's over the same tree, except that a clean run's threads may be
+    finer (deleting a message does not split its thread, README)."""
+    seed = random_seed()
+    rng = random.Random(seed)
+    mail = RandomMail(tmp, rng)
+    db = os.path.join(tmp, "inc.db")
+    for step in range(40):
+        done = [mail.change() for _ in range(rng.randrange(1, 4))]
+        run([rng.choice(("--backend=uring", "--backend=sync")), "--index=" + db, mail.root, mail.mbox])
+        clean = os.path.join(tmp, f"clean-{step}.db")
+        run(["--index=" + clean, mail.root, mail.mbox])
+        a, b = dump(db), dump(clean)
+        bad = [k for k in differ(a, b) if k != "threads"]
+        where = {m: i for i, t in enumerate(a["threads"]) for m in t}
+        if any(len({where.get(m) for m in t}) != 1 for t in b["threads"]):
+            bad.append("threads")
+        if bad:
+            k = bad[0]
+            fail(f"step {step} ({', '.join(done)}): {bad} differ from a clean run; "
+                 f"extra {[x for x in a[k] if x not in b[k]][:3]}, missing {[x for x in b[k] if x not in a[k]][:3]}")
+        for x in (clean, clean + "-wal", clean + "-shm"):
+            if os.path.exists(x):
+                os.unlink(x)
+    print(f"40 steps of random changes equal clean runs (files at the end: {len(mail.files())})")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re
