@@ -67,6 +67,9 @@ struct record_io {
 
 	bool in_mbox;              /* a message split out of an mbox file */
 	uint64_t offset, length;   /* its byte range in that file */
+	uint64_t read_to;          /* where the file's next message starts, or
+	                              where it ends after the last one: how far
+	                              the archive is read once this one is in */
 
 	enum record_reason reason;
 	int err;                   /* positive errno when reason is RECORD_IO */

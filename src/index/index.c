@@ -1256,12 +1256,13 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	if (k == ST_UPSERT_FILE) {
 		/* An mbox streamed over several batches (so several transactions)
-		 * is its messages' items: the row claims the bytes up to the end
-		 * of the last message stored, which equals the file's size only
-		 * once the last one is in.  A run killed half-way therefore leaves
-		 * a row that differs from the file, and the next run reads the
-		 * archive again. */
-		uint64_t size = io->in_mbox ? io->offset + io->length : io->size;
+		 * is its messages' items: the row claims the bytes read up to the
+		 * next message after the last one stored (the blank line that
+		 * ends a message belongs to no message), which equals the file's
+		 * size only once the last one is in.  A run killed half-way
+		 * therefore leaves a row that differs from the file, and the next
+		 * run reads the archive again. */
+		uint64_t size = io->in_mbox ? io->read_to : io->size;
 		sqlite3_bind_int64(s, 3, (int64_t)io->dev);
 		sqlite3_bind_int64(s, 4, (int64_t)io->ino);
 		sqlite3_bind_int64(s, 5, (int64_t)size);

@@ -302,6 +302,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
 				state_mark_unread(st->state);   /* read again next time */
 			it->io.length = m.end - m.start;
+			it->io.read_to = base + next;
 			it->data = buf + m.start;
 			it->len = m.end - m.start;
 			pos = next;
