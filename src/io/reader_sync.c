@@ -125,6 +125,23 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 	it->cap = cap;
 }
 
+/* A streamed archive's place in the batch, before its messages, as the
+ * ring reader leaves it (its item marked stream, no output): no record,
+ * but where a sink that keeps what each file held (the index) drops the
+ * archive's old messages, which would otherwise stay beside the new ones
+ * at offsets the archive no longer has.  0 or -ENOMEM. */
+static int sync_stream_place(struct batch *b, struct walk_entry *e, const struct sync_open *so)
+{
+	struct batch_item *it = &b->items[b->n++];
+	int ret = reader_item_init(b, it, e);
+	if (ret < 0)
+		return ret;
+	sync_take_probe(it, so, 0);
+	it->stream = true;
+	it->no_output = true;
+	return 0;
+}
+
 /* Vanished messages a batch holds before it settles (sync_settle): one
  * listing of their Maildir finds this many at once, and their bytes,
  * read at the settle, are counted before the batch takes more. */
@@ -202,6 +219,8 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 			r->c.st.files++;
 			/* the batch may be sent from inside: settled first */
 			if ((ret = sync_settle(r, io, b, true)) == 0)
+				ret = sync_stream_place(b, e, &so);
+			if (ret == 0)
 				ret = reader_stream(r, io, &b, e, &so.probe);
 			held = 0;
 			for (size_t i = 0; i < b->n; i++)
