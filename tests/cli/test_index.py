@@ -570,7 +570,7 @@ class RandomMail:
         return "mbox without its first message"
 
 
-def case_incremental_random(tmp):
+def random_changes(tmp, steps, options=()):
     """Random changes, a few at a time, each followed by a run on either
     backend into one database: after every run the tables equal a clean
     run's over the same tree, except that a clean run's threads may be
@@ -579,11 +579,12 @@ def case_incremental_random(tmp):
     rng = random.Random(seed)
     mail = RandomMail(tmp, rng)
     db = os.path.join(tmp, "inc.db")
-    for step in range(40):
+    options = list(options)
+    for step in range(steps):
         done = [mail.change() for _ in range(rng.randrange(1, 4))]
-        run([rng.choice(("--backend=uring", "--backend=sync")), "--index=" + db, mail.root, mail.mbox])
+        run([rng.choice(("--backend=uring", "--backend=sync")), "--index=" + db] + options + [mail.root, mail.mbox])
         clean = os.path.join(tmp, f"clean-{step}.db")
-        run(["--index=" + clean, mail.root, mail.mbox])
+        run(["--index=" + clean] + options + [mail.root, mail.mbox])
         a, b = dump(db), dump(clean)
         bad = [k for k in differ(a, b) if k != "threads"]
         where = {m: i for i, t in enumerate(a["threads"]) for m in t}
@@ -596,7 +597,62 @@ def case_incremental_random(tmp):
         for x in (clean, clean + "-wal", clean + "-shm"):
             if os.path.exists(x):
                 os.unlink(x)
-    print(f"40 steps of random changes equal clean runs (files at the end: {len(mail.files())})")
+    print(f"{steps} steps of random changes equal clean runs (files at the end: {len(mail.files())})")
+
+
+def case_incremental_random(tmp):
+    random_changes(tmp, 40)
+
+
+def case_incremental_random_streamed(tmp):
+    """The same with the mbox streamed in chunks (past --max-size an mbox
+    is split as it is read, README, "mbox archives"), its messages over
+    several batches and transactions."""
+    random_changes(tmp, 25, ["--max-size=400"])
+
+
+def case_streamed_mbox(tmp):
+    """An mbox streamed in chunks: a re-run with nothing changed reads
+    none of it; rewritten without its first message and appended to, its
+    old messages go (on both backends; the sync backend once kept them
+    beside the new ones)."""
+    F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
+
+    def message(i):
+        return F + (f"From: a@b.example\nSubject: s{i}\nMessage-ID: <m{i}@x>\n\nbody {i} " + "x" * (i * 7 % 50)
+                    + "\n\n").encode()
+
+    for backend in ("--backend=uring", "--backend=sync"):
+        sub = os.path.join(tmp, backend[2:])
+        os.mkdir(sub)
+        box, db = os.path.join(sub, "a.mbox"), os.path.join(sub, "a.db")
+        with open(box, "wb") as f:
+            f.write(b"".join(message(i) for i in range(4)))
+
+        def check(step):
+            p = run([backend, "--index=" + db, "--max-size=400", "--stats=json", box])
+            clean = os.path.join(sub, f"clean-{step}.db")
+            run(["--index=" + clean, "--max-size=400", box])
+            a, b = dump(db), dump(clean)
+            if differ(a, b):
+                fail(f"{backend} {step}: {differ(a, b)} differ from a clean run: {a['messages']} {b['messages']}")
+            return stats(p)
+
+        if check("first")["index"]["messages"] != 4:
+            fail(f"{backend}: four messages expected in the first run")
+        s = check("unchanged")
+        if s["bytes"] or s["index"]["messages"]:
+            fail(f"{backend}: unchanged re-run read {s['bytes']} bytes, wrote {s['index']}")
+        st = os.stat(box)
+        with open(box, "wb") as f:
+            f.write(b"".join(message(i) for i in (1, 2, 3, 10, 11)))
+        os.utime(box, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        check("rewritten")
+        os.unlink(box)
+        check("deleted")
+        if q(db, "SELECT count(*) FROM messages") != [(0,)]:
+            fail(f"{backend}: the deleted archive's messages stayed")
+    print("a streamed mbox: unchanged re-runs read nothing, a rewrite replaces its messages")
 
 
 def words(text):
