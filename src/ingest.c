@@ -367,6 +367,15 @@ static void run_wake_helper(void *ctx)
 	budget_nudge(&run->budget);
 }
 
+/* A place this run's walk covered and listed: what --state and the index
+ * judge (io/state.c, state_deleted). */
+static bool run_judged(void *ctx, struct str root, struct str path)
+{
+	struct run *run = ctx;
+	struct str shown;
+	return walk_covers(run->walk, root, path, &shown) && !walk_unlisted(run->walk, root, path);
+}
+
 /* `ingest -`: standard input is copied whole into a memory file, which the
  * reader opens as /dev/fd/N, a regular file of known size (a pipe has
  * neither), and hashed for its id.  The file is the run's, closed at its
@@ -683,7 +692,13 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		}
 	}
 	if (run->index) {
-		int ir = index_finish(run->index);
+		/* what vanished in earlier runs goes only after a complete run:
+		 * an interrupted one did not judge every place */
+		int ir = 0;
+		if (!atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
+		    (ir = index_drop_vanished(run->index, run_judged, run)) < 0)
+			run_fail(run, ir, "cannot update the index", o->index);
+		ir = index_finish(run->index);
 		if (ir < 0)
 			run_fail(run, ir, "cannot put the index in place", o->index);
 		struct index_stats is;

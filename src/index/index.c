@@ -585,6 +585,84 @@ int index_finish(struct index *ix)
 	return r;
 }
 
+/* Whether root/path (path alone when absolute: a file named on the
+ * command line) names nothing, itself a symbolic link included. */
+static bool index_path_gone(const char *root, size_t root_n, const char *path, size_t path_n)
+{
+	char *full = xmalloc(root_n + path_n + 2);
+	if (!full)
+		return false;
+	size_t n = 0;
+	if (path[0] != '/') {
+		memcpy(full, root, root_n);
+		full[root_n] = '/';
+		n = root_n + 1;
+	}
+	memcpy(full + n, path, path_n);
+	full[n + path_n] = '\0';
+	struct statx stx;
+	int r = sys_statx(AT_FDCWD, full, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, 0, &stx);
+	xfree(full);
+	return r == -ENOENT;
+}
+
+int index_drop_vanished(struct index *ix, bool (*judged)(void *ctx, struct str root, struct str path),
+                        void *ctx)
+{
+	if (!ix || !ix->db || ix->broken)
+		return 0;
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(ix->db, "SELECT rowid, root, path FROM errors WHERE errno = 'ENOENT'",
+	                            -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return index_fail(ix, rc);
+	int64_t *gone = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *root = (const char *)sqlite3_column_text(s, 1);
+		size_t root_n = (size_t)sqlite3_column_bytes(s, 1);
+		const char *path = (const char *)sqlite3_column_text(s, 2);
+		size_t path_n = (size_t)sqlite3_column_bytes(s, 2);
+		if (!root || !path || !path_n || !judged(ctx, (struct str){ root, root_n }, (struct str){ path, path_n }) ||
+		    !index_path_gone(root, root_n, path, path_n))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			int64_t *ng = xrealloc(gone, nc * sizeof(*ng));
+			if (!ng) {
+				r = -ENOMEM;
+				break;
+			}
+			gone = ng;
+			cap = nc;
+		}
+		gone[n++] = sqlite3_column_int64(s, 0);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = index_fail(ix, rc);
+	sqlite3_finalize(s);
+	/* nothing gone, nothing written: an unchanged re-run takes no lock */
+	if (r == 0 && n) {
+		rc = sqlite3_prepare_v2(ix->db, "DELETE FROM errors WHERE rowid = ?1", -1, &s, NULL);
+		if (rc != SQLITE_OK) {
+			r = index_fail(ix, rc);
+		} else {
+			r = index_begin(ix);
+			for (size_t i = 0; r == 0 && i < n; i++) {
+				sqlite3_bind_int64(s, 1, gone[i]);
+				if ((rc = sqlite3_step(s)) != SQLITE_DONE)
+					r = index_fail(ix, rc);
+				sqlite3_reset(s);
+			}
+			sqlite3_finalize(s);
+			r = r == 0 ? index_commit(ix) : (index_rollback(ix), r);
+		}
+	}
+	xfree(gone);
+	return r;
+}
+
 int index_open(const char *path, struct index **out, const char **why)
 {
 	*out = NULL;

@@ -655,6 +655,41 @@ def case_streamed_mbox(tmp):
     print("a streamed mbox: unchanged re-runs read nothing, a rewrite replaces its messages")
 
 
+def case_vanished_errors(tmp):
+    """A file that vanished while a run read it leaves an io-error ENOENT
+    row; no later run meets its path again, so the next complete run that
+    judges its place drops the row when the path names nothing.  Rows for
+    paths that name something the walk does not read (a file in tmp/), or
+    under a root the run was not given, stay; a path the run meets has its
+    row replaced by what it found."""
+    d = os.path.join(tmp, "md")
+    other = os.path.join(tmp, "other")
+    db = os.path.join(tmp, "v.db")
+    mkcorpus(d, "--seed", "15", "--layout", "maildir", "--count", "20")
+    os.makedirs(other)
+    os.symlink("nowhere", os.path.join(d, "cur", "dangling"))
+    with open(os.path.join(d, "tmp", "1500000002.kept.host"), "wb") as f:
+        f.write(b"Subject: being delivered\n\n")
+    run(["--index=" + db, d])
+    root = os.path.realpath(d)
+    rows = [(root, "cur/1500000000.gone.host:2,S"), (root, "tmp/1500000002.kept.host"),
+            (os.path.realpath(other), "cur/1500000001.gone.host"), (root, "cur/dangling")]
+    c = sqlite3.connect(db)
+    c.execute("DELETE FROM errors")
+    c.executemany("INSERT INTO errors(root, path, reason, errno, message) VALUES (?, ?, 'io-error',"
+                  " 'ENOENT', 'No such file or directory')", rows)
+    c.commit()
+    c.close()
+    run(["--index=" + db, d])
+    left = sorted(q(db, "SELECT root, path FROM errors WHERE errno = 'ENOENT'"))
+    if left != sorted(rows[1:3]):
+        fail(f"after a run over the root: {left}, want {sorted(rows[1:3])}")
+    link = q(db, "SELECT reason FROM errors WHERE path = 'cur/dangling'")
+    if link != [("symlink",)]:
+        fail(f"the dangling link's row: {link}")
+    print("a vanished file's row dropped; rows of a path that is there and of another root kept")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re
