@@ -169,7 +169,17 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		               : "device: never opened";
 		return 0;
 	}
-	if (rc->o.state) {
+	if (rc->o.state && it->state) {
+		/* statted again where it was found after vanishing at its read
+		 * (reader_item_reopen): its entry follows it and its first
+		 * verdict stands.  Judged again, it would meet that entry as a
+		 * file met twice in this run, and have no record at all. */
+		if (state_follow(it->state, &it->io) < 0) {
+			it->io.reason = RECORD_INTERNAL;
+			it->io.message = "out of memory in --state";
+			return 0;
+		}
+	} else if (rc->o.state) {
 		enum state_verdict v;
 		struct state_entry *se;
 		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &se) < 0) {

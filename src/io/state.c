@@ -688,6 +688,26 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 	return 0;
 }
 
+int state_follow(struct state_entry *e, const struct record_io *io)
+{
+	char *mem = xmalloc(e->root_n + io->path.n + 2);
+	if (!mem)
+		return -ENOMEM;
+	memcpy(mem, e->root, e->root_n + 1);
+	memcpy(mem + e->root_n + 1, io->path.p, io->path.n);
+	mem[e->root_n + 1 + io->path.n] = '\0';
+	xfree(e->root);   /* root and path: one allocation (state_add) */
+	e->root = mem;
+	e->path = mem + e->root_n + 1;
+	e->path_n = io->path.n;
+	e->dev = io->dev;
+	e->ino = io->ino;
+	e->size = io->size;
+	e->mtime_sec = io->mtime_sec;
+	e->mtime_nsec = io->mtime_nsec;
+	return 0;
+}
+
 void state_mark_unread(struct state_entry *e)
 {
 	if (e)

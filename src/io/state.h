@@ -74,6 +74,11 @@ void state_free(struct state *s);
  * (then *v is STATE_UNCHANGED: no second record).  -ENOMEM on failure. */
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
                 struct str *old_path, struct state_entry **entry);
+/* Entry e's file, statted again under the name it was found at (a Maildir
+ * message renamed between its stat and its read, reader_item_reopen): the
+ * entry takes its path and stat, and what it was judged stands (new or
+ * changed: it is read).  0 or -ENOMEM. */
+int state_follow(struct state_entry *e, const struct record_io *io);
 /* The entry's file was statted but could not be read (an error record):
  * the new state keeps what the previous one knew of it, or leaves it out,
  * so that the next run reads it rather than taking it for unchanged (any

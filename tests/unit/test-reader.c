@@ -30,6 +30,7 @@
  * through a pipe. */
 #include "io/reader.h"
 #include "io/reader_item.h"
+#include "io/state.h"
 #include "io/walk.h"
 #include "core/limits.h"
 #include "core/stats.h"
@@ -128,6 +129,7 @@ struct run_opts {
 	uint64_t budget;               /* 0: 4 GiB */
 	void (*after_stat)(void *arg, const char *name);
 	void *after_stat_arg;
+	struct state *state;           /* --state: NULL, none */
 };
 
 static char *copy_str(struct str m)
@@ -212,6 +214,7 @@ static bool read_all(enum reader_backend be, struct walk *w, const struct run_op
 		.max_size = ro && ro->max_size ? ro->max_size : LIMIT_MAX_SIZE_DEFAULT,
 		.after_stat = ro ? ro->after_stat : NULL,
 		.after_stat_arg = ro ? ro->after_stat_arg : NULL,
+		.state = ro ? ro->state : NULL,
 	};
 	struct reader *r = NULL;
 	struct reader_stats st0;
@@ -825,6 +828,14 @@ static char *two_in_cur(const char *base, const char *a, const char *b, const ch
 	return cur;
 }
 
+static void rename_second_while_read_state(void **state, const char *a, const char *b,
+                                           const char *flags, bool with_state);
+
+static void rename_second_while_read(void **state, const char *a, const char *b, const char *flags)
+{
+	rename_second_while_read_state(state, a, b, flags, false);
+}
+
 /* The bytes of the message two_in_cur made under `name` (a's or b's). */
 static void assert_cur_bytes(const struct got_item *it, const char *name, const char *a)
 {
@@ -835,8 +846,11 @@ static void assert_cur_bytes(const struct got_item *it, const char *name, const 
 }
 
 /* Two messages a and b (300 and 400 bytes) in a Maildir's cur/; the one
- * read second gets the flags `flags` between the walk and its open. */
-static void rename_second_while_read(void **state, const char *a, const char *b, const char *flags)
+ * read second gets the flags `flags` between the walk and its open.  With
+ * --state (a first run), the state saved after it names each message
+ * where it is now, once. */
+static void rename_second_while_read_state(void **state, const char *a, const char *b,
+                                           const char *flags, bool with_state)
 {
 	enum reader_backend be = *(const enum reader_backend *)*state;
 	char *base = t_tmpdir("reader");
@@ -848,12 +862,27 @@ static void rename_second_while_read(void **state, const char *a, const char *b,
 		.victim = second, .what = SEAM_RENAME, .to = renamed,
 	};
 	struct run_opts ro = { .after_stat = seam_hook, .after_stat_arg = &s };
+	char empty[] = "ingest-state 2\nrun 0\n\n";
+	if (with_state)
+		assert_int_equal(state_load_bytes(strdup(empty), sizeof(empty) - 1, &ro.state), 0);
 	struct run run;
 	read_dir(state, base, &ro, &run);
 	assert_int_equal(s.fired, 1);
 	assert_int_equal(run.n_items, 2);
 	assert_string_equal(item_name(&run.items[1]), renamed);
 	assert_cur_bytes(&run.items[1], second, a);
+	if (with_state) {
+		char *saved = t_asprintf("%s/state", base);
+		assert_int_equal(state_save(ro.state, saved), 0);
+		char *text = t_read_file(base, "state", NULL);
+		assert_non_null(strstr(text, renamed));
+		char *old = t_asprintf("cur/%s\n", second);
+		assert_null(strstr(text, old));
+		free(old);
+		free(text);
+		free(saved);
+		state_free(ro.state);
+	}
 	run_free(&run);
 	free(renamed);
 	free(cur);
@@ -865,6 +894,15 @@ static void rename_second_while_read(void **state, const char *a, const char *b,
 static void test_reader_renamed_during_read(void **state)
 {
 	rename_second_while_read(state, "a.M1.h:2,S", "b.M2.h:2,S", "RS");
+}
+
+/* The same with --state: found under its new name, the message is read
+ * and has its record, and the state keeps it there.  Judged a second time
+ * at the new name, it met its own entry as a file met twice in the run,
+ * and had no record while the state kept it: a message lost downstream. */
+static void test_reader_renamed_during_read_with_state(void **state)
+{
+	rename_second_while_read_state(state, "a.M1.h:2,S", "b.M2.h:2,S", "RS", true);
 }
 
 struct rename_twice {
@@ -1460,6 +1498,7 @@ int main(void)
 		BOTH(test_reader_unreadable),
 		BOTH(test_reader_vanished),
 		BOTH(test_reader_renamed_during_read),
+		BOTH(test_reader_renamed_during_read_with_state),
 		BOTH(test_reader_batch_renamed),
 		BOTH(test_reader_batch_moved_to_cur),
 		BOTH(test_reader_batch_renamed_and_moved),
