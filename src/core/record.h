@@ -77,8 +77,10 @@ struct record_io {
 	uint32_t notes;            /* enum record_notes */
 
 	enum record_kind kind;
-	struct str old_path;  /* a Maildir message's path in the state, when it had
-	                         another: renamed (RECORD_RENAMED), or changed too */
+	struct str old_path;  /* a Maildir message's earlier path, when it had
+	                         another: in the state (renamed, RECORD_RENAMED,
+	                         or changed too), or where this run met it
+	                         before it was found renamed */
 };
 
 struct mail_message;

@@ -349,6 +349,10 @@ static int reader_item_reopen(struct reader_common *rc, struct budget *budget, s
 	it->io.err = 0;
 	memcpy(p, it->io.path.p, keep);
 	memcpy(p + keep, sub, 4 + bl + 1);
+	/* what the name it was met under held goes (the index's rows of
+	 * it), unless its state already names an older path */
+	if (!it->io.old_path.n)
+		it->io.old_path = it->io.path;
 	it->io.path = (struct str){ p, keep + 4 + bl };
 	it->io.subdir = (struct str){ p + keep, 3 };
 	maildir_flags_view(p + keep + 4, bl, &it->io.flags.p, &it->io.flags.n);

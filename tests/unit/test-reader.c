@@ -100,7 +100,7 @@ static void put(const char *base, const char *name, size_t n, unsigned seed)
 /* What the writer copied out of one item before recycling its batch. */
 struct got_item {
 	struct record_io io;           /* its strings are the copies below */
-	char *path, *folder, *subdir, *flags;
+	char *path, *folder, *subdir, *flags, *old_path;
 	uint8_t *data;                 /* NULL when the item had none */
 	size_t len;
 };
@@ -180,6 +180,8 @@ static void *writer_thread(void *arg)
 			g->folder = copy_str(it->io.folder);
 			g->subdir = copy_str(it->io.subdir);
 			g->flags = copy_str(it->io.flags);
+			g->old_path = copy_str(it->io.old_path);
+			memset(&g->io.old_path, 0, sizeof(g->io.old_path));
 			memset(&g->io.root, 0, sizeof(g->io.root));
 			memset(&g->io.path, 0, sizeof(g->io.path));
 			memset(&g->io.folder, 0, sizeof(g->io.folder));
@@ -271,6 +273,7 @@ static void run_free(struct run *run)
 		free(g->folder);
 		free(g->subdir);
 		free(g->flags);
+		free(g->old_path);
 		free(g->data);
 	}
 	free(run->items);
@@ -871,6 +874,11 @@ static void rename_second_while_read_state(void **state, const char *a, const ch
 	assert_int_equal(run.n_items, 2);
 	assert_string_equal(item_name(&run.items[1]), renamed);
 	assert_cur_bytes(&run.items[1], second, a);
+	/* where it was met: what that name held goes (the index's rows) */
+	char *met = t_asprintf("cur/%s", second);
+	assert_non_null(run.items[1].old_path);
+	assert_string_equal(run.items[1].old_path, met);
+	free(met);
 	if (with_state) {
 		char *saved = t_asprintf("%s/state", base);
 		assert_int_equal(state_save(ro.state, saved), 0);
