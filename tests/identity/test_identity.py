@@ -660,6 +660,88 @@ def case_random_changes(ctx):
     print("25 steps of random changes: the streams' documents equal a clean run's")
 
 
+def case_changes_during_runs(ctx):
+    """A mail client at work while --state runs read: a thread renames
+    (flags, folders), deletes, copies and rewrites messages of a Maildir of
+    1,200 for the whole of each run; a quiet run follows.  Both streams go
+    to the model index, which must take every action (no update or delete
+    of a missing document) and end equal to a clean run's, document by
+    document (but root and thread_id).  Four rounds; IDENTITY_SEED replays
+    the choices (the timing is the machine's)."""
+    import random
+    import threading
+    import time
+    seed = int(os.environ.get("IDENTITY_SEED") or int.from_bytes(os.urandom(4), "little"))
+    print("changes seeded with IDENTITY_SEED=%d" % seed)
+    rng = random.Random(seed)
+    make_maildir(ctx.md)
+    for d in ("cur", "new", "tmp"):
+        os.makedirs(os.path.join(ctx.md, ".Lists", d), exist_ok=True)
+    dirs = [os.path.join(ctx.md, d) for d in ("cur", "new", ".Archive/cur", ".Archive/new", ".Lists/cur")]
+    for n in range(1000, 2200):
+        d = dirs[n % len(dirs)]
+        with open(os.path.join(d, name(n, "S" if d.endswith("cur") else None)), "wb") as f:
+            f.write(message(n, msgid=n % 3 != 0))
+    made = [5000]
+    stop = threading.Event()
+
+    def churn(r):
+        while not stop.is_set():
+            sub = r.choice(dirs)
+            names = os.listdir(sub)
+            if not names:
+                continue
+            n = r.choice(names)
+            path, base, op = os.path.join(sub, n), n.split(":2,")[0], r.randrange(5)
+            try:
+                if op == 0:
+                    os.rename(path, os.path.join(os.path.dirname(sub), "cur",
+                                                 base + ":2," + r.choice(("S", "RS", "FS", ""))))
+                elif op == 1:
+                    os.rename(path, os.path.join(os.path.dirname(r.choice(dirs)), "cur", base + ":2,S"))
+                elif op == 2:
+                    os.unlink(path)
+                elif op == 3:
+                    made[0] += 1
+                    shutil.copyfile(path, os.path.join(r.choice(dirs), name(made[0], "S")))
+                else:
+                    st = os.stat(path)
+                    with open(path, "wb") as f:
+                        made[0] += 1
+                        f.write(message(made[0]))
+                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2000000000))
+            except FileNotFoundError:
+                pass   # listed, then renamed or deleted by an earlier step
+            time.sleep(0.0005)
+
+    def model(index):
+        return {i: {k: v for k, v in d.items() if k not in ("root", "thread_id")}
+                for i, d in index.docs.items()}
+
+    index = Index()
+    for rnd in range(4):
+        stop.clear()
+        t = threading.Thread(target=churn, args=(random.Random(rng.getrandbits(32)),))
+        t.start()
+        try:
+            out = ctx.run(["Maildir"]).stdout
+        finally:
+            stop.set()
+            t.join()
+        index.apply(out)
+        index.apply(ctx.run(["Maildir"]).stdout)
+        check_index(ctx, index, "round %d, after a quiet run" % rnd)
+        clean = Index()
+        clean.apply(ctx.run(["Maildir"], state=None).stdout)
+        got, want = model(index), model(clean)
+        if got != want:
+            diff = sorted(set(got) ^ set(want)) or [i for i in got if got[i] != want[i]]
+            i = diff[0]
+            raise Fail("round %d: documents differ from a clean run's at %s: %r, clean %r" % (
+                rnd, i, got.get(i), want.get(i)))
+    print("four runs during a client's changes, each followed by a quiet run: nothing lost")
+
+
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}
 
 
