@@ -21,6 +21,8 @@ import time
 sys.dont_write_bytecode = True   # nothing written into the source tree
 from clilib import ARGS, fail, mkcorpus, records  # noqa: E402
 import clilib  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mailchurn import Churn  # noqa: E402
 
 
 def run(args, check_rc=0, env=None, pre=()):
@@ -482,6 +484,26 @@ def case_incremental(tmp):
     print("incremental scenarios equal clean runs on both backends")
 
 
+def equal_to_clean(db, tmp, name, args, what, run_notes=True):
+    """A clean run with args into a database of its own, compared with db:
+    every table equal, but threads, which db may have coarser (deleting a
+    message does not split its thread, README).  Fails naming what."""
+    clean = os.path.join(tmp, name)
+    run(["--index=" + clean] + list(args))
+    a, b = dump(db, run_notes), dump(clean, run_notes)
+    bad = [k for k in differ(a, b) if k != "threads"]
+    where = {m: i for i, t in enumerate(a["threads"]) for m in t}
+    if any(len({where.get(m) for m in t}) != 1 for t in b["threads"]):
+        bad.append("threads")
+    if bad:
+        k = bad[0]
+        fail(f"{what}: {bad} differ from a clean run; "
+             f"extra {[x for x in a[k] if x not in b[k]][:3]}, missing {[x for x in b[k] if x not in a[k]][:3]}")
+    for x in (clean, clean + "-wal", clean + "-shm"):
+        if os.path.exists(x):
+            os.unlink(x)
+
+
 def random_seed():
     """INDEX_RANDOM_SEED replays a failed run's changes, else a new seed
     each run, printed."""
@@ -597,20 +619,8 @@ def random_changes(tmp, steps, options=()):
     for step in range(steps):
         done = [mail.change() for _ in range(rng.randrange(1, 4))]
         run([rng.choice(("--backend=uring", "--backend=sync")), "--index=" + db] + options + [mail.root, mail.mbox])
-        clean = os.path.join(tmp, f"clean-{step}.db")
-        run(["--index=" + clean] + options + [mail.root, mail.mbox])
-        a, b = dump(db), dump(clean)
-        bad = [k for k in differ(a, b) if k != "threads"]
-        where = {m: i for i, t in enumerate(a["threads"]) for m in t}
-        if any(len({where.get(m) for m in t}) != 1 for t in b["threads"]):
-            bad.append("threads")
-        if bad:
-            k = bad[0]
-            fail(f"step {step} ({', '.join(done)}): {bad} differ from a clean run; "
-                 f"extra {[x for x in a[k] if x not in b[k]][:3]}, missing {[x for x in b[k] if x not in a[k]][:3]}")
-        for x in (clean, clean + "-wal", clean + "-shm"):
-            if os.path.exists(x):
-                os.unlink(x)
+        equal_to_clean(db, tmp, f"clean-{step}.db", options + [mail.root, mail.mbox],
+                       f"step {step} ({', '.join(done)})")
     print(f"{steps} steps of random changes equal clean runs (files at the end: {len(mail.files())})")
 
 
@@ -684,63 +694,21 @@ def case_changes_during_runs(tmp):
     mkcorpus(d, "--seed", "17", "--layout", "maildir", "--count", "2000", "--folders", "2")
     dirs = [top for top, _, _ in os.walk(d) if os.path.basename(top) in ("cur", "new")]
     made = [0]
-    stop = threading.Event()
 
-    def churn(r):
-        while not stop.is_set():
-            sub = r.choice(dirs)
-            names = os.listdir(sub)
-            if not names:
-                continue
-            name = r.choice(names)
-            path, base, op = os.path.join(sub, name), name.split(":2,")[0], r.randrange(5)
-            try:
-                if op == 0:
-                    os.rename(path, os.path.join(os.path.dirname(sub), "cur",
-                                                 base + ":2," + r.choice(("S", "RS", "FS", ""))))
-                elif op == 1:
-                    os.rename(path, os.path.join(os.path.dirname(r.choice(dirs)), "cur", base + ":2,S"))
-                elif op == 2:
-                    os.unlink(path)
-                elif op == 3:
-                    made[0] += 1
-                    shutil.copy(path, os.path.join(r.choice(dirs), f"{1800000000 + made[0]}.C{made[0]}.host"))
-                else:
-                    st = os.stat(path)
-                    with open(path, "rb") as f:
-                        data = f.read()
-                    with open(path, "wb") as f:
-                        f.write(data.replace(b"Subject:", b"Subject: [x]", 1))
-                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
-            except FileNotFoundError:
-                pass   # listed, then renamed or deleted by an earlier step of this thread
-            time.sleep(0.0005)
+    def copy_name():
+        made[0] += 1
+        return f"{1800000000 + made[0]}.C{made[0]}.host"
+
+    def rewrite(data):
+        return data.replace(b"Subject:", b"Subject: [x]", 1)
 
     for rnd in range(5):
         backend = rng.choice(("--backend=uring", "--backend=sync"))
-        stop.clear()
-        t = threading.Thread(target=churn, args=(random.Random(rng.getrandbits(32)),))
-        t.start()
-        try:
+        with Churn(dirs, random.Random(rng.getrandbits(32)), copy_name, rewrite):
             run([backend, "--index=" + db, d])
-        finally:
-            stop.set()
-            t.join()
         run([backend, "--index=" + db, d])
-        clean = os.path.join(tmp, f"clean-{rnd}.db")
-        run(["--index=" + clean, d])
-        a, b = dump(db, run_notes=False), dump(clean, run_notes=False)
-        bad = [k for k in differ(a, b) if k != "threads"]
-        where = {m: i for i, t in enumerate(a["threads"]) for m in t}
-        if any(len({where.get(m) for m in t}) != 1 for t in b["threads"]):
-            bad.append("threads")
-        if bad:
-            k = bad[0]
-            fail(f"round {rnd} ({backend}): {bad} differ from a clean run after a quiet run; "
-                 f"extra {[x for x in a[k] if x not in b[k]][:2]}, missing {[x for x in b[k] if x not in a[k]][:2]}")
-        for x in (clean, clean + "-wal", clean + "-shm"):
-            if os.path.exists(x):
-                os.unlink(x)
+        equal_to_clean(db, tmp, f"clean-{rnd}.db", [d], f"round {rnd} ({backend}), after a quiet run",
+                       run_notes=False)
     print("five runs during a client's changes, each followed by a quiet run: equal to clean runs")
 
 

@@ -566,6 +566,25 @@ def case_nested_paths(ctx):
           "deleted from the folder: %r" % gone)
 
 
+def model(index):
+    """Documents by _id, but root (spelled as each run named it) and
+    thread_id (which a run gives among the messages it reads)."""
+    return {i: {k: v for k, v in d.items() if k not in ("root", "thread_id")}
+            for i, d in index.docs.items()}
+
+
+def equal_to_clean(ctx, index, what):
+    """The documents of index equal a clean run's (no state) of the tree."""
+    clean = Index()
+    clean.apply(ctx.run(["Maildir"], state=None).stdout)
+    got, want = model(index), model(clean)
+    if got != want:
+        diff = sorted(set(got) ^ set(want)) or [i for i in got if got[i] != want[i]]
+        i = diff[0]
+        raise Fail("%s: documents differ from a clean run's at %s: %r, clean %r" % (
+            what, i, got.get(i), want.get(i)))
+
+
 def case_random_changes(ctx):
     """Twenty-five steps of one to three random changes (new messages, deletions,
     flag changes, new/ -> cur/, moves, copies under a new unique name,
@@ -638,10 +657,6 @@ def case_random_changes(ctx):
         ctx.mv(rel, os.path.join(cur_of(rng.choice(folders)), base + ":2,RS"))
         return "rewrite and move"
 
-    def model(index):
-        return {i: {k: v for k, v in d.items() if k not in ("root", "thread_id")}
-                for i, d in index.docs.items()}
-
     index = Index()
     spellings = ["Maildir", "./Maildir/", "link", ctx.md]
     index.apply(ctx.run([rng.choice(spellings)]).stdout)
@@ -649,14 +664,7 @@ def case_random_changes(ctx):
         done = [change() for _ in range(rng.randrange(1, 4))]
         index.apply(ctx.run([rng.choice(spellings)]).stdout)
         check_index(ctx, index, "step %d (%s)" % (step, ", ".join(done)))
-        clean = Index()
-        clean.apply(ctx.run(["Maildir"], state=None).stdout)
-        got, want = model(index), model(clean)
-        if got != want:
-            diff = sorted(set(got) ^ set(want)) or [i for i in got if got[i] != want[i]]
-            i = diff[0]
-            raise Fail("step %d (%s): documents differ from a clean run's at %s: %r, clean %r" % (
-                step, ", ".join(done), i, got.get(i), want.get(i)))
+        equal_to_clean(ctx, index, "step %d (%s)" % (step, ", ".join(done)))
     print("25 steps of random changes: the streams' documents equal a clean run's")
 
 
@@ -669,8 +677,8 @@ def case_changes_during_runs(ctx):
     document (but root and thread_id).  Four rounds; IDENTITY_SEED replays
     the choices (the timing is the machine's)."""
     import random
-    import threading
-    import time
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from mailchurn import Churn
     seed = int(os.environ.get("IDENTITY_SEED") or int.from_bytes(os.urandom(4), "little"))
     print("changes seeded with IDENTITY_SEED=%d" % seed)
     rng = random.Random(seed)
@@ -683,62 +691,23 @@ def case_changes_during_runs(ctx):
         with open(os.path.join(d, name(n, "S" if d.endswith("cur") else None)), "wb") as f:
             f.write(message(n, msgid=n % 3 != 0))
     made = [5000]
-    stop = threading.Event()
 
-    def churn(r):
-        while not stop.is_set():
-            sub = r.choice(dirs)
-            names = os.listdir(sub)
-            if not names:
-                continue
-            n = r.choice(names)
-            path, base, op = os.path.join(sub, n), n.split(":2,")[0], r.randrange(5)
-            try:
-                if op == 0:
-                    os.rename(path, os.path.join(os.path.dirname(sub), "cur",
-                                                 base + ":2," + r.choice(("S", "RS", "FS", ""))))
-                elif op == 1:
-                    os.rename(path, os.path.join(os.path.dirname(r.choice(dirs)), "cur", base + ":2,S"))
-                elif op == 2:
-                    os.unlink(path)
-                elif op == 3:
-                    made[0] += 1
-                    shutil.copyfile(path, os.path.join(r.choice(dirs), name(made[0], "S")))
-                else:
-                    st = os.stat(path)
-                    with open(path, "wb") as f:
-                        made[0] += 1
-                        f.write(message(made[0]))
-                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2000000000))
-            except FileNotFoundError:
-                pass   # listed, then renamed or deleted by an earlier step
-            time.sleep(0.0005)
+    def copy_name():
+        made[0] += 1
+        return name(made[0], "S")
 
-    def model(index):
-        return {i: {k: v for k, v in d.items() if k not in ("root", "thread_id")}
-                for i, d in index.docs.items()}
+    def rewrite(data):
+        made[0] += 1
+        return message(made[0])
 
     index = Index()
     for rnd in range(4):
-        stop.clear()
-        t = threading.Thread(target=churn, args=(random.Random(rng.getrandbits(32)),))
-        t.start()
-        try:
+        with Churn(dirs, random.Random(rng.getrandbits(32)), copy_name, rewrite):
             out = ctx.run(["Maildir"]).stdout
-        finally:
-            stop.set()
-            t.join()
         index.apply(out)
         index.apply(ctx.run(["Maildir"]).stdout)
         check_index(ctx, index, "round %d, after a quiet run" % rnd)
-        clean = Index()
-        clean.apply(ctx.run(["Maildir"], state=None).stdout)
-        got, want = model(index), model(clean)
-        if got != want:
-            diff = sorted(set(got) ^ set(want)) or [i for i in got if got[i] != want[i]]
-            i = diff[0]
-            raise Fail("round %d: documents differ from a clean run's at %s: %r, clean %r" % (
-                rnd, i, got.get(i), want.get(i)))
+        equal_to_clean(ctx, index, "round %d, after a quiet run" % rnd)
     print("four runs during a client's changes, each followed by a quiet run: nothing lost")
 
 
