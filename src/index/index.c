@@ -1365,6 +1365,19 @@ static int index_delete_file(struct index *ix, const struct record_io *io)
 	return r;
 }
 
+/* A Maildir message read again under another name than the one it was
+ * known or met under (record_io's old_path: renamed and changed at once,
+ * or found renamed during the run): what that name held goes. */
+static int index_delete_old_path(struct index *ix, const struct record_io *io)
+{
+	if (!io->old_path.n)
+		return 0;
+	struct record_io was = *io;
+	was.path = io->old_path;
+	int r = index_delete_file(ix, &was);
+	return r == 0 ? index_file_row(ix, ST_DELETE_FILE, &was) : r;
+}
+
 static int index_rename(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
 	sqlite3_stmt *s = ix->st[ST_RENAME_MESSAGES];
@@ -1412,15 +1425,8 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		 * cleared by its placeholder, index_add_batch) */
 		if (!io->in_mbox)
 			r = index_delete_file(ix, io);
-		/* a Maildir message changed and renamed at once: what its old
-		 * name held goes too */
-		if (r == 0 && io->old_path.n) {
-			struct record_io was = *io;
-			was.path = io->old_path;
-			r = index_delete_file(ix, &was);
-			if (r == 0)
-				r = index_file_row(ix, ST_DELETE_FILE, &was);
-		}
+		if (r == 0)
+			r = index_delete_old_path(ix, io);
 		for (size_t at = 0; r == 0 && at < len;) {
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;
@@ -1469,9 +1475,12 @@ int index_add_batch(struct index *ix, const struct batch *b)
 	for (size_t i = 0; r == 0 && i < b->n; i++) {
 		const struct batch_item *it = &b->items[i];
 		if (it->no_output && it->stream) {
-			/* an archive about to be streamed: its old messages go */
+			/* an archive (or a message too large to hold) about to be
+			 * streamed: its old messages go, and those of its old name */
 			uint64_t t0 = index_now_ns();
 			r = index_delete_file(ix, &it->io);
+			if (r == 0)
+				r = index_delete_old_path(ix, &it->io);
 			ix->stats.ns += index_now_ns() - t0;
 		} else if (!it->no_output) {
 			r = index_add_item(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len);

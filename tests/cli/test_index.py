@@ -712,6 +712,37 @@ def case_changes_during_runs(tmp):
     print("five runs during a client's changes, each followed by a quiet run: equal to clean runs")
 
 
+def case_streamed_message_renamed(tmp):
+    """A Maildir message too large to hold (streamed: past an eighth of
+    --max-inflight) renamed and changed at once: read again under its new
+    name, the old name's files row gone, and the next run reads nothing."""
+    for backend in ("--backend=uring", "--backend=sync"):
+        d = os.path.join(tmp, backend[2:], "md")
+        for sub in ("cur", "new", "tmp"):
+            os.makedirs(os.path.join(d, sub))
+        big = os.path.join(d, "cur", "1500000000.big.host:2,")
+        with open(big, "wb") as f:
+            f.write(b"From: a@b.example\nSubject: big\n\n" + b"x" * 100 + b"\n" * 20000)
+            f.write((b"y" * 99 + b"\n") * 20000)
+        with open(os.path.join(d, "cur", "1500000001.small.host:2,S"), "wb") as f:
+            f.write(b"From: a@b.example\nSubject: small\n\nhi\n")
+        db = os.path.join(tmp, backend[2:], "s.db")
+        opts = [backend, "--index=" + db, "--max-inflight=8M"]
+        run(opts + [d])
+        st = os.stat(big)
+        with open(big, "ab") as f:
+            f.write(b"one more line\n")
+        os.utime(big, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+        os.rename(big, big + "S")
+        run(opts + [d])
+        equal_to_clean(db, os.path.join(tmp, backend[2:]), "clean.db", ["--max-inflight=8M", d],
+                       f"{backend}: the large message renamed and changed")
+        s = stats(run(opts + ["--stats=json", d]))
+        if s["index"]["messages"] or s["bytes"]:
+            fail(f"{backend}: the run after it read {s['bytes']} bytes, wrote {s['index']}")
+    print("a streamed message renamed and changed: read again, its old name gone, then left alone")
+
+
 def case_vanished_errors(tmp):
     """A file that vanished while a run read it leaves an io-error ENOENT
     row; no later run meets its path again, so the next complete run that
