@@ -25,6 +25,7 @@
 #include "index/fts_build.h"
 #include "index/fts_tokenizer.h"
 #include "index/json_read.h"
+#include "index/vanished.h"
 #include "io/maildir.h"
 #include "io/state.h"
 #include "core/dynbuf.h"
@@ -307,6 +308,8 @@ struct index {
 	struct dynbuf rec_text;
 	struct addr_rows addresses;   /* the message's address rows (index_add_addresses) */
 	struct index_stats stats;
+	/* the ENOENT rows of earlier runs (vanished.h); NULL: none */
+	struct vanished *vanished;
 	char error[256];
 };
 
@@ -587,79 +590,68 @@ int index_finish(struct index *ix)
 
 /* Whether root/path (path alone when absolute: a file named on the
  * command line) names nothing, itself a symbolic link included. */
-static bool index_path_gone(const char *root, size_t root_n, const char *path, size_t path_n)
+static bool index_path_gone(struct str root, struct str path)
 {
-	char *full = xmalloc(root_n + path_n + 2);
+	char *full = xmalloc(root.n + path.n + 2);
 	if (!full)
 		return false;
 	size_t n = 0;
-	if (path[0] != '/') {
-		memcpy(full, root, root_n);
-		full[root_n] = '/';
-		n = root_n + 1;
+	if (!path.n || path.p[0] != '/') {
+		memcpy(full, root.p, root.n);
+		full[root.n] = '/';
+		n = root.n + 1;
 	}
-	memcpy(full + n, path, path_n);
-	full[n + path_n] = '\0';
+	memcpy(full + n, path.p, path.n);
+	full[n + path.n] = '\0';
 	struct statx stx;
 	int r = sys_statx(AT_FDCWD, full, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, 0, &stx);
 	xfree(full);
 	return r == -ENOENT;
 }
 
+struct index_drop {
+	struct index *ix;
+	bool (*judged)(void *ctx, struct str root, struct str path);
+	void *ctx;
+	sqlite3_stmt *del;         /* prepared at the first row to drop */
+};
+
+static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str path)
+{
+	struct index_drop *d = ctx;
+	if (!d->judged(d->ctx, root, path) || !index_path_gone(root, path))
+		return 0;
+	int rc;
+	if (!d->del) {
+		rc = sqlite3_prepare_v2(d->ix->db, "DELETE FROM errors WHERE rowid = ?1", -1, &d->del, NULL);
+		if (rc != SQLITE_OK)
+			return index_fail(d->ix, rc);
+		int r = index_begin(d->ix);
+		if (r < 0)
+			return r;
+	}
+	sqlite3_bind_int64(d->del, 1, rowid);
+	rc = sqlite3_step(d->del);
+	sqlite3_reset(d->del);
+	return rc == SQLITE_DONE ? 0 : index_fail(d->ix, rc);
+}
+
 int index_drop_vanished(struct index *ix, bool (*judged)(void *ctx, struct str root, struct str path),
                         void *ctx)
 {
-	if (!ix || !ix->db || ix->broken)
+	if (!ix || !ix->db || ix->broken || !ix->vanished)
 		return 0;
-	sqlite3_stmt *s;
-	int rc = sqlite3_prepare_v2(ix->db, "SELECT rowid, root, path FROM errors WHERE errno = 'ENOENT'",
-	                            -1, &s, NULL);
-	if (rc != SQLITE_OK)
-		return index_fail(ix, rc);
-	int64_t *gone = NULL;
-	size_t n = 0, cap = 0;
-	int r = 0;
-	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *root = (const char *)sqlite3_column_text(s, 1);
-		size_t root_n = (size_t)sqlite3_column_bytes(s, 1);
-		const char *path = (const char *)sqlite3_column_text(s, 2);
-		size_t path_n = (size_t)sqlite3_column_bytes(s, 2);
-		if (!root || !path || !path_n || !judged(ctx, (struct str){ root, root_n }, (struct str){ path, path_n }) ||
-		    !index_path_gone(root, root_n, path, path_n))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			int64_t *ng = xrealloc(gone, nc * sizeof(*ng));
-			if (!ng) {
-				r = -ENOMEM;
-				break;
-			}
-			gone = ng;
-			cap = nc;
-		}
-		gone[n++] = sqlite3_column_int64(s, 0);
+	/* a transaction only when there is a row to drop: an unchanged
+	 * re-run takes no lock */
+	struct index_drop d = { ix, judged, ctx, NULL };
+	int r = vanished_each_unmet(ix->vanished, index_drop_row, &d);
+	if (d.del) {
+		sqlite3_finalize(d.del);
+		if (r == 0 && ix->in_tx)
+			r = index_commit(ix);
+		else if (ix->in_tx)
+			index_rollback(ix);
 	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = index_fail(ix, rc);
-	sqlite3_finalize(s);
-	/* nothing gone, nothing written: an unchanged re-run takes no lock */
-	if (r == 0 && n) {
-		rc = sqlite3_prepare_v2(ix->db, "DELETE FROM errors WHERE rowid = ?1", -1, &s, NULL);
-		if (rc != SQLITE_OK) {
-			r = index_fail(ix, rc);
-		} else {
-			r = index_begin(ix);
-			for (size_t i = 0; r == 0 && i < n; i++) {
-				sqlite3_bind_int64(s, 1, gone[i]);
-				if ((rc = sqlite3_step(s)) != SQLITE_DONE)
-					r = index_fail(ix, rc);
-				sqlite3_reset(s);
-			}
-			sqlite3_finalize(s);
-			r = r == 0 ? index_commit(ix) : (index_rollback(ix), r);
-		}
-	}
-	xfree(gone);
 	return r;
 }
 
@@ -777,6 +769,7 @@ void index_close(struct index *ix)
 		return;
 	if (ix->in_tx)
 		index_rollback(ix);
+	vanished_free(ix->vanished);
 	fts_build_close(ix->fts);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(ix->st[i]);
@@ -811,9 +804,13 @@ void index_stats_get(const struct index *ix, struct index_stats *out)
 int index_load_state(struct index *ix, struct state **out)
 {
 	*out = NULL;
+	vanished_free(ix->vanished);
+	int rc = vanished_load(ix->db, &ix->vanished);
+	if (rc != SQLITE_OK)
+		return index_fail(ix, rc);
 	sqlite3_stmt *s;
-	int rc = sqlite3_prepare_v2(ix->db, "SELECT root, path, id, dev, ino, size, mtime_sec,"
-	                            " mtime_nsec FROM files", -1, &s, NULL);
+	rc = sqlite3_prepare_v2(ix->db, "SELECT root, path, id, dev, ino, size, mtime_sec,"
+	                        " mtime_nsec FROM files", -1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return index_fail(ix, rc);
 	struct dynbuf b;
@@ -1356,6 +1353,7 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 /* A file gone: its messages, its errors and its state row. */
 static int index_delete_file(struct index *ix, const struct record_io *io)
 {
+	vanished_met(ix->vanished, io->base, io->path);
 	index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
 	int r = index_run(ix, ST_DELETE_PATH);
 	if (r == 0) {

@@ -42,12 +42,13 @@ int index_open(const char *path, struct index **out, const char **why);
  * 0, or -errno with index_error saying what failed; nothing to do for a
  * database that existed. */
 int index_finish(struct index *ix);
-/* Drops the `errors` rows of files that vanished while a run read them
- * (io-error, ENOENT) and name nothing now, where this run judged their
- * place (judged(ctx, root, path): under one of its roots, in a directory
- * it listed).  Such a row described a file that is no longer in the
- * archive, and no later run meets its path to replace it.  Call after a
- * complete run, before index_finish.  0, or -errno with index_error. */
+/* Drops the `errors` rows of files that vanished while an earlier run
+ * read them (io-error, ENOENT; index/vanished.h) where this run did not
+ * write the path, judged its place (judged(ctx, root, path): under one of
+ * its roots, in a directory it listed) and the path names nothing now: a
+ * file no longer in the archive, which no later run would meet.  Call
+ * after a complete run, before index_finish.  0, or -errno with
+ * index_error. */
 int index_drop_vanished(struct index *ix, bool (*judged)(void *ctx, struct str root, struct str path),
                         void *ctx);
 /* Writes pending work (an open batch is rolled back) and closes; a

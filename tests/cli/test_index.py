@@ -775,7 +775,18 @@ def case_vanished_errors(tmp):
     link = q(db, "SELECT reason FROM errors WHERE path = 'cur/dangling'")
     if link != [("symlink",)]:
         fail(f"the dangling link's row: {link}")
-    print("a vanished file's row dropped; rows of a path that is there and of another root kept")
+    # a file a list names that does not exist is reported by every run that
+    # names it: its row is that run's own, and stays
+    lst = os.path.join(tmp, "list")
+    with open(lst, "w") as f:
+        f.write(os.path.join(d, "cur", "1500000003.listed.host:2,S") + "\n")
+    for _ in range(2):
+        run(["--index=" + db, "--files-from=" + lst])
+        listed = q(db, "SELECT count(*) FROM errors WHERE path LIKE '%1500000003.listed.host%'")
+        if listed != [(1,)]:
+            fail(f"a listed file that does not exist: {listed} rows")
+    print("a vanished file's row dropped; rows of a path that is there, of another root and of a"
+          " listed missing file kept")
 
 
 def words(text):
