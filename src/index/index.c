@@ -1394,6 +1394,14 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	sqlite3_bind_int64(s, 8, io->mtime_sec);
 	sqlite3_bind_int64(s, 9, io->mtime_nsec);
 	r = index_run(ix, ST_RENAME_FILE);
+	if (r == 0) {
+		/* the name it has now may hold the error row of a file that
+		 * vanished under it in an earlier run: stale, the message is
+		 * there (and the row is not an earlier run's to drop) */
+		vanished_met(ix->vanished, io->base, io->path);
+		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
+		r = index_run(ix, ST_DELETE_PATH_ERRORS);
+	}
 	ix->stats.renamed++;
 	return r;
 }

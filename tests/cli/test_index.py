@@ -775,6 +775,22 @@ def case_vanished_errors(tmp):
     link = q(db, "SELECT reason FROM errors WHERE path = 'cur/dangling'")
     if link != [("symlink",)]:
         fail(f"the dangling link's row: {link}")
+    # a message renamed into a name that holds such a row (it vanished
+    # there earlier, then came back): the row is stale, the message is there
+    cur = os.path.join(d, "cur")
+    name = sorted(x for x in os.listdir(cur) if ":2," in x)[0]
+    base = name.split(":2,")[0]
+    os.rename(os.path.join(cur, name), os.path.join(cur, base + ":2,RT"))
+    run(["--index=" + db, d])
+    c = sqlite3.connect(db)
+    c.execute("INSERT INTO errors(root, path, reason, errno, message) VALUES (?, ?, 'io-error',"
+              " 'ENOENT', 'No such file or directory')", (root, "cur/" + name))
+    c.commit()
+    c.close()
+    os.rename(os.path.join(cur, base + ":2,RT"), os.path.join(cur, name))
+    run(["--index=" + db, d])
+    if q(db, "SELECT count(*) FROM errors WHERE path = ?", "cur/" + name) != [(0,)]:
+        fail("the error row of a name a message was renamed into stayed")
     # a file a list names that does not exist is reported by every run that
     # names it: its row is that run's own, and stays
     lst = os.path.join(tmp, "list")
