@@ -367,13 +367,12 @@ static void run_wake_helper(void *ctx)
 	budget_nudge(&run->budget);
 }
 
-/* A place this run's walk covered and listed: what --state and the index
- * judge (io/state.c, state_deleted). */
+/* A place this run's walk judged (walk_judged), for the index. */
 static bool run_judged(void *ctx, struct str root, struct str path)
 {
 	struct run *run = ctx;
 	struct str shown;
-	return walk_covers(run->walk, root, path, &shown) && !walk_unlisted(run->walk, root, path);
+	return walk_judged(run->walk, root, path, &shown);
 }
 
 /* `ingest -`: standard input is copied whole into a memory file, which the

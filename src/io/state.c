@@ -823,10 +823,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		/* Not met, but under no root of this run, or in a directory the
 		 * walk could not list: not gone, and kept, or the next run would
 		 * take it for new. */
-		int r = s->walk && (!walk_covers(s->walk, root, path, &shown) ||
-		                    walk_unlisted(s->walk, root, path))
-		            ? state_keep(s, e)
-		            : 1;
+		int r = s->walk && !walk_judged(s->walk, root, path, &shown) ? state_keep(s, e) : 1;
 		if (r < 0)
 			return r;
 		if (r == 0)

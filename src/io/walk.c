@@ -1580,6 +1580,11 @@ void walk_stats_get(const struct walk *w, struct walk_stats *out)
 	*out = w->stats;
 }
 
+bool walk_judged(struct walk *w, struct str root, struct str path, struct str *shown)
+{
+	return walk_covers(w, root, path, shown) && !walk_unlisted(w, root, path);
+}
+
 bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown)
 {
 	bool list = false, covered = false;

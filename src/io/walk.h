@@ -133,6 +133,11 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path);
  * records spell it: the PATH argument as given when root is one, root
  * itself otherwise.  Ask once the walk has ended. */
 bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown);
+/* Whether a file an earlier run met and this one did not is taken for gone:
+ * covered by this run (walk_covers, *shown as it gives) and not in a
+ * directory it could not list (walk_unlisted).  --state's deletions and
+ * the index's vanished rows ask it. */
+bool walk_judged(struct walk *w, struct str root, struct str path, struct str *shown);
 
 /* The resolved path of source i (walk_add_path's order, lists counted),
  * or NULL for a list, standard input or past the end. */
