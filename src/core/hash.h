@@ -23,4 +23,16 @@ static inline uint64_t hash_fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/* FNV's low bits are weak for short keys: a value is mixed again (the
+ * murmur3 fmix64 finaliser) before its low bits pick a slot or a shard. */
+static inline uint64_t hash_mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
+	return h;
+}
+
 #endif
