@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The ENOENT rows of earlier runs: see vanished.h.  A run meets few or
- * none, so they are kept as they were read, with an open-addressing table
- * by root and path for the check every written file makes. */
+ * none, so they are kept as they were read, with a hash table by root and
+ * path (core/slots.h) for the check every written file makes. */
 #include "index/vanished.h"
 #include "core/hash.h"
+#include "core/slots.h"
 #include "core/xalloc.h"
 
 #include <string.h>
@@ -18,8 +19,7 @@ struct vanished_row {
 struct vanished {
 	struct vanished_row *rows;
 	size_t n;
-	uint32_t *slots;           /* 1 + index into rows; 0: empty */
-	size_t mask;
+	struct slots by_place;     /* indexes into rows, by root and path */
 };
 
 static uint64_t vanished_hash(struct str root, struct str path)
@@ -42,7 +42,7 @@ void vanished_free(struct vanished *v)
 	for (size_t i = 0; i < v->n; i++)
 		xfree(v->rows[i].mem);
 	xfree(v->rows);
-	xfree(v->slots);
+	slots_free(&v->by_place);
 	xfree(v);
 }
 
@@ -94,21 +94,12 @@ int vanished_load(sqlite3 *db, struct vanished **out)
 		vanished_free(v);
 		return rc == SQLITE_DONE ? SQLITE_OK : rc;
 	}
-	size_t slots = 2;
-	while (slots < 2 * v->n)
-		slots *= 2;
-	v->slots = xcalloc(slots, sizeof(*v->slots));
-	if (!v->slots) {
+	if (slots_init(&v->by_place, v->n) < 0) {
 		vanished_free(v);
 		return SQLITE_NOMEM;
 	}
-	v->mask = slots - 1;
-	for (size_t i = 0; i < v->n; i++) {
-		size_t h = (size_t)vanished_hash(v->rows[i].root, v->rows[i].path) & v->mask;
-		while (v->slots[h])
-			h = (h + 1) & v->mask;
-		v->slots[h] = (uint32_t)(i + 1);
-	}
+	for (size_t i = 0; i < v->n; i++)
+		slots_put(&v->by_place, vanished_hash(v->rows[i].root, v->rows[i].path), i);
 	*out = v;
 	return SQLITE_OK;
 }
@@ -117,8 +108,9 @@ void vanished_met(struct vanished *v, struct str root, struct str path)
 {
 	if (!v)
 		return;
-	for (size_t h = (size_t)vanished_hash(root, path) & v->mask; v->slots[h]; h = (h + 1) & v->mask) {
-		struct vanished_row *r = &v->rows[v->slots[h] - 1];
+	struct slots_probe p = slots_probe(&v->by_place, vanished_hash(root, path));
+	for (size_t k; (k = slots_next(&p));) {
+		struct vanished_row *r = &v->rows[k - 1];
 		if (vanished_same(r, root, path))
 			r->met = true;   /* one path may have several rows: go on */
 	}

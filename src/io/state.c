@@ -10,7 +10,7 @@
  * record's id in hex (README, "Records"), followed for an mbox archive by
  * ";" and the decimal offsets of its messages, comma-separated: their ids
  * are the archive's and the offset, and a deletion must name each.  Lookups go through one
- * open-addressing table over the previous run's entries, by id: a Maildir
+ * hash table (core/slots.h) over the previous run's entries, by id: a Maildir
  * message's id is folder-free and flag-free, so the entry of a message that
  * was renamed or moved to another folder is found under its id too.  New
  * entries live in fixed-size chunks that never move, and a second table
@@ -21,6 +21,7 @@
 #include "io/maildir.h"
 #include "io/walk.h"
 #include "core/hash.h"
+#include "core/slots.h"
 #include "core/clock.h"
 #include "core/dynbuf.h"
 #include "core/sys.h"
@@ -57,7 +58,6 @@ struct state_entry {
 };
 
 struct state_chunk {
-	struct state_chunk *next;
 	size_t n;
 	struct state_entry v[STATE_CHUNK];
 };
@@ -66,11 +66,10 @@ struct state {
 	struct state_entry *old;
 	size_t n_old;
 	char *old_bytes;           /* the loaded file: old strings point into it */
-	uint32_t *by_id;           /* indexes + 1 into old; 0 = empty */
-	size_t mask;
-	struct state_chunk *head, *tail;
-	struct state_entry **new_by_id;   /* this run's entries; NULL = empty */
-	size_t n_new, new_mask;
+	struct slots by_id;        /* indexes into old */
+	struct state_chunk **chunks;      /* this run's entries, in order */
+	size_t n_chunks, cap_chunks;
+	struct slots new_by_id;    /* indexes into the chunks' entries */
 	struct walk *walk;         /* what it could not list is not gone */
 	mode_t mode;               /* the loaded file's permissions, kept on save */
 	bool mode_known;           /* FILE was looked at (not --state-reset) */
@@ -80,16 +79,6 @@ struct state {
 	char *run;                 /* this run's, saved with the entries */
 	size_t run_n;
 };
-
-/* The ids are FNV-1a values: mixed again before their low bits pick a
- * slot (the murmur3 fmix64 constants, as the walk's shards). */
-static uint64_t state_slot(uint64_t id)
-{
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdull;
-	id ^= id >> 33;
-	return id;
-}
 
 static int state_hex_id(const char *p, size_t n, uint64_t *id)
 {
@@ -163,14 +152,14 @@ static size_t state_newlines(const char *p, size_t n)
 static int state_index(struct state *s, size_t i)
 {
 	const struct state_entry *e = &s->old[i];
-	size_t at = state_slot(e->id) & s->mask;
-	for (; s->by_id[at]; at = (at + 1) & s->mask) {
-		const struct state_entry *o = &s->old[s->by_id[at] - 1];
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));) {
+		const struct state_entry *o = &s->old[k - 1];
 		if (o->id == e->id && o->root_n == e->root_n && o->path_n == e->path_n &&
 		    !memcmp(o->root, e->root, e->root_n) && !memcmp(o->path, e->path, e->path_n))
 			return state_bad(s, e->line, "a second entry for the same file");
 	}
-	s->by_id[at] = (uint32_t)i + 1;
+	slots_put(&s->by_id, e->id, i);
 	return 0;
 }
 
@@ -290,14 +279,9 @@ static int state_parse(struct state *s, char *p, size_t n)
 		line += 2 + state_newlines(p + at, rn + pn + in);
 		at += rn + pn + in + 1;
 	}
-	if (s->n_old > UINT32_MAX - 1)
+	if (s->n_old > SLOTS_MAX_ENTRIES)
 		return state_bad(s, 0, "more than 4294967294 entries");
-	size_t size = 16;
-	while (size < 2 * s->n_old)
-		size *= 2;
-	s->mask = size - 1;
-	s->by_id = xcalloc(size, sizeof(uint32_t));
-	if (!s->by_id)
+	if (slots_init(&s->by_id, s->n_old) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->n_old; i++) {
 		r = state_index(s, i);
@@ -477,8 +461,8 @@ void state_free(struct state *s)
 {
 	if (!s)
 		return;
-	for (struct state_chunk *c = s->head, *next; c; c = next) {
-		next = c->next;
+	for (size_t k = 0; k < s->n_chunks; k++) {
+		struct state_chunk *c = s->chunks[k];
 		/* new entries own their strings; old ones point into old_bytes */
 		for (size_t i = 0; i < c->n; i++) {
 			xfree(c->v[i].root);
@@ -486,29 +470,41 @@ void state_free(struct state *s)
 		}
 		xfree(c);
 	}
+	xfree(s->chunks);
 	for (size_t i = 0; i < s->n_old; i++)
 		xfree(s->old[i].offs);
 	xfree(s->old);
 	xfree(s->old_bytes);
-	xfree(s->by_id);
-	xfree(s->new_by_id);
+	slots_free(&s->by_id);
+	slots_free(&s->new_by_id);
 	xfree(s->run);
 	xfree(s);
 }
 
+/* This run's entry k (in the order they were added). */
+static struct state_entry *state_new_at(const struct state *s, size_t k)
+{
+	return &s->chunks[k / STATE_CHUNK]->v[k % STATE_CHUNK];
+}
+
 static struct state_entry *state_add(struct state *s, const struct record_io *io)
 {
-	if (!s->tail || s->tail->n == STATE_CHUNK) {
-		struct state_chunk *c = xcalloc(1, sizeof(*c));
-		if (!c)
+	struct state_chunk *tail = s->n_chunks ? s->chunks[s->n_chunks - 1] : NULL;
+	if (!tail || tail->n == STATE_CHUNK) {
+		if (s->n_chunks == s->cap_chunks) {
+			size_t cap = s->cap_chunks ? 2 * s->cap_chunks : 16;
+			struct state_chunk **v = xrealloc(s->chunks, cap * sizeof(*v));
+			if (!v)
+				return NULL;
+			s->chunks = v;
+			s->cap_chunks = cap;
+		}
+		tail = xcalloc(1, sizeof(*tail));
+		if (!tail)
 			return NULL;
-		if (s->tail)
-			s->tail->next = c;
-		else
-			s->head = c;
-		s->tail = c;
+		s->chunks[s->n_chunks++] = tail;
 	}
-	struct state_entry *e = &s->tail->v[s->tail->n];
+	struct state_entry *e = &tail->v[tail->n];
 	/* the resolved root and the path in one allocation */
 	char *mem = xmalloc(io->base.n + io->path.n + 2);
 	if (!mem)
@@ -522,7 +518,7 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 		.id = io->id, .dev = io->dev, .ino = io->ino, .size = io->size,
 		.mtime_sec = io->mtime_sec, .mtime_nsec = io->mtime_nsec, .maildir = io->maildir,
 	};
-	s->tail->n++;
+	tail->n++;
 	return e;
 }
 
@@ -530,10 +526,9 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
  * this file (io: the same path or the same inode; NULL: any), or NULL. */
 static struct state_entry *state_find_old(struct state *s, uint64_t id, const struct record_io *io)
 {
-	if (!s->n_old)
-		return NULL;
-	for (size_t i = state_slot(id) & s->mask; s->by_id[i]; i = (i + 1) & s->mask) {
-		struct state_entry *e = &s->old[s->by_id[i] - 1];
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
+		struct state_entry *e = &s->old[k - 1];
 		if (e->id != id || e->seen)
 			continue;
 		if (!io || (e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n)) ||
@@ -546,46 +541,36 @@ static struct state_entry *state_find_old(struct state *s, uint64_t id, const st
 /* This run's entry of id, or NULL. */
 static struct state_entry *state_find_new(const struct state *s, uint64_t id)
 {
-	if (!s->n_new)
-		return NULL;
-	for (size_t i = state_slot(id) & s->new_mask; s->new_by_id[i]; i = (i + 1) & s->new_mask)
-		if (s->new_by_id[i]->id == id)
-			return s->new_by_id[i];
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->new_by_id, id); (k = slots_next(&p));) {
+		struct state_entry *e = state_new_at(s, k - 1);
+		if (e->id == id)
+			return e;
+	}
 	return NULL;
 }
 
-static int state_index_new(struct state *s, struct state_entry *e)
+/* Indexes the entry just added, the last of the chunks. */
+static int state_index_new(struct state *s)
 {
-	if (2 * (s->n_new + 1) > (s->new_by_id ? s->new_mask + 1 : 0)) {
-		size_t size = s->new_by_id ? 2 * (s->new_mask + 1) : 1024;
-		struct state_entry **t = xcalloc(size, sizeof(*t));
-		if (!t)
+	size_t last = (s->n_chunks - 1) * STATE_CHUNK + s->chunks[s->n_chunks - 1]->n - 1;
+	if (slots_full(&s->new_by_id)) {
+		struct slots t;
+		if (slots_init(&t, last < 256 ? 512 : 2 * last) < 0)
 			return -ENOMEM;
-		for (size_t i = 0; s->new_by_id && i <= s->new_mask; i++) {
-			struct state_entry *x = s->new_by_id[i];
-			if (!x)
-				continue;
-			size_t j = state_slot(x->id) & (size - 1);
-			while (t[j])
-				j = (j + 1) & (size - 1);
-			t[j] = x;
-		}
-		xfree(s->new_by_id);
+		for (size_t k = 0; k < last; k++)
+			slots_put(&t, state_new_at(s, k)->id, k);
+		slots_free(&s->new_by_id);
 		s->new_by_id = t;
-		s->new_mask = size - 1;
 	}
-	size_t j = state_slot(e->id) & s->new_mask;
-	while (s->new_by_id[j])
-		j = (j + 1) & s->new_mask;
-	s->new_by_id[j] = e;
-	s->n_new++;
+	slots_put(&s->new_by_id, state_new_at(s, last)->id, last);
 	return 0;
 }
 
 static struct state_entry *state_add_indexed(struct state *s, const struct record_io *io)
 {
 	struct state_entry *e = state_add(s, io);
-	if (e && state_index_new(s, e) < 0)
+	if (e && state_index_new(s) < 0)
 		return NULL;
 	return e;
 }
@@ -944,7 +929,8 @@ int state_save(struct state *s, const char *path)
 		r = dynbuf_append(&b, s->run, s->run_n);
 	if (r == 0)
 		r = dynbuf_putc(&b, '\n');
-	for (struct state_chunk *c = s->head; c && r == 0; c = c->next) {
+	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
+		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
 			/* a file this run could not read is saved as the last

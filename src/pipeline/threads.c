@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The run's thread map: see threads.h.  Open addressing over 64-bit keys
- * (FNV-1a of a msg-id, record_thread_key) with their thread; it doubles up
- * to LIMIT_THREAD_MAP_SLOTS and then takes no new ids. */
+ * (FNV-1a of a msg-id, record_thread_key) with their thread, side by side
+ * in a slot rather than in core/slots.h's indexes: one cache line a probe,
+ * no array of entries beside it.  It doubles up to LIMIT_THREAD_MAP_SLOTS
+ * and then takes no new ids. */
 #include "pipeline/threads.h"
+#include "core/hash.h"
 #include "core/hugepage.h"
 #include "core/limits.h"
 #include "core/xalloc.h"
@@ -35,10 +38,7 @@ void thread_map_free(struct thread_map *m)
 
 static size_t thread_slot_of(uint64_t key, size_t mask)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	return (size_t)key & mask;
+	return (size_t)hash_mix64(key) & mask;
 }
 
 static uint64_t thread_map_get(const struct thread_map *m, uint64_t key)
