@@ -264,6 +264,24 @@ static size_t b64_count(const uint8_t *p, size_t n, size_t i, uint64_t *sextets)
 	return i;
 }
 
+/* Ends a quantum of q pending sextets (at `=` or at the end of the data):
+ * 2 sextets make 1 byte, 3 make 2, none makes nothing.  Returns whether
+ * the quantum was bad: a lone sextet is truncated data. */
+static bool b64_close_quantum(uint32_t acc, unsigned q, uint8_t *out, size_t out_cap, uint64_t *o)
+{
+	if (q >= 2) {
+		if (*o < out_cap)
+			out[*o] = (uint8_t)(acc >> (q == 2 ? 4 : 10));
+		(*o)++;
+	}
+	if (q == 3) {
+		if (*o < out_cap)
+			out[*o] = (uint8_t)(acc >> 2);
+		(*o)++;
+	}
+	return q == 1;
+}
+
 uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
                                 size_t out_cap, uint64_t *warnings)
 {
@@ -325,39 +343,17 @@ uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
 		} else if (v == B64_WS) {
 			continue;
 		} else if (v == B64_PAD) {
-			/* `=` closes the quantum: 2 sextets make 1 byte, 3 make 2.
-			 * Further `=` (the second pad) find q == 0 and are no-ops. */
-			if (q == 1)
-				bad = true;
-			if (q >= 2) {
-				if (o < out_cap)
-					out[o] = (uint8_t)(acc >> (q == 2 ? 4 : 10));
-				o++;
-			}
-			if (q == 3) {
-				if (o < out_cap)
-					out[o] = (uint8_t)(acc >> 2);
-				o++;
-			}
+			/* `=` closes the quantum; further `=` (the second pad)
+			 * find q == 0 and are no-ops. */
+			bad |= b64_close_quantum(acc, q, out, out_cap, &o);
 			q = 0;
 			acc = 0;
 		} else {
 			bad = true;
 		}
 	}
-	/* Missing padding is tolerated; a lone sextet is truncated data. */
-	if (q == 1)
-		bad = true;
-	if (q >= 2) {
-		if (o < out_cap)
-			out[o] = (uint8_t)(acc >> (q == 2 ? 4 : 10));
-		o++;
-	}
-	if (q == 3) {
-		if (o < out_cap)
-			out[o] = (uint8_t)(acc >> 2);
-		o++;
-	}
+	/* Missing padding is tolerated. */
+	bad |= b64_close_quantum(acc, q, out, out_cap, &o);
 	if (bad && warnings)
 		mail_warn(warnings, MAIL_W_BAD_BASE64);
 	return o;
