@@ -38,7 +38,8 @@
 static PyObject *keys[EMIT_F__COUNT];
 static PyObject *k_name, *k_address, *k_group, *k_members, *k_filename, *k_content_type,
 	*k_detected_type, *k_disposition, *k_content_id, *k_size, *k_reason, *k_errno, *k_message,
-	*k_path_b64, *k_root_b64;
+	*k_path_b64, *k_root_b64, *k_deleted, *k_deleted_b64, *k_renamed, *k_from, *k_from_b64, *k_to,
+	*k_to_b64;
 
 int emit_pydict_init(void)
 {
@@ -54,6 +55,9 @@ int emit_pydict_init(void)
 		{ &k_disposition, "disposition" }, { &k_content_id, "content_id" },
 		{ &k_size, "size" }, { &k_reason, "reason" }, { &k_errno, "errno" },
 		{ &k_message, "message" }, { &k_path_b64, "path_b64" }, { &k_root_b64, "root_b64" },
+		{ &k_deleted, "deleted" }, { &k_deleted_b64, "deleted_b64" }, { &k_renamed, "renamed" },
+		{ &k_from, "from" }, { &k_from_b64, "from_b64" }, { &k_to, "to" },
+		{ &k_to_b64, "to_b64" },
 	};
 	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++)
 		if (!(*sub[i].k = PyUnicode_InternFromString(sub[i].s)))
@@ -646,6 +650,42 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
 
 /* r's items after what t->items holds; thread_at counts from where they
  * begin.  0, or -ENOMEM with t->items as it was. */
+/* --state's change records, with the keys and values emit_change() writes
+ * in JSON Lines: {"deleted": path} or {"renamed": {"from", "to"}}, then
+ * root, a renamed Maildir message's folder, subdir, flags and tags, an
+ * archive message's offset, and id; whatever --fields says. */
+static void tape_change(struct emit_pytape *t, const struct record_io *io)
+{
+	if (io->kind == RECORD_DELETED) {
+		tape_bytes(t, k_deleted, k_deleted_b64, io->path);
+	} else {
+		tape_key(t, k_renamed);
+		tape_tag(t, T_DICT);
+		tape_bytes(t, k_from, k_from_b64, io->old_path);
+		tape_bytes(t, k_to, k_to_b64, io->path);
+		tape_tag(t, T_END);
+	}
+	tape_bytes(t, keys[EMIT_F_ROOT], k_root_b64, io->root);
+	if (io->maildir && io->kind == RECORD_RENAMED) {
+		tape_key(t, keys[EMIT_F_FOLDER]);
+		tape_str(t, io->folder);
+		tape_key(t, keys[EMIT_F_SUBDIR]);
+		tape_str(t, io->subdir);
+		tape_key(t, keys[EMIT_F_FLAGS]);
+		tape_str(t, io->flags);
+		tape_key(t, keys[EMIT_F_TAGS]);
+		tape_tags(t, io->flags);
+	}
+	if (io->in_mbox) {
+		tape_key(t, keys[EMIT_F_OFFSET]);
+		tape_int(t, io->offset);
+	}
+	char hex[17];
+	record_id_hex(record_id(io), hex);
+	tape_key(t, keys[EMIT_F_ID]);
+	tape_str(t, (struct str){ .p = hex, .n = 16 });
+}
+
 static int tape_record(struct emit_pytape *t, const struct emit_options *o, const struct record *r)
 {
 	const struct mail_message *m = emit_record_message(r);
@@ -654,6 +694,10 @@ static int tape_record(struct emit_pytape *t, const struct emit_options *o, cons
 	t->thread_at = EMIT_PYTAPE_NO_THREAD;
 	t->failed = false;
 	tape_tag(t, T_DICT);
+	if (r->io.kind != RECORD_MESSAGE) {
+		tape_change(t, &r->io);
+		act = 0;
+	}
 	while (act) {
 		enum emit_field f = (enum emit_field)__builtin_ctzll(act);
 		act &= act - 1;

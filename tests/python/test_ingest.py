@@ -350,6 +350,37 @@ def test_scan_state_and_shard(generated, tmp_path):
     assert len(list(ingest.scan(files_from=str(listing)))) == 5
 
 
+def test_scan_state_change_records(tmp_path):
+    """The change records of an incremental run (a Maildir message renamed
+    and one deleted, two messages of an mbox gone, a file with a non-UTF-8
+    name deleted) equal json.loads() of the command's lines: each keeps a
+    state of its own over the same tree."""
+    top = tmp_path
+    subprocess.run([MKCORPUS, "--seed", "9", "--count", "6", "--layout", "maildir",
+                    "--folders", "1", "--out", str(top / "md")], check=True, capture_output=True)
+    subprocess.run([MKCORPUS, "--seed", "9", "--count", "3", "--layout", "mbox",
+                    "--out", str(top / "mb")], check=True, capture_output=True)
+    (top / "eml").mkdir()
+    odd = os.fsdecode(b"caf\xe9.eml")
+    (top / "eml" / odd).write_bytes(b"Subject: x\n\nbody\n")
+    args = [str(top / "md"), str(top / "mb"), str(top / "eml")]
+    py_state, cli_state = str(top / "py.state"), str(top / "cli.state")
+    first = list(ingest.scan(*args, state=py_state))
+    assert first == cli("--state=" + cli_state, *args) and len(first) == 10
+    cur = top / "md" / "cur"
+    names = sorted(os.listdir(cur))
+    os.rename(cur / names[0], cur / (names[0].split(":2,")[0] + ":2,RS"))
+    os.unlink(cur / names[1])
+    box = top / "mb" / "archive.mbox"
+    data = box.read_bytes()
+    box.write_bytes(data[:data.index(b"\nFrom ", 1) + 1])
+    os.unlink(top / "eml" / odd)
+    want = cli("--state=" + cli_state, *args)
+    kinds = sorted(next(iter(r)) for r in want if "deleted" in r or "renamed" in r)
+    assert kinds == ["deleted"] * 4 + ["renamed"], want   # the archive's last two
+    assert list(ingest.scan(*args, state=py_state)) == want
+
+
 def test_scan_failure_is_oserror(tmp_path):
     with pytest.raises(OSError):
         list(ingest.scan(str(tmp_path), state=str(tmp_path / "no" / "such" / "dir" / "state")))
