@@ -571,6 +571,8 @@ struct scan {
 static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 {
 	struct scan *s = ctx;
+	if (emit_change_dropped(&s->o->emit, &rec->io))
+		return 0;   /* as the command leaves it out */
 	struct emit_pytape *t = thread_tape();
 	size_t at = out->len;
 	struct scan_rec h = { 0, EMIT_PYTAPE_NO_THREAD };

@@ -81,6 +81,10 @@ struct record_io {
 	                         another: in the state (renamed, RECORD_RENAMED,
 	                         or changed too), or where this run met it
 	                         before it was found renamed */
+	bool replaced;        /* RECORD_DELETED: the file was named (command
+	                         line, list) and is missing, and this run's
+	                         error record for it stands in its place, under
+	                         its id (emit_change_dropped, io/state.h) */
 };
 
 struct mail_message;

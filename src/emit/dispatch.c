@@ -30,6 +30,8 @@ int emit_record(const struct emit_options *o, const struct record *rec,
 	int r;
 
 	if (rec->io.kind != RECORD_MESSAGE) {
+		if (emit_change_dropped(o, &rec->io))
+			return 0;
 		if ((r = o->format == EMIT_TSV ? -EINVAL : emit_change(o, rec, out)) < 0)
 			out->len = start;
 		return r;

@@ -187,6 +187,13 @@ const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, en
 	     : f == EMIT_F_CC ? &m->cc : &m->bcc;
 }
 
+bool emit_change_dropped(const struct emit_options *o, const struct record_io *io)
+{
+	/* es-bulk writes an error record only when asked (--es-errors) */
+	return io->kind == RECORD_DELETED && io->replaced && !io->in_mbox &&
+	       (o->format != EMIT_ES_BULK || o->es_errors);
+}
+
 uint64_t emit_record_fields(const struct emit_options *o, const struct record *r)
 {
 	uint64_t act = emit_active(o);

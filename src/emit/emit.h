@@ -120,6 +120,13 @@ int emit_format_parse(const char *s, enum emit_format *f);
 int emit_record(const struct emit_options *o, const struct record *r,
                 struct dynbuf *out);
 
+/* Whether change record io is left out of format o's output: the
+ * deletion of a file named and missing (io->replaced) when this run wrote
+ * its error record, a document under the same id, in its place (a delete
+ * after it would leave nothing where a clean run leaves the error).  An
+ * archive's messages have ids of their own: their deletions stay. */
+bool emit_change_dropped(const struct emit_options *o, const struct record_io *io);
+
 /* The fields r's JSON record has keys for, at most (each is left out when
  * the record has no value for it): the selection, minus what the options
  * turn off, minus the mail fields when r has no message.  In enum order;

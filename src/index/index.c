@@ -1350,13 +1350,15 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 	return index_run(ix, k);
 }
 
-/* A file gone: its messages, its errors and its state row. */
+/* A file gone: its messages, its errors and its state row.  A file named
+ * and missing (io->replaced) keeps the error row this run wrote for it,
+ * as a clean run's (io/state.h, state_named_missing). */
 static int index_delete_file(struct index *ix, const struct record_io *io)
 {
 	vanished_met(ix->vanished, io->base, io->path);
 	index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
 	int r = index_run(ix, ST_DELETE_PATH);
-	if (r == 0) {
+	if (r == 0 && !io->replaced) {
 		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH_ERRORS);
 	}

@@ -121,6 +121,26 @@ static uint64_t reader_item_whole(struct reader_common *rc, struct batch_item *i
 	return it->cap;
 }
 
+int reader_item_not_found(struct reader_common *rc, const struct batch_item *it, int neg_errno)
+{
+	if (!rc->o.state)
+		return 0;
+	if (neg_errno != -ENOENT)
+		return state_not_read(rc->o.state, &it->io);
+	if (it->entry && it->entry->follow)
+		state_named_missing(rc->o.state, &it->io);
+	return 0;
+}
+
+int reader_item_take(struct reader_common *rc, struct batch *b, struct batch_item *it,
+                     struct walk_entry *e)
+{
+	int r = reader_item_init(b, it, e);
+	if (r == 0 && e->reason == RECORD_IO)
+		r = reader_item_not_found(rc, it, -e->err);
+	return r;
+}
+
 uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int res,
                           uint32_t mode, uint64_t size, int64_t mtime_sec,
                           uint32_t mtime_nsec, uint64_t dev, uint64_t ino)
@@ -133,8 +153,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	}
 	if (res < 0) {
 		reader_item_fail(it, res);
-		/* there, but its stat failed (EIO, EACCES): not a deletion */
-		if (res != -ENOENT && rc->o.state && state_not_read(rc->o.state, &it->io) < 0) {
+		if (reader_item_not_found(rc, it, res) < 0) {
 			it->io.reason = RECORD_INTERNAL;
 			it->io.message = "out of memory in --state";
 		}

@@ -20,6 +20,11 @@ struct reader_common {
 struct batch *reader_batch_get(const struct reader_io *io);
 /* Fills the item's path fields from the entry; 0 or -ENOMEM. */
 int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *e);
+/* reader_item_init for an entry the walk hands out, and for one the walk
+ * itself could not take (a PATH argument that does not resolve), what
+ * --state makes of it (reader_item_not_found).  0 or -ENOMEM. */
+int reader_item_take(struct reader_common *rc, struct batch *b, struct batch_item *it,
+                     struct walk_entry *e);
 /* Applies what a size query said: sets the error for what must not be
  * read (not regular, too large) and returns the bytes to read (size + 1),
  * or 0 when the file is not to be read. */
@@ -28,6 +33,12 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
                           uint32_t mtime_nsec, uint64_t dev, uint64_t ino);
 /* Records a syscall failure on the item. */
 void reader_item_fail(struct batch_item *it, int neg_errno);
+/* What --state makes of a file that could not be statted or opened
+ * (neg_errno): still there (EIO, EACCES), its previous entry is kept; gone
+ * (ENOENT), it is a deletion, but for a file named by the command line or
+ * a list, whose error record takes its place (state_named_missing).  0 or
+ * -ENOMEM. */
+int reader_item_not_found(struct reader_common *rc, const struct batch_item *it, int neg_errno);
 /* The first read returned `got` of the `cap` = size + 1 bytes asked:
  * short means EOF; a full read means the file grew, and the rest is read
  * through fd (which must be positioned at `got`, or -1 to reopen), its

@@ -81,8 +81,7 @@ static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *name
 		fd = sys_openat(dirfd, e->name, flags, 0);
 		if (fd < 0) {
 			reader_item_fail(&so->probe, fd);
-			/* still there, only unreadable: not a deletion */
-			if (fd != -ENOENT && r->c.o.state && state_not_read(r->c.o.state, &so->probe.io) < 0)
+			if (reader_item_not_found(&r->c, &so->probe, fd) < 0)
 				return -ENOMEM;
 			return 0;
 		}
@@ -239,7 +238,7 @@ static int sync_run(struct reader *r, const struct reader_io *io)
 		struct batch_item *it = &b->items[b->n++];
 		r->c.st.files++;
 		b->budget += cap;
-		ret = reader_item_init(b, it, e);
+		ret = reader_item_take(&r->c, b, it, e);
 		if (ret == 0 && readable)
 			sync_take_probe(it, &so, cap);
 		if (ret == 0 && cap) {

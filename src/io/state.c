@@ -52,6 +52,7 @@ struct state_entry {
 	size_t n_offs, cap_offs;
 	bool offs_lost;            /* one could not be kept: offs is not the whole list */
 	bool seen;                 /* old entries: met by this run */
+	bool replaced;             /* old entries: named, missing (state_named_missing) */
 	bool unread;               /* new entries: statted, but the read failed */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
@@ -724,6 +725,16 @@ int state_not_read(struct state *s, const struct record_io *io)
 	return state_keep(s, old);
 }
 
+void state_named_missing(struct state *s, const struct record_io *io)
+{
+	/* every entry of the id: one file filed under two roots by two runs
+	 * (a directory, then the file named) has two */
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, io->id); (k = slots_next(&p));)
+		if (s->old[k - 1].id == io->id)
+			s->old[k - 1].replaced = true;
+}
+
 void state_set_walk(struct state *s, struct walk *w)
 {
 	s->walk = w;
@@ -820,7 +831,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			continue;
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
-			.maildir = e->maildir,
+			.maildir = e->maildir, .replaced = e->replaced,
 		};
 		/* an mbox archive: each message was a document */
 		gone.in_mbox = e->n_offs > 0;

@@ -89,6 +89,14 @@ void state_mark_unread(struct state_entry *e);
  * its previous entry, if any, is kept as it was (reader thread).  0 or
  * -ENOMEM. */
 int state_not_read(struct state *s, const struct record_io *io);
+/* A file named by the command line or a list (not found by a walk) that
+ * does not exist (ENOENT): its error record, under the file's id, stands
+ * where the previous run's documents of it stood, as a clean run's error
+ * record would.  The previous entry of that id is not saved, and its
+ * deletion (state_deleted) is marked replaced: the formats leave out a
+ * delete of the id the error record holds (emit_change_dropped), the
+ * index keeps the error row (reader thread). */
+void state_named_missing(struct state *s, const struct record_io *io);
 /* An mbox archive's entry: one more message at offset off (file order).
  * The worker that splits the archive, or the reader that streams it,
  * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */

@@ -613,7 +613,7 @@ static int uring_run_batches(struct reader *r, const struct reader_io *io)
 			struct uring_slot *s = win_at(u, i);
 			struct batch_item *it = &b->items[b->n++];
 			r->c.st.files++;
-			if ((ret = reader_item_init(b, it, s->e)) < 0)
+			if ((ret = reader_item_take(&r->c, b, it, s->e)) < 0)
 				break;
 			if (!s->needs_stat || it->io.reason != RECORD_NONE)
 				continue;

@@ -805,6 +805,43 @@ def case_vanished_errors(tmp):
           " listed missing file kept")
 
 
+def case_named_file_deleted(tmp):
+    """Files named on the command line or in a --files-from list, deleted
+    since the last run: the run's io-error rows stand and their messages go
+    (an archive's all), so the tables equal a clean run's over the same
+    arguments, on both backends."""
+    md = os.path.join(tmp, "md")
+    mkcorpus(md, "--seed", "16", "--layout", "maildir", "--count", "4")
+    mkcorpus(os.path.join(tmp, "mb"), "--seed", "17", "--layout", "mbox", "--count", "3")
+    box = os.path.join(tmp, "mb", "archive.mbox")
+    cur = os.path.join(md, "cur")
+    maildir_msg = os.path.join(cur, sorted(os.listdir(cur))[0])
+    loose, listed = os.path.join(tmp, "loose.eml"), os.path.join(tmp, "listed.eml")
+    for p in (loose, listed):
+        shutil.copyfile(maildir_msg, p)
+    lst = os.path.join(tmp, "list")
+    with open(lst, "w") as f:
+        f.write(listed + "\n")
+    for backend in ("sync", "uring"):
+        db = os.path.join(tmp, backend + ".db")
+        args = ["--backend=" + backend, "--files-from=" + lst, loose, box, maildir_msg]
+        run(["--index=" + db] + args)
+        saved = {p: open(p, "rb").read() for p in (loose, listed, box, maildir_msg)}
+        for p in saved:
+            os.unlink(p)
+        for step in ("the run after the deletion", "the run after it"):
+            run(["--index=" + db] + args)
+            equal_to_clean(db, tmp, "clean.db", args, f"{backend}: {step}", run_notes=False)
+        if q(db, "SELECT count(*) FROM messages") != [(0,)] or \
+                q(db, "SELECT count(*) FROM errors") != [(4,)]:
+            fail(f"{backend}: {q(db, 'SELECT count(*) FROM messages')} messages, "
+                 f"{q(db, 'SELECT path FROM errors')} error rows; want none and four")
+        for p, data in saved.items():
+            with open(p, "wb") as f:
+                f.write(data)
+    print("files named and deleted: their error rows stand, their messages go, as in a clean run")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re

@@ -529,6 +529,36 @@ def case_explicit_file(ctx):
               "%s: %r, walked %r" % (spelling, r, walked[rel]))
 
 
+def case_named_file_deleted(ctx):
+    """Files named on the command line or in a --files-from list, deleted
+    since the last run: a clean run over the same arguments reports each
+    with an error record (--es-errors: a document under the file's id),
+    and so must the incremental one, its message documents gone (an
+    archive's each, under ids of their own), its error document standing:
+    a delete of the file's id after the error record's index would leave
+    nothing."""
+    make_maildir(ctx.md)
+    for rel, data in (("loose.eml", message(20)), ("listed.eml", message(21)),
+                      ("box.mbox", mbox_message(22) + mbox_message(23))):
+        with open(os.path.join(ctx.work, rel), "wb") as f:
+            f.write(data)
+    with open(os.path.join(ctx.work, "list"), "w") as f:
+        f.write("listed.eml\n")
+    named = ["loose.eml", "box.mbox", "Maildir/cur/" + name(1, "S")]
+    extra = ["--es-errors", "--files-from=list"]
+    index = Index()
+    index.apply(ctx.run(named, extra=extra).stdout)
+    check(len(index.docs) == 5, "first run: %d documents, want 5" % len(index.docs))
+    for rel in ("loose.eml", "listed.eml", "box.mbox", "Maildir/cur/" + name(1, "S")):
+        os.unlink(os.path.join(ctx.work, rel))
+    for step in ("the run after the deletion", "the run after it"):
+        index.apply(ctx.run(named, extra=extra).stdout)
+        clean = Index()
+        clean.apply(ctx.run(named, state=None, extra=extra).stdout)
+        got, want = model(index), model(clean)
+        check(got == want, "%s: documents %r, a clean run's %r" % (step, got, want))
+
+
 def case_nested_paths(ctx):
     """A Maildir given beside its cur/ and a Maildir++ folder of its own:
     every file one document (read under the innermost PATH that names it),
