@@ -81,10 +81,12 @@ struct record_io {
 	                         another: in the state (renamed, RECORD_RENAMED,
 	                         or changed too), or where this run met it
 	                         before it was found renamed */
-	bool replaced;        /* RECORD_DELETED: the file was named (command
-	                         line, list) and is missing, and this run's
-	                         error record for it stands in its place, under
-	                         its id (emit_change_dropped, io/state.h) */
+	bool replaced;        /* another record of this run stands in the gone
+	                         file's place, under its id (io/state.h):
+	                         RECORD_DELETED, its error record (a file named
+	                         and missing, emit_change_dropped);
+	                         RECORD_RENAMED, a copy under the same unique
+	                         name, with a row of its own (the index) */
 };
 
 struct mail_message;

@@ -184,7 +184,8 @@ static const char *const index_sql[ST__COUNT] = {
 	[ST_DELETE_FILE] = "DELETE FROM files WHERE root = ?1 AND path = ?2",
 	[ST_RENAME_MESSAGES] =
 		"UPDATE messages SET path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
-		" flags = ?1->>'flags', tags = ingest_tags(?1->>'subdir', ?1->>'flags')"
+		" flags = ?1->>'flags', tags = ingest_tags(?1->>'subdir', ?1->>'flags'),"
+		" size = coalesce(?1->>'size', size), mtime = coalesce(?1->>'mtime', mtime)"
 		" WHERE root = ?2 AND path = ?4",
 	[ST_RENAME_FILE] =
 		"UPDATE files SET path = ?3, dev = ?5, ino = ?6, size = ?7, mtime_sec = ?8, mtime_nsec = ?9"
@@ -1386,6 +1387,11 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	int r = index_run(ix, ST_RENAME_MESSAGES);
 	if (r < 0)
 		return r;
+	ix->stats.renamed++;
+	/* the gone file's messages moved to a copy under the same name, which
+	 * has a files row of its own: the gone one's row goes (io/state.h) */
+	if (io->replaced)
+		return index_delete_old_path(ix, io);
 	s = ix->st[ST_RENAME_FILE];
 	sqlite3_bind_blob(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);
@@ -1404,7 +1410,6 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH_ERRORS);
 	}
-	ix->stats.renamed++;
 	return r;
 }
 

@@ -54,6 +54,7 @@ struct state_entry {
 	bool seen;                 /* old entries: met by this run */
 	bool replaced;             /* old entries: named, missing (state_named_missing) */
 	bool unread;               /* new entries: statted, but the read failed */
+	bool kept;                 /* new entries: the previous run's, not met (state_keep) */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -506,14 +507,20 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 		s->chunks[s->n_chunks++] = tail;
 	}
 	struct state_entry *e = &tail->v[tail->n];
-	/* the resolved root and the path in one allocation */
-	char *mem = xmalloc(io->base.n + io->path.n + 2);
+	/* the resolved root, the path and a Maildir message's folder (for
+	 * state_new_folder) in one allocation */
+	size_t folder_n = io->maildir ? io->folder.n : 0;
+	char *mem = xmalloc(io->base.n + io->path.n + folder_n + 3);
 	if (!mem)
 		return NULL;
 	memcpy(mem, io->base.p, io->base.n);
 	mem[io->base.n] = '\0';
-	memcpy(mem + io->base.n + 1, io->path.p, io->path.n);
-	mem[io->base.n + 1 + io->path.n] = '\0';
+	char *path = mem + io->base.n + 1;
+	memcpy(path, io->path.p, io->path.n);
+	path[io->path.n] = '\0';
+	if (folder_n)
+		memcpy(path + io->path.n + 1, io->folder.p, folder_n);
+	path[io->path.n + 1 + folder_n] = '\0';
 	*e = (struct state_entry){
 		.root = mem, .root_n = io->base.n, .path = mem + io->base.n + 1, .path_n = io->path.n,
 		.id = io->id, .dev = io->dev, .ino = io->ino, .size = io->size,
@@ -521,6 +528,14 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 	};
 	tail->n++;
 	return e;
+}
+
+/* A new entry's Maildir folder ("" for INBOX), kept after its path (not
+ * known for a kept one). */
+static struct str state_new_folder(const struct state_entry *e)
+{
+	const char *f = e->path + e->path_n + 1;
+	return (struct str){ f, strlen(f) };
 }
 
 /* The previous run's entry of id that this run has not met and that is
@@ -709,7 +724,10 @@ static int state_keep(struct state *s, const struct state_entry *old)
 		.mtime_sec = old->mtime_sec, .mtime_nsec = old->mtime_nsec,
 	};
 	struct state_entry *e = state_add_indexed(s, &io);
-	return e ? state_copy_offsets(e, old) : -ENOMEM;
+	if (!e)
+		return -ENOMEM;
+	e->kept = true;
+	return state_copy_offsets(e, old);
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
@@ -809,6 +827,32 @@ int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t
 	return 0;
 }
 
+/* The rename that moves the document of e, gone, to the new entry left,
+ * a copy of it under the same unique name (so the same id): a Maildir
+ * message, folder and flags as left's path says (README, "Incremental
+ * runs").  Marked replaced: the file left has a row of its own, and the
+ * gone file's row goes instead of moving (the index). */
+static bool state_moved_to(struct str shown, const struct state_entry *e,
+                           const struct state_entry *left, struct record_io *out)
+{
+	size_t dir_n, name;
+	/* a kept entry was not met: its folder is not known (the document
+	 * stays as it was) */
+	if (!left->maildir || left->kept || !maildir_split(left->path, left->path_n, &dir_n, &name))
+		return false;
+	struct record_io io = {
+		.kind = RECORD_RENAMED, .root = shown, .base = { e->root, e->root_n },
+		.path = { left->path, left->path_n }, .old_path = { e->path, e->path_n }, .id = e->id,
+		.maildir = true, .folder = state_new_folder(left),
+		.subdir = { left->path + name - 4, 3 },   /* "cur" or "new" before the name */
+		.size = left->size, .mtime_sec = left->mtime_sec, .mtime_nsec = left->mtime_nsec,
+		.dev = left->dev, .ino = left->ino, .have_stat = true, .replaced = true,
+	};
+	maildir_flags_view(left->path + name, left->path_n - name, &io.flags.p, &io.flags.n);
+	*out = io;
+	return true;
+}
+
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
 	for (size_t i = 0; i < s->n_old; i++) {
@@ -826,8 +870,14 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			continue;
 		/* Its id is another file's in this run (two files that share a
 		 * unique name, one of them gone): the document stands for the one
-		 * left, and a delete after its index would remove it. */
-		if (!e->n_offs && state_find_new(s, e->id))
+		 * left, and a delete after its index would remove it.  It may
+		 * name the gone one (the copy read last): it moves to the one
+		 * left, as a rename does, and the gone file's own row goes. */
+		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
+		struct record_io moved;
+		if (left && state_moved_to(shown, e, left, &moved) && (r = fn(ctx, &moved)) < 0)
+			return r;
+		if (left)
 			continue;
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,

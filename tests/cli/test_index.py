@@ -842,6 +842,33 @@ def case_named_file_deleted(tmp):
     print("files named and deleted: their error rows stand, their messages go, as in a clean run")
 
 
+def case_copy_same_name(tmp):
+    """A Maildir message copied to another folder under its own name (cp,
+    which the Maildir specification forbids; both files share the id,
+    README "Records"), then either copy deleted: the message row names the
+    copy left, and the tables equal a clean run's, on both backends."""
+    for backend in ("sync", "uring"):
+        for gone in ("copy", "original"):
+            md = os.path.join(tmp, f"md-{backend}-{gone}")
+            mkcorpus(md, "--seed", "18", "--layout", "maildir", "--count", "3")
+            for sub in ("cur", "new", "tmp"):
+                os.makedirs(os.path.join(md, ".Copies", sub))
+            cur = os.path.join(md, "cur")
+            one = sorted(os.listdir(cur))[0]
+            db = os.path.join(tmp, f"{backend}-{gone}.db")
+            args = ["--backend=" + backend, md]
+            run(["--index=" + db] + args)
+            shutil.copyfile(os.path.join(cur, one), os.path.join(md, ".Copies", "cur", one))
+            run(["--index=" + db] + args)   # the row names the copy, read last
+            os.unlink(os.path.join(md, ".Copies", "cur", one) if gone == "copy"
+                      else os.path.join(cur, one))
+            for step in ("the run after the deletion", "the run after it"):
+                run(["--index=" + db] + args)
+                equal_to_clean(db, tmp, "clean.db", args, f"{backend}, {gone} deleted: {step}",
+                               run_notes=False)
+    print("a copy under the same name deleted: the row names the copy left")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re

@@ -514,6 +514,26 @@ def case_copy_same_name(ctx):
     check(b'"delete"' not in out, "no delete of the id the copy still has: %s" % out.decode())
 
 
+def case_copy_same_name_read_last_deleted(ctx):
+    """The same, with the copy the document names deleted: the copy read
+    last (the document's path) goes, the one left is unchanged and not
+    read again, so the document must be moved to it, not left naming a
+    file that is gone."""
+    make_maildir(ctx.md)
+    index = Index()
+    index.apply(ctx.run(["Maildir"]).stdout)
+    ctx.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
+    index.apply(ctx.run(["Maildir"]).stdout)   # the document names the copy now
+    ctx.rm(".Archive/cur/" + name(1, "S"))
+    out = ctx.run(["Maildir"]).stdout
+    index.apply(out)
+    check_index(ctx, index, "the copy read last deleted, the original left")
+    check(b'"delete"' not in out, "no delete of the id the original still has: %s" % out.decode())
+    equal_to_clean(ctx, index, "the copy read last deleted")
+    index.apply(ctx.run(["Maildir"]).stdout)
+    equal_to_clean(ctx, index, "the run after it")
+
+
 def case_explicit_file(ctx):
     """A Maildir message named explicitly gets the folder and id a walk of
     its Maildir gives it."""

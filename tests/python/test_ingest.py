@@ -353,8 +353,9 @@ def test_scan_state_and_shard(generated, tmp_path):
 def test_scan_state_change_records(tmp_path):
     """The change records of an incremental run (a Maildir message renamed
     and one deleted, two messages of an mbox gone, a file with a non-UTF-8
-    name deleted) equal json.loads() of the command's lines: each keeps a
-    state of its own over the same tree."""
+    name deleted, a copy under the same unique name deleted) equal
+    json.loads() of the command's lines: each keeps a state of its own over
+    the same tree."""
     top = tmp_path
     subprocess.run([MKCORPUS, "--seed", "9", "--count", "6", "--layout", "maildir",
                     "--folders", "1", "--out", str(top / "md")], check=True, capture_output=True)
@@ -364,20 +365,25 @@ def test_scan_state_change_records(tmp_path):
     odd = os.fsdecode(b"caf\xe9.eml")
     (top / "eml" / odd).write_bytes(b"Subject: x\n\nbody\n")
     args = [str(top / "md"), str(top / "mb"), str(top / "eml")]
-    py_state, cli_state = str(top / "py.state"), str(top / "cli.state")
-    first = list(ingest.scan(*args, state=py_state))
-    assert first == cli("--state=" + cli_state, *args) and len(first) == 10
     cur = top / "md" / "cur"
     names = sorted(os.listdir(cur))
+    for sub in ("cur", "new", "tmp"):
+        (top / "md" / ".Copy" / sub).mkdir(parents=True)
+    (top / "md" / ".Copy" / "cur" / names[2]).write_bytes((cur / names[2]).read_bytes())
+    py_state, cli_state = str(top / "py.state"), str(top / "cli.state")
+    first = list(ingest.scan(*args, state=py_state))
+    assert first == cli("--state=" + cli_state, *args) and len(first) == 11
     os.rename(cur / names[0], cur / (names[0].split(":2,")[0] + ":2,RS"))
     os.unlink(cur / names[1])
     box = top / "mb" / "archive.mbox"
     data = box.read_bytes()
     box.write_bytes(data[:data.index(b"\nFrom ", 1) + 1])
     os.unlink(top / "eml" / odd)
+    os.unlink(top / "md" / ".Copy" / "cur" / names[2])
     want = cli("--state=" + cli_state, *args)
     kinds = sorted(next(iter(r)) for r in want if "deleted" in r or "renamed" in r)
-    assert kinds == ["deleted"] * 4 + ["renamed"], want   # the archive's last two
+    assert kinds == ["deleted"] * 4 + ["renamed"] * 2, want   # the archive's last two
+    assert [r for r in want if "renamed" in r and "mtime" in r], want   # to the copy left
     assert list(ingest.scan(*args, state=py_state)) == want
 
 
