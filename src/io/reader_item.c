@@ -57,6 +57,14 @@ void reader_trim(const struct reader_io *io)
 		chan_push(io->free_batches, back[i]);
 }
 
+void reader_batch_drop_charge(const struct reader_io *io, struct batch *b)
+{
+	if (b->n || !b->budget)
+		return;
+	budget_release(io->budget, b->budget);
+	reader_batch_reset(io, b);
+}
+
 struct batch *reader_batch_get(const struct reader_io *io)
 {
 	struct batch *b = chan_pop(io->free_batches);

@@ -18,6 +18,12 @@ struct reader_common {
 
 /* Gets an empty batch (blocks on the free channel); NULL on shutdown. */
 struct batch *reader_batch_get(const struct reader_io *io);
+/* For a batch in hand that holds no item but has bytes charged to it (the
+ * chunks a stream read past an oversized message): nothing refers to them,
+ * so the charge goes back to the budget and the memory is reset.  Held, or
+ * handed back unsent, the batch would keep the charge for good, and enough
+ * such archives would leave the reader waiting on itself. */
+void reader_batch_drop_charge(const struct reader_io *io, struct batch *b);
 /* Fills the item's path fields from the entry; 0 or -ENOMEM. */
 int reader_item_init(struct batch *b, struct batch_item *it, struct walk_entry *e);
 /* reader_item_init for an entry the walk hands out, and for one the walk

@@ -337,5 +337,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	}
 out:
 	sys_close(fd);
+	reader_batch_drop_charge(io, *bp);
 	return err == -ECANCELED ? 0 : err;
 }

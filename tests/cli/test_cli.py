@@ -366,6 +366,34 @@ def case_mbox(tmp):
             fail(f"Netscape mbox {args}: message ids {ids}")
 
 
+def case_mbox_oversized_messages(tmp):
+    """Streamed archives whose messages are over --max-size: each is a
+    too-large record, the files after them are read, and the chunks read
+    past them go back to the budget (they once stayed charged: with
+    --max-inflight a few chunks wide, the reader waited on itself for good,
+    deaf to SIGTERM)."""
+    d = os.path.join(tmp, "big")
+    os.mkdir(d)
+    head = b"From x@y.example Mon Jan  2 10:00:00 2023\nFrom: a@b\nSubject: big\n\n"
+    for name, size in (("a", 5000), ("b", 5000), ("c", 100), ("d", 100), ("e", 100)):
+        with open(os.path.join(d, name + ".mbox"), "wb") as f:
+            f.write(head + b"x" * max(0, size - len(head) - 2) + b"\n\n")
+    for backend in ("sync", "uring"):
+        args = [ARGS.ingest, "--backend=" + backend, "--max-size=200", "--max-inflight=64K", d]
+        try:
+            p = subprocess.run(args, capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            fail(f"{backend}: no exit in 30 s (the reader waits on its own budget)")
+        if p.returncode != 0:
+            fail(f"{backend}: exit {p.returncode}: {p.stderr.decode(errors='replace')[-300:]}")
+        got = [(r["path"], r.get("error", {}).get("reason")) for r in records(p.stdout)]
+        want = [("a.mbox", "too-large"), ("b.mbox", "too-large"), ("c.mbox", None),
+                ("d.mbox", None), ("e.mbox", None)]
+        if got != want:
+            fail(f"{backend}: records {got}, want {want}")
+    print("oversized streamed messages: too-large records, the run goes on")
+
+
 def case_mbox_memory(tmp):
     """A large mbox is streamed: peak RSS stays near --max-inflight."""
     d = os.path.join(tmp, "big")
