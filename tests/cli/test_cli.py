@@ -386,7 +386,7 @@ def case_mbox_oversized_messages(tmp):
             fail(f"{backend}: no exit in 30 s (the reader waits on its own budget)")
         if p.returncode != 0:
             fail(f"{backend}: exit {p.returncode}: {p.stderr.decode(errors='replace')[-300:]}")
-        got = [(r["path"], r.get("error", {}).get("reason")) for r in records(p.stdout)]
+        got = sorted((r["path"], r.get("error", {}).get("reason")) for r in records(p.stdout))
         want = [("a.mbox", "too-large"), ("b.mbox", "too-large"), ("c.mbox", None),
                 ("d.mbox", None), ("e.mbox", None)]
         if got != want:
