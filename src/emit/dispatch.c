@@ -41,9 +41,12 @@ int emit_record(const struct emit_options *o, const struct record *rec,
 	case EMIT_ES_BULK:
 		/* An error record is not a document of the index's shape (no
 		 * message, an error object): left out unless asked for, and
-		 * still counted by --stats and the error summary. */
-		if (c.reason != RECORD_NONE && !o->es_errors)
-			return 0;
+		 * still counted by --stats and the error summary; what the last
+		 * run indexed under its id goes. */
+		if (c.reason != RECORD_NONE && !o->es_errors) {
+			r = emit_es_error(o, rec, out);
+			break;
+		}
 		if ((r = emit_es_action(o, rec, &c)) < 0)
 			break;
 		__attribute__((fallthrough));

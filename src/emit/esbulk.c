@@ -34,6 +34,13 @@ int emit_es_action(const struct emit_options *o, const struct record *rec,
 	return emit_es_action_line(o, "index", record_id(&rec->io), c->b);
 }
 
+int emit_es_error(const struct emit_options *o, const struct record *rec, struct dynbuf *b)
+{
+	if (!rec->io.known)
+		return 0;
+	return emit_es_action_line(o, "delete", record_id(&rec->io), b);
+}
+
 int emit_es_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b)
 {
 	const struct record_io *io = &rec->io;

@@ -9,7 +9,9 @@
  * root is the resolved root (never the spelling of a PATH argument), id the
  * record's id in hex (README, "Records"), followed for an mbox archive by
  * ";" and the decimal offsets of its messages, comma-separated: their ids
- * are the archive's and the offset, and a deletion must name each.  Lookups go through one
+ * are the archive's and the offset, and a deletion must name each; a bare
+ * ";" says the file's record was an error, no document (state_had_document;
+ * a state written before reads as "may have one").  Lookups go through one
  * hash table (core/slots.h) over the previous run's entries, by id: a Maildir
  * message's id is folder-free and flag-free, so the entry of a message that
  * was renamed or moved to another folder is found under its id too.  New
@@ -55,6 +57,7 @@ struct state_entry {
 	bool replaced;             /* old entries: named, missing (state_named_missing) */
 	bool unread;               /* new entries: statted, but the read failed */
 	bool kept;                 /* new entries: the previous run's, not met (state_keep) */
+	bool no_document;          /* its record was an error (saved as a bare ';') */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -172,6 +175,7 @@ static int state_parse_offsets(struct state_entry *e, const char *p, size_t n)
 		return 0;
 	if (p[0] != ';')
 		return -EINVAL;
+	e->no_document = n == 1;
 	for (size_t i = 1; i < n;) {
 		uint64_t v = 0;
 		size_t j = i;
@@ -437,7 +441,7 @@ int state_load_bytes(char *buf, size_t n, struct state **out)
 	return state_parse(s, buf, n);
 }
 
-static int state_format_entry(struct dynbuf *b, const struct state_entry *e);
+static int state_format_entry(struct dynbuf *b, const struct state_entry *e, bool no_document);
 
 int state_format_begin(struct dynbuf *b)
 {
@@ -456,7 +460,7 @@ int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64
 		.path = (char *)(uintptr_t)path.p, .path_n = path.n, .id = id,
 		.dev = dev, .ino = ino, .size = size, .mtime_sec = mtime_sec, .mtime_nsec = mtime_nsec,
 	};
-	return state_format_entry(b, &e);
+	return state_format_entry(b, &e, false);
 }
 
 void state_free(struct state *s)
@@ -617,6 +621,25 @@ static int state_copy_offsets(struct state_entry *to, const struct state_entry *
 	return 0;
 }
 
+bool state_had_document(const struct state_entry *e, bool in_mbox, uint64_t off)
+{
+	const struct state_entry *old = e ? e->was : NULL;
+	if (!old)
+		return false;
+	if (!in_mbox)   /* an archive's own id was never a document */
+		return !old->n_offs && !old->no_document;
+	/* in file order, ascending */
+	size_t lo = 0, hi = old->n_offs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (old->offs[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < old->n_offs && old->offs[lo] == off;
+}
+
 int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
 {
 	const struct state_entry *old = e ? e->was : NULL;
@@ -682,6 +705,8 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		return -ENOMEM;
 	if (*v == STATE_UNCHANGED || *v == STATE_CHANGED)
 		e->was = old;
+	if (old && *v != STATE_CHANGED)
+		e->no_document = old->no_document;   /* not read: as it was */
 	/* not read again: its messages are still where they were */
 	if (*v == STATE_UNCHANGED && old && state_copy_offsets(e, old) < 0)
 		return -ENOMEM;
@@ -709,6 +734,12 @@ int state_follow(struct state_entry *e, const struct record_io *io)
 	return 0;
 }
 
+void state_mark_no_document(struct state_entry *e)
+{
+	if (e)
+		e->no_document = true;
+}
+
 void state_mark_unread(struct state_entry *e)
 {
 	if (e)
@@ -727,6 +758,7 @@ static int state_keep(struct state *s, const struct state_entry *old)
 	if (!e)
 		return -ENOMEM;
 	e->kept = true;
+	e->no_document = old->no_document;
 	return state_copy_offsets(e, old);
 }
 
@@ -896,8 +928,9 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 }
 
 /* One entry, as state_parse() reads it: the numbers line, then root, path
- * and the id blob (hex id, and ";off,..." for an mbox) and a newline. */
-static int state_format_entry(struct dynbuf *b, const struct state_entry *e)
+ * and the id blob (hex id, and ";off,..." for an mbox, or a bare ";" when
+ * no_document) and a newline. */
+static int state_format_entry(struct dynbuf *b, const struct state_entry *e, bool no_document)
 {
 	char blob[STATE_ID_HEX + 1];
 	record_id_hex(e->id, blob);
@@ -906,6 +939,8 @@ static int state_format_entry(struct dynbuf *b, const struct state_entry *e)
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < e->n_offs; i++)
 		r = dynbuf_printf(&offs, "%c%" PRIu64, i ? ',' : ';', e->offs[i]);
+	if (r == 0 && !e->n_offs && no_document)
+		r = dynbuf_putc(&offs, ';');
 	if (r == 0)
 		r = dynbuf_printf(b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
 		                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
@@ -995,10 +1030,12 @@ int state_save(struct state *s, const char *path)
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
 			/* a file this run could not read is saved as the last
-			 * state knew it, or not at all: the next run reads it */
+			 * state knew it, or not at all: the next run reads it;
+			 * its error record left no document either way */
+			bool no_document = e->no_document;
 			if (e->unread && !(e = e->was))
 				continue;
-			r = state_format_entry(&b, e);
+			r = state_format_entry(&b, e, no_document || e->no_document);
 			if (r == 0 && b.len >= (1 << 20))
 				r = state_flush(fd, &b);
 		}

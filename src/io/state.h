@@ -84,6 +84,9 @@ int state_follow(struct state_entry *e, const struct record_io *io);
  * so that the next run reads it rather than taking it for unchanged (any
  * thread, once per entry). */
 void state_mark_unread(struct state_entry *e);
+/* The entry's file is an error record, no document (any thread, once per
+ * entry): the next run deletes no document of its id (state_had_document). */
+void state_mark_no_document(struct state_entry *e);
 /* A file the reader could not stat, or could not open before knowing its
  * stat (the sync backend), for a reason other than ENOENT: not gone, so
  * its previous entry, if any, is kept as it was (reader thread).  0 or
@@ -101,6 +104,12 @@ void state_named_missing(struct state *s, const struct record_io *io);
  * The worker that splits the archive, or the reader that streams it,
  * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */
 int state_add_mbox_offset(struct state_entry *e, uint64_t off);
+/* Whether the last run may have made a document of the id a record of e's
+ * file now has (e changed since): the file's own id, when it was no
+ * archive then; an archive's message at off (in_mbox), when one started
+ * there.  Used to delete what an error record of that id replaces where
+ * errors are no documents (es-bulk without --es-errors). */
+bool state_had_document(const struct state_entry *e, bool in_mbox, uint64_t off);
 /* For an archive read again (changed since the last run): calls fn for
  * each offset of the previous run's messages that this run did not find,
  * whose documents are gone (call it after the archive's last

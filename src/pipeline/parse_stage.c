@@ -91,6 +91,8 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
 	}
 	int r = parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out);
+	if (state_entry && !rec.io.in_mbox && emit_record_reason(&rec) != RECORD_NONE)
+		state_mark_no_document(state_entry);
 	if (r < 0) {
 		if (s->fail)
 			s->fail(s->fail_ctx, r, "cannot format a record", NULL);
@@ -175,6 +177,7 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
+			rec.io.known = state_had_document(it->state, true, m.start);
 			if (state_add_mbox_offset(it->state, m.start) < 0)
 				state_mark_unread(it->state);   /* the next run reads it again */
 			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),

@@ -534,6 +534,31 @@ def case_copy_same_name_read_last_deleted(ctx):
     equal_to_clean(ctx, index, "the run after it")
 
 
+def case_message_becomes_error(ctx):
+    """A message rewritten as something that is no mail, and an archive's
+    last message cut to a stub: without --es-errors an error record is no
+    document, so the documents they had must go (a delete), as a clean run
+    has none of them; a file that was an error already gets no delete of an
+    id never indexed (the model refuses those)."""
+    make_maildir(ctx.md)
+    box = os.path.join(ctx.md, "archive.mbox")
+    with open(box, "wb") as f:
+        f.write(mbox_message(8) + mbox_message(9))
+    junk = os.path.join(ctx.md, "cur", name(10, "S"))
+    with open(junk, "wb") as f:
+        f.write(b"\x00\x01\x02")
+    index = Index()
+    index.apply(ctx.run(["Maildir"]).stdout)
+    for p, data in ((os.path.join(ctx.md, "cur", name(1, "S")), b"\x00\x01\x02"), (junk, b"\x00\x03"),
+                    (box, mbox_message(8) + mbox_message(9)[:50])):
+        with open(p, "wb") as f:
+            f.write(data)
+        st = os.stat(p)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+    index.apply(ctx.run(["Maildir"]).stdout)
+    equal_to_clean(ctx, index, "messages become errors")
+
+
 def case_explicit_file(ctx):
     """A Maildir message named explicitly gets the folder and id a walk of
     its Maildir gives it."""
