@@ -810,8 +810,15 @@ int index_load_state(struct index *ix, struct state **out)
 	if (rc != SQLITE_OK)
 		return index_fail(ix, rc);
 	sqlite3_stmt *s;
-	rc = sqlite3_prepare_v2(ix->db, "SELECT root, path, id, dev, ino, size, mtime_sec,"
-	                        " mtime_nsec FROM files", -1, &s, NULL);
+	/* no_document: the file's record was an error (a file-level error row,
+	 * no offset); the few such paths are joined, not probed per file, as
+	 * blobs (files keeps its names as the bytes they are, errors as the
+	 * records' text) */
+	rc = sqlite3_prepare_v2(ix->db, "SELECT f.root, f.path, f.id, f.dev, f.ino, f.size, f.mtime_sec,"
+	                        " f.mtime_nsec, e.path IS NOT NULL FROM files f LEFT JOIN"
+	                        " (SELECT DISTINCT CAST(root AS BLOB) AS root, CAST(path AS BLOB) AS path"
+	                        " FROM errors WHERE \"offset\" IS NULL) e"
+	                        " ON e.root = f.root AND e.path = f.path", -1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return index_fail(ix, rc);
 	struct dynbuf b;
@@ -824,7 +831,7 @@ int index_load_state(struct index *ix, struct state **out)
 		r = state_format_file(&b, f[0], f[1], (uint64_t)sqlite3_column_int64(s, 2),
 		                      (uint64_t)sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4),
 		                      (uint64_t)sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6),
-		                      (uint32_t)sqlite3_column_int64(s, 7));
+		                      (uint32_t)sqlite3_column_int64(s, 7), sqlite3_column_int(s, 8) != 0);
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = index_fail(ix, rc);
@@ -1375,6 +1382,7 @@ static int index_delete_old_path(struct index *ix, const struct record_io *io)
 		return 0;
 	struct record_io was = *io;
 	was.path = io->old_path;
+	was.replaced = false;   /* the gone name's error rows go too */
 	int r = index_delete_file(ix, &was);
 	return r == 0 ? index_file_row(ix, ST_DELETE_FILE, &was) : r;
 }

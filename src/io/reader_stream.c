@@ -62,6 +62,20 @@ static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
 	return it;
 }
 
+/* The item of a file that is one record, not an archive's messages: it
+ * is the file's state entry's, as a file read at once is (what the last
+ * run made of it, whether its record is a document). */
+static struct batch_item *stream_whole_item(struct batch *b, struct walk_entry *e,
+                                            const struct batch_item *st, int *err)
+{
+	struct batch_item *it = stream_item(b, e, st, err);
+	if (it) {
+		it->io.known = st->io.known;
+		it->state = st->state;
+	}
+	return it;
+}
+
 /* The backend's one read at an offset, for sys.h's loops. */
 static ssize_t stream_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off)
 {
@@ -120,7 +134,7 @@ static int stream_whole(struct reader *r, const struct reader_io *io, struct bat
 	if (st->io.size > r->c.o.max_size) {
 		if (stream_room(r, io, bp) < 0)
 			return 0;
-		if (!(it = stream_item(*bp, e, st, &err)))
+		if (!(it = stream_whole_item(*bp, e, st, &err)))
 			return err;
 		it->io.reason = RECORD_TOO_LARGE;
 		it->io.message = "larger than --max-size: not read";
@@ -142,7 +156,7 @@ static int stream_whole(struct reader *r, const struct reader_io *io, struct bat
 		reader_trim(io);
 	}
 	(*bp)->budget += cap;
-	if (!(it = stream_item(*bp, e, st, &err)))
+	if (!(it = stream_whole_item(*bp, e, st, &err)))
 		return err;
 	uint8_t *whole = arena_alloc(&(*bp)->data, cap);
 	if (!whole)
@@ -281,7 +295,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 						goto out;
 					it->io.in_mbox = true;
 					it->io.offset = base + pos;
-					it->io.known = state_had_document(st->state, true, it->io.offset);
+					it->io.known = state_had_document(r->c.o.state, st->state, true, it->io.offset);
 					if (state_add_mbox_offset(st->state, it->io.offset) < 0)
 						state_mark_unread(st->state);
 					it->io.reason = RECORD_TOO_LARGE;
@@ -300,7 +314,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				goto out;
 			it->io.in_mbox = true;
 			it->io.offset = base + m.start;
-			it->io.known = state_had_document(st->state, true, it->io.offset);
+			it->io.known = state_had_document(r->c.o.state, st->state, true, it->io.offset);
 			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
 				state_mark_unread(st->state);   /* read again next time */
 			it->io.length = m.end - m.start;

@@ -57,6 +57,7 @@ struct state_entry {
 	bool replaced;             /* old entries: named, missing (state_named_missing) */
 	bool unread;               /* new entries: statted, but the read failed */
 	bool kept;                 /* new entries: the previous run's, not met (state_keep) */
+	bool not_read;             /* new entries: judged unchanged or renamed */
 	bool no_document;          /* its record was an error (saved as a bare ';') */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
@@ -453,14 +454,14 @@ int state_format_begin(struct dynbuf *b)
 
 int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
-                      uint32_t mtime_nsec)
+                      uint32_t mtime_nsec, bool no_document)
 {
 	struct state_entry e = {
 		.root = (char *)(uintptr_t)root.p, .root_n = root.n,
 		.path = (char *)(uintptr_t)path.p, .path_n = path.n, .id = id,
 		.dev = dev, .ino = ino, .size = size, .mtime_sec = mtime_sec, .mtime_nsec = mtime_nsec,
 	};
-	return state_format_entry(b, &e, false);
+	return state_format_entry(b, &e, no_document);
 }
 
 void state_free(struct state *s)
@@ -487,6 +488,25 @@ void state_free(struct state *s)
 	xfree(s);
 }
 
+/* A new entry's strings, in one allocation: the resolved root, the path
+ * and a Maildir message's folder (state_new_folder), each NUL-terminated. */
+static char *state_names(struct str root, const struct record_io *io)
+{
+	size_t folder_n = io->maildir ? io->folder.n : 0;
+	char *mem = xmalloc(root.n + io->path.n + folder_n + 3);
+	if (!mem)
+		return NULL;
+	memcpy(mem, root.p, root.n);
+	mem[root.n] = '\0';
+	char *path = mem + root.n + 1;
+	memcpy(path, io->path.p, io->path.n);
+	path[io->path.n] = '\0';
+	if (folder_n)
+		memcpy(path + io->path.n + 1, io->folder.p, folder_n);
+	path[io->path.n + 1 + folder_n] = '\0';
+	return mem;
+}
+
 /* This run's entry k (in the order they were added). */
 static struct state_entry *state_new_at(const struct state *s, size_t k)
 {
@@ -511,20 +531,9 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 		s->chunks[s->n_chunks++] = tail;
 	}
 	struct state_entry *e = &tail->v[tail->n];
-	/* the resolved root, the path and a Maildir message's folder (for
-	 * state_new_folder) in one allocation */
-	size_t folder_n = io->maildir ? io->folder.n : 0;
-	char *mem = xmalloc(io->base.n + io->path.n + folder_n + 3);
+	char *mem = state_names(io->base, io);
 	if (!mem)
 		return NULL;
-	memcpy(mem, io->base.p, io->base.n);
-	mem[io->base.n] = '\0';
-	char *path = mem + io->base.n + 1;
-	memcpy(path, io->path.p, io->path.n);
-	path[io->path.n] = '\0';
-	if (folder_n)
-		memcpy(path + io->path.n + 1, io->folder.p, folder_n);
-	path[io->path.n + 1 + folder_n] = '\0';
 	*e = (struct state_entry){
 		.root = mem, .root_n = io->base.n, .path = mem + io->base.n + 1, .path_n = io->path.n,
 		.id = io->id, .dev = io->dev, .ino = io->ino, .size = io->size,
@@ -621,13 +630,26 @@ static int state_copy_offsets(struct state_entry *to, const struct state_entry *
 	return 0;
 }
 
-bool state_had_document(const struct state_entry *e, bool in_mbox, uint64_t off)
+bool state_had_document(const struct state *s, const struct state_entry *e, bool in_mbox,
+                        uint64_t off)
 {
 	const struct state_entry *old = e ? e->was : NULL;
 	if (!old)
 		return false;
-	if (!in_mbox)   /* an archive's own id was never a document */
-		return !old->n_offs && !old->no_document;
+	if (!in_mbox) {
+		/* an archive's own id was never a document; a copy under the
+		 * same unique name (same id, another file) holds it too */
+		if (old->n_offs || old->no_document)
+			return false;
+		size_t k;
+		for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));)
+			if (&s->old[k - 1] != old && s->old[k - 1].id == e->id)
+				return false;
+		for (struct slots_probe p = slots_probe(&s->new_by_id, e->id); (k = slots_next(&p));)
+			if (state_new_at(s, k - 1) != e && state_new_at(s, k - 1)->id == e->id)
+				return false;
+		return true;
+	}
 	/* in file order, ascending */
 	size_t lo = 0, hi = old->n_offs;
 	while (lo < hi) {
@@ -693,8 +715,10 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			 * size and mtime; a message whose bytes changed as well (a
 			 * filter that rewrites its headers, then moves it) is read
 			 * again under its new name, and the old name is said, so
-			 * that what was kept under it goes. */
-			*v = same ? STATE_RENAMED : STATE_CHANGED;
+			 * that what was kept under it goes.  So is a file whose
+			 * record was an error: there is no document to move, and
+			 * its error record moves with it. */
+			*v = same && !old->no_document ? STATE_RENAMED : STATE_CHANGED;
 			*old_path = (struct str){ old->path, old->path_n };
 		} else {
 			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
@@ -705,8 +729,10 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		return -ENOMEM;
 	if (*v == STATE_UNCHANGED || *v == STATE_CHANGED)
 		e->was = old;
-	if (old && *v != STATE_CHANGED)
+	if (old && *v != STATE_CHANGED) {
 		e->no_document = old->no_document;   /* not read: as it was */
+		e->not_read = true;
+	}
 	/* not read again: its messages are still where they were */
 	if (*v == STATE_UNCHANGED && old && state_copy_offsets(e, old) < 0)
 		return -ENOMEM;
@@ -716,13 +742,10 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 
 int state_follow(struct state_entry *e, const struct record_io *io)
 {
-	char *mem = xmalloc(e->root_n + io->path.n + 2);
+	char *mem = state_names((struct str){ e->root, e->root_n }, io);
 	if (!mem)
 		return -ENOMEM;
-	memcpy(mem, e->root, e->root_n + 1);
-	memcpy(mem + e->root_n + 1, io->path.p, io->path.n);
-	mem[e->root_n + 1 + io->path.n] = '\0';
-	xfree(e->root);   /* root and path: one allocation (state_add) */
+	xfree(e->root);   /* root, path and folder: one allocation (state_add) */
 	e->root = mem;
 	e->path = mem + e->root_n + 1;
 	e->path_n = io->path.n;
@@ -868,9 +891,12 @@ static bool state_moved_to(struct str shown, const struct state_entry *e,
                            const struct state_entry *left, struct record_io *out)
 {
 	size_t dir_n, name;
-	/* a kept entry was not met: its folder is not known (the document
-	 * stays as it was) */
-	if (!left->maildir || left->kept || !maildir_split(left->path, left->path_n, &dir_n, &name))
+	/* Only a copy this run did not read: one it read has a record of its
+	 * own (a document, or an error that is none), which decides.  A kept
+	 * entry was not met: its folder is not known.  Either way the
+	 * document stays as it was. */
+	if (!left->maildir || !left->not_read || left->kept ||
+	    !maildir_split(left->path, left->path_n, &dir_n, &name))
 		return false;
 	struct record_io io = {
 		.kind = RECORD_RENAMED, .root = shown, .base = { e->root, e->root_n },

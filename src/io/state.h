@@ -17,8 +17,9 @@
  * old state, and the next run does the rest).
  *
  * Threads: the reader thread checks and adds; a worker marks the entry of
- * the file it could not read (entries never move, and each is written by
- * one worker); saving happens after every thread joined. */
+ * the file it parses (unread, no document, an archive's offsets: entries
+ * never move, and each is written by one worker); saving happens after
+ * every thread joined. */
 #ifndef INGEST_STATE_H
 #define INGEST_STATE_H
 
@@ -60,11 +61,12 @@ const char *state_load_error(const struct state *s);
 int state_load_bytes(char *buf, size_t n, struct state **out);
 /* The file format, for a state kept elsewhere: the version line and an
  * empty run, then one entry a file (its resolved root, its path below it,
- * its id: record_io's base, path and id).  0 or -ENOMEM. */
+ * its id: record_io's base, path and id; no_document when its record was
+ * an error, state_had_document).  0 or -ENOMEM. */
 int state_format_begin(struct dynbuf *b);
 int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
-                      uint32_t mtime_nsec);
+                      uint32_t mtime_nsec, bool no_document);
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a
@@ -106,10 +108,12 @@ void state_named_missing(struct state *s, const struct record_io *io);
 int state_add_mbox_offset(struct state_entry *e, uint64_t off);
 /* Whether the last run may have made a document of the id a record of e's
  * file now has (e changed since): the file's own id, when it was no
- * archive then; an archive's message at off (in_mbox), when one started
- * there.  Used to delete what an error record of that id replaces where
+ * archive and no error then, and no other file (a copy under the same
+ * unique name) has that id; an archive's message at off (in_mbox), when
+ * one started there.  The file's own id: reader thread only.  Used to delete what an error record of that id replaces where
  * errors are no documents (es-bulk without --es-errors). */
-bool state_had_document(const struct state_entry *e, bool in_mbox, uint64_t off);
+bool state_had_document(const struct state *s, const struct state_entry *e, bool in_mbox,
+                        uint64_t off);
 /* For an archive read again (changed since the last run): calls fn for
  * each offset of the previous run's messages that this run did not find,
  * whose documents are gone (call it after the archive's last

@@ -842,6 +842,25 @@ def case_named_file_deleted(tmp):
     print("files named and deleted: their error rows stand, their messages go, as in a clean run")
 
 
+def case_error_file_renamed(tmp):
+    """A Maildir file whose record is an error (no mail), renamed by a flag
+    change: its error row names the new path, as in a clean run."""
+    md = os.path.join(tmp, "md")
+    mkcorpus(md, "--seed", "19", "--layout", "maildir", "--count", "2")
+    cur = os.path.join(md, "cur")
+    with open(os.path.join(cur, "1500000009.junk.host:2,S"), "wb") as f:
+        f.write(b"\x00\x01\x02")
+    for backend in ("sync", "uring"):
+        db = os.path.join(tmp, backend + ".db")
+        args = ["--backend=" + backend, md]
+        run(["--index=" + db] + args)
+        os.rename(os.path.join(cur, "1500000009.junk.host:2,S"), os.path.join(cur, "1500000009.junk.host:2,RS"))
+        run(["--index=" + db] + args)
+        equal_to_clean(db, tmp, "clean.db", args, f"{backend}: an error file renamed", run_notes=False)
+        os.rename(os.path.join(cur, "1500000009.junk.host:2,RS"), os.path.join(cur, "1500000009.junk.host:2,S"))
+    print("an error file renamed: its row moves with it")
+
+
 def case_copy_same_name(tmp):
     """A Maildir message copied to another folder under its own name (cp,
     which the Maildir specification forbids; both files share the id,

@@ -557,6 +557,10 @@ def case_message_becomes_error(ctx):
         os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
     index.apply(ctx.run(["Maildir"]).stdout)
     equal_to_clean(ctx, index, "messages become errors")
+    # an error file renamed (a flag change): no document to update
+    ctx.mv("cur/" + name(10, "S"), "cur/" + name(10, "RS"))
+    index.apply(ctx.run(["Maildir"]).stdout)
+    equal_to_clean(ctx, index, "an error file renamed")
 
 
 def case_explicit_file(ctx):

@@ -195,8 +195,12 @@ static void test_state_format_bytes(void **state)
 	dynbuf_init(&b, 0);
 	assert_int_equal(state_format_begin(&b), 0);
 	assert_int_equal(state_format_file(&b, (struct str){ "/r", 2 }, (struct str){ "x/y", 3 },
-	                                   0xabcull, 4, 5, 6, 7, 8), 0);
-	static const char want[] = "ingest-state 2\nrun 0\n\n4 5 6 7 8 2 3 16\n/rx/y0000000000000abc\n";
+	                                   0xabcull, 4, 5, 6, 7, 8, false), 0);
+	/* a file whose record was an error: a bare ';' after its id */
+	assert_int_equal(state_format_file(&b, (struct str){ "/r", 2 }, (struct str){ "x/z", 3 },
+	                                   0xabdull, 4, 9, 6, 7, 8, true), 0);
+	static const char want[] = "ingest-state 2\nrun 0\n\n4 5 6 7 8 2 3 16\n/rx/y0000000000000abc\n"
+	                           "4 9 6 7 8 2 3 17\n/rx/z0000000000000abd;\n";
 	assert_int_equal(b.len, sizeof(want) - 1);
 	assert_memory_equal(b.p, want, b.len);
 	size_t n;
@@ -208,6 +212,12 @@ static void test_state_format_bytes(void **state)
 	io.mtime_sec = 7;
 	io.mtime_nsec = 8;
 	assert_int_equal(check(s, &io, NULL, NULL), STATE_UNCHANGED);
+	/* changed since: the first may have had a document, the second not */
+	struct state_entry *e;
+	struct record_io z = io_of("/r", "x/z", 0xabd, 9, 60, false);
+	z.dev = 4;
+	assert_int_equal(check(s, &z, NULL, &e), STATE_CHANGED);
+	assert_false(state_had_document(s, e, false, 0));
 	state_free(s);
 	dynbuf_release(&b);
 }
