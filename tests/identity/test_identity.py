@@ -498,40 +498,34 @@ def case_es_mapping(ctx):
         check(want in seen, "no document had %s: the check proves nothing for it" % want)
 
 
-def case_copy_same_name(ctx):
+def copy_same_name(ctx, gone, what):
     """A copy that keeps the unique name (cp, not a mail client) shares the
-    id (README, "Records"); deleting the original must not delete the
-    document while the copy is on disk."""
+    id (README, "Records"), and the document names the copy read last;
+    when one of the two is deleted (gone, below the Maildir) the document
+    must stay, naming the one left, never deleted while a copy is on disk."""
     make_maildir(ctx.md)
     index = Index()
     index.apply(ctx.run(["Maildir"]).stdout)
     ctx.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
-    index.apply(ctx.run(["Maildir"]).stdout)   # one document for the two files
-    ctx.rm("cur/" + name(1, "S"))
+    index.apply(ctx.run(["Maildir"]).stdout)   # one document, naming the copy
+    ctx.rm(gone)
     out = ctx.run(["Maildir"]).stdout
     index.apply(out)
-    check_index(ctx, index, "the original deleted, the copy left")
-    check(b'"delete"' not in out, "no delete of the id the copy still has: %s" % out.decode())
+    check_index(ctx, index, what)
+    check(b'"delete"' not in out, "no delete of the id the other copy still has: %s" % out.decode())
+    equal_to_clean(ctx, index, what)
+    index.apply(ctx.run(["Maildir"]).stdout)
+    equal_to_clean(ctx, index, what + ", the run after it")
+
+
+def case_copy_same_name(ctx):
+    copy_same_name(ctx, "cur/" + name(1, "S"), "the original deleted, the copy left")
 
 
 def case_copy_same_name_read_last_deleted(ctx):
-    """The same, with the copy the document names deleted: the copy read
-    last (the document's path) goes, the one left is unchanged and not
-    read again, so the document must be moved to it, not left naming a
-    file that is gone."""
-    make_maildir(ctx.md)
-    index = Index()
-    index.apply(ctx.run(["Maildir"]).stdout)
-    ctx.cp("cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"))
-    index.apply(ctx.run(["Maildir"]).stdout)   # the document names the copy now
-    ctx.rm(".Archive/cur/" + name(1, "S"))
-    out = ctx.run(["Maildir"]).stdout
-    index.apply(out)
-    check_index(ctx, index, "the copy read last deleted, the original left")
-    check(b'"delete"' not in out, "no delete of the id the original still has: %s" % out.decode())
-    equal_to_clean(ctx, index, "the copy read last deleted")
-    index.apply(ctx.run(["Maildir"]).stdout)
-    equal_to_clean(ctx, index, "the run after it")
+    """The copy the document names deleted, the original unchanged and not
+    read again: the document moves to it (a renamed record)."""
+    copy_same_name(ctx, ".Archive/cur/" + name(1, "S"), "the copy read last deleted")
 
 
 def case_message_becomes_error(ctx):
