@@ -82,7 +82,8 @@ struct record_io {
 	                         or changed too), or where this run met it
 	                         before it was found renamed */
 	bool known;           /* --state: the last run may have made a document
-	                         of this record's id (state_had_document) */
+	                         of this file's id (state_had_document; a
+	                         deletion: its record was no error) */
 	bool replaced;        /* another record of this run stands in the gone
 	                         file's place, under its id (io/state.h):
 	                         RECORD_DELETED, its error record (a file named

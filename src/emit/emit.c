@@ -190,8 +190,12 @@ const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, en
 bool emit_change_dropped(const struct emit_options *o, const struct record_io *io)
 {
 	/* es-bulk writes an error record only when asked (--es-errors) */
-	return io->kind == RECORD_DELETED && io->replaced && !io->in_mbox &&
-	       (o->format != EMIT_ES_BULK || o->es_errors);
+	bool errors_written = o->format != EMIT_ES_BULK || o->es_errors;
+	if (io->kind != RECORD_DELETED || io->in_mbox)
+		return false;
+	/* a file whose record was an error, gone: es-bulk indexed nothing
+	 * under its id (a delete would find no document) */
+	return io->replaced ? errors_written : !io->known && !errors_written;
 }
 
 uint64_t emit_record_fields(const struct emit_options *o, const struct record *r)

@@ -123,7 +123,9 @@ int emit_record(const struct emit_options *o, const struct record *r,
 /* Whether change record io is left out of format o's output: the
  * deletion of a file named and missing (io->replaced) when this run wrote
  * its error record, a document under the same id, in its place (a delete
- * after it would leave nothing where a clean run leaves the error).  An
+ * after it would leave nothing where a clean run leaves the error); and
+ * with es-bulk without --es-errors, the deletion of a file whose record was
+ * an error (!io->known): no document was indexed under its id.  An
  * archive's messages have ids of their own: their deletions stay. */
 bool emit_change_dropped(const struct emit_options *o, const struct record_io *io);
 

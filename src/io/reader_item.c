@@ -228,7 +228,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 			return 0;
 		}
 		rc->st.changed += v == STATE_CHANGED;
-		it->io.known = v == STATE_CHANGED && state_had_document(rc->o.state, se, false, 0);
+		it->io.known = v == STATE_CHANGED && state_had_document(rc->o.state, se);
 	}
 	if (size > reader_stream_threshold(&rc->o)) {
 		/* not read here: reader_stream() decides (an mbox is split in

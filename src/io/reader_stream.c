@@ -295,7 +295,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 						goto out;
 					it->io.in_mbox = true;
 					it->io.offset = base + pos;
-					it->io.known = state_had_document(r->c.o.state, st->state, true, it->io.offset);
 					if (state_add_mbox_offset(st->state, it->io.offset) < 0)
 						state_mark_unread(st->state);
 					it->io.reason = RECORD_TOO_LARGE;
@@ -314,7 +313,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				goto out;
 			it->io.in_mbox = true;
 			it->io.offset = base + m.start;
-			it->io.known = state_had_document(r->c.o.state, st->state, true, it->io.offset);
 			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
 				state_mark_unread(st->state);   /* read again next time */
 			it->io.length = m.end - m.start;

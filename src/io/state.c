@@ -630,36 +630,21 @@ static int state_copy_offsets(struct state_entry *to, const struct state_entry *
 	return 0;
 }
 
-bool state_had_document(const struct state *s, const struct state_entry *e, bool in_mbox,
-                        uint64_t off)
+bool state_had_document(const struct state *s, const struct state_entry *e)
 {
 	const struct state_entry *old = e ? e->was : NULL;
-	if (!old)
+	/* an archive's own id was never a document; a copy under the same
+	 * unique name (same id, another file) holds it too */
+	if (!old || old->n_offs || old->no_document)
 		return false;
-	if (!in_mbox) {
-		/* an archive's own id was never a document; a copy under the
-		 * same unique name (same id, another file) holds it too */
-		if (old->n_offs || old->no_document)
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));)
+		if (&s->old[k - 1] != old && s->old[k - 1].id == e->id)
 			return false;
-		size_t k;
-		for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));)
-			if (&s->old[k - 1] != old && s->old[k - 1].id == e->id)
-				return false;
-		for (struct slots_probe p = slots_probe(&s->new_by_id, e->id); (k = slots_next(&p));)
-			if (state_new_at(s, k - 1) != e && state_new_at(s, k - 1)->id == e->id)
-				return false;
-		return true;
-	}
-	/* in file order, ascending */
-	size_t lo = 0, hi = old->n_offs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (old->offs[mid] < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < old->n_offs && old->offs[lo] == off;
+	for (struct slots_probe p = slots_probe(&s->new_by_id, e->id); (k = slots_next(&p));)
+		if (state_new_at(s, k - 1) != e && state_new_at(s, k - 1)->id == e->id)
+			return false;
+	return true;
 }
 
 int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
@@ -940,6 +925,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
 			.maildir = e->maildir, .replaced = e->replaced,
+			.known = !e->n_offs && !e->no_document,
 		};
 		/* an mbox archive: each message was a document */
 		gone.in_mbox = e->n_offs > 0;

@@ -106,14 +106,11 @@ void state_named_missing(struct state *s, const struct record_io *io);
  * The worker that splits the archive, or the reader that streams it,
  * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */
 int state_add_mbox_offset(struct state_entry *e, uint64_t off);
-/* Whether the last run may have made a document of the id a record of e's
- * file now has (e changed since): the file's own id, when it was no
- * archive and no error then, and no other file (a copy under the same
- * unique name) has that id; an archive's message at off (in_mbox), when
- * one started there.  The file's own id: reader thread only.  Used to delete what an error record of that id replaces where
+/* Whether the last run may have made a document of the id of e's file (e
+ * changed since): when it was no archive and no error then, and no other
+ * file (a copy under the same unique name) has that id.  Reader thread.  Used to delete what an error record of that id replaces where
  * errors are no documents (es-bulk without --es-errors). */
-bool state_had_document(const struct state *s, const struct state_entry *e, bool in_mbox,
-                        uint64_t off);
+bool state_had_document(const struct state *s, const struct state_entry *e);
 /* For an archive read again (changed since the last run): calls fn for
  * each offset of the previous run's messages that this run did not find,
  * whose documents are gone (call it after the archive's last

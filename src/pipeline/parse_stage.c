@@ -177,7 +177,6 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
-			rec.io.known = state_had_document(NULL, it->state, true, m.start);
 			if (state_add_mbox_offset(it->state, m.start) < 0)
 				state_mark_unread(it->state);   /* the next run reads it again */
 			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),

@@ -217,7 +217,7 @@ static void test_state_format_bytes(void **state)
 	struct record_io z = io_of("/r", "x/z", 0xabd, 9, 60, false);
 	z.dev = 4;
 	assert_int_equal(check(s, &z, NULL, &e), STATE_CHANGED);
-	assert_false(state_had_document(s, e, false, 0));
+	assert_false(state_had_document(s, e));
 	state_free(s);
 	dynbuf_release(&b);
 }
