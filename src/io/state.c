@@ -56,8 +56,7 @@ struct state_entry {
 	bool seen;                 /* old entries: met by this run */
 	bool replaced;             /* old entries: named, missing (state_named_missing) */
 	bool unread;               /* new entries: statted, but the read failed */
-	bool kept;                 /* new entries: the previous run's, not met (state_keep) */
-	bool not_read;             /* new entries: judged unchanged or renamed */
+	bool not_read;             /* new entries: met, judged unchanged or renamed */
 	bool no_document;          /* its record was an error (saved as a bare ';') */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
@@ -544,7 +543,7 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 }
 
 /* A new entry's Maildir folder ("" for INBOX), kept after its path (not
- * known for a kept one). */
+ * known for one kept unmet: state_keep). */
 static struct str state_new_folder(const struct state_entry *e)
 {
 	const char *f = e->path + e->path_n + 1;
@@ -765,7 +764,6 @@ static int state_keep(struct state *s, const struct state_entry *old)
 	struct state_entry *e = state_add_indexed(s, &io);
 	if (!e)
 		return -ENOMEM;
-	e->kept = true;
 	e->no_document = old->no_document;
 	return state_copy_offsets(e, old);
 }
@@ -876,12 +874,11 @@ static bool state_moved_to(struct str shown, const struct state_entry *e,
                            const struct state_entry *left, struct record_io *out)
 {
 	size_t dir_n, name;
-	/* Only a copy this run did not read: one it read has a record of its
-	 * own (a document, or an error that is none), which decides.  A kept
-	 * entry was not met: its folder is not known.  Either way the
+	/* Only a copy this run met and did not read: one it read has a record
+	 * of its own (a document, or an error that is none), which decides;
+	 * one kept unmet (state_keep) has no folder known.  Either way the
 	 * document stays as it was. */
-	if (!left->maildir || !left->not_read || left->kept ||
-	    !maildir_split(left->path, left->path_n, &dir_n, &name))
+	if (!left->maildir || !left->not_read || !maildir_split(left->path, left->path_n, &dir_n, &name))
 		return false;
 	struct record_io io = {
 		.kind = RECORD_RENAMED, .root = shown, .base = { e->root, e->root_n },
