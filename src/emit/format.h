@@ -47,10 +47,9 @@ int emit_es_action(const struct emit_options *o, const struct record *rec,
                    const struct emit_ctx *c);
 int emit_es_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b);
 /* An error record without --es-errors, which is no document: nothing, or
- * with --state, when the last run had the file (record_io.known: a message
- * rewritten as something that is no mail, an archive's message cut to a
- * stub), a delete of its id, whose document a clean run would not have
- * (a delete of an id never indexed is a not_found item, not a failure). */
+ * with --state, when the last run may have indexed the file's id as a
+ * message (record_io.known: a message rewritten as something that is no
+ * mail), a delete of that id, whose document a clean run would not have. */
 int emit_es_error(const struct emit_options *o, const struct record *rec, struct dynbuf *b);
 
 /* tsv.c: one TSV line, newline included. */
