@@ -1698,6 +1698,7 @@ static int walk_list_for(struct walk *w, struct walk_wanted *want, size_t n, con
 	int fd = sys_openat(want[0].e->dir->fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
+	w->stats.rename_listings++;
 	int r = 0;
 	while (*left && r == 0) {
 		/* the reader's, not the walk's: --stats' syscall counts have it */

@@ -151,6 +151,8 @@ struct walk_stats {
 	                      * changed mid-listing: same inode, same unique name) */
 	uint64_t skipped;    /* mail software's files (maildir_is_software_file) */
 	uint64_t excluded;   /* names matching an --exclude pattern */
+	uint64_t rename_listings;   /* cur/ or new/ listed to find messages renamed
+	                             * while read (walk_find_renamed) */
 };
 void walk_stats_get(const struct walk *w, struct walk_stats *out);
 
