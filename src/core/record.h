@@ -77,10 +77,13 @@ struct record_io {
 	uint32_t notes;            /* enum record_notes */
 
 	enum record_kind kind;
-	struct str old_path;  /* a Maildir message's earlier path, when it had
-	                         another: in the state (renamed, RECORD_RENAMED,
-	                         or changed too), or where this run met it
-	                         before it was found renamed */
+	struct str old_path;  /* a file's earlier path, when it had another: in
+	                         the state (a Maildir message renamed,
+	                         RECORD_RENAMED, or changed too; a file named
+	                         by another spelling and changed), or where
+	                         this run met it before it was found renamed */
+	struct str old_base;  /* with old_path, the base it was under when
+	                         another ({0}: base; record_old_base) */
 	bool known;           /* --state: the last run may have made a document
 	                         of this file's id (state_had_document; a
 	                         deletion: its record was no error) */
@@ -91,6 +94,13 @@ struct record_io {
 	                         RECORD_RENAMED, a copy under the same unique
 	                         name, with a row of its own (the index) */
 };
+
+/* The base old_path is under: a file named by another spelling from
+ * another working directory had another. */
+static inline struct str record_old_base(const struct record_io *io)
+{
+	return io->old_base.n ? io->old_base : io->base;
+}
 
 struct mail_message;
 

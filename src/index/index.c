@@ -94,7 +94,7 @@ enum index_stmt {
 	" SELECT 'delete', id, " FTS_CONTENT_COLUMNS " FROM " FTS_BUILD_GONE
 
 /* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
- * needed.  root is the resolved root (record_io.base), never the PATH
+ * needed (the renames: ?4 the old path, ?5 or ?10 its root).  root is the resolved root (record_io.base), never the PATH
  * argument as spelled: `Maildir`, `./Maildir/` and its absolute path are one
  * root, as for --state (io/state.c) and the ids.  root and path are the
  * exact bytes of record_io: the record's own are lossy for a path that is
@@ -183,13 +183,13 @@ static const char *const index_sql[ST__COUNT] = {
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_DELETE_FILE] = "DELETE FROM files WHERE root = ?1 AND path = ?2",
 	[ST_RENAME_MESSAGES] =
-		"UPDATE messages SET path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
+		"UPDATE messages SET root = ?2, path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
 		" flags = ?1->>'flags', tags = ingest_tags(?1->>'subdir', ?1->>'flags'),"
 		" size = coalesce(?1->>'size', size), mtime = coalesce(?1->>'mtime', mtime)"
-		" WHERE root = ?2 AND path = ?4",
+		" WHERE root = ?5 AND path = ?4",
 	[ST_RENAME_FILE] =
-		"UPDATE files SET path = ?3, dev = ?5, ino = ?6, size = ?7, mtime_sec = ?8, mtime_nsec = ?9"
-		" WHERE root = ?2 AND path = ?4",
+		"UPDATE OR REPLACE files SET root = ?2, path = ?3, dev = ?5, ino = ?6, size = ?7,"
+		" mtime_sec = ?8, mtime_nsec = ?9 WHERE root = ?10 AND path = ?4",
 };
 
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
@@ -1381,6 +1381,7 @@ static int index_delete_old_path(struct index *ix, const struct record_io *io)
 	if (!io->old_path.n)
 		return 0;
 	struct record_io was = *io;
+	was.base = record_old_base(io);
 	was.path = io->old_path;
 	was.replaced = false;   /* the gone name's error rows go too */
 	int r = index_delete_file(ix, &was);
@@ -1391,7 +1392,9 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 {
 	sqlite3_stmt *s = ix->st[ST_RENAME_MESSAGES];
 	index_bind(ix, ST_RENAME_MESSAGES, rec, n, false, io);
+	struct str old_base = record_old_base(io);
 	sqlite3_bind_text(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
+	sqlite3_bind_text(s, 5, old_base.p, (int)old_base.n, SQLITE_STATIC);
 	int r = index_run(ix, ST_RENAME_MESSAGES);
 	if (r < 0)
 		return r;
@@ -1409,6 +1412,7 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	sqlite3_bind_int64(s, 7, (int64_t)io->size);
 	sqlite3_bind_int64(s, 8, io->mtime_sec);
 	sqlite3_bind_int64(s, 9, io->mtime_nsec);
+	sqlite3_bind_blob(s, 10, old_base.p, (int)old_base.n, SQLITE_STATIC);
 	r = index_run(ix, ST_RENAME_FILE);
 	if (r == 0) {
 		/* the name it has now may hold the error row of a file that

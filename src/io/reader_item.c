@@ -209,7 +209,8 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	} else if (rc->o.state) {
 		enum state_verdict v;
 		struct state_entry *se;
-		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &se) < 0) {
+		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &it->io.old_base,
+		                &se) < 0) {
 			it->io.reason = RECORD_INTERNAL;
 			it->io.message = "out of memory in --state";
 			return 0;

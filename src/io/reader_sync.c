@@ -118,7 +118,8 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 	it->io.message = p->message;
 	/* --state's verdict: unchanged (no record) or renamed */
 	it->io.kind = p->kind;
-	it->io.old_path = p->old_path;     /* both owned by the state */
+	it->io.old_path = p->old_path;     /* all three owned by the state */
+	it->io.old_base = p->old_base;
 	it->io.known = p->known;
 	it->no_output = so->probe.no_output;
 	it->state = so->probe.state;

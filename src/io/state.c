@@ -666,13 +666,16 @@ int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64
 	return 0;
 }
 
-static bool state_same_path(const struct state_entry *e, const struct record_io *io)
+/* Whether e was saved under io's base and path: one file (one id) named by
+ * another spelling, or from another working directory, was not. */
+static bool state_same_place(const struct state_entry *e, const struct record_io *io)
 {
-	return e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n);
+	return e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n) &&
+	       e->root_n == io->base.n && !memcmp(e->root, io->base.p, e->root_n);
 }
 
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct str *old_path, struct state_entry **entry)
+                struct str *old_path, struct str *old_base, struct state_entry **entry)
 {
 	*entry = NULL;
 	/* Met already in this run (a --files-from list naming it twice, or a
@@ -693,7 +696,8 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		bool same_file = old->dev == io->dev && old->ino == io->ino;
 		bool same = same_file && old->size == io->size && old->mtime_sec == io->mtime_sec &&
 		            old->mtime_nsec == io->mtime_nsec;
-		if (io->maildir && !state_same_path(old, io) && same_file) {
+		bool moved = !state_same_place(old, io);
+		if (io->maildir && moved && same_file) {
 			/* a flag change, new/ → cur/, a move to another folder:
 			 * the same message under the same id.  A rename keeps the
 			 * size and mtime; a message whose bytes changed as well (a
@@ -703,9 +707,17 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			 * record was an error: there is no document to move, and
 			 * its error record moves with it. */
 			*v = same && !old->no_document ? STATE_RENAMED : STATE_CHANGED;
-			*old_path = (struct str){ old->path, old->path_n };
 		} else {
 			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
+		}
+		/* read again under another name (a file named by another
+		 * spelling, from another directory, or a Maildir message
+		 * changed and renamed at once): the old name is said, so that
+		 * what was kept under it goes.  Not for a file not read: an
+		 * index keeps its rows under the name they were made with. */
+		if (moved && *v != STATE_UNCHANGED) {
+			*old_path = (struct str){ old->path, old->path_n };
+			*old_base = (struct str){ old->root, old->root_n };
 		}
 	}
 	struct state_entry *e = state_add_indexed(s, io);

@@ -70,12 +70,13 @@ int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a
- * Maildir message met under another name (renamed, or changed as well),
- * *old_path gets the previous entry's path.  *entry is the new
+ * file met under another name or base than its entry's and not unchanged
+ * (a Maildir message renamed, or changed as well; a file named by another
+ * spelling and changed), *old_path and *old_base get the entry's.  *entry is the new
  * entry (for state_mark_unread), NULL for a file already met in this run
  * (then *v is STATE_UNCHANGED: no second record).  -ENOMEM on failure. */
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
-                struct str *old_path, struct state_entry **entry);
+                struct str *old_path, struct str *old_base, struct state_entry **entry);
 /* Entry e's file, statted again under the name it was found at (a Maildir
  * message renamed between its stat and its read, reader_item_reopen): the
  * entry takes its path and stat, and what it was judged stands (new or

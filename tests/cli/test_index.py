@@ -484,12 +484,13 @@ def case_incremental(tmp):
     print("incremental scenarios equal clean runs on both backends")
 
 
-def equal_to_clean(db, tmp, name, args, what, run_notes=True):
-    """A clean run with args into a database of its own, compared with db:
-    every table equal, but threads, which db may have coarser (deleting a
-    message does not split its thread, README).  Fails naming what."""
+def equal_to_clean(db, tmp, name, args, what, run_notes=True, pre=()):
+    """A clean run with args (after the command prefix pre) into a database
+    of its own, compared with db: every table equal, but threads, which db
+    may have coarser (deleting a message does not split its thread,
+    README).  Fails naming what."""
     clean = os.path.join(tmp, name)
-    run(["--index=" + clean] + list(args))
+    run(["--index=" + clean] + list(args), pre=pre)
     a, b = dump(db, run_notes), dump(clean, run_notes)
     bad = [k for k in differ(a, b) if k != "threads"]
     where = {m: i for i, t in enumerate(a["threads"]) for m in t}
@@ -840,6 +841,61 @@ def case_named_file_deleted(tmp):
             with open(p, "wb") as f:
                 f.write(data)
     print("files named and deleted: their error rows stand, their messages go, as in a clean run")
+
+
+def case_named_file_respelled(tmp):
+    """Files named on the command line, changed, then named by another
+    spelling or from another working directory (a relative path, a symbolic
+    link, an absolute one): one file, one id, so what the earlier spelling
+    held goes (an archive's removed message, a rewritten file's old
+    version, a Maildir message renamed by a flag change) and the tables
+    equal a clean run's over the same arguments."""
+    os.makedirs(os.path.join(tmp, "M"))
+    os.symlink("M", os.path.join(tmp, "L"))
+    md = os.path.join(tmp, "md")
+    mkcorpus(md, "--seed", "23", "--layout", "maildir", "--count", "2")
+    cur = os.path.join(md, "cur")
+    name = sorted(os.listdir(cur))[0]
+    flagged = name.split(":2,")[0] + ":2,FS"
+    box, eml = os.path.join(tmp, "M", "a.mbox"), os.path.join(tmp, "M", "x.eml")
+
+    def write(box_ids, subject):
+        with open(box, "w") as f:
+            for i in box_ids:
+                f.write(f"From a@b Mon Jan  1 00:00:00 2024\nFrom: a{i}@x.example\n"
+                        f"Subject: box {i}\nMessage-ID: <box{i}@x.example>\n\nword{i}\n\n")
+        with open(eml, "w") as f:
+            f.write(f"From: e@x.example\nSubject: {subject}\nMessage-ID: <eml@x.example>\n\n{subject}\n")
+
+    def at(d):
+        return ["env", "-C", os.path.join(tmp, d)]
+
+    ingest = os.path.abspath(clilib.ARGS.ingest)
+    steps = [  # (working directory, the three files' spellings)
+        ("", ["M/a.mbox", "M/x.eml", "md/cur/" + name]),
+        ("M", [os.path.join(tmp, "L", "a.mbox"), "./x.eml", "../md/cur/" + flagged]),
+        ("md", [os.path.join(tmp, "M", ".", "a.mbox"), os.path.join(tmp, "L", "x.eml"),
+                "cur/" + name]),
+    ]
+    saved = clilib.ARGS.ingest
+    clilib.ARGS.ingest = ingest   # run from other directories
+    try:
+        for backend in ("sync", "uring"):
+            db = os.path.join(tmp, backend + ".db")
+            os.rename(os.path.join(cur, flagged) if os.path.exists(os.path.join(cur, flagged))
+                      else os.path.join(cur, name), os.path.join(cur, name))
+            for k, (d, files) in enumerate(steps):
+                write([1, 2, 3] if k % 2 == 0 else [1, 3, 4], f"version {k}")
+                if k:
+                    src = os.path.join(cur, name if k == 1 else flagged)
+                    os.rename(src, os.path.join(cur, flagged if k == 1 else name))
+                args = ["--backend=" + backend] + files
+                run(["--index=" + db] + args, pre=at(d))
+                equal_to_clean(db, tmp, "clean.db", args, f"{backend}: step {k} ({d or '.'}: {files})",
+                               pre=at(d))
+    finally:
+        clilib.ARGS.ingest = saved
+    print("files named by another spelling: what the earlier one held goes, as in a clean run")
 
 
 def case_error_file_renamed(tmp):

@@ -563,18 +563,18 @@ static void test_index_state_view(void **state)
 	struct state *st;
 	assert_int_equal(index_load_state(ix, &st), 0);
 	enum state_verdict v;
-	struct str op;
+	struct str op, ob;
 	struct state_entry *e;
-	assert_int_equal(state_check(st, &io, &v, &op, &e), 0);
+	assert_int_equal(state_check(st, &io, &v, &op, &ob, &e), 0);
 	assert_int_equal(v, STATE_UNCHANGED);
 	struct record_io moved = maildir_io("cur/1.M1.h:2,RS");
-	assert_int_equal(state_check(st, &moved, &v, &op, &e), 0);
+	assert_int_equal(state_check(st, &moved, &v, &op, &ob, &e), 0);
 	/* the same file (id and inode) met twice in one run: one entry */
 	assert_int_equal(v, STATE_UNCHANGED);
 	assert_null(e);
 	state_free(st);
 	assert_int_equal(index_load_state(ix, &st), 0);
-	assert_int_equal(state_check(st, &moved, &v, &op, &e), 0);
+	assert_int_equal(state_check(st, &moved, &v, &op, &ob, &e), 0);
 	assert_int_equal(v, STATE_RENAMED);
 	state_free(st);
 	finish(ix);

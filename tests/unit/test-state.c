@@ -57,9 +57,9 @@ static enum state_verdict check(struct state *s, const struct record_io *io, str
                                 struct state_entry **e)
 {
 	enum state_verdict v;
-	struct str o = { 0 };
+	struct str o = { 0 }, b = { 0 };
 	struct state_entry *x;
-	assert_int_equal(state_check(s, io, &v, &o, &x), 0);
+	assert_int_equal(state_check(s, io, &v, &o, &b, &x), 0);
 	if (old)
 		*old = o;
 	if (e)
@@ -317,6 +317,50 @@ static void test_state_met_twice(void **state)
 	struct record_io b = io_of("/r", "y", 0x1, 2, 1, false);
 	assert_int_equal(check(s, &b, NULL, &e), STATE_NEW);
 	assert_non_null(e);
+	state_free(s);
+}
+
+/* One file (one id, one inode) named by another spelling or from another
+ * working directory: changed, it says the base and path its entry had, so
+ * that what was kept under them goes; unchanged, nothing (not read). */
+static void test_state_respelled(void **state)
+{
+	const struct dir_case *fx = *state;
+	const char *path = fx->path;
+	struct record_io box = io_of("/r", "M/a.mbox", 0xa, 1, 10, false);
+	struct state *s = load(path);
+	bind(s, RUN);
+	assert_int_equal(check(s, &box, NULL, NULL), STATE_NEW);
+	assert_int_equal(state_save(s, path), 0);
+	state_free(s);
+
+	struct record_io same = io_of("/r/M", "./a.mbox", 0xa, 1, 10, false);
+	struct str old = { "x", 1 };
+	s = load(path);
+	bind(s, RUN);
+	assert_int_equal(check(s, &same, &old, NULL), STATE_UNCHANGED);
+	assert_int_equal(old.n, 0);
+	state_free(s);
+
+	s = load(path);
+	bind(s, RUN);
+	struct record_io grown = same;
+	grown.size = 11;
+	enum state_verdict v;
+	struct str old_base = { 0 };
+	struct state_entry *e;
+	assert_int_equal(state_check(s, &grown, &v, &old, &old_base, &e), 0);
+	assert_int_equal(v, STATE_CHANGED);
+	t_assert_str(old, "M/a.mbox");
+	t_assert_str(old_base, "/r");
+	state_free(s);
+
+	/* changed where it was: no old name */
+	s = load(path);
+	bind(s, RUN);
+	box.size = 12;
+	assert_int_equal(check(s, &box, &old, NULL), STATE_CHANGED);
+	assert_int_equal(old.n, 0);
 	state_free(s);
 }
 
@@ -808,12 +852,12 @@ static int fault_child(const char *dir, int e)
 	struct record_io a = io_of("/r", "cur/1.M1:2,S", 0x11, 101, 10, true);
 	struct record_io b = io_of("/r", "box", 0x55, 105, 600, false);
 	enum state_verdict v;
-	struct str old;
+	struct str old, old_base;
 	struct state_entry *en;
 	if (r >= 0)
-		r = state_check(s, &a, &v, &old, &en);
+		r = state_check(s, &a, &v, &old, &old_base, &en);
 	if (r >= 0)
-		r = state_check(s, &b, &v, &old, &en);
+		r = state_check(s, &b, &v, &old, &old_base, &en);
 	for (uint64_t k = 0; r >= 0 && k < 40; k++)
 		r = state_add_mbox_offset(en, k * 10);
 	if (r >= 0)
@@ -980,6 +1024,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_state_format_bytes),
 		cmocka_unit_test_setup_teardown(test_state_round_trip, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_met_twice),
+		cmocka_unit_test_setup_teardown(test_state_respelled, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_unread_kept, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_reset_and_mode, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_bind_run),
