@@ -84,6 +84,11 @@ struct record_io {
 	                         this run met it before it was found renamed */
 	struct str old_base;  /* with old_path, the base it was under when
 	                         another ({0}: base; record_old_base) */
+	bool error_document;  /* --state: the last run's record of this file was
+	                         an error, which --es-errors makes a document
+	                         under the file's id; set on the first message
+	                         of an archive it now is (state_had_error_record),
+	                         whose es-bulk action deletes it first */
 	bool known;           /* --state: the last run may have made a document
 	                         of this file's id (state_had_document; a
 	                         deletion: its record was no error) */

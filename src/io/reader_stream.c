@@ -62,6 +62,25 @@ static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
 	return it;
 }
 
+/* The item of the archive's message at file offset off, which its state
+ * entry now lists.  The first of them (*first) deletes the error document
+ * the file's record was in the last run (record_io.error_document). */
+static struct batch_item *stream_message_item(struct batch *b, struct walk_entry *e,
+                                              const struct batch_item *st, uint64_t off,
+                                              bool *first, int *err)
+{
+	struct batch_item *it = stream_item(b, e, st, err);
+	if (!it)
+		return NULL;
+	it->io.in_mbox = true;
+	it->io.offset = off;
+	it->io.error_document = st->io.error_document && *first;
+	*first = false;
+	if (state_add_mbox_offset(st->state, off) < 0)
+		state_mark_unread(st->state);   /* read again next time */
+	return it;
+}
+
 /* The item of a file that is one record, not an archive's messages: it
  * is the file's state entry's, as a file read at once is (what the last
  * run made of it, whether its record is a document). */
@@ -201,6 +220,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	size_t want_next = chunk;
 	uint64_t batch_from = 0;
 	bool eof = false, first = true, skipping = false;
+	bool first_message = true;   /* stream_message_item */
 	while (!eof || pend_len) {
 		/* Ctrl-C: the messages already cut are written, no more are read */
 		if (atomic_load_explicit(io->stop, memory_order_relaxed))
@@ -290,13 +310,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 					/* buf is not looked at again: the batch may go */
 					if ((err = stream_room(r, io, bp)) < 0)
 						goto out;
-					struct batch_item *it = stream_item(*bp, e, st, &err);
+					struct batch_item *it = stream_message_item(*bp, e, st, base + pos,
+					                                            &first_message, &err);
 					if (!it)
 						goto out;
-					it->io.in_mbox = true;
-					it->io.offset = base + pos;
-					if (state_add_mbox_offset(st->state, it->io.offset) < 0)
-						state_mark_unread(st->state);
 					it->io.reason = RECORD_TOO_LARGE;
 					it->io.message = "mbox message larger than --max-size: skipped";
 					skipping = true;
@@ -308,13 +325,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			 * the next batch */
 			if ((*bp)->n == LIMIT_BATCH_FILES)
 				break;
-			struct batch_item *it = stream_item(*bp, e, st, &err);
+			struct batch_item *it = stream_message_item(*bp, e, st, base + m.start,
+			                                            &first_message, &err);
 			if (!it)
 				goto out;
-			it->io.in_mbox = true;
-			it->io.offset = base + m.start;
-			if (state_add_mbox_offset(st->state, it->io.offset) < 0)
-				state_mark_unread(st->state);   /* read again next time */
 			it->io.length = m.end - m.start;
 			it->io.read_to = base + next;
 			it->data = buf + m.start;

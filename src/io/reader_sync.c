@@ -121,6 +121,7 @@ static void sync_take_probe(struct batch_item *it, const struct sync_open *so, u
 	it->io.old_path = p->old_path;     /* all three owned by the state */
 	it->io.old_base = p->old_base;
 	it->io.known = p->known;
+	it->io.error_document = p->error_document;
 	it->no_output = so->probe.no_output;
 	it->state = so->probe.state;
 	it->cap = cap;

@@ -646,6 +646,12 @@ bool state_had_document(const struct state *s, const struct state_entry *e)
 	return true;
 }
 
+bool state_had_error_record(const struct state_entry *e)
+{
+	const struct state_entry *old = e ? e->was : NULL;
+	return old && old->no_document && !old->n_offs;
+}
+
 int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
 {
 	const struct state_entry *old = e ? e->was : NULL;

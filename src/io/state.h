@@ -112,6 +112,11 @@ int state_add_mbox_offset(struct state_entry *e, uint64_t off);
  * file (a copy under the same unique name) has that id.  Reader thread.  Used to delete what an error record of that id replaces where
  * errors are no documents (es-bulk without --es-errors). */
 bool state_had_document(const struct state *s, const struct state_entry *e);
+/* Whether e's file was an error record in the last run and nothing else:
+ * no archive (its messages' ids are their own).  For an archive it now
+ * is, that record's document, made under the file's id with
+ * --es-errors, is replaced by nothing. */
+bool state_had_error_record(const struct state_entry *e);
 /* For an archive read again (changed since the last run): calls fn for
  * each offset of the previous run's messages that this run did not find,
  * whose documents are gone (call it after the archive's last

@@ -181,6 +181,8 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 				state_mark_unread(it->state);   /* the next run reads it again */
 			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
 			             out, notes, &it->out_records, NULL);
+			/* the first message deletes what the file was: one delete */
+			rec.io.error_document = false;
 			if (next <= pos)
 				break;
 			pos = next;

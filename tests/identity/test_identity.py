@@ -348,7 +348,10 @@ def case_mbox(ctx, extra=()):
     """An archive's messages are documents under the archive's id and
     their offsets: appending keeps them, a message removed by a rewrite,
     an archive emptied or overwritten with what is no mail, and a deleted
-    archive delete exactly theirs."""
+    archive delete exactly theirs.  With --es-errors the archive that is
+    none has an error document under its own id, which goes when it is an
+    archive again: the documents equal a clean run's at every step."""
+    errors = "--es-errors" in extra
     os.makedirs(ctx.md)
     box = os.path.join(ctx.md, "archive.mbox")
 
@@ -377,6 +380,12 @@ def case_mbox(ctx, extra=()):
             write(ns)
         # another spelling of the root each time
         index.apply(ctx.run([spellings[i % len(spellings)]], extra=extra).stdout)
+        if errors:
+            clean = Index()
+            clean.apply(ctx.run([spellings[i % len(spellings)]], state=None, extra=extra).stdout)
+            check(model(index) == model(clean), "%s: documents %r, a clean run's %r" % (
+                what, model(index), model(clean)))
+            continue
         want = sorted("message %d" % n for n in (ns if isinstance(ns, list) else []))
         check(subjects(index) == want, "%s: documents %s, messages %s" % (what, subjects(index), want))
 
@@ -385,6 +394,16 @@ def case_mbox_streamed(ctx):
     """The same when the archive is streamed in chunks (past --max-size,
     an mbox is streamed: README, "mbox archives")."""
     case_mbox(ctx, extra=["--max-size=150"])
+
+
+def case_mbox_errors(ctx):
+    """The same with error documents (--es-errors)."""
+    case_mbox(ctx, extra=["--es-errors"])
+
+
+def case_mbox_streamed_errors(ctx):
+    """The same, streamed, with error documents."""
+    case_mbox(ctx, extra=["--es-errors", "--max-size=150"])
 
 
 def case_split_bytes(ctx):
