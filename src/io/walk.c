@@ -239,11 +239,47 @@ static size_t walk_normalize(char *abs, size_t n)
 	return o;
 }
 
+/* realpath(3) of the directory path names a file in, and the file's name
+ * after it: a file named through a symbolic link and since deleted keeps
+ * the identity it had (its id, its state's root).  Heap, or NULL when the
+ * directory does not resolve either or path ends in "/", "." or "..". */
+static char *walk_resolve_in_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return NULL;
+	size_t dl = slash ? (size_t)(slash - path) : 0;
+	char *dir = xmalloc(dl + 2);
+	if (!dir)
+		return NULL;
+	if (slash)
+		memcpy(dir, path, dl ? dl : 1);   /* "/x": the directory "/" */
+	else
+		dir[0] = '.';
+	dir[slash && dl ? dl : 1] = '\0';
+	char *r = realpath(dir, NULL);
+	xfree(dir);
+	if (!r)
+		return NULL;
+	size_t rl = strlen(r), nl = strlen(name);
+	bool root = rl == 1;   /* "/" */
+	char *c = xmalloc(rl + 1 + nl + 1);
+	if (c) {
+		memcpy(c, r, rl);
+		c[rl - root] = '/';
+		memcpy(c + rl - root + 1, name, nl + 1);
+	}
+	free(r);   /* realpath's, not ours */
+	return c;
+}
+
 /* An input's identity must not depend on how it was spelled: "./Maildir",
  * "Maildir/" and a symlink to it are one root.  realpath(3) resolves it
  * (the path a backup restores and other machines of a cluster mount at;
  * device and inode numbers change with both); a path that does not
- * resolve (gone, unreadable) is normalised lexically against cwd. */
+ * resolve (gone, unreadable) is resolved in its directory, or else
+ * normalised lexically against cwd. */
 static char *walk_resolve(const char *cwd, const char *path)
 {
 	char *r = realpath(path, NULL);
@@ -252,6 +288,9 @@ static char *walk_resolve(const char *cwd, const char *path)
 		free(r);   /* realpath's, not ours */
 		return c;
 	}
+	char *in_parent = walk_resolve_in_parent(path);
+	if (in_parent)
+		return in_parent;
 	size_t cl = path[0] == '/' ? 0 : strlen(cwd), pl = strlen(path);
 	char *abs = xmalloc(cl + pl + 2);
 	if (!abs)
