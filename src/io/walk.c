@@ -1572,6 +1572,40 @@ static bool walk_unlisted_below(const struct walk *w, struct str root, struct st
 	return false;
 }
 
+/* Whether path (below root) is spelled plainly: not absolute, no ".",
+ * ".." or empty component.  A file named on the command line is filed
+ * under the working directory and its path as given ("./M/x.eml", from
+ * another directory "../M/x.eml", or absolute), which no prefix of a
+ * PATH's resolved base matches as spelled. */
+static bool walk_path_plain(struct str path)
+{
+	if (path.n && path.p[0] == '/')
+		return false;
+	for (size_t i = 0; i < path.n;) {
+		size_t j = i;
+		while (j < path.n && path.p[j] != '/')
+			j++;
+		size_t len = j - i;
+		if (j < path.n && !len)
+			return false;   /* "//" */
+		if ((len == 1 && path.p[i] == '.') || (len == 2 && path.p[i] == '.' && path.p[i + 1] == '.'))
+			return false;
+		i = j + 1;
+	}
+	return true;
+}
+
+/* root and path joined (path alone when absolute) and normalised
+ * lexically.  Heap, *n bytes, or NULL. */
+static char *walk_filed_full(struct str root, struct str path, size_t *n)
+{
+	bool abs = path.n && path.p[0] == '/';
+	char *p = abs ? walk_join(path.p, path.n, "", 0, n) : walk_join(root.p, root.n, path.p, path.n, n);
+	if (p)
+		*n = walk_normalize(p, *n);
+	return p;
+}
+
 bool walk_unlisted(struct walk *w, struct str root, struct str path)
 {
 	if (!w->n_unlisted)
@@ -1586,7 +1620,7 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path)
 	 * walk_leave_to_roots): every PATH that holds root/path decides by its
 	 * own listings. */
 	size_t fn;
-	char *full = walk_join(root.p, root.n, path.p, path.n, &fn);
+	char *full = walk_filed_full(root, path, &fn);
 	if (!full)
 		return true;   /* not known: kept, as an unlisted path is */
 	bool r = false;
@@ -1636,7 +1670,23 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 		covered = covered || (q && qn <= path.n && !memcmp(q, path.p, qn) &&
 		                      (qn == path.n || path.p[qn] == '/'));
 	}
-	return covered || list;
+	if (covered || list || walk_path_plain(path))
+		return covered || list;
+	/* filed as spelled on a command line: its place resolved lexically
+	 * is this PATH, or below it */
+	size_t fn;
+	char *full = walk_filed_full(root, path, &fn);
+	if (!full)
+		return false;   /* not known: kept */
+	for (size_t i = 0; i < w->n_sources && !covered; i++) {
+		const struct walk_source *src = &w->sources[i];
+		if (!src->path || src->shown)
+			continue;
+		size_t n = strlen(src->base), rest;
+		covered = (n == fn && !memcmp(full, src->base, n)) || walk_under(full, fn, src->base, n, &rest);
+	}
+	xfree(full);
+	return covered;
 }
 
 const char *walk_source_base(const struct walk *w, size_t i)

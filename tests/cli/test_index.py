@@ -898,6 +898,38 @@ def case_named_file_respelled(tmp):
     print("files named by another spelling: what the earlier one held goes, as in a clean run")
 
 
+def case_named_file_respelled_gone(tmp):
+    """A file named by one spelling, deleted, then named by another (from
+    another directory) or walked under a PATH that holds it: its place,
+    resolved lexically, is judged, so its rows go as in a clean run (an
+    io-error row for the file named)."""
+    ingest = os.path.abspath(clilib.ARGS.ingest)
+    saved = clilib.ARGS.ingest
+    clilib.ARGS.ingest = ingest   # run from other directories
+    try:
+        for backend in ("sync", "uring"):
+            d = os.path.join(tmp, backend)
+            for sub in ("M", "N", "sub"):
+                os.makedirs(os.path.join(d, sub))
+            for rel in ("M/x.eml", "N/y.eml"):
+                with open(os.path.join(d, rel), "w") as f:
+                    f.write(f"From: a@x.example\nSubject: {rel}\n\nbody\n")
+            db = os.path.join(d, "db")
+            b = "--backend=" + backend
+            here, below = ["env", "-C", d], ["env", "-C", os.path.join(d, "sub")]
+            run(["--index=" + db, b, "../M/x.eml"], pre=below)
+            run(["--index=" + db, b, "./N/y.eml"], pre=here)
+            for rel in ("M/x.eml", "N/y.eml"):
+                os.unlink(os.path.join(d, rel))
+            for args, what in (([b, "M/x.eml"], "named again from the directory above"),
+                               ([b, "N"], "its directory walked")):
+                run(["--index=" + db] + args, pre=here)
+            equal_to_clean(db, d, "clean.db", [b, "M/x.eml", "N"], f"{backend}: gone", pre=here)
+    finally:
+        clilib.ARGS.ingest = saved
+    print("files gone, named before by other spellings: judged where they were, as a clean run")
+
+
 def case_error_file_renamed(tmp):
     """A Maildir file whose record is an error (no mail), renamed by a flag
     change: its error row names the new path, as in a clean run."""
