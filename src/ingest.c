@@ -368,11 +368,13 @@ static void run_wake_helper(void *ctx)
 }
 
 /* A place this run's walk judged (walk_judged), for the index. */
-static bool run_judged(void *ctx, struct str root, struct str path)
+static enum index_place run_place(void *ctx, struct str root, struct str path)
 {
 	struct run *run = ctx;
 	struct str shown;
-	return walk_judged(run->walk, root, path, &shown);
+	if (!walk_judged(run->walk, root, path, &shown))
+		return INDEX_PLACE_OTHER;
+	return walk_named(run->walk, root, path) ? INDEX_PLACE_NAMED : INDEX_PLACE_JUDGED;
 }
 
 /* `ingest -`: standard input is copied whole into a memory file, which the
@@ -699,7 +701,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		 * an interrupted one did not judge every place */
 		int ir = 0;
 		if (!atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
-		    (ir = index_drop_vanished(run->index, run_judged, run)) < 0)
+		    (ir = index_drop_vanished(run->index, run_place, run)) < 0)
 			run_fail(run, ir, "cannot update the index", o->index);
 		ir = index_finish(run->index);
 		if (ir < 0)

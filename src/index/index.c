@@ -612,7 +612,7 @@ static bool index_path_gone(struct str root, struct str path)
 
 struct index_drop {
 	struct index *ix;
-	bool (*judged)(void *ctx, struct str root, struct str path);
+	enum index_place (*place)(void *ctx, struct str root, struct str path);
 	void *ctx;
 	sqlite3_stmt *del;         /* prepared at the first row to drop */
 };
@@ -620,7 +620,8 @@ struct index_drop {
 static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str path)
 {
 	struct index_drop *d = ctx;
-	if (!d->judged(d->ctx, root, path) || !index_path_gone(root, path))
+	enum index_place p = d->place(d->ctx, root, path);
+	if (p == INDEX_PLACE_OTHER || (p == INDEX_PLACE_JUDGED && !index_path_gone(root, path)))
 		return 0;
 	int rc;
 	if (!d->del) {
@@ -637,14 +638,15 @@ static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str 
 	return rc == SQLITE_DONE ? 0 : index_fail(d->ix, rc);
 }
 
-int index_drop_vanished(struct index *ix, bool (*judged)(void *ctx, struct str root, struct str path),
+int index_drop_vanished(struct index *ix,
+                        enum index_place (*place)(void *ctx, struct str root, struct str path),
                         void *ctx)
 {
 	if (!ix || !ix->db || ix->broken || !ix->vanished)
 		return 0;
 	/* a transaction only when there is a row to drop: an unchanged
 	 * re-run takes no lock */
-	struct index_drop d = { ix, judged, ctx, NULL };
+	struct index_drop d = { ix, place, ctx, NULL };
 	int r = vanished_each_unmet(ix->vanished, index_drop_row, &d);
 	if (d.del) {
 		sqlite3_finalize(d.del);

@@ -42,14 +42,22 @@ int index_open(const char *path, struct index **out, const char **why);
  * 0, or -errno with index_error saying what failed; nothing to do for a
  * database that existed. */
 int index_finish(struct index *ix);
+/* What a run says of the place of an earlier run's row. */
+enum index_place {
+	INDEX_PLACE_OTHER,    /* not this run's to judge */
+	INDEX_PLACE_JUDGED,   /* under one of its roots, in a directory it listed */
+	INDEX_PLACE_NAMED,    /* a file it named under another spelling: its
+	                       * record is this run's (walk_named) */
+};
 /* Drops the `errors` rows of files that vanished while an earlier run
  * read them (io-error, ENOENT; index/vanished.h) where this run did not
- * write the path, judged its place (judged(ctx, root, path): under one of
- * its roots, in a directory it listed) and the path names nothing now: a
+ * write the path and place(ctx, root, path) says it named the file
+ * another way, or judged the place and the path names nothing now: a
  * file no longer in the archive, which no later run would meet.  Call
  * after a complete run, before index_finish.  0, or -errno with
  * index_error. */
-int index_drop_vanished(struct index *ix, bool (*judged)(void *ctx, struct str root, struct str path),
+int index_drop_vanished(struct index *ix,
+                        enum index_place (*place)(void *ctx, struct str root, struct str path),
                         void *ctx);
 /* Writes pending work (an open batch is rolled back) and closes; a
  * database built aside and not finished is removed. */

@@ -4,8 +4,8 @@
  * is read as new), so no later run's deletions reach it.  Found when a run
  * starts; the rows whose path the run writes (index.c's deletions by path)
  * are its own to replace; the others go at the end of a complete run that
- * judged their place, if their path names nothing then (index.c,
- * index_drop_vanished).  Rows a run writes itself stay: a file named on the
+ * judged their place, if their path names nothing then, or that named the
+ * file under another spelling (index.c, index_drop_vanished).  Rows a run writes itself stay: a file named on the
  * command line or in a --files-from list that does not exist is reported
  * again by every run that names it. */
 #ifndef INGEST_INDEX_VANISHED_H

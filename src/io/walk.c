@@ -1689,6 +1689,21 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 	return covered;
 }
 
+bool walk_named(const struct walk *w, struct str root, struct str path)
+{
+	size_t fn;
+	char *full = walk_filed_full(root, path, &fn);
+	if (!full)
+		return false;
+	bool named = false;
+	for (size_t i = 0; i < w->n_sources && !named; i++) {
+		const struct walk_source *src = &w->sources[i];
+		named = src->path && !src->shown && strlen(src->base) == fn && !memcmp(src->base, full, fn);
+	}
+	xfree(full);
+	return named;
+}
+
 const char *walk_source_base(const struct walk *w, size_t i)
 {
 	/* standard input has no root: its base names its content */

@@ -138,6 +138,10 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
  * directory it could not list (walk_unlisted).  --state's deletions and
  * the index's vanished rows ask it. */
 bool walk_judged(struct walk *w, struct str root, struct str path, struct str *shown);
+/* Whether root/path, normalised lexically, is a PATH argument of this run:
+ * the file an earlier run filed there was named again, under whatever
+ * spelling (`./M/x.eml` then `M/x.eml`), and has this run's record. */
+bool walk_named(const struct walk *w, struct str root, struct str path);
 
 /* The resolved path of source i (walk_add_path's order, lists counted),
  * or NULL for a list, standard input or past the end. */

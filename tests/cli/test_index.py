@@ -902,7 +902,8 @@ def case_named_file_respelled_gone(tmp):
     """A file named by one spelling, deleted, then named by another (from
     another directory) or walked under a PATH that holds it: its place,
     resolved lexically, is judged, so its rows go as in a clean run (an
-    io-error row for the file named)."""
+    io-error row for the file named); that row goes in turn when a run
+    names the file another way, missing or back."""
     ingest = os.path.abspath(clilib.ARGS.ingest)
     saved = clilib.ARGS.ingest
     clilib.ARGS.ingest = ingest   # run from other directories
@@ -925,6 +926,14 @@ def case_named_file_respelled_gone(tmp):
                                ([b, "N"], "its directory walked")):
                 run(["--index=" + db] + args, pre=here)
             equal_to_clean(db, d, "clean.db", [b, "M/x.eml", "N"], f"{backend}: gone", pre=here)
+            # its io-error row, filed under one spelling, goes when a run
+            # names it another way: still missing, then back
+            run(["--index=" + db, b, "./M/x.eml"], pre=here)
+            equal_to_clean(db, d, "clean.db", [b, "./M/x.eml", "N"], f"{backend}: still gone", pre=here)
+            with open(os.path.join(d, "M/x.eml"), "w") as f:
+                f.write("From: a@x.example\nSubject: back\n\nbody\n")
+            run(["--index=" + db, b, "M/x.eml"], pre=here)
+            equal_to_clean(db, d, "clean.db", [b, "M/x.eml", "N"], f"{backend}: back", pre=here)
     finally:
         clilib.ARGS.ingest = saved
     print("files gone, named before by other spellings: judged where they were, as a clean run")
