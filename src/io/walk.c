@@ -1644,9 +1644,45 @@ bool walk_judged(struct walk *w, struct str root, struct str path, struct str *s
 	return walk_covers(w, root, path, shown) && !walk_unlisted(w, root, path);
 }
 
+/* Where a file filed under root and path lies: joined, normalised
+ * lexically, then resolved in its directory when that still resolves (a
+ * path through a symbolic link to a directory lies where the link
+ * leads, as a walk, which follows none, would meet it).  Heap, *n bytes,
+ * or NULL. */
+static char *walk_filed_place(struct str root, struct str path, size_t *n)
+{
+	char *full = walk_filed_full(root, path, n);
+	char *resolved = full ? walk_resolve_in_parent(full) : NULL;
+	if (!resolved)
+		return full;
+	xfree(full);
+	*n = strlen(resolved);
+	return resolved;
+}
+
+/* Whether the file at place (n bytes) is a PATH argument, or lies below
+ * one (under_too). */
+static bool walk_place_given(const struct walk *w, const char *place, size_t n, bool under_too)
+{
+	for (size_t i = 0; i < w->n_sources; i++) {
+		const struct walk_source *src = &w->sources[i];
+		if (!src->path || src->shown)
+			continue;
+		size_t bn = strlen(src->base), rest;
+		if ((bn == n && !memcmp(place, src->base, n)) ||
+		    (under_too && walk_under(place, n, src->base, bn, &rest)))
+			return true;
+	}
+	return false;
+}
+
 bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown)
 {
 	bool list = false, covered = false;
+	/* A path not plain was spelled on a command line, relative to the
+	 * working directory it is filed under ("../M/x.eml", "./L/x.eml",
+	 * absolute): no prefix of it says where it lies, its place does. */
+	bool plain = walk_path_plain(path);
 	*shown = root;
 	/* every PATH is asked: root may be one given after a PATH above it,
 	 * and is then spelt as that one was */
@@ -1658,8 +1694,12 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 		size_t n = strlen(src->base);
 		if (n == root.n && memcmp(src->base, root.p, n) == 0) {
 			*shown = (struct str){ src->path, strlen(src->path) };
-			return true;
+			if (plain)
+				return true;
+			continue;
 		}
+		if (!plain)
+			continue;
 		/* root below this PATH: an earlier run's root inside this one's
 		 * tree (its files are now this PATH's, under other ids) */
 		size_t qn;
@@ -1670,37 +1710,25 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 		covered = covered || (q && qn <= path.n && !memcmp(q, path.p, qn) &&
 		                      (qn == path.n || path.p[qn] == '/'));
 	}
-	if (covered || list || walk_path_plain(path))
+	if (covered || list || plain)
 		return covered || list;
-	/* filed as spelled on a command line: its place resolved lexically
-	 * is this PATH, or below it */
 	size_t fn;
-	char *full = walk_filed_full(root, path, &fn);
-	if (!full)
+	char *place = walk_filed_place(root, path, &fn);
+	if (!place)
 		return false;   /* not known: kept */
-	for (size_t i = 0; i < w->n_sources && !covered; i++) {
-		const struct walk_source *src = &w->sources[i];
-		if (!src->path || src->shown)
-			continue;
-		size_t n = strlen(src->base), rest;
-		covered = (n == fn && !memcmp(full, src->base, n)) || walk_under(full, fn, src->base, n, &rest);
-	}
-	xfree(full);
+	covered = walk_place_given(w, place, fn, true);
+	xfree(place);
 	return covered;
 }
 
 bool walk_named(const struct walk *w, struct str root, struct str path)
 {
 	size_t fn;
-	char *full = walk_filed_full(root, path, &fn);
-	if (!full)
+	char *place = walk_filed_place(root, path, &fn);
+	if (!place)
 		return false;
-	bool named = false;
-	for (size_t i = 0; i < w->n_sources && !named; i++) {
-		const struct walk_source *src = &w->sources[i];
-		named = src->path && !src->shown && strlen(src->base) == fn && !memcmp(src->base, full, fn);
-	}
-	xfree(full);
+	bool named = walk_place_given(w, place, fn, false);
+	xfree(place);
 	return named;
 }
 

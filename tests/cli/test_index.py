@@ -7,6 +7,7 @@ records the same binary writes as JSON Lines.
 Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import concurrent.futures
+import contextlib
 import json
 import os
 import random
@@ -484,6 +485,18 @@ def case_incremental(tmp):
     print("incremental scenarios equal clean runs on both backends")
 
 
+@contextlib.contextmanager
+def ingest_absolute():
+    """The binary by its absolute path, for runs from other directories
+    (pre=["env", "-C", DIR])."""
+    saved = clilib.ARGS.ingest
+    clilib.ARGS.ingest = os.path.abspath(saved)
+    try:
+        yield
+    finally:
+        clilib.ARGS.ingest = saved
+
+
 def equal_to_clean(db, tmp, name, args, what, run_notes=True, pre=()):
     """A clean run with args (after the command prefix pre) into a database
     of its own, compared with db: every table equal, but threads, which db
@@ -870,16 +883,13 @@ def case_named_file_respelled(tmp):
     def at(d):
         return ["env", "-C", os.path.join(tmp, d)]
 
-    ingest = os.path.abspath(clilib.ARGS.ingest)
     steps = [  # (working directory, the three files' spellings)
         ("", ["M/a.mbox", "M/x.eml", "md/cur/" + name]),
         ("M", [os.path.join(tmp, "L", "a.mbox"), "./x.eml", "../md/cur/" + flagged]),
         ("md", [os.path.join(tmp, "M", ".", "a.mbox"), os.path.join(tmp, "L", "x.eml"),
                 "cur/" + name]),
     ]
-    saved = clilib.ARGS.ingest
-    clilib.ARGS.ingest = ingest   # run from other directories
-    try:
+    with ingest_absolute():
         for backend in ("sync", "uring"):
             db = os.path.join(tmp, backend + ".db")
             os.rename(os.path.join(cur, flagged) if os.path.exists(os.path.join(cur, flagged))
@@ -893,8 +903,6 @@ def case_named_file_respelled(tmp):
                 run(["--index=" + db] + args, pre=at(d))
                 equal_to_clean(db, tmp, "clean.db", args, f"{backend}: step {k} ({d or '.'}: {files})",
                                pre=at(d))
-    finally:
-        clilib.ARGS.ingest = saved
     print("files named by another spelling: what the earlier one held goes, as in a clean run")
 
 
@@ -904,10 +912,7 @@ def case_named_file_respelled_gone(tmp):
     resolved lexically, is judged, so its rows go as in a clean run (an
     io-error row for the file named); that row goes in turn when a run
     names the file another way, missing or back."""
-    ingest = os.path.abspath(clilib.ARGS.ingest)
-    saved = clilib.ARGS.ingest
-    clilib.ARGS.ingest = ingest   # run from other directories
-    try:
+    with ingest_absolute():
         for backend in ("sync", "uring"):
             d = os.path.join(tmp, backend)
             for sub in ("M", "N", "sub"):
@@ -934,9 +939,44 @@ def case_named_file_respelled_gone(tmp):
                 f.write("From: a@x.example\nSubject: back\n\nbody\n")
             run(["--index=" + db, b, "M/x.eml"], pre=here)
             equal_to_clean(db, d, "clean.db", [b, "M/x.eml", "N"], f"{backend}: back", pre=here)
-    finally:
-        clilib.ARGS.ingest = saved
     print("files gone, named before by other spellings: judged where they were, as a clean run")
+
+
+def case_named_file_respelled_kept(tmp):
+    """Where a file named by a spelling lies decides which run judges it:
+    a file named through a link to a directory lies where the link leads
+    (gone, a walk there deletes its rows; there, a walk of the directory
+    holding the link, which follows none, does not), and a file named as
+    ../M/x.eml from sub/ is no file of sub/."""
+    with ingest_absolute():
+        for backend in ("sync", "uring"):
+            named_file_kept(tmp, backend)
+    print("files named by spellings: judged where they lie")
+
+
+def named_file_kept(tmp, backend):
+    """One backend's part of named_file_respelled_kept."""
+    d = os.path.join(tmp, backend)
+    for sub in ("M", "T", "other", "sub"):
+        os.makedirs(os.path.join(d, sub))
+    os.symlink("M", os.path.join(d, "L"))
+    os.symlink("../other", os.path.join(d, "T", "L"))
+    for rel in ("M/x.eml", "M/y.eml", "other/z.eml", "T/t.eml", "sub/s.eml", "M/w.eml"):
+        with open(os.path.join(d, rel), "w") as f:
+            f.write(f"From: a@x.example\nSubject: {rel}\n\nbody\n")
+    db = os.path.join(d, "db")
+    b = "--backend=" + backend
+    here, below = ["env", "-C", d], ["env", "-C", os.path.join(d, "sub")]
+    run(["--index=" + db, b, "./L/x.eml", os.path.join(d, "T", "L", "z.eml")], pre=here)
+    run(["--index=" + db, b, "../M/w.eml"], pre=below)
+    os.unlink(os.path.join(d, "M/x.eml"))
+    for args, pre in (([b, "."], below), ([b, "M"], here), ([b, "T"], here)):
+        run(["--index=" + db] + args, pre=pre)
+    got = sorted(p for (p,) in q(db, "SELECT path FROM messages"))
+    # w.eml, unchanged when the walk of M met it, keeps its filing
+    want = sorted(["y.eml", "../M/w.eml", "t.eml", "s.eml", os.path.join(d, "T", "L", "z.eml")])
+    if got != want:
+        fail(f"{backend}: messages {got}, want {want}")
 
 
 def case_error_file_renamed(tmp):
