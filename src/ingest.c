@@ -460,10 +460,6 @@ static int run_describe(const struct run *run, struct dynbuf *d)
 		r = dynbuf_printf(d, "\n%s=%s", run_row_names[i], rv.v[i]);
 	if (r == 0)
 		r = dynbuf_printf(d, "\nes-index=%s", e->es_index ? e->es_index : "");
-	/* error records as documents: another set of documents.  Said only
-	 * when on, so that the states of runs without it stay valid. */
-	if (r == 0 && e->format == EMIT_ES_BULK && e->es_errors)
-		r = dynbuf_printf(d, "\nes-errors=1");
 	return r;
 }
 

@@ -86,9 +86,10 @@ struct record_io {
 	                         another ({0}: base; record_old_base) */
 	bool error_document;  /* --state: the last run's record of this file was
 	                         an error, which --es-errors makes a document
-	                         under the file's id; set on the first message
-	                         of an archive it now is (state_had_error_record),
-	                         whose es-bulk action deletes it first */
+	                         under the file's id (state_had_error_record);
+	                         the reader sets it on the file's item, and of
+	                         an archive's messages only the first keeps it,
+	                         whose es-bulk action deletes that document */
 	bool known;           /* --state: the last run may have made a document
 	                         of this file's id (state_had_document; a
 	                         deletion: its record was no error) */

@@ -1375,9 +1375,10 @@ static int index_delete_file(struct index *ix, const struct record_io *io)
 	return r;
 }
 
-/* A Maildir message read again under another name than the one it was
- * known or met under (record_io's old_path: renamed and changed at once,
- * or found renamed during the run): what that name held goes. */
+/* A file read again under another name than the one it was known or met
+ * under (record_io's old_path and old_base: a Maildir message renamed and
+ * changed at once, or found renamed during the run; a file named by
+ * another spelling and changed): what that name held goes. */
 static int index_delete_old_path(struct index *ix, const struct record_io *io)
 {
 	if (!io->old_path.n)
