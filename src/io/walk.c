@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <linux/stat.h>
 #include <stdlib.h>
@@ -274,12 +275,35 @@ static char *walk_resolve_in_parent(const char *path)
 	return c;
 }
 
+/* A symbolic link whose target is gone (a message named through a link
+ * to it, then deleted): where it leads, resolved in the target's
+ * directory, as realpath(3) resolved the link while its target was
+ * there.  One link deep.  Heap, or NULL when path is no such link. */
+static char *walk_resolve_dangling(const char *path)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlink(path, target, sizeof(target));
+	if (n <= 0 || (size_t)n >= sizeof(target))
+		return NULL;
+	const char *slash = strrchr(path, '/');
+	size_t dl = target[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
+	char *joined = xmalloc(dl + (size_t)n + 1);
+	if (!joined)
+		return NULL;
+	memcpy(joined, path, dl);   /* the link's directory, with its '/' */
+	memcpy(joined + dl, target, (size_t)n);
+	joined[dl + (size_t)n] = '\0';
+	char *r = walk_resolve_in_parent(joined);
+	xfree(joined);
+	return r;
+}
+
 /* An input's identity must not depend on how it was spelled: "./Maildir",
  * "Maildir/" and a symlink to it are one root.  realpath(3) resolves it
  * (the path a backup restores and other machines of a cluster mount at;
  * device and inode numbers change with both); a path that does not
- * resolve (gone, unreadable) is resolved in its directory, or else
- * normalised lexically against cwd. */
+ * resolve (gone, unreadable) is resolved where a link to it led, or in
+ * its directory, or else normalised lexically against cwd. */
 static char *walk_resolve(const char *cwd, const char *path)
 {
 	char *r = realpath(path, NULL);
@@ -288,7 +312,9 @@ static char *walk_resolve(const char *cwd, const char *path)
 		free(r);   /* realpath's, not ours */
 		return c;
 	}
-	char *in_parent = walk_resolve_in_parent(path);
+	char *in_parent = walk_resolve_dangling(path);
+	if (!in_parent)
+		in_parent = walk_resolve_in_parent(path);
 	if (in_parent)
 		return in_parent;
 	size_t cl = path[0] == '/' ? 0 : strlen(cwd), pl = strlen(path);

@@ -598,24 +598,28 @@ def case_named_file_deleted(ctx):
     and so must the incremental one, its message documents gone (an
     archive's each, under ids of their own), its error document standing:
     a delete of the file's id after the error record's index would leave
-    nothing.  One is named through a symbolic link to its directory: gone,
-    it is resolved in that directory, so it keeps its id (and the state
-    its run's roots)."""
+    nothing.  One is named through a symbolic link to its directory, one
+    through a link to it (left dangling): gone, they are resolved in their
+    directory, and where the link leads, so they keep their ids (and the
+    state its run's roots)."""
     make_maildir(ctx.md)
     os.makedirs(os.path.join(ctx.work, "D"))
     os.symlink("D", os.path.join(ctx.work, "LD"))
+    os.symlink("D/target.eml", os.path.join(ctx.work, "link.eml"))
     for rel, data in (("loose.eml", message(20)), ("listed.eml", message(21)),
-                      ("box.mbox", mbox_message(22) + mbox_message(23)), ("D/linked.eml", message(24))):
+                      ("box.mbox", mbox_message(22) + mbox_message(23)), ("D/linked.eml", message(24)),
+                      ("D/target.eml", message(25))):
         with open(os.path.join(ctx.work, rel), "wb") as f:
             f.write(data)
     with open(os.path.join(ctx.work, "list"), "w") as f:
         f.write("listed.eml\n")
-    named = ["loose.eml", "box.mbox", "Maildir/cur/" + name(1, "S"), "LD/linked.eml"]
+    named = ["loose.eml", "box.mbox", "Maildir/cur/" + name(1, "S"), "LD/linked.eml", "link.eml"]
     extra = ["--es-errors", "--files-from=list"]
     index = Index()
     index.apply(ctx.run(named, extra=extra).stdout)
-    check(len(index.docs) == 6, "first run: %d documents, want 6" % len(index.docs))
-    for rel in ("loose.eml", "listed.eml", "box.mbox", "Maildir/cur/" + name(1, "S"), "D/linked.eml"):
+    check(len(index.docs) == 7, "first run: %d documents, want 7" % len(index.docs))
+    for rel in ("loose.eml", "listed.eml", "box.mbox", "Maildir/cur/" + name(1, "S"), "D/linked.eml",
+                "D/target.eml"):
         os.unlink(os.path.join(ctx.work, rel))
     for step in ("the run after the deletion", "the run after it"):
         index.apply(ctx.run(named, extra=extra).stdout)
