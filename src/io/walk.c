@@ -115,6 +115,10 @@ struct walk {
 	struct walk_entry pending; /* an error entry for a failed source */
 	struct walk_dir *explicit_dir;   /* shared pseudo-dir for file arguments */
 	char *cwd;                 /* resolved, for the ids of listed paths */
+	/* walk_covers' last directory and its realpath (NULL: it does not
+	 * resolve): the entries it asks about come a directory at a time */
+	char *covers_dir, *covers_real;
+	size_t covers_dir_n;
 	struct walk_stats stats;
 	unsigned shard_k, shard_n;      /* 0/0: no sharding */
 	bool reopened;             /* walk_expand_dir() after the end */
@@ -392,6 +396,8 @@ void walk_free(struct walk *w)
 		walk_dir_unref(w->sources[i].list);
 	}
 	walk_dir_unref(w->explicit_dir);
+	xfree(w->covers_dir);
+	xfree(w->covers_real);
 	for (size_t i = 0; i < w->n_unlisted; i++)
 		xfree(w->unlisted[i].mem);
 	xfree(w->unlisted);
@@ -1702,7 +1708,51 @@ static bool walk_place_given(const struct walk *w, const char *place, size_t n, 
 	return false;
 }
 
-bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown)
+/* Whether the file filed as root and the plain path, which lies below a
+ * PATH of this run as spelled, still does once its directory is resolved:
+ * a plain spelling may go through a link (T/L/x.eml, L leading out of T),
+ * and a walk, which follows none, never meets what lies there.  A
+ * directory that no longer resolves leaves the spelling's answer. */
+static bool walk_plain_confirmed(struct walk *w, struct str root, struct str path)
+{
+	size_t fn;
+	char *full = walk_join(root.p, root.n, path.p, path.n, &fn);
+	if (!full)
+		return false;   /* not known: kept */
+	size_t dn = (size_t)(strrchr(full, '/') - full);   /* root is absolute */
+	if (!w->covers_dir || w->covers_dir_n != dn || memcmp(w->covers_dir, full, dn)) {
+		xfree(w->covers_dir);
+		xfree(w->covers_real);
+		w->covers_real = NULL;
+		w->covers_dir = walk_strdup(full, dn);
+		w->covers_dir_n = dn;
+		full[dn] = '\0';
+		char *r = w->covers_dir ? realpath(dn ? full : "/", NULL) : NULL;
+		full[dn] = '/';
+		if (r)
+			w->covers_real = walk_strdup(r, strlen(r));
+		free(r);   /* realpath's, not ours */
+	}
+	bool under = true;
+	if (w->covers_real) {
+		size_t rl = strlen(w->covers_real), nl = fn - dn - 1;
+		char *place = xmalloc(rl + 1 + nl + 1);
+		if (place) {
+			size_t at = rl - (rl == 1);   /* "/" */
+			memcpy(place, w->covers_real, rl);
+			place[at] = '/';
+			memcpy(place + at + 1, full + dn + 1, nl + 1);
+			under = walk_place_given(w, place, at + 1 + nl, true);
+			xfree(place);
+		} else {
+			under = false;
+		}
+	}
+	xfree(full);
+	return under;
+}
+
+bool walk_covers(struct walk *w, struct str root, struct str path, struct str *shown)
 {
 	bool list = false, covered = false;
 	/* A path not plain was spelled on a command line, relative to the
@@ -1736,8 +1786,10 @@ bool walk_covers(const struct walk *w, struct str root, struct str path, struct 
 		covered = covered || (q && qn <= path.n && !memcmp(q, path.p, qn) &&
 		                      (qn == path.n || path.p[qn] == '/'));
 	}
-	if (covered || list || plain)
-		return covered || list;
+	if (list)
+		return true;
+	if (plain)
+		return covered && walk_plain_confirmed(w, root, path);
 	size_t fn;
 	char *place = walk_filed_place(root, path, &fn);
 	if (!place)

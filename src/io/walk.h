@@ -132,7 +132,7 @@ bool walk_unlisted(struct walk *w, struct str root, struct str path);
  * keeps the rows of those not given).  *shown is the root as this run's
  * records spell it: the PATH argument as given when root is one, root
  * itself otherwise.  Ask once the walk has ended. */
-bool walk_covers(const struct walk *w, struct str root, struct str path, struct str *shown);
+bool walk_covers(struct walk *w, struct str root, struct str path, struct str *shown);
 /* Whether a file an earlier run met and this one did not is taken for gone:
  * covered by this run (walk_covers, *shown as it gives) and not in a
  * directory it could not list (walk_unlisted).  --state's deletions and

@@ -946,8 +946,9 @@ def case_named_file_respelled_kept(tmp):
     """Where a file named by a spelling lies decides which run judges it:
     a file named through a link to a directory lies where the link leads
     (gone, a walk there deletes its rows; there, a walk of the directory
-    holding the link, which follows none, does not), and a file named as
-    ../M/x.eml from sub/ is no file of sub/."""
+    holding the link, which follows none, does not, however it was
+    spelled), and a file named as ../M/x.eml from sub/ is no file of
+    sub/."""
     with ingest_absolute():
         for backend in ("sync", "uring"):
             named_file_kept(tmp, backend)
@@ -961,20 +962,20 @@ def named_file_kept(tmp, backend):
         os.makedirs(os.path.join(d, sub))
     os.symlink("M", os.path.join(d, "L"))
     os.symlink("../other", os.path.join(d, "T", "L"))
-    for rel in ("M/x.eml", "M/y.eml", "other/z.eml", "T/t.eml", "sub/s.eml", "M/w.eml"):
+    for rel in ("M/x.eml", "M/y.eml", "other/z.eml", "other/z2.eml", "T/t.eml", "sub/s.eml", "M/w.eml"):
         with open(os.path.join(d, rel), "w") as f:
             f.write(f"From: a@x.example\nSubject: {rel}\n\nbody\n")
     db = os.path.join(d, "db")
     b = "--backend=" + backend
     here, below = ["env", "-C", d], ["env", "-C", os.path.join(d, "sub")]
-    run(["--index=" + db, b, "./L/x.eml", os.path.join(d, "T", "L", "z.eml")], pre=here)
+    run(["--index=" + db, b, "./L/x.eml", os.path.join(d, "T", "L", "z.eml"), "T/L/z2.eml"], pre=here)
     run(["--index=" + db, b, "../M/w.eml"], pre=below)
     os.unlink(os.path.join(d, "M/x.eml"))
     for args, pre in (([b, "."], below), ([b, "M"], here), ([b, "T"], here)):
         run(["--index=" + db] + args, pre=pre)
     got = sorted(p for (p,) in q(db, "SELECT path FROM messages"))
     # w.eml, unchanged when the walk of M met it, keeps its filing
-    want = sorted(["y.eml", "../M/w.eml", "t.eml", "s.eml", os.path.join(d, "T", "L", "z.eml")])
+    want = sorted(["y.eml", "../M/w.eml", "t.eml", "s.eml", os.path.join(d, "T", "L", "z.eml"), "T/L/z2.eml"])
     if got != want:
         fail(f"{backend}: messages {got}, want {want}")
 
