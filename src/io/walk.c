@@ -189,6 +189,26 @@ static char *walk_strdup(const char *s, size_t n)
 	return d;
 }
 
+/* The resolved directory a joined with the relative path b (bn bytes, ""
+ * for a itself), NUL-terminated in *n bytes with room for one more: "/"
+ * is the one directory ending in '/', and takes no second.  NULL when out
+ * of memory. */
+static char *walk_join(const char *a, size_t an, const char *b, size_t bn, size_t *n)
+{
+	char *p = xmalloc(an + 1 + bn + 2);
+	if (!p)
+		return NULL;
+	memcpy(p, a, an);
+	size_t at = an;
+	if (bn && walk_sep(p, at))
+		p[at++] = '/';
+	memcpy(p + at, b, bn);
+	at += bn;
+	p[at] = '\0';
+	*n = at;
+	return p;
+}
+
 static struct walk_dir *walk_dir_new(int fd, const char *root, const char *base,
                                      const char *relpath, size_t rellen)
 {
@@ -859,26 +879,6 @@ static bool walk_root_repeated(const struct walk *w, size_t i)
 	/* ties are in source order: the first of equal paths is the earliest */
 	size_t at = walk_roots_lower(w->roots, 0, w->n_roots, 0, w->sources[i].base);
 	return at < w->n_roots && w->roots[at].source != i;
-}
-
-/* The resolved directory a joined with the relative path b (bn bytes, ""
- * for a itself), NUL-terminated in *n bytes with room for one more: "/"
- * is the one directory ending in '/', and takes no second.  NULL when out
- * of memory. */
-static char *walk_join(const char *a, size_t an, const char *b, size_t bn, size_t *n)
-{
-	char *p = xmalloc(an + 1 + bn + 2);
-	if (!p)
-		return NULL;
-	memcpy(p, a, an);
-	size_t at = an;
-	if (bn && walk_sep(p, at))
-		p[at++] = '/';
-	memcpy(p + at, b, bn);
-	at += bn;
-	p[at] = '\0';
-	*n = at;
-	return p;
 }
 
 /* Whether the resolved path p is one of the PATH arguments. */
