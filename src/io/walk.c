@@ -274,27 +274,14 @@ static char *walk_resolve_in_parent(const char *path)
 	const char *name = slash ? slash + 1 : path;
 	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
 		return NULL;
-	size_t dl = slash ? (size_t)(slash - path) : 0;
-	char *dir = xmalloc(dl + 2);
-	if (!dir)
-		return NULL;
-	if (slash)
-		memcpy(dir, path, dl ? dl : 1);   /* "/x": the directory "/" */
-	else
-		dir[0] = '.';
-	dir[slash && dl ? dl : 1] = '\0';
-	char *r = realpath(dir, NULL);
+	/* "/x": the directory "/"; "x": "." */
+	char *dir = slash ? walk_strdup(path, slash > path ? (size_t)(slash - path) : 1) : walk_strdup(".", 1);
+	char *r = dir ? realpath(dir, NULL) : NULL;
 	xfree(dir);
 	if (!r)
 		return NULL;
-	size_t rl = strlen(r), nl = strlen(name);
-	bool root = rl == 1;   /* "/" */
-	char *c = xmalloc(rl + 1 + nl + 1);
-	if (c) {
-		memcpy(c, r, rl);
-		c[rl - root] = '/';
-		memcpy(c + rl - root + 1, name, nl + 1);
-	}
+	size_t n;
+	char *c = walk_join(r, strlen(r), name, strlen(name), &n);
 	free(r);   /* realpath's, not ours */
 	return c;
 }
@@ -1676,22 +1663,6 @@ bool walk_judged(struct walk *w, struct str root, struct str path, struct str *s
 	return walk_covers(w, root, path, shown) && !walk_unlisted(w, root, path);
 }
 
-/* Where a file filed under root and path lies: joined, normalised
- * lexically, then resolved in its directory when that still resolves (a
- * path through a symbolic link to a directory lies where the link
- * leads, as a walk, which follows none, would meet it).  Heap, *n bytes,
- * or NULL. */
-static char *walk_filed_place(struct str root, struct str path, size_t *n)
-{
-	char *full = walk_filed_full(root, path, n);
-	char *resolved = full ? walk_resolve_in_parent(full) : NULL;
-	if (!resolved)
-		return full;
-	xfree(full);
-	*n = strlen(resolved);
-	return resolved;
-}
-
 /* Whether the file at place (n bytes) is a PATH argument, or lies below
  * one (under_too). */
 static bool walk_place_given(const struct walk *w, const char *place, size_t n, bool under_too)
@@ -1708,48 +1679,40 @@ static bool walk_place_given(const struct walk *w, const char *place, size_t n, 
 	return false;
 }
 
-/* Whether the file filed as root and the plain path, which lies below a
- * PATH of this run as spelled, still does once its directory is resolved:
- * a plain spelling may go through a link (T/L/x.eml, L leading out of T),
- * and a walk, which follows none, never meets what lies there.  A
- * directory that no longer resolves leaves the spelling's answer. */
-static bool walk_plain_confirmed(struct walk *w, struct str root, struct str path)
+/* Whether the file filed under root and path is a PATH argument, or lies
+ * below one (under_too), where it lies: its place (walk_filed_full) with
+ * its directory resolved, as far as that still resolves.  A spelling may
+ * go through a link (T/L/x.eml, L leading out of T; ./L/x.eml), and a
+ * walk, which follows none, never meets what lies there.  The last
+ * directory and its realpath are kept: the entries asked about come a
+ * directory at a time. */
+static bool walk_filed_given(struct walk *w, struct str root, struct str path, bool under_too)
 {
 	size_t fn;
-	char *full = walk_join(root.p, root.n, path.p, path.n, &fn);
+	char *full = walk_filed_full(root, path, &fn);
 	if (!full)
 		return false;   /* not known: kept */
-	size_t dn = (size_t)(strrchr(full, '/') - full);   /* root is absolute */
+	size_t dn = (size_t)(strrchr(full, '/') - full);   /* absolute */
 	if (!w->covers_dir || w->covers_dir_n != dn || memcmp(w->covers_dir, full, dn)) {
 		xfree(w->covers_dir);
 		xfree(w->covers_real);
 		w->covers_real = NULL;
 		w->covers_dir = walk_strdup(full, dn);
 		w->covers_dir_n = dn;
-		full[dn] = '\0';
-		char *r = w->covers_dir ? realpath(dn ? full : "/", NULL) : NULL;
-		full[dn] = '/';
+		char *r = w->covers_dir ? realpath(dn ? w->covers_dir : "/", NULL) : NULL;
 		if (r)
 			w->covers_real = walk_strdup(r, strlen(r));
 		free(r);   /* realpath's, not ours */
 	}
-	bool under = true;
-	if (w->covers_real) {
-		size_t rl = strlen(w->covers_real), nl = fn - dn - 1;
-		char *place = xmalloc(rl + 1 + nl + 1);
-		if (place) {
-			size_t at = rl - (rl == 1);   /* "/" */
-			memcpy(place, w->covers_real, rl);
-			place[at] = '/';
-			memcpy(place + at + 1, full + dn + 1, nl + 1);
-			under = walk_place_given(w, place, at + 1 + nl, true);
-			xfree(place);
-		} else {
-			under = false;
-		}
-	}
+	size_t pn = fn;
+	char *place = w->covers_real ? walk_join(w->covers_real, strlen(w->covers_real), full + dn + 1,
+	                                         fn - dn - 1, &pn)
+	                             : full;
+	bool given = place && walk_place_given(w, place, pn, under_too);
+	if (place != full)
+		xfree(place);
 	xfree(full);
-	return under;
+	return given;
 }
 
 bool walk_covers(struct walk *w, struct str root, struct str path, struct str *shown)
@@ -1788,26 +1751,14 @@ bool walk_covers(struct walk *w, struct str root, struct str path, struct str *s
 	}
 	if (list)
 		return true;
-	if (plain)
-		return covered && walk_plain_confirmed(w, root, path);
-	size_t fn;
-	char *place = walk_filed_place(root, path, &fn);
-	if (!place)
-		return false;   /* not known: kept */
-	covered = walk_place_given(w, place, fn, true);
-	xfree(place);
-	return covered;
+	/* a plain path the prefix tests took, not the PATH's own entry, or
+	 * a spelled one: where it lies decides */
+	return (covered || !plain) && walk_filed_given(w, root, path, true);
 }
 
-bool walk_named(const struct walk *w, struct str root, struct str path)
+bool walk_named(struct walk *w, struct str root, struct str path)
 {
-	size_t fn;
-	char *place = walk_filed_place(root, path, &fn);
-	if (!place)
-		return false;
-	bool named = walk_place_given(w, place, fn, false);
-	xfree(place);
-	return named;
+	return walk_filed_given(w, root, path, false);
 }
 
 const char *walk_source_base(const struct walk *w, size_t i)

@@ -138,10 +138,10 @@ bool walk_covers(struct walk *w, struct str root, struct str path, struct str *s
  * directory it could not list (walk_unlisted).  --state's deletions and
  * the index's vanished rows ask it. */
 bool walk_judged(struct walk *w, struct str root, struct str path, struct str *shown);
-/* Whether root/path, normalised lexically, is a PATH argument of this run:
- * the file an earlier run filed there was named again, under whatever
- * spelling (`./M/x.eml` then `M/x.eml`), and has this run's record. */
-bool walk_named(const struct walk *w, struct str root, struct str path);
+/* Whether the file filed under root and path is, where it lies, a PATH
+ * argument of this run: an earlier run's file named again, under whatever
+ * spelling (`./M/x.eml` then `M/x.eml`), which has this run's record. */
+bool walk_named(struct walk *w, struct str root, struct str path);
 
 /* The resolved path of source i (walk_add_path's order, lists counted),
  * or NULL for a list, standard input or past the end. */
