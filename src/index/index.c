@@ -94,11 +94,11 @@ enum index_stmt {
 	" SELECT 'delete', id, " FTS_CONTENT_COLUMNS " FROM " FTS_BUILD_GONE
 
 /* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
- * needed (the renames: ?4 the old path, ?5 or ?10 its root).  root is the resolved root (record_io.base), never the PATH
- * argument as spelled: `Maildir`, `./Maildir/` and its absolute path are one
- * root, as for --state (io/state.c) and the ids.  root and path are the
- * exact bytes of record_io: the record's own are lossy for a path that is
- * not UTF-8. */
+ * needed (the renames: ?4 the old path, ?5 or ?10 its root).  root is the
+ * resolved root (record_io.base), never the PATH argument as spelled:
+ * `Maildir`, `./Maildir/` and its absolute path are one root, as for
+ * --state (io/state.c) and the ids.  root and path are the exact bytes of
+ * record_io: the record's own are lossy for a path that is not UTF-8. */
 static const char *const index_sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",

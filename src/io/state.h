@@ -109,8 +109,9 @@ void state_named_missing(struct state *s, const struct record_io *io);
 int state_add_mbox_offset(struct state_entry *e, uint64_t off);
 /* Whether the last run may have made a document of the id of e's file (e
  * changed since): when it was no archive and no error then, and no other
- * file (a copy under the same unique name) has that id.  Reader thread.  Used to delete what an error record of that id replaces where
- * errors are no documents (es-bulk without --es-errors). */
+ * file (a copy under the same unique name) has that id.  Reader thread.
+ * Used to delete what an error record of that id replaces where errors are
+ * no documents (es-bulk without --es-errors). */
 bool state_had_document(const struct state *s, const struct state_entry *e);
 /* Whether e's file was an error record in the last run and nothing else:
  * no archive (its messages' ids are their own).  For an archive it now

@@ -275,7 +275,8 @@ static char *walk_resolve_in_parent(const char *path)
 	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
 		return NULL;
 	/* "/x": the directory "/"; "x": "." */
-	char *dir = slash ? walk_strdup(path, slash > path ? (size_t)(slash - path) : 1) : walk_strdup(".", 1);
+	size_t dl = slash > path ? (size_t)(slash - path) : 1;
+	char *dir = slash ? walk_strdup(path, dl) : walk_strdup(".", 1);
 	char *r = dir ? realpath(dir, NULL) : NULL;
 	xfree(dir);
 	if (!r)
