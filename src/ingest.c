@@ -498,6 +498,7 @@ static int run_start(struct run *run, uint64_t batch_bytes)
 	ps->fail = run_fail_cb;
 	ps->fail_ctx = run;
 	ps->batch_bytes = batch_bytes;
+	ps->max_size = o->reader.max_size;
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;

@@ -66,3 +66,10 @@ void record_id_hex(uint64_t id, char hex[17])
 	}
 	hex[16] = '\0';
 }
+
+void record_mbox_too_large(struct record_io *io, uint64_t length)
+{
+	io->length = length;
+	io->reason = RECORD_TOO_LARGE;
+	io->message = "mbox message larger than --max-size: not read";
+}

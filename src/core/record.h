@@ -136,4 +136,10 @@ uint64_t record_thread_key(struct str msgid);
 /* 16 lower-case hex digits and a NUL: the form ids take in the output. */
 void record_id_hex(uint64_t id, char hex[17]);
 
+/* An archive's message of `length` bytes, longer than --max-size: a
+ * too-large record, not read.  One rule wherever the archive's bytes were
+ * cut into messages, so the records do not depend on how it was read
+ * (whole or in chunks of --batch-bytes). */
+void record_mbox_too_large(struct record_io *io, uint64_t length);
+
 #endif

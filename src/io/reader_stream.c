@@ -81,6 +81,22 @@ static struct batch_item *stream_message_item(struct batch *b, struct walk_entry
 	return it;
 }
 
+/* The record of an archive's message of `length` bytes at file offset
+ * off, longer than --max-size, the next message at read_to: not read, the
+ * same record whether the archive is read whole or in chunks
+ * (record_mbox_too_large). */
+static bool stream_too_large(struct batch *b, struct walk_entry *e, const struct batch_item *st,
+                             uint64_t off, uint64_t length, uint64_t read_to, bool *first,
+                             int *err)
+{
+	struct batch_item *it = stream_message_item(b, e, st, off, first, err);
+	if (!it)
+		return false;
+	record_mbox_too_large(&it->io, length);
+	it->io.read_to = read_to;
+	return true;
+}
+
 /* The item of a file that is one record, not an archive's messages: it
  * is the file's state entry's, as a file read at once is (what the last
  * run made of it, whether its record is a document). */
@@ -220,6 +236,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	size_t want_next = chunk;
 	uint64_t batch_from = 0;
 	bool eof = false, first = true, skipping = false;
+	uint64_t skip_from = 0;   /* skipping: where that message starts */
 	bool first_message = true;   /* stream_message_item */
 	while (!eof || pend_len) {
 		/* Ctrl-C: the messages already cut are written, no more are read */
@@ -294,30 +311,36 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			struct mbox_span m;
 			size_t next;
 			if (skipping) {
-				/* past an oversized message: on to the next separator */
+				/* in an oversized message: on to the next separator,
+				 * where its record is made (record_mbox_too_large) */
 				size_t at = mbox_find_separator(buf, len, pos);
 				if (at == len && !eof) {
 					/* a From_ line cut by the chunk's end is kept */
 					pos = mbox_scan_keep(buf, len, pos);
 					break;
 				}
+				/* full: read again from pos into the next batch */
+				if ((*bp)->n == LIMIT_BATCH_FILES)
+					break;
+				uint64_t end = base + mbox_message_end(buf, pos, at);
+				if (!stream_too_large(*bp, e, st, skip_from, end - skip_from, base + at,
+				                      &first_message, &err))
+					goto out;
 				pos = at;
 				skipping = false;
 				continue;
 			}
 			if (!mbox_next_max(buf, len, pos, eof, r->c.o.max_size, &m, &next)) {
-				if (len - pos > r->c.o.max_size) {
-					/* buf is not looked at again: the batch may go */
-					if ((err = stream_room(r, io, bp)) < 0)
-						goto out;
-					struct batch_item *it = stream_message_item(*bp, e, st, base + pos,
-					                                            &first_message, &err);
-					if (!it)
-						goto out;
-					it->io.reason = RECORD_TOO_LARGE;
-					it->io.message = "mbox message larger than --max-size: skipped";
+				/* Past --max-size and a separator's decision beyond it,
+				 * the message cannot end within --max-size: skip it
+				 * (its bytes are not looked at again: the batch may go). */
+				const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
+				size_t start = nl ? (size_t)(nl - buf) + 1 : len;
+				if (len - start > r->c.o.max_size + MBOX_KEEP_MAX + 3) {
 					skipping = true;
-					pos = len;
+					skip_from = base + start;
+					pos = start;
+					continue;
 				}
 				break;
 			}
@@ -325,6 +348,13 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			 * the next batch */
 			if ((*bp)->n == LIMIT_BATCH_FILES)
 				break;
+			if (m.end - m.start > r->c.o.max_size) {
+				if (!stream_too_large(*bp, e, st, base + m.start, m.end - m.start, base + next,
+				                      &first_message, &err))
+					goto out;
+				pos = next;
+				continue;
+			}
 			struct batch_item *it = stream_message_item(*bp, e, st, base + m.start,
 			                                            &first_message, &err);
 			if (!it)

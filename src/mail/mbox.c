@@ -538,19 +538,24 @@ int mbox_next_max(const uint8_t *p, size_t n, size_t pos, bool at_eof, uint64_t 
 	nxt = mbox_scan(p, n, m->start, at_eof, &undecided);
 	if (undecided || (!at_eof && nxt == n))
 		return 0;   /* no separator yet, or one that later bytes decide */
+	m->end = mbox_message_end(p, m->start, nxt);
+	*next = nxt;
+	return 1;
+}
+
+size_t mbox_message_end(const uint8_t *p, size_t start, size_t next)
+{
 	/* RFC 4155: the empty line before a separator belongs to the
 	 * separator, as does the one that ends the last message; the message
 	 * keeps its own last line end.  (An empty message is that line alone.) */
-	size_t end = nxt;
-	if (end > m->start && p[end - 1] == '\n') {
-		if (end - 1 == m->start || p[end - 2] == '\n')
+	size_t end = next;
+	if (end > start && p[end - 1] == '\n') {
+		if (end - 1 == start || p[end - 2] == '\n')
 			end -= 1;
-		else if (p[end - 2] == '\r' && (end - 2 == m->start || p[end - 3] == '\n'))
+		else if (p[end - 2] == '\r' && (end - 2 == start || p[end - 3] == '\n'))
 			end -= 2;
 	}
-	m->end = end;
-	*next = nxt;
-	return 1;
+	return end;
 }
 
 int mbox_next(const uint8_t *p, size_t n, size_t pos, bool at_eof,

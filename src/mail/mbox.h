@@ -74,10 +74,18 @@ struct mbox_span {
  * line and the From_ line it lands on: MBOX_LINE_MAX and a little past the
  * body) fit in `max_len`: with max_len bytes past pos at hand, this never
  * waits on a Content-Length, so a wrong one never makes a streaming caller
- * (which passes --max-size) read further than for any one message.  Whole
- * reads pass UINT64_MAX, as mbox_next() does. */
+ * (which passes --max-size) read further than for any one message.  An
+ * archive read whole is cut with the same max_len, so that it gives the
+ * same messages; mbox_next() passes UINT64_MAX. */
 int mbox_next_max(const uint8_t *p, size_t n, size_t pos, bool at_eof, uint64_t max_len,
                   struct mbox_span *m, size_t *next);
+
+/* Where the message whose bytes start at `start` ends, when the next
+ * separator line starts at `next` (or the archive ends there): the empty
+ * line before a separator is the separator's.  Reads p[start..next) only,
+ * so `start` may be any line start inside the message at least three
+ * bytes before `next`. */
+size_t mbox_message_end(const uint8_t *p, size_t start, size_t next);
 
 /* mbox_next_max() with no limit on Content-Length. */
 int mbox_next(const uint8_t *p, size_t n, size_t pos, bool at_eof,

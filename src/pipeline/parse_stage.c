@@ -174,13 +174,20 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		size_t pos = 0, next;
 		struct mbox_span m;
 		rec.io.in_mbox = true;
-		while (pos < it->len && mbox_next(data, it->len, pos, true, &m, &next)) {
+		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
 			if (state_add_mbox_offset(it->state, m.start) < 0)
 				state_mark_unread(it->state);   /* the next run reads it again */
-			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
-			             out, notes, &it->out_records, NULL);
+			if (rec.io.length > s->max_size) {
+				struct record big = rec;
+				record_mbox_too_large(&big.io, rec.io.length);
+				parse_record(s, w, big, NULL, 0, out, NULL, &it->out_records, NULL);
+			} else {
+				parse_record(s, w, rec, data + m.start,
+				             mbox_unquote(data + m.start, m.end - m.start), out, notes,
+				             &it->out_records, NULL);
+			}
 			/* the first message deletes what the file was: one delete */
 			rec.io.error_document = false;
 			if (next <= pos)

@@ -10,6 +10,7 @@ Usage: test_cli.py --ingest PATH --mkcorpus PATH --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -392,6 +393,82 @@ def case_mbox_oversized_messages(tmp):
         if got != want:
             fail(f"{backend}: records {got}, want {want}")
     print("oversized streamed messages: too-large records, the run goes on")
+
+
+def case_mbox_max_size_any_read(tmp):
+    """--max-size holds for each message of an archive, wherever it lies:
+    the messages over it are too-large records at their own offsets and
+    lengths, those at it or under it are parsed, whether the archive is
+    read whole or streamed in chunks of any size.  (A message used to be
+    parsed when a chunk happened to hold it whole, and skipped at its From_
+    line when it straddled two; a Content-Length was believed further when
+    read whole.)"""
+    limit = 100_000
+    d = os.path.join(tmp, "mb")
+    os.mkdir(d)
+    spans, data = [], bytearray()
+    # lengths at and around the limit, one far over, a Content-Length that
+    # points past the limit, a From_ line inside a body, CRLF line ends
+    for i, (length, eol, cl) in enumerate([(900, "\n", None), (limit, "\n", None),
+                                            (limit + 1, "\n", None), (3 * limit, "\n", None),
+                                            (limit - 1, "\r\n", None), (5000, "\n", 3 * limit),
+                                            (limit + 2, "\r\n", None), (700, "\n", None)]):
+        head = f"From: a{i}@b.example{eol}Subject: m{i}{eol}Message-ID: <m{i}@x>{eol}"
+        if cl is not None:
+            head += f"Content-Length: {cl}{eol}"
+        head += eol
+        body = f"From inside the body{eol}" if i == 3 else ""
+        line = "y" * 78 + eol
+        while len(head) + len(body) + len(line) <= length:
+            body += line
+        body += "z" * (length - len(head) - len(body) - len(eol)) + eol
+        text = (head + body).encode()
+        assert len(text) == length
+        data += f"From a@b Mon Jan  1 00:00:00 2024{eol}".encode()
+        spans.append((len(data), length))
+        data += text + eol.encode()
+    with open(os.path.join(d, "a.mbox"), "wb") as f:
+        f.write(data)
+    outs = []
+    for args in ([], ["--batch-bytes=64K", "--max-inflight=1M"], ["--backend=sync", "--batch-bytes=16K"],
+                 ["--batch-bytes=200K"]):
+        recs = records(run(args + [f"--max-size={limit}", d], check_rc=0).stdout)
+        got = [(r.get("offset"), r.get("length"), (r.get("error") or {}).get("reason")) for r in recs]
+        want = [(off, n, "too-large" if n > limit else None) for off, n in spans]
+        if got != want:
+            fail(f"{args}: records {got}, want {want}")
+        outs.append(recs)
+    if not all(o == outs[0] for o in outs):
+        fail("records differ between the archive read whole and streamed")
+    # seeded archives: message lengths about the limit, Content-Length
+    # right, off or far, From_ lines in bodies, CRLF
+    for seed in range(12):
+        rng = random.Random(seed)
+        parts = []
+        for i in range(rng.randint(3, 9)):
+            eol = "\r\n" if rng.random() < 0.2 else "\n"
+            body = []
+            want = rng.choice([500, limit - 2000, limit - 50, limit, limit + 10, limit + 3000, 3 * limit])
+            size = 0
+            while size < want:
+                r = rng.random()
+                line = ("From someone in a body" if r < 0.01 else "" if r < 0.02
+                        else "x" * rng.randint(0, 120))
+                body.append(line)
+                size += len(line) + len(eol)
+            body = eol.join(body) + eol
+            head = [f"From: a{i}@b.example", f"Subject: m{i}"]
+            if rng.random() < 0.3:
+                head.append(f"Content-Length: {len(body) + rng.choice([0, 0, 5, -5, 2 * limit])}")
+            parts.append(f"From a@b Mon Jan  1 00:00:00 2024{eol}" + eol.join(head) + eol + eol + body
+                         + (eol if rng.random() < 0.8 else ""))
+        with open(os.path.join(d, "a.mbox"), "w") as f:
+            f.write("".join(parts))
+        outs = [run(args + [f"--max-size={limit}", d], check_rc=0).stdout
+                for args in ([], ["--batch-bytes=64K", "--max-inflight=1M"], ["--backend=sync", "--batch-bytes=16K"])]
+        if not all(o == outs[0] for o in outs):
+            fail(f"seed {seed}: records differ between the archive read whole and streamed")
+    print("--max-size: the same records for an archive read whole or in chunks")
 
 
 def case_mbox_memory(tmp):

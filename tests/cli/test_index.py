@@ -8,6 +8,7 @@ Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import concurrent.futures
 import contextlib
+import glob
 import json
 import os
 import random
@@ -691,6 +692,32 @@ def case_streamed_mbox(tmp):
         if q(db, "SELECT count(*) FROM messages") != [(0,)]:
             fail(f"{backend}: the deleted archive's messages stayed")
     print("a streamed mbox: unchanged re-runs read nothing, a rewrite replaces its messages")
+
+
+def case_streamed_mbox_too_large_last(tmp):
+    """An archive whose last message is over --max-size: its too-large
+    record carries where the archive's reading stops, so a re-run with
+    nothing changed reads none of it (the stored size was 0, and every run
+    read the whole archive again)."""
+    F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
+    box, db = os.path.join(tmp, "a.mbox"), os.path.join(tmp, "a.db")
+    with open(box, "wb") as f:
+        for i, n in enumerate((100, 300_000, 100, 300_000)):
+            f.write(F + f"From: a@b.example\nSubject: s{i}\n\n".encode() + b"x" * n + b"\n\n")
+    for backend in ("--backend=uring", "--backend=sync"):
+        for f in glob.glob(db + "*"):
+            os.unlink(f)
+        for step in ("first", "unchanged"):
+            p = run([backend, "--index=" + db, "--max-size=100K", "--batch-bytes=64K", "--stats=json",
+                     box])
+            s = stats(p)
+            if step == "unchanged" and (s["bytes"] or s["index"]["messages"]):
+                fail(f"{backend}: unchanged re-run read {s['bytes']} bytes, wrote {s['index']}")
+        if q(db, "SELECT size FROM files") != [(os.path.getsize(box),)]:
+            fail(f"{backend}: the archive's row {q(db, 'SELECT size FROM files')}")
+        if q(db, "SELECT count(*) FROM messages") != [(2,)] or q(db, "SELECT count(*) FROM errors") != [(2,)]:
+            fail(f"{backend}: two messages and two too-large errors expected")
+    print("an archive ending in a too-large message: an unchanged re-run reads none of it")
 
 
 def case_changes_during_runs(tmp):
