@@ -106,6 +106,23 @@ int dynbuf_puts(struct dynbuf *b, const char *s)
 	return dynbuf_append(b, s, strlen(s));
 }
 
+int dynbuf_put_u64(struct dynbuf *b, uint64_t v)
+{
+	char tmp[20];
+	char *e = tmp + sizeof(tmp), *q = e;
+	do {
+		*--q = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	size_t n = (size_t)(e - q);
+	int r = dynbuf_room(b, n);
+	if (r < 0)
+		return r;
+	memcpy(b->p + b->len, q, n);
+	b->len += n;
+	return 0;
+}
+
 int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 {
 	va_list ap;

@@ -44,6 +44,10 @@ static inline int dynbuf_room(struct dynbuf *b, size_t n)
 int dynbuf_append(struct dynbuf *b, const void *p, size_t n);
 int dynbuf_putc(struct dynbuf *b, char c);
 int dynbuf_puts(struct dynbuf *b, const char *s);
+/* Appends v in decimal: no printf, which formats twice (the length, then
+ * the bytes) and parses its format each call; this is per field of every
+ * record and every state entry. */
+int dynbuf_put_u64(struct dynbuf *b, uint64_t v);
 int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Hands out the bytes (NUL-terminated) and empties the buffer. */

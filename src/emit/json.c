@@ -316,17 +316,6 @@ int json_put_bytes_member(struct dynbuf *b, const char *key,
 	return json_put_base64(b, p, n);
 }
 
-int json_put_u64(struct dynbuf *b, uint64_t v)
-{
-	char tmp[20];
-	char *e = tmp + sizeof(tmp), *q = e;
-	do {
-		*--q = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return json_put_raw(b, q, (size_t)(e - q));
-}
-
 /* Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
  * civil_from_days, valid over the whole int64 day range we can reach). */
 static void json_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
@@ -376,7 +365,7 @@ int json_put_iso8601(struct dynbuf *b, int64_t t)
 			json_2dig(o, (unsigned)(ay / 100));
 			json_2dig(o + 2, (unsigned)(ay % 100));
 			b->len += 4;
-		} else if ((r = json_put_u64(b, ay)) < 0)
+		} else if ((r = dynbuf_put_u64(b, ay)) < 0)
 			return r;
 		if ((r = dynbuf_room(b, 16)) < 0)
 			return r;

@@ -48,9 +48,6 @@ int json_put_bytes_member(struct dynbuf *b, const char *key,
 /* Appends RFC 4648 base64 of p[0..n), padded, quoted. */
 int json_put_base64(struct dynbuf *b, const void *p, size_t n);
 
-/* Appends decimal integers (no printf: this is per field per record). */
-int json_put_u64(struct dynbuf *b, uint64_t v);
-
 /* Appends t (seconds since the epoch) as UTC ISO 8601,
  * `YYYY-MM-DDTHH:MM:SSZ`, unquoted.  Proleptic Gregorian over the whole
  * int64 range: years past 9999 get a `+`, years before 0 a `-` (ISO 8601's

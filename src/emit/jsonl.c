@@ -118,7 +118,7 @@ static int emit_json_attachments(struct dynbuf *b, const struct mail_message *m)
 		    (r = json_put_lit(b, ",\"content_id\":")) < 0 ||
 		    (r = emit_json_nstr(b, a->content_id)) < 0 ||
 		    (r = json_put_lit(b, ",\"size\":")) < 0 ||
-		    (r = json_put_u64(b, a->size)) < 0)
+		    (r = dynbuf_put_u64(b, a->size)) < 0)
 			break;
 		r = json_put_lit(b, "}");
 	}
@@ -194,7 +194,7 @@ static int emit_json_error(const struct emit_ctx *c)
 		if (name)
 			r = json_put_cstr(b, name);
 		else if ((r = json_put_lit(b, "\"")) == 0 &&
-		         (r = json_put_u64(b, (uint64_t)err)) == 0)
+		         (r = dynbuf_put_u64(b, (uint64_t)err)) == 0)
 			r = json_put_lit(b, "\"");
 		if (r < 0)
 			return r;
@@ -231,7 +231,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
 			return r;
-		return json_put_u64(b, io->size);
+		return dynbuf_put_u64(b, io->size);
 	case EMIT_F_MTIME:
 		if (!io->have_stat)
 			return 0;
@@ -256,7 +256,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 			return 0;
 		if ((r = emit_key(b, f)) < 0)
 			return r;
-		return json_put_u64(b, f == EMIT_F_OFFSET ? io->offset : io->length);
+		return dynbuf_put_u64(b, f == EMIT_F_OFFSET ? io->offset : io->length);
 	case EMIT_F_NOTES:
 		if (!(io->notes & (RECORD_GREW | RECORD_SHRANK)))
 			return 0;
@@ -328,7 +328,7 @@ static int emit_json_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_PARTS:
 		if ((r = emit_key(b, f)) < 0)
 			return r;
-		return json_put_u64(b, m->parts);
+		return dynbuf_put_u64(b, m->parts);
 	case EMIT_F_WARNINGS:
 		if ((r = emit_key(b, f)) < 0)
 			return r;
@@ -424,12 +424,12 @@ int emit_change(const struct emit_options *o, const struct record *rec, struct d
 	/* moved to a copy (io->replaced): the document was the gone file's,
 	 * and the copy's size and mtime may differ */
 	if (r == 0 && io->replaced && io->kind == RECORD_RENAMED &&
-	    (r = json_put_lit(b, ",\"size\":")) == 0 && (r = json_put_u64(b, io->size)) == 0 &&
+	    (r = json_put_lit(b, ",\"size\":")) == 0 && (r = dynbuf_put_u64(b, io->size)) == 0 &&
 	    (r = json_put_lit(b, ",\"mtime\":\"")) == 0 && (r = json_put_iso8601(b, io->mtime_sec)) == 0)
 		r = json_put_lit(b, "\"");
 	if (r == 0 && io->in_mbox && o->format != EMIT_ES_BULK &&
 	    (r = json_put_lit(b, ",\"offset\":")) == 0)
-		r = json_put_u64(b, io->offset);
+		r = dynbuf_put_u64(b, io->offset);
 	if (r == 0 && o->format != EMIT_ES_BULK && (r = json_put_lit(b, ",\"id\":")) == 0)
 		r = json_put_id(b, record_id(io));
 	if (r == 0)

@@ -167,7 +167,7 @@ static int emit_tsv_error(const struct emit_ctx *c)
 		if (name)
 			r = emit_tsv_cstr(b, name);
 		else
-			r = json_put_u64(b, (uint64_t)err);
+			r = dynbuf_put_u64(b, (uint64_t)err);
 		if (r < 0 || (r = json_put_lit(b, ": ")) < 0)
 			return r;
 	}
@@ -190,7 +190,7 @@ static int emit_tsv_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_ROOT:
 		return emit_tsv_mstr(b, io->root);
 	case EMIT_F_SIZE:
-		return io->have_stat ? json_put_u64(b, io->size) : 0;
+		return io->have_stat ? dynbuf_put_u64(b, io->size) : 0;
 	case EMIT_F_MTIME:
 		return io->have_stat ? json_put_iso8601(b, io->mtime_sec) : 0;
 	case EMIT_F_FOLDER:
@@ -200,9 +200,9 @@ static int emit_tsv_field(const struct emit_ctx *c, enum emit_field f)
 	case EMIT_F_FLAGS:
 		return io->maildir ? emit_tsv_mstr(b, io->flags) : 0;
 	case EMIT_F_OFFSET:
-		return io->in_mbox ? json_put_u64(b, io->offset) : 0;
+		return io->in_mbox ? dynbuf_put_u64(b, io->offset) : 0;
 	case EMIT_F_LENGTH:
-		return io->in_mbox ? json_put_u64(b, io->length) : 0;
+		return io->in_mbox ? dynbuf_put_u64(b, io->length) : 0;
 	case EMIT_F_NOTES:
 		if ((io->notes & RECORD_GREW) && (io->notes & RECORD_SHRANK))
 			return json_put_lit(b, "grew, shrank");
@@ -240,7 +240,7 @@ static int emit_tsv_field(const struct emit_ctx *c, enum emit_field f)
 		}
 		return r;
 	case EMIT_F_PARTS:
-		return json_put_u64(b, m->parts);
+		return dynbuf_put_u64(b, m->parts);
 	case EMIT_F_WARNINGS: {
 		uint64_t set = m->warnings;
 		bool first = true;
