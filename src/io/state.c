@@ -964,14 +964,28 @@ static int state_format_entry(struct dynbuf *b, const struct state_entry *e, boo
 	struct dynbuf offs;
 	dynbuf_init(&offs, 0);
 	int r = 0;
-	for (size_t i = 0; r == 0 && i < e->n_offs; i++)
-		r = dynbuf_printf(&offs, "%c%" PRIu64, i ? ',' : ';', e->offs[i]);
+	for (size_t i = 0; r == 0 && i < e->n_offs; i++) {
+		r = dynbuf_putc(&offs, i ? ',' : ';');
+		if (r == 0)
+			r = dynbuf_put_u64(&offs, e->offs[i]);
+	}
 	if (r == 0 && !e->n_offs && no_document)
 		r = dynbuf_putc(&offs, ';');
-	if (r == 0)
-		r = dynbuf_printf(b, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 " %" PRIu32 " %zu %zu %zu\n",
-		                  e->dev, e->ino, e->size, e->mtime_sec, e->mtime_nsec, e->root_n,
-		                  e->path_n, STATE_ID_HEX + offs.len);
+	/* the numbers line (state_parse_numbers): the mtime's seconds, the
+	 * fourth, alone may be negative */
+	bool neg = e->mtime_sec < 0;
+	const uint64_t nums[8] = {
+		e->dev, e->ino, e->size, neg ? (uint64_t)0 - (uint64_t)e->mtime_sec : (uint64_t)e->mtime_sec,
+		e->mtime_nsec, e->root_n, e->path_n, STATE_ID_HEX + offs.len,
+	};
+	for (int i = 0; r == 0 && i < 8; i++) {
+		if (i == 3 && neg)
+			r = dynbuf_putc(b, '-');
+		if (r == 0)
+			r = dynbuf_put_u64(b, nums[i]);
+		if (r == 0)
+			r = dynbuf_putc(b, i < 7 ? ' ' : '\n');
+	}
 	if (r == 0)
 		r = dynbuf_append(b, e->root, e->root_n);
 	if (r == 0)
