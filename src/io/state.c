@@ -125,11 +125,16 @@ static const char *state_parse_numbers(const char *p, uint64_t *out, int n, int 
 			p++;
 		if (*p < '0' || *p > '9')
 			return "expected 8 numbers separated by single spaces";
-		char *end;
-		errno = 0;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (errno)
-			return "a number out of range";
+		/* by hand: strtoull's locale and base handling were an eighth of
+		 * an unchanged re-run's instructions */
+		uint64_t v = 0;
+		const char *end = p;
+		for (; *end >= '0' && *end <= '9'; end++) {
+			unsigned d = (unsigned)(*end - '0');
+			if (v > (UINT64_MAX - d) / 10)
+				return "a number out of range";
+			v = v * 10 + d;
+		}
 		/* as unsigned arithmetic: -(int64_t)v overflows for 2^63 */
 		if (i == signed_field && v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
 			return "a number out of range";
