@@ -235,7 +235,7 @@ static int search_main(int argc, char **argv)
 			tsv = !strcmp(v, "tsv");
 		}
 	}
-	if (!db || !*query) {
+	if (!db || !query[strspn(query, " \t\n\v\f\r")]) {
 		free(query);
 		fputs(search_usage, stderr);
 		return 2;
@@ -243,7 +243,9 @@ static int search_main(int argc, char **argv)
 	char *why = NULL;
 	int r = ingest_search(db, query, tsv, limit, STDOUT_FILENO, &why);
 	if (r < 0)
-		fprintf(stderr, "ingest: search '%s' in '%s': %s\n", query, db, why ? why : strerror(-r));
+		/* not the query again: it may be long, or hold a terminal's
+		 * escapes; the reason names the word at fault */
+		fprintf(stderr, "ingest: search in '%s': %s\n", db, why ? why : strerror(-r));
 	free(why);
 	free(query);
 	return r < 0 ? 1 : 0;

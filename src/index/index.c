@@ -44,10 +44,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* "ingt" in the database header: `file` and sqlite3 show it, and a
- * database of another application is told apart before anything is read. */
-#define INDEX_APPLICATION_ID 0x696e6774
-
 enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
 	ST_DELETE_PATH, ST_DELETE_PATH_ERRORS,

@@ -32,6 +32,10 @@ struct state;
 /* The schema this build writes (PRAGMA user_version of the database). */
 #define INDEX_SCHEMA_VERSION 2
 
+/* "ingt" in the database header: `file` and sqlite3 show it, and a
+ * database of another application is told apart before anything is read. */
+#define INDEX_APPLICATION_ID 0x696e6774
+
 /* Opens FILE, creating it and its schema when it does not exist or is an
  * empty database.  Refused, the file left as it was: not an SQLite database,
  * another application's database, a newer schema, a file or directory that

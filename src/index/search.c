@@ -10,11 +10,14 @@
  *                            FTS5's column filter on a group, `"from" : ( )`
  *   date:A..B date:A         ISO date prefixes: 2023, 2023-06, 2023-06-01
  *   tag:T folder:F thread:N id:MSGID has:attachment
- *   -PREFIX:V                the same, negated
+ *                            (prefixes in any case: From:, SUBJECT:)
+ *   -PREFIX:V -WORD          the same, negated; -WORD is a message without
+ *                            WORD (a phrase, or column:word) in any column
  *   *                        every message (notmuch's query of all): no term
  *   anything else            FTS5 syntax as written (AND OR NOT, "a phrase",
- *                            pre*, column:word); a word FTS5 would refuse as
- *                            a bareword (example.org) is quoted as a phrase
+ *                            pre*, column:word for a column of mail_fts); a
+ *                            word FTS5 would refuse as a bareword
+ *                            (example.org, 10:30, http://x) is a phrase
  * The words join with AND; FTS5's OR, NOT and ( ) group the FTS words
  * (from:, to:, subject: and the rest), NEAR( ) the plain ones, while the
  * other prefixes are SQL conditions, which cannot be grouped.  The SQL is
@@ -28,7 +31,9 @@
 #include "core/xalloc.h"
 #include "emit/emit.h"
 #include "emit/json.h"
+#include "index/index.h"
 #include "index/rank.h"
+#include "io/maildir.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -39,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define SEARCH_MAX_TERMS 64
@@ -62,6 +68,7 @@ struct search {
 	enum search_end { SEARCH_START, SEARCH_PHRASE, SEARCH_GROUP, SEARCH_OPERATOR } end;
 	                         /* what fts ends with ("(" and NEAR( count as operators) */
 	bool after_star;         /* the last word was "*" */
+	bool after_condition;    /* the last word was an SQL condition */
 	int column;              /* the mail_fts column all of fts's phrases are
 	                          * in (SEARCH_COLUMN_NONE: no phrase yet), or
 	                          * -1: any (the snippet's column, ingest_search) */
@@ -239,7 +246,15 @@ static int search_refuse(struct search *s, const char *word, size_t wn, const ch
 	__attribute__((format(printf, 4, 5)));
 static int search_refuse(struct search *s, const char *word, size_t wn, const char *why, ...)
 {
-	int k = snprintf(s->error, sizeof(s->error), "%.*s: ", (int)wn, word);
+	/* the word goes to a terminal: escaped, and cut (a query of 100 KB
+	 * in one phrase is one word) */
+	struct dynbuf w;
+	dynbuf_init(&w, 0);
+	int k = emit_escape_terminal(&w, word, wn < 64 ? wn : 64) == 0
+	      ? snprintf(s->error, sizeof(s->error), "%.*s%s: ", (int)w.len, w.p ? w.p : "",
+	                 wn > 64 ? "..." : "")
+	      : 0;
+	dynbuf_release(&w);
 	if (k >= 0 && (size_t)k < sizeof(s->error)) {
 		va_list ap;
 		va_start(ap, why);
@@ -247,6 +262,24 @@ static int search_refuse(struct search *s, const char *word, size_t wn, const ch
 		va_end(ap);
 	}
 	return -EINVAL;
+}
+
+/* FTS5's column filter as written: "col:..." for a column of mail_fts
+ * (in any case, as FTS5 takes it), or a "{col col}:" set.  A word with
+ * another ':' (10:30, http://x, Re:) is no filter: FTS5 would refuse it. */
+static bool search_fts_filter(const char *w, size_t n)
+{
+	static const char *const names[] = { "subject", "from", "to", "text", "attachments" };
+	const char *colon = memchr(w, ':', n);
+	if (!colon)
+		return false;
+	size_t k = (size_t)(colon - w);
+	if (k && w[0] == '{')
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (k == strlen(names[i]) && !strncasecmp(w, names[i], k))
+			return true;
+	return false;
 }
 
 /* Appends a word to the MATCH expression: the join, a column filter (the
@@ -277,7 +310,7 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	size_t word = comma ? (size_t)(comma - core) : n;
 	/* as written where FTS5 takes it (a bareword, "a phrase", pre*,
 	 * column:word); a word it would refuse becomes a phrase */
-	bool keep = word && (core[0] == '"' || search_bareword(core, word) || memchr(core, ':', word));
+	bool keep = word && (core[0] == '"' || search_bareword(core, word) || search_fts_filter(core, word));
 	if (r == 0 && !op && word)
 		r = keep ? dynbuf_append(&s->fts, core, word) : search_phrase(&s->fts, core, word);
 	if (r == 0 && comma)
@@ -341,6 +374,22 @@ static bool search_thread_valid(const char *v, size_t n)
 	return x >= 1 && x <= INT64_MAX;
 }
 
+/* tag:T: T one of the tags a Maildir message gets (index.c's ingest_tags:
+ * the flags' names, io/maildir.c, and "unread"), in any case, into
+ * out as stored; anything else would match nothing, silently. */
+static bool search_tag(const char *v, size_t n, char out[16])
+{
+	const char *name = n == 6 && !strncasecmp(v, "unread", 6) ? "unread" : NULL;
+	for (const char *l = "DFPRST"; !name && *l; l++) {
+		const char *t = maildir_flag_tag(*l);
+		if (strlen(t) == n && !strncasecmp(v, t, n))
+			name = t;
+	}
+	if (name)
+		snprintf(out, 16, "%s", name);
+	return name != NULL;
+}
+
 /* One word of the query. */
 static int search_term(struct search *s, const char *word, size_t wn)
 {
@@ -363,10 +412,10 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	struct search_word sw = search_word(s, word, wn);
 	const char *w = word + sw.lead;
 	size_t n = wn - sw.lead - sw.trail;
-	bool negate = n > 1 && w[0] == '-' && memchr(w, ':', n);
+	bool negate = n > 1 && w[0] == '-';
 	const char *v = w + negate;
 	size_t vn = n - negate;
-	bool has = vn == 14 && !memcmp(v, "has:attachment", 14);
+	bool has = vn == 14 && !strncasecmp(v, "has:attachment", 14);
 	/* notmuch's query of every message, as a word of its own: no term.
 	 * Beside an operator or inside a group it would leave FTS5 an
 	 * operand short, or be FTS5's phrase "*", which matches nothing. */
@@ -376,20 +425,27 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		return search_refuse(s, word, wn, "* (every message) is a word of its own, not inside ( ) or NEAR( )");
 	if ((star && s->end == SEARCH_OPERATOR) || (oper && s->after_star))
 		return search_refuse(s, word, wn, "* (every message) cannot join with AND, OR or NOT");
+	/* "a tag:x OR b" would be (a OR b) AND tag:x: refused, as a
+	 * condition after an operator is */
+	if (oper && s->after_condition)
+		return search_refuse(s, word, wn, "cannot follow a condition (tag:, date:, a negated word"
+		                     " and the like always join with AND)");
 	s->after_star = star;
+	s->after_condition = false;
 	if (star)
 		return 0;
-	if (!has && vn >= 4 && !memcmp(v, "has:", 4))
+	if (!has && vn >= 4 && !strncasecmp(v, "has:", 4))
 		return search_refuse(s, word, wn, "has: knows has:attachment only");
 	size_t i = 0;
 	for (; !has && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (vn >= strlen(prefixes[i].prefix) && !memcmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
+		if (vn >= strlen(prefixes[i].prefix) && !strncasecmp(v, prefixes[i].prefix, strlen(prefixes[i].prefix)))
 			break;
 	bool prefixed = has || i < sizeof(prefixes) / sizeof(prefixes[0]);
 	int col = prefixed && !has ? prefixes[i].col : -1;
 	size_t pl = prefixed && !has ? strlen(prefixes[i].prefix) : 0;
-	bool group = col >= 0 && vn > pl && v[pl] == '(';
-	bool condition = prefixed && (negate || col < 0);
+	bool group = (col >= 0 || (negate && !prefixed)) && vn > pl && v[pl] == '(';
+	/* -WORD: FTS5's NOT is binary, so a negated word is a condition */
+	bool condition = negate || (prefixed && col < 0);
 	/* a condition is SQL's, joined with AND outside FTS5's expression: it
 	 * cannot sit in a group or follow an operator; NEAR takes phrases */
 	const char *refused = NULL;
@@ -403,6 +459,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		refused = "NEAR( ) takes words and phrases, not from:, to: or subject:";
 	if (refused)
 		return search_refuse(s, word, wn, "%s", refused);
+	s->after_condition = condition;
 	/* FTS5 keeps, inside a column's group, the phrases of another column
 	 * in both: none */
 	if (col >= 0 && s->group_column >= 0 && col != s->group_column)
@@ -411,9 +468,29 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (has)
 		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
 		                    NULL, 0);
+	if (!prefixed && negate) {
+		/* a message without the word: the word as FTS5 would read it
+		 * (a phrase, or column:word) */
+		struct dynbuf e;
+		dynbuf_init(&e, 0);
+		int r = search_fts_filter(v, vn) || search_bareword(v, vn) ? dynbuf_append(&e, v, vn)
+		      : vn >= 2 && v[0] == '"' && v[vn - 1] == '"' ? search_phrase(&e, v + 1, vn - 2)
+		      : search_phrase(&e, v, vn);
+		if (r == 0)
+			r = search_where(s, false, "m.docid NOT IN (SELECT rowid FROM mail_fts WHERE mail_fts MATCH @)",
+			                 e.p, e.len);
+		dynbuf_release(&e);
+		return r;
+	}
 	if (!prefixed) {
 		/* a word, an operator, FTS5's own syntax: in any column, or the
-		 * column of the from:( ) group it is in */
+		 * column of the from:( ) group it is in (a column filter of
+		 * another column there could only match nothing) */
+		const char *gc = s->group_column >= 0 ? columns[s->group_column] : NULL;
+		if (gc && search_fts_filter(w, n) &&
+		    ((const char *)memchr(w, ':', n) != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
+			return search_refuse(s, word, wn, "inside %s:( ), another column's phrase can only"
+			                     " match nothing", columns[s->group_column]);
 		search_column_seen(s, s->group_column);
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
@@ -430,6 +507,18 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		return search_refuse(s, word, wn, "%s needs a value", prefixes[i].prefix);
 	if (!strcmp(prefixes[i].prefix, "thread:") && !search_thread_valid(val, valn))
 		return search_refuse(s, word, wn, "not a thread (a hit's \"thread\": a number from 1)");
+	/* Message-IDs are stored without their angle brackets (README, "Records") */
+	if (!strcmp(prefixes[i].prefix, "id:") && valn > 2 && val[0] == '<' && val[valn - 1] == '>') {
+		val++;
+		valn -= 2;
+	}
+	char tag[16];
+	if (!strcmp(prefixes[i].prefix, "tag:")) {
+		if (!search_tag(val, valn, tag))
+			return search_refuse(s, word, wn, "not a tag (draft, flagged, passed, replied, seen, "
+			                     "trashed, unread)");
+		val = tag;
+	}
 	if (col < 0)
 		return prefixes[i].cond ? search_where(s, negate, prefixes[i].cond, val, valn)
 		                        : search_date(s, negate, val, valn);
@@ -462,6 +551,9 @@ static int search_parse(struct search *s, const char *q)
 		while (*p && (quoted || !isspace((unsigned char)*p))) {
 			if (*p == '"')
 				quoted = !quoted;
+			/* a phrase's words count as words (SEARCH_MAX_WORDS) */
+			else if (quoted && isspace((unsigned char)*p) && p[1] && !isspace((unsigned char)p[1]))
+				s->words++;
 			p++;
 		}
 		if (++s->words > SEARCH_MAX_WORDS) {
@@ -539,9 +631,18 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	int rc = SQLITE_OK, r = search_parse(&s, query);
+	if (r == 0 && !s.words) {
+		snprintf(s.error, sizeof(s.error), "the query has no words (* is every message)");
+		r = -EINVAL;
+	}
 	const char *why = s.error[0] ? s.error : NULL;
 	if (r == 0) {
 		rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL);
+		/* A reader may meet the index between a writer's last commit and
+		 * the removal of its WAL (and SQLite's own checkpoint on close):
+		 * SQLITE_BUSY for a moment, waited out, not an error. */
+		if (rc == SQLITE_OK)
+			rc = sqlite3_busy_timeout(db, 5000);
 		sqlite3_stmt *chk = NULL;
 		/* A search reads most pages once: SQLite's default 2 MB page
 		 * cache would be fresh heap, one page fault per page read,
@@ -550,9 +651,16 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(db, "PRAGMA cache_size = -256", NULL, NULL, NULL);
 		if (rc == SQLITE_OK)
-			rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &chk, NULL);
-		if (rc == SQLITE_OK && sqlite3_step(chk) == SQLITE_ROW && sqlite3_column_int(chk, 0) != 0x696e6774) {
+			rc = sqlite3_prepare_v2(db, "SELECT application_id, user_version FROM"
+			                        " pragma_application_id, pragma_user_version", -1, &chk, NULL);
+		int step = rc == SQLITE_OK ? sqlite3_step(chk) : rc;
+		if (step == SQLITE_ROW && sqlite3_column_int(chk, 0) != INDEX_APPLICATION_ID) {
 			why = "not an ingest index";
+			r = -EINVAL;
+		} else if (step == SQLITE_ROW && sqlite3_column_int(chk, 1) != INDEX_SCHEMA_VERSION) {
+			why = sqlite3_column_int(chk, 1) > INDEX_SCHEMA_VERSION
+			    ? "written by a newer ingest (a later schema_version)"
+			    : "written by an older ingest: run ingest --index on it first";
 			r = -EINVAL;
 		} else if (rc != SQLITE_OK) {
 			why = sqlite3_errmsg(db);

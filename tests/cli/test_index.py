@@ -1488,6 +1488,49 @@ def case_search_refused_values(tmp):
             fail(f"{q}: {subjects(db, q)}")
 
 
+def case_search_words(tmp):
+    """-WORD is a message without the word (it once searched for the word);
+    a prefix in any case is the prefix (FROM: once went to FTS5 as "every
+    column but"); a word with a ':' that names no column is a phrase (10:30
+    once failed with "no such column"); a tag outside the vocabulary and an
+    operator after a condition are refused; white space alone is no query;
+    id: takes the angle brackets; readers at once never meet "database is
+    locked" (SQLite's busy moment when a connection closes)."""
+    db = small_corpus(tmp)
+    every = set(subjects(db, "*"))
+    for neg, pos in (("-alpha", "alpha"), ("-text:alpha", "text:alpha"), ('-"beta carl"', '"beta carl"'),
+                     ("-from:ann", "from:ann"), ("-FROM:ann", "from:ann")):
+        if set(subjects(db, neg)) != every - set(subjects(db, pos)):
+            fail(f"{neg}: {subjects(db, neg)}, not every message but {subjects(db, pos)}")
+    if set(subjects(db, "alpha", "-ann")) != set(subjects(db, "alpha")) - set(subjects(db, "ann")):
+        fail(f"alpha -ann: {subjects(db, 'alpha', '-ann')}")
+    for upper, lower in (("From:ann", "from:ann"), ("SUBJECT:gamma", "subject:gamma"),
+                         ("Tag:Seen", "tag:seen"), ("HAS:attachment", "has:attachment")):
+        if subjects(db, upper) != subjects(db, lower):
+            fail(f"{upper}: {subjects(db, upper)} against {lower}: {subjects(db, lower)}")
+    for word in ("10:30", "http://example.org/x", "Re:", "std::vector"):
+        search(db, word)   # exit 0: a phrase, not an unknown column
+    if subjects(db, "id:<m1@x>") != ["alpha report"] or subjects(db, "id:m1@x") != ["alpha report"]:
+        fail(f"id: {subjects(db, 'id:<m1@x>')} {subjects(db, 'id:m1@x')}")
+    for qq, why in (("tag:foo", b"not a tag"), ("alpha tag:seen OR beta", b"cannot follow a condition"),
+                    ("subject:(alpha text:x)", b"can only match nothing"), ("-(alpha", b"cannot be negated")):
+        p = search(db, qq, rc=1)
+        if why not in p.stderr:
+            fail(f"{qq}: {p.stderr!r}")
+    run(["search", db, " \t "], check_rc=2)
+    p = search(db, "thread:\x1b[2J", rc=1)
+    if b"\x1b" in p.stderr:
+        fail(f"a terminal escape echoed: {p.stderr!r}")
+
+    def readers():
+        return [run(["search", db, "alpha", "--limit=1"], check_rc=None).returncode for _ in range(60)]
+
+    with concurrent.futures.ThreadPoolExecutor(3) as ex:
+        codes = sum((f.result() for f in [ex.submit(readers) for _ in range(3)]), [])
+    if any(codes):
+        fail(f"{sum(1 for c in codes if c)} of {len(codes)} concurrent searches failed")
+
+
 def case_search_long_query(tmp):
     """A query of more than 1,024 words is refused at once (FTS5's
     snippets grow with the square of its phrases: 20,000 words took
