@@ -77,10 +77,13 @@ int parse_stage_emit(const struct emit_options *eo, record_visit_fn *visit, void
 }
 
 /* Parses one message and formats its record into out, its thread note
- * (if any) into notes. */
+ * (if any) into notes.  told: NULL, or the item's io, which takes the
+ * record's reason when it is an error found here (not mail, too large in
+ * an archive, not formattable) and the item had none: the report counts
+ * items, and --strict its errors. */
 static void parse_record(struct parse_stage *s, unsigned w, struct record rec, const uint8_t *data,
                          size_t len, struct dynbuf *out, struct dynbuf *notes, uint32_t *count,
-                         struct state_entry *state_entry)
+                         struct state_entry *state_entry, struct record_io *told)
 {
 	size_t start = out->len;
 	(*count)++;
@@ -91,8 +94,14 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
 	}
 	int r = parse_stage_emit(s->emit, s->visit, s->visit_ctx, &rec, out);
-	if (state_entry && !rec.io.in_mbox && emit_record_reason(&rec) != RECORD_NONE)
+	enum record_reason why = emit_record_reason(&rec);
+	if (state_entry && !rec.io.in_mbox && why != RECORD_NONE)
 		state_mark_no_document(state_entry);
+	if (told && told->reason == RECORD_NONE && why != RECORD_NONE) {
+		told->reason = why;
+		told->err = rec.io.err;
+		told->message = rec.io.message;
+	}
 	if (r < 0) {
 		if (s->fail)
 			s->fail(s->fail_ctx, r, "cannot format a record", NULL);
@@ -124,7 +133,7 @@ static int parse_vanished(void *ctx, uint64_t off)
 	rec.io.kind = RECORD_DELETED;
 	rec.io.offset = off;
 	rec.io.length = 0;
-	parse_record(v->s, v->w, rec, NULL, 0, v->out, NULL, v->count, NULL);
+	parse_record(v->s, v->w, rec, NULL, 0, v->out, NULL, v->count, NULL, NULL);
 	return 0;
 }
 
@@ -168,7 +177,7 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		/* a streamed file: its messages are records of later batches */
 	} else if (rec.io.in_mbox && data) {
 		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, notes, &it->out_records,
-		             NULL);
+		             NULL, &it->io);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
 		size_t pos = 0, next;
@@ -182,11 +191,11 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 			if (rec.io.length > s->max_size) {
 				struct record big = rec;
 				record_mbox_too_large(&big.io, rec.io.length);
-				parse_record(s, w, big, NULL, 0, out, NULL, &it->out_records, NULL);
+				parse_record(s, w, big, NULL, 0, out, NULL, &it->out_records, NULL, &it->io);
 			} else {
 				parse_record(s, w, rec, data + m.start,
 				             mbox_unquote(data + m.start, m.end - m.start), out, notes,
-				             &it->out_records, NULL);
+				             &it->out_records, NULL, &it->io);
 			}
 			/* the first message deletes what the file was: one delete */
 			rec.io.error_document = false;
@@ -196,9 +205,9 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		}
 		parse_archive_vanished(s, w, rec, it, out);
 	} else if (rec.io.kind != RECORD_MESSAGE) {
-		parse_record(s, w, rec, NULL, 0, out, NULL, &it->out_records, NULL);
+		parse_record(s, w, rec, NULL, 0, out, NULL, &it->out_records, NULL, NULL);
 	} else {
-		parse_record(s, w, rec, data, it->len, out, notes, &it->out_records, it->state);
+		parse_record(s, w, rec, data, it->len, out, notes, &it->out_records, it->state, &it->io);
 		if (s->parse && data && rec.io.reason == RECORD_NONE)
 			parse_archive_vanished(s, w, rec, it, out);
 	}

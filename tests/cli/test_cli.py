@@ -106,6 +106,21 @@ def case_strict(tmp):
     if not recs or recs[0].get("error", {}).get("errno") != "ENOENT" or len(recs) < 2:
         fail(f"--strict: the records are still written: {recs[:2]}")
     run(["--strict", "--io-only", sample()], check_rc=0)
+    # errors the parser finds count too (they were left out of the counts,
+    # so --strict passed a file that is not mail): a file, an archive's
+    # message over --max-size read whole and streamed
+    junk = os.path.join(tmp, "junk.eml")
+    with open(junk, "wb") as f:
+        f.write(b"garbage\x00\x01")
+    box = os.path.join(tmp, "a.mbox")
+    with open(box, "wb") as f:
+        f.write(b"From a@b Mon Jan  1 00:00:00 2024\nSubject: big\n\n" + b"x" * 300_000 + b"\n")
+    for args, kind in (([junk], "not-mail"), ([box], "too-large"),
+                       (["--batch-bytes=64K", "--max-inflight=256K", box], "too-large")):
+        p = run(["--strict", "--stats=json", "--max-size=100K"] + args, check_rc=1)
+        st = json.loads([ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")][-1])
+        if st["records"][kind] != 1:
+            fail(f"--strict {args}: {kind} counted {st['records']}")
 
 
 def case_mail_software_skipped(tmp):
