@@ -313,7 +313,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			if (skipping) {
 				/* in an oversized message: on to the next separator,
 				 * where its record is made (record_mbox_too_large) */
-				size_t at = mbox_find_separator(buf, len, pos);
+				size_t at = mbox_find_separator(buf, len, pos, eof);
 				if (at == len && !eof) {
 					/* a From_ line cut by the chunk's end is kept */
 					pos = mbox_scan_keep(buf, len, pos);
@@ -332,8 +332,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			}
 			if (!mbox_next_max(buf, len, pos, eof, r->c.o.max_size, &m, &next)) {
 				/* Past --max-size and a separator's decision beyond it,
-				 * the message cannot end within --max-size: skip it
-				 * (its bytes are not looked at again: the batch may go). */
+				 * the message cannot end within --max-size: skip it,
+				 * keeping only what the separator's search needs. */
 				const uint8_t *nl = memchr(buf + pos, '\n', len - pos);
 				size_t start = nl ? (size_t)(nl - buf) + 1 : len;
 				if (len - start > r->c.o.max_size + MBOX_KEEP_MAX + 3) {

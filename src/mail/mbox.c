@@ -417,10 +417,10 @@ static size_t mbox_scan(const uint8_t *p, size_t n, size_t from, bool at_eof, bo
 	return n;
 }
 
-size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from)
+size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from, bool at_eof)
 {
 	bool undecided;
-	size_t at = mbox_scan(p, n, from, false, &undecided);
+	size_t at = mbox_scan(p, n, from, at_eof, &undecided);
 	return undecided ? n : at;
 }
 

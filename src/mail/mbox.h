@@ -82,9 +82,9 @@ int mbox_next_max(const uint8_t *p, size_t n, size_t pos, bool at_eof, uint64_t 
 
 /* Where the message whose bytes start at `start` ends, when the next
  * separator line starts at `next` (or the archive ends there): the empty
- * line before a separator is the separator's.  Reads p[start..next) only,
- * so `start` may be any line start inside the message at least three
- * bytes before `next`. */
+ * line before a separator is the separator's.  Reads p[start..next) only;
+ * `start` may also be any offset inside the message at least three bytes
+ * before `next` (the empty line's bytes are all that is looked at). */
 size_t mbox_message_end(const uint8_t *p, size_t start, size_t next);
 
 /* mbox_next_max() with no limit on Content-Length. */
@@ -95,8 +95,9 @@ int mbox_next(const uint8_t *p, size_t n, size_t pos, bool at_eof,
  * after `from` (from itself excluded), or n.  Offset 0 counts as a line
  * start; bytes before `from` are read only to see the empty line before a
  * candidate, and never before p.  The last line may be cut short by n:
- * mbox_next() checks that; other callers see mbox_scan_keep(). */
-size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from);
+ * with at_eof it is decided as the end of the archive (as mbox_next()
+ * decides it); without, see mbox_scan_keep(). */
+size_t mbox_find_separator(const uint8_t *p, size_t n, size_t from, bool at_eof);
 
 /* After mbox_find_separator(p, n, from) returned n with more bytes to
  * come: the first byte the search over the extended data still needs (the

@@ -177,15 +177,15 @@ static size_t ref_find(const uint8_t *p, size_t n, size_t from)
 
 static void check_find(const uint8_t *p, size_t n, size_t cut)
 {
-	FUZZ_CHECK(mbox_find_separator(p, n, 0) == ref_find(p, n, 0));
+	FUZZ_CHECK(mbox_find_separator(p, n, 0, false) == ref_find(p, n, 0));
 	if (n)
-		FUZZ_CHECK(mbox_find_separator(p, n, n - 1) == n);
+		FUZZ_CHECK(mbox_find_separator(p, n, n - 1, false) == n);
 	/* a search resumed over the kept bytes finds what one search finds */
-	if (cut > n || mbox_find_separator(p, cut, 0) != cut)
+	if (cut > n || mbox_find_separator(p, cut, 0, false) != cut)
 		return;
 	size_t keep = mbox_scan_keep(p, cut, 0);
 	FUZZ_CHECK(keep <= cut && cut - keep <= MBOX_KEEP_MAX);
-	FUZZ_CHECK(keep + mbox_find_separator(p + keep, n - keep, 0) == mbox_find_separator(p, n, 0));
+	FUZZ_CHECK(keep + mbox_find_separator(p + keep, n - keep, 0, false) == mbox_find_separator(p, n, 0, false));
 }
 
 /* Unquoting in place against a plain copy that drops the first byte of

@@ -611,16 +611,16 @@ static void test_mbox_find_separator(void **state)
 	size_t n = strlen(in);
 	size_t b = strlen(FROM_A "a\n\n");
 	size_t a2 = n - strlen(FROM_A);
-	assert_int_equal(mbox_find_separator(p, n, 0), b);
-	assert_int_equal(mbox_find_separator(p, n, b), a2);
-	assert_int_equal(mbox_find_separator(p, n, a2), n);
+	assert_int_equal(mbox_find_separator(p, n, 0, false), b);
+	assert_int_equal(mbox_find_separator(p, n, b, false), a2);
+	assert_int_equal(mbox_find_separator(p, n, a2, false), n);
 	/* offset 0 is a line start: an empty first line counts */
 	const char *e = "\n" FROM_B;
-	assert_int_equal(mbox_find_separator((const uint8_t *)e, strlen(e), 0), 1);
+	assert_int_equal(mbox_find_separator((const uint8_t *)e, strlen(e), 0, false), 1);
 	const char *f = "x\n" FROM_B;
-	assert_int_equal(mbox_find_separator((const uint8_t *)f, strlen(f), 0), strlen(f));
+	assert_int_equal(mbox_find_separator((const uint8_t *)f, strlen(f), 0, false), strlen(f));
 	const char *g = "\r\n" FROM_B;
-	assert_int_equal(mbox_find_separator((const uint8_t *)g, strlen(g), 0), 2);
+	assert_int_equal(mbox_find_separator((const uint8_t *)g, strlen(g), 0, false), 2);
 }
 
 /* A search resumed over the kept bytes plus what comes next finds what a
@@ -631,9 +631,9 @@ static void test_mbox_scan_keep(void **state)
 	const char *in = "xxxxxxxxxx\nyyyy\n\n" FROM_B "b\n";
 	size_t n = strlen(in);
 	size_t want = strlen("xxxxxxxxxx\nyyyy\n\n");
-	assert_int_equal(mbox_find_separator((const uint8_t *)in, n, 0), want);
+	assert_int_equal(mbox_find_separator((const uint8_t *)in, n, 0, false), want);
 	for (size_t cut = 1; cut < n; cut++) {
-		size_t at = mbox_find_separator((const uint8_t *)in, cut, 0);
+		size_t at = mbox_find_separator((const uint8_t *)in, cut, 0, false);
 		if (at < cut && memchr(in + at, '\n', cut - at)) {
 			assert_int_equal(at, want);
 			continue;
@@ -642,7 +642,7 @@ static void test_mbox_scan_keep(void **state)
 			continue;   /* unfinished line: mbox_next() would wait */
 		size_t keep = mbox_scan_keep((const uint8_t *)in, cut, 0);
 		assert_true(keep <= cut && cut - keep <= MBOX_LINE_MAX + 3);
-		size_t found = keep + mbox_find_separator((const uint8_t *)in + keep, n - keep, 0);
+		size_t found = keep + mbox_find_separator((const uint8_t *)in + keep, n - keep, 0, false);
 		if (found != want)
 			fail_msg("cut at %zu, kept from %zu: found %zu", cut, keep, found);
 	}
