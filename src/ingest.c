@@ -72,6 +72,19 @@ void ingest_interrupt(void)
 	atomic_store(&ingest_stop, 1);
 }
 
+/* A child of fork() made during a run has none of its threads: the run
+ * is not its, and a run of its own may start. */
+static void ingest_forked(void)
+{
+	atomic_flag_clear(&ingest_running);
+	atomic_store(&ingest_stop, 0);
+}
+
+static void ingest_at_fork(void)
+{
+	pthread_atfork(NULL, NULL, ingest_forked);
+}
+
 struct run {
 	const struct ingest_options *o;
 	struct ingest_report *rep;
@@ -728,6 +741,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 
 int ingest_run(const struct ingest_options *o, struct ingest_report **report)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+	pthread_once(&fork_once, ingest_at_fork);
 	if (atomic_flag_test_and_set(&ingest_running)) {
 		*report = NULL;
 		return -EBUSY;

@@ -37,9 +37,21 @@ static void mem_ctx_free(void *p)
 	mail_ctx_free(p);
 }
 
+/* A child of fork() has none of the pool's threads: a batch posted to
+ * them would wait for good (Python's multiprocessing forks a process
+ * that may have parsed).  The child forgets the pool, and its lock,
+ * which a parent's thread may have held; its batches run on their caller
+ * (README, "Python"). */
+static void mem_forked(void)
+{
+	mem.pool = NULL;
+	pthread_mutex_init(&mem.lock, NULL);
+}
+
 static void mem_init(void)
 {
 	pthread_key_create(&mem_ctx_key, mem_ctx_free);
+	pthread_atfork(NULL, NULL, mem_forked);
 	unsigned t = parallelism_default();
 	struct mail_ctx **mctx = xcalloc(t, sizeof(*mctx));
 	struct pool *p = mctx ? pool_new(t) : NULL;
