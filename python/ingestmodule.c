@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -152,11 +153,18 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 				             not_for_dicts[i].why);
 				goto fail;
 			}
-		PyObject *text = option_text(v);
-		if (!text)
-			goto fail;
-		int r = ingest_options_set(o, name, PyBytes_AS_STRING(text));
-		Py_DECREF(text);
+		/* exclude= takes a list of globs, each one --exclude (a list is
+		 * otherwise one value joined by commas, as fields= is) */
+		bool each = !strcmp(name, "exclude") && (PyList_Check(v) || PyTuple_Check(v));
+		Py_ssize_t count = each ? PySequence_Fast_GET_SIZE(v) : 1;
+		int r = 0;
+		for (Py_ssize_t j = 0; r == 0 && j < count; j++) {
+			PyObject *text = option_text(each ? PySequence_Fast_GET_ITEM(v, j) : v);
+			if (!text)
+				goto fail;
+			r = ingest_options_set(o, name, PyBytes_AS_STRING(text));
+			Py_DECREF(text);
+		}
 		if (r == -ENOMEM) {
 			PyErr_NoMemory();
 			goto fail;
@@ -548,6 +556,8 @@ struct scan {
 	struct ingest_options *o;
 	pthread_t thread;
 	bool started, joined;
+	pid_t pid;                    /* the process whose thread runs it (fork) */
+	bool in_next;                 /* a thread is in __next__ (the GIL's) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;          /* a batch wanted or given, or the run ended */
 	/* The tapes of a batch, copied by the sink, and __next__'s offset of
@@ -647,12 +657,24 @@ static void *scan_main(void *arg)
 	return NULL;
 }
 
+/* The scan whose run this process's ingest_run() is, or NULL (the GIL's):
+ * one at a time (libingest's rule), and a second scan() is refused at
+ * once, so that dropping it can never interrupt the first one's run. */
+static struct scan *scan_running;
+
 /* Stops the run, waits for it, drops what was not taken.  GIL held on
  * entry; released while waiting. */
 static void scan_stop(struct scan *s, bool interrupt)
 {
 	if (!s->started || s->joined)
 		return;
+	if (scan_running == s)
+		scan_running = NULL;
+	if (s->pid != getpid()) {
+		/* a child of fork(): the run's thread is the parent's */
+		s->joined = true;
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cond);
@@ -675,8 +697,12 @@ static void scan_dealloc(PyObject *self)
 	ingest_report_free(s->rep);
 	ingest_options_free(s->o);
 	dynbuf_release(&s->batch);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->lock);
+	/* in a child of fork(), the parent's threads may have been waiting on
+	 * them: destroying would wait for good */
+	if (s->pid == getpid()) {
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->lock);
+	}
 	Py_TYPE(self)->tp_free(self);
 }
 
@@ -691,11 +717,31 @@ static PyObject *scan_build(struct scan *s)
 	return d;
 }
 
+static PyObject *scan_next_locked(struct scan *s);
+
 static PyObject *scan_next(PyObject *self)
 {
 	struct scan *s = (struct scan *)self;
 	if (s->joined)
 		return NULL;
+	if (s->pid != getpid()) {
+		scan_stop(s, false);
+		PyErr_SetString(PyExc_RuntimeError, "a scan() cannot go on in a child of fork()");
+		return NULL;
+	}
+	/* as a generator: one thread at a time in it */
+	if (s->in_next) {
+		PyErr_SetString(PyExc_ValueError, "scan() iterator already executing");
+		return NULL;
+	}
+	s->in_next = true;
+	PyObject *d = scan_next_locked(s);
+	s->in_next = false;
+	return d;
+}
+
+static PyObject *scan_next_locked(struct scan *s)
+{
 	for (;;) {
 		if (s->pos < s->have)
 			return scan_build(s);
@@ -722,12 +768,16 @@ static PyObject *scan_next(PyObject *self)
 				t.tv_sec++;
 				t.tv_nsec -= 1000000000;
 			}
+			/* the lock is let go before the GIL is taken back: a
+			 * thread holding the GIL may be waiting for it */
 			Py_BEGIN_ALLOW_THREADS
 			pthread_cond_timedwait(&s->cond, &s->lock, &t);
-			Py_END_ALLOW_THREADS
 			given = s->given;
+			pthread_mutex_unlock(&s->lock);
+			Py_END_ALLOW_THREADS
+		} else {
+			pthread_mutex_unlock(&s->lock);
 		}
-		pthread_mutex_unlock(&s->lock);
 		if (given)
 			continue;
 		if (done)
@@ -774,6 +824,20 @@ static PyTypeObject scan_type = {
 static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	(void)self;
+	if (scan_running && scan_running->pid == getpid()) {
+		pthread_mutex_lock(&scan_running->lock);
+		bool done = scan_running->done;
+		pthread_mutex_unlock(&scan_running->lock);
+		if (!done) {
+			PyObject *v = Py_BuildValue("(is)", EBUSY, "another scan() is running in this process"
+			                            " (one at a time: exhaust or drop it first)");
+			if (v) {
+				PyErr_SetObject(PyExc_OSError, v);
+				Py_DECREF(v);
+			}
+			return NULL;
+		}
+	}
 	struct ingest_options *o = options_from(kwargs, true);
 	if (!o)
 		return NULL;
@@ -802,6 +866,8 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	s->want = s->given = false;
 	s->result = 0;
 	s->rep = NULL;
+	s->pid = getpid();
+	s->in_next = false;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	o->visit = scan_visit;
@@ -815,6 +881,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 		return PyErr_SetFromErrno(PyExc_OSError);
 	}
 	s->started = true;
+	scan_running = s;
 	return (PyObject *)s;
 }
 

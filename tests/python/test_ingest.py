@@ -445,3 +445,98 @@ def test_one_scan_at_a_time(generated, tmp_path):
     got = list(first)
     assert [(g["path"], g["subject"]) for g in got] == \
         [(os.path.join(r["root"], r["path"]), r["subject"]) for r in want]
+
+
+def test_scan_refused_at_once_and_dropped(generated):
+    """A second scan() while one runs is refused at the call, and dropping
+    it leaves the first one whole (it once interrupted the first's run,
+    which then ended early, silently)."""
+    import errno
+    d = generated["maildir"]
+    want = len(cli(d))
+    first = ingest.scan(d, max_inflight="4M")
+    got = [next(first)]
+    with pytest.raises(OSError) as e:
+        ingest.scan(d)
+    assert e.value.errno == errno.EBUSY
+    got += list(first)
+    assert len(got) == want
+
+
+def test_scan_two_threads(generated):
+    """One scan iterated from two threads: the second gets ValueError, as a
+    generator's would (it once deadlocked: the scan's lock and the GIL
+    taken in opposite orders)."""
+    import threading
+    d = generated["maildir"]
+    s = ingest.scan(d)
+    count, errors = [0], []
+
+    def drain():
+        try:
+            for _ in s:
+                count[0] += 1
+        except ValueError as e:
+            errors.append(e)
+
+    ts = [threading.Thread(target=drain) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not any(t.is_alive() for t in ts)
+    assert count[0] == len(cli(d))
+
+
+def test_exclude_list(generated):
+    """exclude= takes a list, each glob one --exclude (a list was joined by
+    commas into one glob that matched nothing)."""
+    d = generated["maildir"]
+    n_one = len(list(ingest.scan(d, exclude="new/*")))
+    n_both = len(list(ingest.scan(d, exclude=["new/*", "cur/*"])))
+    assert n_both < n_one <= len(cli(d))
+    assert n_both == len(cli("--exclude=new/*", "--exclude=cur/*", d))
+
+
+def test_fork(generated):
+    """In a child of fork(): parse_many works (the parent's pool threads
+    are not there: it once waited for them for good), a scan of the
+    parent's raises RuntimeError, a new scan runs whole."""
+    d = generated["maildir"]
+    raw = b"From: a@example.org\nSubject: s\n\n" + b"x" * 100000
+    ingest.parse_many([raw] * 8)   # the pool starts
+    s = ingest.scan(d)
+    next(s)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        out = []
+        try:
+            out.append(len(ingest.parse_many([raw] * 8)))
+            try:
+                next(s)
+                out.append("went on")
+            except RuntimeError:
+                out.append("refused")
+            s = None
+            out.append(len(list(ingest.scan(d))))
+        finally:
+            os.write(w, repr(out).encode())
+            os._exit(0)
+    os.close(w)
+    child = b""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child hung")
+    child = os.read(r, 4096)
+    os.close(r)
+    assert child == repr([8, "refused", len(cli(d))]).encode()
+    assert 1 + len(list(s)) == len(cli(d))
