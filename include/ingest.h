@@ -115,8 +115,10 @@ INGEST_API const char *ingest_options_error(const struct ingest_options *o);
  * in input order, on the thread that writes the records (the library's
  * parse thread, or the caller's when the input fits one batch: one thread
  * a run, so calls never overlap).  The bytes are the library's until the call returns.  Return 0
- * to go on, or a negative errno to stop the run: ingest_run() then returns
- * that error and the report says "the sink failed". */
+ * to go on; -EPIPE to stop as a closed output does (a reader that has seen
+ * enough: ingest_run() returns 0, ingest_report_output_closed() is 1); or
+ * another negative errno to fail the run: ingest_run() then returns that
+ * error and the report says "the sink failed". */
 typedef int ingest_sink_fn(void *ctx, const char *records, size_t len, size_t count);
 
 /* Sends records to fn (NULL: back to the output option or standard

@@ -126,6 +126,23 @@ static void test_lib_sink_error_stops_the_run(void **state)
 	ingest_options_free(o);
 }
 
+/* -EPIPE from the sink stops the run as a closed output does: a reader
+ * that has seen enough is no failure (include/ingest.h). */
+static void test_lib_sink_epipe_is_a_closed_output(void **state)
+{
+	(void)state;
+	struct ingest_options *o = sample_options();
+	struct collect c = { .fail_with = -EPIPE };
+	ingest_options_set_sink(o, collect_sink, &c);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	assert_int_equal(ingest_report_output_closed(rep), 1);
+	assert_null(ingest_report_error(rep));
+	assert_int_equal(c.calls, 1);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
 /* A new directory under $TMPDIR (or /tmp) for one case, into buf. */
 static void lib_tmpdir(char *buf, size_t size, const char *name)
 {
@@ -639,6 +656,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lib_sink_gets_whole_records_in_order),
 		cmocka_unit_test(test_lib_sink_error_stops_the_run),
+		cmocka_unit_test(test_lib_sink_epipe_is_a_closed_output),
 		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
 		cmocka_unit_test(test_lib_split_bytes_refused_with_fd_or_sink),
 		cmocka_unit_test(test_lib_stdin_leaves_fd_0),
