@@ -512,6 +512,7 @@ static int run_start(struct run *run, uint64_t batch_bytes)
 	ps->fail_ctx = run;
 	ps->batch_bytes = batch_bytes;
 	ps->max_size = o->reader.max_size;
+	ps->error_documents = emit_errors_written(&o->emit);
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;
@@ -612,6 +613,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	struct reader_stats rst;
 	struct reader_options ro = o->reader;
 	ro.max_inflight = o->max_inflight;
+	ro.error_documents = emit_errors_written(&o->emit);
 	reader_options_fit(&ro);
 	/* before any input is looked at: a database that is not ours, or
 	 * cannot be written, stops the run here (and --state with it is refused) */

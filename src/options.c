@@ -84,6 +84,7 @@ struct ingest_options *ingest_options_new(void)
 	o->reader.backend = READER_AUTO;
 	o->reader.batch_bytes = LIMIT_BATCH_BYTES_DEFAULT;
 	o->reader.max_size = LIMIT_MAX_SIZE_DEFAULT;
+	o->reader.error_documents = true;
 	o->max_inflight = LIMIT_MAX_INFLIGHT_DEFAULT;
 	o->mail.max_text = LIMIT_MAX_TEXT_DEFAULT;
 	o->mail.want_text = true;

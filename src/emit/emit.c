@@ -187,10 +187,15 @@ const struct mail_addr_list *emit_message_addrs(const struct mail_message *m, en
 	     : f == EMIT_F_CC ? &m->cc : &m->bcc;
 }
 
-bool emit_change_dropped(const struct emit_options *o, const struct record_io *io)
+bool emit_errors_written(const struct emit_options *o)
 {
 	/* es-bulk writes an error record only when asked (--es-errors) */
-	bool errors_written = o->format != EMIT_ES_BULK || o->es_errors;
+	return o->format != EMIT_ES_BULK || o->es_errors;
+}
+
+bool emit_change_dropped(const struct emit_options *o, const struct record_io *io)
+{
+	bool errors_written = emit_errors_written(o);
 	if (io->kind != RECORD_DELETED || io->in_mbox)
 		return false;
 	/* a file whose record was an error, gone: es-bulk indexed nothing

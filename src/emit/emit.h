@@ -120,6 +120,10 @@ int emit_format_parse(const char *s, enum emit_format *f);
 int emit_record(const struct emit_options *o, const struct record *r,
                 struct dynbuf *out);
 
+/* Whether error records are written as records (documents): in every
+ * format but es-bulk without --es-errors. */
+bool emit_errors_written(const struct emit_options *o);
+
 /* Whether change record io is left out of format o's output: the
  * deletion of a file named and missing (io->replaced) when this run wrote
  * its error record, a document under the same id, in its place (a delete

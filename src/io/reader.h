@@ -37,6 +37,10 @@ struct reader_options {
 	uint64_t max_inflight;           /* --max-inflight; 0: no budget to fit (unit tests) */
 	uint64_t max_size;
 	struct state *state;             /* --state: skip what did not change */
+	/* error records are documents (every format but es-bulk without
+	 * --es-errors): the state lists an archive's too-large messages,
+	 * so that their documents go when they do */
+	bool error_documents;
 	/* test seam: when set, called with the entry's name (relative to its
 	 * directory fd) right after the file's size is known and before its read
 	 * is submitted, so a unit test can unlink, grow or shrink the file at

@@ -62,8 +62,8 @@ static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
 	return it;
 }
 
-/* The item of the archive's message at file offset off, which its state
- * entry now lists.  The first of them (*first) deletes the error document
+/* The item of the archive's message at file offset off (stream_list_offset
+ * lists it in the state entry).  The first of them (*first) deletes the error document
  * the file's record was in the last run (record_io.error_document). */
 static struct batch_item *stream_message_item(struct batch *b, struct walk_entry *e,
                                               const struct batch_item *st, uint64_t off,
@@ -76,9 +76,15 @@ static struct batch_item *stream_message_item(struct batch *b, struct walk_entry
 	it->io.offset = off;
 	it->io.error_document = st->io.error_document && *first;
 	*first = false;
+	return it;
+}
+
+/* The state entry lists the message at off (state_each_vanished), unless
+ * its record is an error that is no document. */
+static void stream_list_offset(const struct batch_item *st, uint64_t off)
+{
 	if (state_add_mbox_offset(st->state, off) < 0)
 		state_mark_unread(st->state);   /* read again next time */
-	return it;
 }
 
 /* The record of an archive's message of `length` bytes at file offset
@@ -86,14 +92,18 @@ static struct batch_item *stream_message_item(struct batch *b, struct walk_entry
  * same record whether the archive is read whole or in chunks
  * (record_mbox_too_large). */
 static bool stream_too_large(struct batch *b, struct walk_entry *e, const struct batch_item *st,
-                             uint64_t off, uint64_t length, uint64_t read_to, bool *first,
-                             int *err)
+                             uint64_t off, uint64_t length, uint64_t read_to, bool error_documents,
+                             bool *first, int *err)
 {
 	struct batch_item *it = stream_message_item(b, e, st, off, first, err);
 	if (!it)
 		return false;
 	record_mbox_too_large(&it->io, length);
 	it->io.read_to = read_to;
+	/* not listed where the error is no document: a document the last run
+	 * made at off is then one of the archive's vanished, and goes */
+	if (error_documents)
+		stream_list_offset(st, off);
 	return true;
 }
 
@@ -324,7 +334,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 					break;
 				uint64_t end = base + mbox_message_end(buf, pos, at);
 				if (!stream_too_large(*bp, e, st, skip_from, end - skip_from, base + at,
-				                      &first_message, &err))
+				                      r->c.o.error_documents, &first_message, &err))
 					goto out;
 				pos = at;
 				skipping = false;
@@ -350,7 +360,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				break;
 			if (m.end - m.start > r->c.o.max_size) {
 				if (!stream_too_large(*bp, e, st, base + m.start, m.end - m.start, base + next,
-				                      &first_message, &err))
+				                      r->c.o.error_documents, &first_message, &err))
 					goto out;
 				pos = next;
 				continue;
@@ -359,6 +369,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			                                            &first_message, &err);
 			if (!it)
 				goto out;
+			stream_list_offset(st, base + m.start);
 			it->io.length = m.end - m.start;
 			it->io.read_to = base + next;
 			it->data = buf + m.start;

@@ -186,12 +186,16 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
-			if (state_add_mbox_offset(it->state, m.start) < 0)
+			bool big = rec.io.length > s->max_size;
+			/* the entry lists the message (state_each_vanished), unless
+			 * its record is an error that is no document: a document the
+			 * last run made here is then one of the vanished, and goes */
+			if ((!big || s->error_documents) && state_add_mbox_offset(it->state, m.start) < 0)
 				state_mark_unread(it->state);   /* the next run reads it again */
-			if (rec.io.length > s->max_size) {
-				struct record big = rec;
-				record_mbox_too_large(&big.io, rec.io.length);
-				parse_record(s, w, big, NULL, 0, out, NULL, &it->out_records, NULL, &it->io);
+			if (big) {
+				struct record too = rec;
+				record_mbox_too_large(&too.io, rec.io.length);
+				parse_record(s, w, too, NULL, 0, out, NULL, &it->out_records, NULL, &it->io);
 			} else {
 				parse_record(s, w, rec, data + m.start,
 				             mbox_unquote(data + m.start, m.end - m.start), out, notes,

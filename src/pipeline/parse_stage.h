@@ -77,6 +77,7 @@ struct parse_stage {
 	uint64_t batch_bytes;              /* the reader's: sizes the output buffers */
 	uint64_t max_size;                 /* --max-size: an archive's message longer
 	                                      is not parsed (record_mbox_too_large) */
+	bool error_documents;              /* io/reader.h's */
 
 	/* the stage's own */
 	struct pool *pool;

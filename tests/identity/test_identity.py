@@ -406,6 +406,42 @@ def case_mbox_streamed_errors(ctx):
     case_mbox(ctx, extra=["--es-errors", "--max-size=150"])
 
 
+def case_mbox_message_too_large(ctx, extra=()):
+    """An archive's message rewritten in place past --max-size (a too-large
+    record at the offset where its document was) loses its document, once,
+    and gets it back when it is small again; with --es-errors its error
+    document replaces it.  (Without --es-errors the document once stayed:
+    the state listed the too-large message's offset as a message found.)
+    The documents equal a clean run's at every step."""
+    os.makedirs(ctx.md)
+    box = os.path.join(ctx.md, "archive.mbox")
+
+    def write(big):
+        with open(box, "wb") as f:
+            for n in (1, 2, 3):
+                m = mbox_message(n)
+                if n in big:   # the same message, its body past --max-size
+                    m = m.replace(b"body %d\n" % n, b"body %d " % n + b"x" * 400 + b"\n")
+                f.write(m)
+
+    index = Index()
+    for i, (big, what) in enumerate([((), "first run"), ((2,), "message 2 too large"),
+                                     ((2,), "unchanged"), ((2, 3), "message 3 too large too"),
+                                     ((), "small again")]):
+        write(big)
+        os.utime(box, ns=(0, (1_700_000_000 + i) * 1_000_000_000))
+        index.apply(ctx.run(["Maildir"], extra=["--max-size=300"] + list(extra)).stdout)
+        clean = Index()
+        clean.apply(ctx.run(["Maildir"], state=None, extra=["--max-size=300"] + list(extra)).stdout)
+        check(model(index) == model(clean), "%s: documents %r, a clean run's %r" % (
+            what, model(index), model(clean)))
+
+
+def case_mbox_message_too_large_errors(ctx):
+    """The same with error documents (--es-errors)."""
+    case_mbox_message_too_large(ctx, extra=["--es-errors"])
+
+
 def case_split_bytes(ctx):
     """--split-bytes: files of at most SIZE, each a valid _bulk body on its
     own (no action parted from its source line), together the one output."""
