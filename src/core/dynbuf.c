@@ -114,13 +114,7 @@ int dynbuf_put_u64(struct dynbuf *b, uint64_t v)
 		*--q = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	size_t n = (size_t)(e - q);
-	int r = dynbuf_room(b, n);
-	if (r < 0)
-		return r;
-	memcpy(b->p + b->len, q, n);
-	b->len += n;
-	return 0;
+	return dynbuf_put(b, q, (size_t)(e - q));
 }
 
 int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)

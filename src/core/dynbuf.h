@@ -41,6 +41,16 @@ static inline int dynbuf_room(struct dynbuf *b, size_t n)
 		return 0;
 	return dynbuf_reserve(b, n);
 }
+/* dynbuf_append, inline: for the writers' many short stores. */
+static inline int dynbuf_put(struct dynbuf *b, const void *p, size_t n)
+{
+	int r = dynbuf_room(b, n);
+	if (r < 0)
+		return r;
+	__builtin_memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
 int dynbuf_append(struct dynbuf *b, const void *p, size_t n);
 int dynbuf_putc(struct dynbuf *b, char c);
 int dynbuf_puts(struct dynbuf *b, const char *s);

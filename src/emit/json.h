@@ -61,12 +61,7 @@ int json_put_id(struct dynbuf *b, uint64_t id);
 /* Appends bytes known to need no escaping (keys, punctuation). */
 static inline int json_put_raw(struct dynbuf *b, const char *p, size_t n)
 {
-	int r = dynbuf_room(b, n);
-	if (r < 0)
-		return r;
-	__builtin_memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
+	return dynbuf_put(b, p, n);
 }
 
 /* "" lit "" makes anything but a string literal a compile error (a char *
