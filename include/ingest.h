@@ -245,8 +245,9 @@ INGEST_API const char *ingest_warning_name(unsigned bit);
  * JSON object (tsv 0) or tab-separated date, from, subject, thread, root,
  * path, snippet (tsv 1), to fd.  Returns the number of hits, or -errno with
  * *error a heap string (free()) saying why when there is one: a database
- * that is not an index, a query FTS5 cannot parse (error may be NULL: then
- * only the errno). */
+ * that is not an index, a query FTS5 cannot parse, a query of no words
+ * (-EINVAL; "*" is every message), escaped for a terminal (error may be
+ * NULL: then only the errno). */
 INGEST_API int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit,
                              int fd, char **error);
 

@@ -69,6 +69,9 @@ struct search {
 	                         /* what fts ends with ("(" and NEAR( count as operators) */
 	bool after_star;         /* the last word was "*" */
 	bool after_condition;    /* the last word was an SQL condition */
+	bool conditions;         /* the query has one */
+	bool top_or;             /* an OR outside ( ): in "a OR b tag:x" the
+	                          * condition would join (a OR b) */
 	int column;              /* the mail_fts column all of fts's phrases are
 	                          * in (SEARCH_COLUMN_NONE: no phrase yet), or
 	                          * -1: any (the snippet's column, ingest_search) */
@@ -246,15 +249,10 @@ static int search_refuse(struct search *s, const char *word, size_t wn, const ch
 	__attribute__((format(printf, 4, 5)));
 static int search_refuse(struct search *s, const char *word, size_t wn, const char *why, ...)
 {
-	/* the word goes to a terminal: escaped, and cut (a query of 100 KB
-	 * in one phrase is one word) */
-	struct dynbuf w;
-	dynbuf_init(&w, 0);
-	int k = emit_escape_terminal(&w, word, wn < 64 ? wn : 64) == 0
-	      ? snprintf(s->error, sizeof(s->error), "%.*s%s: ", (int)w.len, w.p ? w.p : "",
-	                 wn > 64 ? "..." : "")
-	      : 0;
-	dynbuf_release(&w);
+	/* cut (a query of 100 KB in one phrase is one word); escaped with the
+	 * rest of the reason (ingest_search) */
+	int k = snprintf(s->error, sizeof(s->error), "%.*s%s: ", (int)(wn < 64 ? wn : 64), word,
+	                 wn > 64 ? "..." : "");
 	if (k >= 0 && (size_t)k < sizeof(s->error)) {
 		va_list ap;
 		va_start(ap, why);
@@ -282,6 +280,22 @@ static bool search_fts_filter(const char *w, size_t n)
 	return false;
 }
 
+/* A column filter word (search_fts_filter) as FTS5 takes it: "col:" and
+ * its value as written when FTS5 reads it so (a bareword, "a phrase", a
+ * group), else as a phrase (text:example.org). */
+static int search_filter_value(struct dynbuf *b, const char *w, size_t n)
+{
+	const char *colon = memchr(w, ':', n);
+	size_t k = (size_t)(colon - w) + 1;
+	int r = dynbuf_append(b, w, k);
+	const char *v = w + k;
+	size_t vn = n - k;
+	if (r == 0)
+		r = !vn || v[0] == '"' || v[0] == '(' || search_bareword(v, vn) ? dynbuf_append(b, v, vn)
+		                                                               : search_phrase(b, v, vn);
+	return r;
+}
+
 /* Appends a word to the MATCH expression: the join, a column filter (the
  * `"from" : ` of a from:( ) group, or NULL), the punctuation before, the
  * operand (op, a column's phrase; or the core as FTS5 syntax), the
@@ -295,6 +309,8 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	const char *core = sw->w + sw->lead;
 	size_t n = sw->n - sw->lead - sw->trail;
 	bool oper = !op && !sw->lead && !sw->trail && search_operator(core, n);
+	if (oper && n == 2 && !s->depth && !s->in_near)
+		s->top_or = true;
 	bool operand = !oper && (sw->lead || n || op);
 	bool and = (operand && s->end == SEARCH_GROUP) ||
 	           (sw->opens && (s->end == SEARCH_PHRASE || s->end == SEARCH_GROUP));
@@ -312,7 +328,9 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	 * column:word); a word it would refuse becomes a phrase */
 	bool keep = word && (core[0] == '"' || search_bareword(core, word) || search_fts_filter(core, word));
 	if (r == 0 && !op && word)
-		r = keep ? dynbuf_append(&s->fts, core, word) : search_phrase(&s->fts, core, word);
+		r = !keep ? search_phrase(&s->fts, core, word)
+		  : core[0] != '"' && !search_bareword(core, word) ? search_filter_value(&s->fts, core, word)
+		  : dynbuf_append(&s->fts, core, word);
 	if (r == 0 && comma)
 		r = dynbuf_printf(&s->fts, ", %.*s", (int)(n - word - 1), comma + 1);
 	if (r == 0)
@@ -460,6 +478,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (refused)
 		return search_refuse(s, word, wn, "%s", refused);
 	s->after_condition = condition;
+	s->conditions |= condition;
 	/* FTS5 keeps, inside a column's group, the phrases of another column
 	 * in both: none */
 	if (col >= 0 && s->group_column >= 0 && col != s->group_column)
@@ -471,9 +490,14 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (!prefixed && negate) {
 		/* a message without the word: the word as FTS5 would read it
 		 * (a phrase, or column:word) */
+		if (vn == 1 && v[0] == '*')
+			return search_refuse(s, word, wn, "every message but every message is none");
+		if (search_fts_filter(v, vn) && v[vn - 1] == ':')
+			return search_refuse(s, word, wn, "a column filter needs a value");
 		struct dynbuf e;
 		dynbuf_init(&e, 0);
-		int r = search_fts_filter(v, vn) || search_bareword(v, vn) ? dynbuf_append(&e, v, vn)
+		int r = search_fts_filter(v, vn) ? search_filter_value(&e, v, vn)
+		      : search_bareword(v, vn) && !search_operator(v, vn) ? dynbuf_append(&e, v, vn)
 		      : vn >= 2 && v[0] == '"' && v[vn - 1] == '"' ? search_phrase(&e, v + 1, vn - 2)
 		      : search_phrase(&e, v, vn);
 		if (r == 0)
@@ -486,6 +510,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		/* a word, an operator, FTS5's own syntax: in any column, or the
 		 * column of the from:( ) group it is in (a column filter of
 		 * another column there could only match nothing) */
+		if (search_fts_filter(w, n) && w[n - 1] == ':')
+			return search_refuse(s, word, wn, "a column filter needs a value");
 		const char *gc = s->group_column >= 0 ? columns[s->group_column] : NULL;
 		if (gc && search_fts_filter(w, n) &&
 		    ((const char *)memchr(w, ':', n) != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
@@ -551,16 +577,28 @@ static int search_parse(struct search *s, const char *q)
 		while (*p && (quoted || !isspace((unsigned char)*p))) {
 			if (*p == '"')
 				quoted = !quoted;
-			/* a phrase's words count as words (SEARCH_MAX_WORDS) */
-			else if (quoted && isspace((unsigned char)*p) && p[1] && !isspace((unsigned char)p[1]))
-				s->words++;
 			p++;
 		}
+		/* what FTS5 matches is tokens: a phrase ("a b", a.b.c) counts
+		 * each of its words (SEARCH_MAX_WORDS) */
+		int tokens = 0;
+		for (const char *c = w; c < p; c++) {
+			bool in = isalnum((unsigned char)*c) || (unsigned char)*c >= 0x80;
+			bool was = c > w && (isalnum((unsigned char)c[-1]) || (unsigned char)c[-1] >= 0x80);
+			tokens += in && !was;
+		}
+		s->words += tokens > 1 ? tokens - 1 : 0;
 		if (++s->words > SEARCH_MAX_WORDS) {
 			snprintf(s->error, sizeof(s->error), "more than %d words", SEARCH_MAX_WORDS);
 			return -EINVAL;
 		}
 		r = search_term(s, w, (size_t)(p - w));
+	}
+	if (r == 0 && s->top_or && s->conditions) {
+		snprintf(s->error, sizeof(s->error),
+		         "OR outside ( ) beside a condition (tag:, date:, -word, ...), which joins the whole"
+		         " query with AND: group the OR, as (a OR b) tag:x");
+		r = -EINVAL;
 	}
 	return r;
 }
@@ -660,7 +698,8 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		} else if (step == SQLITE_ROW && sqlite3_column_int(chk, 1) != INDEX_SCHEMA_VERSION) {
 			why = sqlite3_column_int(chk, 1) > INDEX_SCHEMA_VERSION
 			    ? "written by a newer ingest (a later schema_version)"
-			    : "written by an older ingest: run ingest --index on it first";
+			    : "written by an older ingest (an earlier schema_version): ingest --index on it"
+			      " migrates it or says what to do";
 			r = -EINVAL;
 		} else if (rc != SQLITE_OK) {
 			why = sqlite3_errmsg(db);
@@ -761,9 +800,14 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		r = -EINVAL;
 	}
 	if (r < 0 && why && error) {
-		size_t n = strlen(why) + 1;
-		if ((*error = malloc(n)))
-			memcpy(*error, why, n);
+		/* it goes to a terminal and names the query's words (SQLite's
+		 * and FTS5's messages too): escaped */
+		struct dynbuf e;
+		dynbuf_init(&e, 0);
+		if (emit_escape_terminal(&e, why, strlen(why)) == 0 && dynbuf_putc(&e, '\0') == 0 &&
+		    (*error = malloc(e.len)))
+			memcpy(*error, e.p, e.len);
+		dynbuf_release(&e);
 	}
 	sqlite3_finalize(st);
 	rank_free(rk);

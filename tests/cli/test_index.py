@@ -1508,18 +1508,23 @@ def case_search_words(tmp):
                          ("Tag:Seen", "tag:seen"), ("HAS:attachment", "has:attachment")):
         if subjects(db, upper) != subjects(db, lower):
             fail(f"{upper}: {subjects(db, upper)} against {lower}: {subjects(db, lower)}")
-    for word in ("10:30", "http://example.org/x", "Re:", "std::vector"):
-        search(db, word)   # exit 0: a phrase, not an unknown column
+    for word in ("10:30", "http://example.org/x", "Re:", "std::vector", "text:example.org", "-OR",
+                 "(beta OR alpha) folder:Sent"):
+        search(db, word)   # exit 0: a phrase, not FTS5's syntax error
     if subjects(db, "id:<m1@x>") != ["alpha report"] or subjects(db, "id:m1@x") != ["alpha report"]:
         fail(f"id: {subjects(db, 'id:<m1@x>')} {subjects(db, 'id:m1@x')}")
     for qq, why in (("tag:foo", b"not a tag"), ("alpha tag:seen OR beta", b"cannot follow a condition"),
+                    ("beta OR alpha folder:Sent", b"OR outside ( ) beside a condition"),
+                    ("-carl alpha OR gamma", b"OR outside ( ) beside a condition"),
+                    ("-*", b"every message but"), ("text:", b"needs a value"),
+                    (".".join(["alpha"] * 2000), b"more than 1024 words"),
                     ("subject:(alpha text:x)", b"can only match nothing"), ("-(alpha", b"cannot be negated")):
         p = search(db, qq, rc=1)
         if why not in p.stderr:
             fail(f"{qq}: {p.stderr!r}")
     run(["search", db, " \t "], check_rc=2)
-    p = search(db, "thread:\x1b[2J", rc=1)
-    if b"\x1b" in p.stderr:
+    p = search(db, "date:\x1b]0;title\x07", rc=1)
+    if b"\x1b" in p.stderr or b"\x07" in p.stderr:
         fail(f"a terminal escape echoed: {p.stderr!r}")
 
     def readers():
