@@ -156,15 +156,22 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 		/* exclude= takes a list of globs, each one --exclude (a list is
 		 * otherwise one value joined by commas, as fields= is) */
 		bool each = !strcmp(name, "exclude") && (PyList_Check(v) || PyTuple_Check(v));
-		Py_ssize_t count = each ? PySequence_Fast_GET_SIZE(v) : 1;
+		/* a copy: an item's __fspath__ may change the caller's list */
+		PyObject *items = each ? PySequence_List(v) : NULL;
+		if (each && !items)
+			goto fail;
+		Py_ssize_t count = each ? PyList_GET_SIZE(items) : 1;
 		int r = 0;
 		for (Py_ssize_t j = 0; r == 0 && j < count; j++) {
-			PyObject *text = option_text(each ? PySequence_Fast_GET_ITEM(v, j) : v);
-			if (!text)
+			PyObject *text = option_text(each ? PyList_GET_ITEM(items, j) : v);
+			if (!text) {
+				Py_XDECREF(items);
 				goto fail;
+			}
 			r = ingest_options_set(o, name, PyBytes_AS_STRING(text));
 			Py_DECREF(text);
 		}
+		Py_XDECREF(items);
 		if (r == -ENOMEM) {
 			PyErr_NoMemory();
 			goto fail;
@@ -556,7 +563,7 @@ struct scan {
 	struct ingest_options *o;
 	pthread_t thread;
 	bool started, joined;
-	pid_t pid;                    /* the process whose thread runs it (fork) */
+	unsigned forks;               /* scan_forks when made: a child of fork() has more */
 	bool in_next;                 /* a thread is in __next__ (the GIL's) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;          /* a batch wanted or given, or the run ended */
@@ -657,6 +664,21 @@ static void *scan_main(void *arg)
 	return NULL;
 }
 
+/* Children of fork() this process is (a fork handler counts them): a scan
+ * made before the fork has its run's thread in the parent.  Compared per
+ * record, so not getpid(), a syscall each. */
+static atomic_uint scan_forks;
+
+static void scan_forked(void)
+{
+	atomic_fetch_add(&scan_forks, 1);
+}
+
+static bool scan_in_child(const struct scan *s)
+{
+	return atomic_load_explicit(&scan_forks, memory_order_relaxed) != s->forks;
+}
+
 /* The scan whose run this process's ingest_run() is, or NULL (the GIL's):
  * one at a time (libingest's rule), and a second scan() is refused at
  * once, so that dropping it can never interrupt the first one's run. */
@@ -670,7 +692,7 @@ static void scan_stop(struct scan *s, bool interrupt)
 		return;
 	if (scan_running == s)
 		scan_running = NULL;
-	if (s->pid != getpid()) {
+	if (scan_in_child(s)) {
 		/* a child of fork(): the run's thread is the parent's */
 		s->joined = true;
 		return;
@@ -693,13 +715,15 @@ static void scan_stop(struct scan *s, bool interrupt)
 static void scan_dealloc(PyObject *self)
 {
 	struct scan *s = (struct scan *)self;
+	if (scan_running == s)
+		scan_running = NULL;   /* one whose thread never started */
 	scan_stop(s, true);
 	ingest_report_free(s->rep);
 	ingest_options_free(s->o);
 	dynbuf_release(&s->batch);
 	/* in a child of fork(), the parent's threads may have been waiting on
 	 * them: destroying would wait for good */
-	if (s->pid == getpid()) {
+	if (!scan_in_child(s)) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
 	}
@@ -724,7 +748,7 @@ static PyObject *scan_next(PyObject *self)
 	struct scan *s = (struct scan *)self;
 	if (s->joined)
 		return NULL;
-	if (s->pid != getpid()) {
+	if (scan_in_child(s)) {
 		scan_stop(s, false);
 		PyErr_SetString(PyExc_RuntimeError, "a scan() cannot go on in a child of fork()");
 		return NULL;
@@ -824,7 +848,7 @@ static PyTypeObject scan_type = {
 static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	(void)self;
-	if (scan_running && scan_running->pid == getpid()) {
+	if (scan_running && !scan_in_child(scan_running)) {
 		pthread_mutex_lock(&scan_running->lock);
 		bool done = scan_running->done;
 		pthread_mutex_unlock(&scan_running->lock);
@@ -838,38 +862,42 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 			return NULL;
 		}
 	}
-	struct ingest_options *o = options_from(kwargs, true);
-	if (!o)
-		return NULL;
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-		PyObject *b = NULL;
-		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
-			ingest_options_free(o);
-			return NULL;
-		}
-		int r = ingest_options_add_path(o, PyBytes_AS_STRING(b));
-		Py_DECREF(b);
-		if (r < 0) {
-			ingest_options_free(o);
-			return PyErr_NoMemory();
-		}
-	}
 	struct scan *s = PyObject_New(struct scan, &scan_type);
-	if (!s) {
-		ingest_options_free(o);
+	if (!s)
 		return NULL;
-	}
-	s->o = o;
+	s->o = NULL;
 	s->started = s->joined = s->stopping = s->done = false;
 	dynbuf_init(&s->batch, 0);
 	s->pos = s->have = 0;
 	s->want = s->given = false;
 	s->result = 0;
 	s->rep = NULL;
-	s->pid = getpid();
+	s->forks = atomic_load(&scan_forks);
 	s->in_next = false;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	/* held from here: reading the options and paths may run Python code
+	 * (__fspath__) that lets another thread call scan() */
+	scan_running = s;
+	struct ingest_options *o = options_from(kwargs, true);
+	if (!o) {
+		Py_DECREF(s);
+		return NULL;
+	}
+	s->o = o;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+		PyObject *b = NULL;
+		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
+			Py_DECREF(s);
+			return NULL;
+		}
+		int r = ingest_options_add_path(o, PyBytes_AS_STRING(b));
+		Py_DECREF(b);
+		if (r < 0) {
+			Py_DECREF(s);
+			return PyErr_NoMemory();
+		}
+	}
 	o->visit = scan_visit;
 	o->visit_ctx = s;
 	o->visit_thread = scan_thread;
@@ -881,7 +909,6 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 		return PyErr_SetFromErrno(PyExc_OSError);
 	}
 	s->started = true;
-	scan_running = s;
 	return (PyObject *)s;
 }
 
@@ -907,6 +934,7 @@ PyMODINIT_FUNC PyInit_ingest(void)
 {
 	if (emit_pydict_init() < 0 || PyType_Ready(&scan_type) < 0)
 		return NULL;
+	pthread_atfork(NULL, NULL, scan_forked);
 	PyObject *m = PyModule_Create(&module);
 	if (!m)
 		return NULL;
