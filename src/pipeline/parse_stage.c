@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 #ifndef PARSE_STAGE_RUN
 #define PARSE_STAGE_RUN 2
@@ -77,16 +78,17 @@ int parse_stage_emit(const struct emit_options *eo, record_visit_fn *visit, void
 }
 
 /* Parses one message and formats its record into out, its thread note
- * (if any) into notes.  told: NULL, or the item's io, which takes the
- * record's reason when it is an error found here (not mail, too large in
- * an archive, not formattable) and the item had none: the report counts
- * items, and --strict its errors. */
+ * (if any) into notes, counted in it's out_records and, an error record,
+ * its out_errors (the report's counts, --strict).  tell: the item's io
+ * takes the record's reason when it is an error found here (not mail, too
+ * large in an archive, not formattable) and the item had none (the
+ * report's line for it). */
 static void parse_record(struct parse_stage *s, unsigned w, struct record rec, const uint8_t *data,
-                         size_t len, struct dynbuf *out, struct dynbuf *notes, uint32_t *count,
-                         struct state_entry *state_entry, struct record_io *told)
+                         size_t len, struct dynbuf *out, struct dynbuf *notes, struct batch_item *it,
+                         struct state_entry *state_entry, bool tell)
 {
 	size_t start = out->len;
-	(*count)++;
+	it->out_records++;
 	if (state_entry && rec.io.reason == RECORD_IO)
 		state_mark_unread(state_entry);
 	struct mail_message msg;
@@ -97,10 +99,12 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 	enum record_reason why = emit_record_reason(&rec);
 	if (state_entry && !rec.io.in_mbox && why != RECORD_NONE)
 		state_mark_no_document(state_entry);
-	if (told && told->reason == RECORD_NONE && why != RECORD_NONE) {
-		told->reason = why;
-		told->err = rec.io.err;
-		told->message = rec.io.message;
+	if (why != RECORD_NONE)
+		it->out_errors[why < RECORD__COUNT ? why : RECORD_INTERNAL]++;
+	if (tell && it->io.reason == RECORD_NONE && why != RECORD_NONE) {
+		it->io.reason = why;
+		it->io.err = rec.io.err;
+		it->io.message = rec.io.message;
 	}
 	if (r < 0) {
 		if (s->fail)
@@ -121,7 +125,7 @@ struct parse_vanished {
 	unsigned w;
 	struct record rec;
 	struct dynbuf *out;
-	uint32_t *count;
+	struct batch_item *it;
 };
 
 /* A message of the archive's last run that this run did not find: its
@@ -133,7 +137,7 @@ static int parse_vanished(void *ctx, uint64_t off)
 	rec.io.kind = RECORD_DELETED;
 	rec.io.offset = off;
 	rec.io.length = 0;
-	parse_record(v->s, v->w, rec, NULL, 0, v->out, NULL, v->count, NULL, NULL);
+	parse_record(v->s, v->w, rec, NULL, 0, v->out, NULL, v->it, NULL, false);
 	return 0;
 }
 
@@ -144,7 +148,7 @@ static void parse_archive_vanished(struct parse_stage *s, unsigned w, struct rec
                                    struct batch_item *it, struct dynbuf *out)
 {
 	rec.io.in_mbox = true;
-	struct parse_vanished v = { s, w, rec, out, &it->out_records };
+	struct parse_vanished v = { s, w, rec, out, it };
 	state_each_vanished(it->state, parse_vanished, &v);
 }
 
@@ -170,14 +174,14 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 	struct dynbuf *notes = &b->notes[w];
 	size_t off = out->len, notes_off = notes->len;
 	it->out_records = 0;
+	memset(it->out_errors, 0, sizeof(it->out_errors));
 	/* The batch owns its bytes: unquoting ">From " in place is ours to do. */
 	uint8_t *data = (uint8_t *)(uintptr_t)it->data;
 	struct record rec = { .io = it->io, .mail = NULL };
 	if (it->no_output) {
 		/* a streamed file: its messages are records of later batches */
 	} else if (rec.io.in_mbox && data) {
-		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, notes, &it->out_records,
-		             NULL, &it->io);
+		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, notes, it, NULL, true);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
 		size_t pos = 0, next;
@@ -195,11 +199,11 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 			if (big) {
 				struct record too = rec;
 				record_mbox_too_large(&too.io, rec.io.length);
-				parse_record(s, w, too, NULL, 0, out, NULL, &it->out_records, NULL, &it->io);
+				parse_record(s, w, too, NULL, 0, out, NULL, it, NULL, true);
 			} else {
 				parse_record(s, w, rec, data + m.start,
-				             mbox_unquote(data + m.start, m.end - m.start), out, notes,
-				             &it->out_records, NULL, &it->io);
+				             mbox_unquote(data + m.start, m.end - m.start), out, notes, it,
+				             NULL, true);
 			}
 			/* the first message deletes what the file was: one delete */
 			rec.io.error_document = false;
@@ -209,9 +213,9 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		}
 		parse_archive_vanished(s, w, rec, it, out);
 	} else if (rec.io.kind != RECORD_MESSAGE) {
-		parse_record(s, w, rec, NULL, 0, out, NULL, &it->out_records, NULL, NULL);
+		parse_record(s, w, rec, NULL, 0, out, NULL, it, NULL, false);
 	} else {
-		parse_record(s, w, rec, data, it->len, out, notes, &it->out_records, it->state, &it->io);
+		parse_record(s, w, rec, data, it->len, out, notes, it, it->state, true);
 		if (s->parse && data && rec.io.reason == RECORD_NONE)
 			parse_archive_vanished(s, w, rec, it, out);
 	}

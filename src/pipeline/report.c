@@ -121,15 +121,21 @@ void report_start(struct ingest_report *r)
 void report_count_batch(struct ingest_report *r, const struct batch *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
-		const struct record_io *io = &b->items[i].io;
-		if (b->items[i].no_output)
+		const struct batch_item *it = &b->items[i];
+		const struct record_io *io = &it->io;
+		if (it->no_output)
 			continue;
-		unsigned k = (unsigned)io->reason;
-		r->kinds[k < RECORD__COUNT ? k : RECORD_INTERNAL]++;
-		r->bytes_in += b->items[i].len;
-		if (io->reason == RECORD_NONE)
+		/* by record, however the input was read (an archive whole: many) */
+		uint64_t errors = 0;
+		for (unsigned k = RECORD_NONE + 1; k < RECORD__COUNT; k++) {
+			r->kinds[k] += it->out_errors[k];
+			errors += it->out_errors[k];
+		}
+		r->kinds[RECORD_NONE] += it->out_records - errors;
+		r->bytes_in += it->len;
+		if (!errors)
 			continue;
-		r->errors++;
+		r->errors += errors;
 		if (r->n_samples == REPORT_SAMPLES)
 			continue;
 		/* The record's path as the user would type it, root/path,

@@ -36,6 +36,7 @@ struct batch_item {
 	uint32_t out_worker;
 	uint64_t out_off, out_len;
 	uint32_t out_records;       /* records it produced (an mbox read whole: many) */
+	uint32_t out_errors[RECORD__COUNT];   /* of them, error records by reason */
 	uint32_t notes_off, notes_n;   /* its thread notes in notes[out_worker] */
 };
 

@@ -121,6 +121,17 @@ def case_strict(tmp):
         st = json.loads([ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")][-1])
         if st["records"][kind] != 1:
             fail(f"--strict {args}: {kind} counted {st['records']}")
+    # counted by record, an archive read whole as streamed (whole, it once
+    # counted as one input labelled by its first error)
+    mixed = os.path.join(tmp, "mixed.mbox")
+    with open(mixed, "wb") as f:
+        for body in (b"Subject: ok\n\nhi\n", b"\x00\x01\x02garbage\n", b"\x00\x01\x02more\n"):
+            f.write(b"From a@b Mon Jan  1 00:00:00 2024\n" + body + b"\n")
+    for args in ([], ["--max-size=60"]):
+        p = run(["--stats=json"] + args + [mixed], check_rc=0)
+        st = json.loads([ln for ln in p.stderr.decode().splitlines() if ln.startswith("{")][-1])
+        if (st["records"]["ok"], st["records"]["not-mail"], st["files"]) != (1, 2, 3):
+            fail(f"{args}: records {st['records']}, files {st['files']}")
 
 
 def case_mail_software_skipped(tmp):

@@ -25,7 +25,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-/* Appends an item with a record of reason why (RECORD_NONE: a message). */
+/* Appends an item with a record of reason why (RECORD_NONE: a message),
+ * counted as the parse stage counts it: its first record is that error. */
 static void item(struct batch *b, const char *root, const char *path, enum record_reason why,
                  int err, const char *message, size_t len, uint32_t records)
 {
@@ -38,6 +39,8 @@ static void item(struct batch *b, const char *root, const char *path, enum recor
 	it->io.message = message;
 	it->len = len;
 	it->out_records = records;
+	if (why != RECORD_NONE && records)
+		it->out_errors[why] = 1;
 }
 
 /* The report of a run of fixed counters. */
@@ -113,7 +116,7 @@ static void test_report_human(void **state)
 		"ingest: 7 records in # s (# files/s, # MB/s)\n"
 		"  backend      sync\n"
 		"  written      6 records (the output was closed by its reader)\n"
-		"  records      ok=2 io-error=1 too-large=1 not-mail=1\n"
+		"  records      ok=4 io-error=1 too-large=1 not-mail=1\n"
 		"  bytes read   1107 (grew 0, shrank 0, renamed while read 0)\n"
 		"  batches      0, peak in flight 4096 bytes, peak RSS # KiB\n"
 		"  walk         0 dirs, 0 entries, 0 getdents64, 0 mail-software files skipped, 0 excluded\n"
@@ -153,7 +156,7 @@ static void test_report_json(void **state)
 	char *want = t_asprintf(
 		"{\"files\":7,\"written\":6,\"output_closed\":true,\"bytes\":1107,\"elapsed_s\":#,"
 		"\"files_per_s\":#,\"mb_per_s\":#,\"backend\":\"sync\",\"fallback\":null,"
-		"\"records\":{\"ok\":2,\"io-error\":1,\"not-regular\":0,\"symlink\":0,\"too-large\":1,"
+		"\"records\":{\"ok\":4,\"io-error\":1,\"not-regular\":0,\"symlink\":0,\"too-large\":1,"
 		"\"not-mail\":1,\"internal\":0},\"grew\":0,\"shrank\":0,\"renamed\":0,\"batches\":0,"
 		"\"peak_inflight_bytes\":4096,\"peak_rss_kib\":#,"
 		"\"walk\":{\"dirs\":0,\"entries\":0,\"relisted\":0,\"skipped\":0,\"excluded\":0},"
