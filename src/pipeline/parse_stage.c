@@ -190,6 +190,9 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
+			/* (an input read whole is at most --max-size, so a message
+			 * over it is streamed's; the rule is kept here too, one for
+			 * whatever hands the stage an archive) */
 			bool big = rec.io.length > s->max_size;
 			/* the entry lists the message (state_each_vanished), unless
 			 * its record is an error that is no document: a document the

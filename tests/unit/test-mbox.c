@@ -621,6 +621,11 @@ static void test_mbox_find_separator(void **state)
 	assert_int_equal(mbox_find_separator((const uint8_t *)f, strlen(f), 0, false), strlen(f));
 	const char *g = "\r\n" FROM_B;
 	assert_int_equal(mbox_find_separator((const uint8_t *)g, strlen(g), 0, false), 2);
+	/* a last From_ line with no line end: undecided while bytes may
+	 * come, a separator at the end of the archive (as mbox_next()) */
+	const char *h = "x\n\nFrom a@b Mon Jan  1 00:00:00 2024";
+	assert_int_equal(mbox_find_separator((const uint8_t *)h, strlen(h), 0, false), strlen(h));
+	assert_int_equal(mbox_find_separator((const uint8_t *)h, strlen(h), 0, true), 3);
 }
 
 /* A search resumed over the kept bytes plus what comes next finds what a
