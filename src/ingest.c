@@ -512,7 +512,6 @@ static int run_start(struct run *run, uint64_t batch_bytes)
 	ps->fail_ctx = run;
 	ps->batch_bytes = batch_bytes;
 	ps->max_size = o->reader.max_size;
-	ps->error_documents = emit_errors_written(&o->emit);
 	int r = parse_stage_init(ps, threads);
 	if (r < 0)
 		return r;

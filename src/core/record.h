@@ -137,9 +137,9 @@ uint64_t record_thread_key(struct str msgid);
 void record_id_hex(uint64_t id, char hex[17]);
 
 /* An archive's message of `length` bytes, longer than --max-size: a
- * too-large record, not read.  One rule wherever the archive's bytes were
- * cut into messages, so the records do not depend on how it was read
- * (whole or in chunks of --batch-bytes). */
+ * too-large record, not read, at its own offset and length whatever the
+ * chunks the archive is streamed in (an archive read whole is at most
+ * --max-size: io/reader_stream.c alone meets one). */
 void record_mbox_too_large(struct record_io *io, uint64_t length);
 
 #endif

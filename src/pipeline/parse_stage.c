@@ -190,24 +190,13 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
-			/* (an input read whole is at most --max-size, so a message
-			 * over it is streamed's; the rule is kept here too, one for
-			 * whatever hands the stage an archive) */
-			bool big = rec.io.length > s->max_size;
-			/* the entry lists the message (state_each_vanished), unless
-			 * its record is an error that is no document: a document the
-			 * last run made here is then one of the vanished, and goes */
-			if ((!big || s->error_documents) && state_add_mbox_offset(it->state, m.start) < 0)
+			/* An input read whole is at most --max-size (reader_item.c
+			 * caps the read), so none of its messages is over it: the
+			 * too-large rule is the stream's (record_mbox_too_large). */
+			if (state_add_mbox_offset(it->state, m.start) < 0)
 				state_mark_unread(it->state);   /* the next run reads it again */
-			if (big) {
-				struct record too = rec;
-				record_mbox_too_large(&too.io, rec.io.length);
-				parse_record(s, w, too, NULL, 0, out, NULL, it, NULL, true);
-			} else {
-				parse_record(s, w, rec, data + m.start,
-				             mbox_unquote(data + m.start, m.end - m.start), out, notes, it,
-				             NULL, true);
-			}
+			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
+			             out, notes, it, NULL, true);
 			/* the first message deletes what the file was: one delete */
 			rec.io.error_document = false;
 			if (next <= pos)

@@ -75,9 +75,8 @@ struct parse_stage {
 	void (*fail)(void *ctx, int err, const char *what, const char *arg);
 	void *fail_ctx;
 	uint64_t batch_bytes;              /* the reader's: sizes the output buffers */
-	uint64_t max_size;                 /* --max-size: an archive's message longer
-	                                      is not parsed (record_mbox_too_large) */
-	bool error_documents;              /* io/reader.h's */
+	uint64_t max_size;                 /* --max-size: how far a Content-Length is
+	                                      believed, as the stream does (mbox.h) */
 
 	/* the stage's own */
 	struct pool *pool;
