@@ -111,19 +111,28 @@ static void test_lib_sink_gets_whole_records_in_order(void **state)
 	free(fd_bytes);
 }
 
+/* Runs the sample into a sink that answers its first call with fail_with;
+ * *rep is the run's report, the run's result returned. */
+static int run_failing_sink(int fail_with, struct ingest_report **rep)
+{
+	struct ingest_options *o = sample_options();
+	struct collect c = { .fail_with = fail_with };
+	ingest_options_set_sink(o, collect_sink, &c);
+	*rep = NULL;
+	int r = ingest_run(o, rep);
+	assert_int_equal(c.calls, 1);
+	ingest_options_free(o);
+	return r;
+}
+
 static void test_lib_sink_error_stops_the_run(void **state)
 {
 	(void)state;
-	struct ingest_options *o = sample_options();
-	struct collect c = { .fail_with = -ECANCELED };
-	ingest_options_set_sink(o, collect_sink, &c);
-	struct ingest_report *rep = NULL;
-	assert_int_equal(ingest_run(o, &rep), -ECANCELED);
+	struct ingest_report *rep;
+	assert_int_equal(run_failing_sink(-ECANCELED, &rep), -ECANCELED);
 	assert_non_null(ingest_report_error(rep));
 	assert_non_null(strstr(ingest_report_error(rep), "the sink failed"));
-	assert_int_equal(c.calls, 1);
 	ingest_report_free(rep);
-	ingest_options_free(o);
 }
 
 /* -EPIPE from the sink stops the run as a closed output does: a reader
@@ -131,16 +140,11 @@ static void test_lib_sink_error_stops_the_run(void **state)
 static void test_lib_sink_epipe_is_a_closed_output(void **state)
 {
 	(void)state;
-	struct ingest_options *o = sample_options();
-	struct collect c = { .fail_with = -EPIPE };
-	ingest_options_set_sink(o, collect_sink, &c);
-	struct ingest_report *rep = NULL;
-	assert_int_equal(ingest_run(o, &rep), 0);
+	struct ingest_report *rep;
+	assert_int_equal(run_failing_sink(-EPIPE, &rep), 0);
 	assert_int_equal(ingest_report_output_closed(rep), 1);
 	assert_null(ingest_report_error(rep));
-	assert_int_equal(c.calls, 1);
 	ingest_report_free(rep);
-	ingest_options_free(o);
 }
 
 /* A new directory under $TMPDIR (or /tmp) for one case, into buf. */
