@@ -78,15 +78,19 @@ enum index_stmt {
 /* The text index, in the database; and in the file a build writes it in
  * first, contentless, with its rows' content in the database
  * (fts_build.h), whence its deletions take their values. */
-#define INDEX_FTS_COLUMNS "subject, \"from\", \"to\", text, attachments"
+/* ", \"subject\", \"from\", ...": each column after a comma, quoted (from
+ * and to are SQL keywords) */
+#define INDEX_FTS_COLUMN_SQL(name, tag) ", \"" #name "\""
+#define INDEX_FTS_COLUMNS INDEX_FTS_COLUMN_LIST(INDEX_FTS_COLUMN_SQL)
 #define INDEX_FTS_TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
 #define INDEX_FTS_TABLE \
-	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", " INDEX_FTS_TOKENIZE ")"
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_TOKENIZE INDEX_FTS_COLUMNS ")"
 #define INDEX_FTS_BUILDER \
-	"CREATE VIRTUAL TABLE mail_fts USING fts5(" INDEX_FTS_COLUMNS ", content = '', " \
-	INDEX_FTS_TOKENIZE ")"
+	"CREATE VIRTUAL TABLE mail_fts USING fts5(content = '', " INDEX_FTS_TOKENIZE \
+	INDEX_FTS_COLUMNS ")"
+_Static_assert(FTS_ROW_COLUMNS == INDEX_FTS__COUNT, "a builder's row is one of mail_fts");
 #define INDEX_FTS_BUILDER_DELETE \
-	"INSERT INTO mail_fts(mail_fts, rowid, " INDEX_FTS_COLUMNS ")" \
+	"INSERT INTO mail_fts(mail_fts, rowid" INDEX_FTS_COLUMNS ")" \
 	" SELECT 'delete', id, " FTS_CONTENT_COLUMNS " FROM " FTS_BUILD_GONE
 
 /* ?1 the record, ?2 root, ?3 path, ?4 the message's docid where one is
@@ -154,7 +158,7 @@ static const char *const index_sql[ST__COUNT] = {
 	 * savepoint, and FTS5 (before 3.43) writes its pending terms out as a
 	 * segment at every savepoint (index_fts_flush) */
 	[ST_INSERT_FTS] =
-		"INSERT INTO mail_fts(rowid, " INDEX_FTS_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		"INSERT INTO mail_fts(rowid" INDEX_FTS_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	/* the threads of the messages this one is linked to, through its own
 	 * Message-ID (?1), its In-Reply-To (?2) and its References (?3), with
 	 * repeats (index_thread keeps each once): one JSON array of them,

@@ -36,6 +36,22 @@ struct state;
  * database of another application is told apart before anything is read. */
 #define INDEX_APPLICATION_ID 0x696e6774
 
+/* The columns of the text index mail_fts, in its schema's order: the one
+ * list the schema and its inserts (index.c) and a query's column filters
+ * and prefixes (search.c) are written from.  X(name, TAG) per column. */
+#define INDEX_FTS_COLUMN_LIST(X) \
+	X(subject, SUBJECT) X(from, FROM) X(to, TO) X(text, TEXT) X(attachments, ATTACHMENTS)
+
+enum index_fts_column {
+#define INDEX_FTS_COLUMN_TAG(name, tag) INDEX_FTS_##tag,
+	INDEX_FTS_COLUMN_LIST(INDEX_FTS_COLUMN_TAG)
+#undef INDEX_FTS_COLUMN_TAG
+	INDEX_FTS__COUNT
+};
+
+/* A column's name as a C string, for INDEX_FTS_COLUMN_LIST. */
+#define INDEX_FTS_COLUMN_NAME(name, tag) #name,
+
 /* Opens FILE, creating it and its schema when it does not exist or is an
  * empty database.  Refused, the file left as it was: not an SQLite database,
  * another application's database, a newer schema, a file or directory that

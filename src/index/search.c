@@ -267,7 +267,7 @@ static int search_refuse(struct search *s, const char *word, size_t wn, const ch
  * another ':' (10:30, http://x, Re:) is no filter: FTS5 would refuse it. */
 static bool search_fts_filter(const char *w, size_t n)
 {
-	static const char *const names[] = { "subject", "from", "to", "text", "attachments" };
+	static const char *const names[] = { INDEX_FTS_COLUMN_LIST(INDEX_FTS_COLUMN_NAME) };
 	const char *colon = memchr(w, ':', n);
 	if (!colon)
 		return false;
@@ -411,16 +411,15 @@ static bool search_tag(const char *v, size_t n, char out[16])
 /* One word of the query. */
 static int search_term(struct search *s, const char *word, size_t wn)
 {
-	/* the columns of mail_fts a prefix names, in index.c's schema's order */
-	static const char *const columns[] = { "subject", "from", "to" };
-	/* col: its place in columns[] and mail_fts, or -1: an SQL condition,
+	static const char *const columns[] = { INDEX_FTS_COLUMN_LIST(INDEX_FTS_COLUMN_NAME) };
+	/* col: its column of mail_fts, or -1: an SQL condition,
 	 * with IS where the column may be NULL, so that the negated condition
 	 * holds there.  folder is NULL outside a Maildir (README, "Records"):
 	 * INBOX, the top Maildir's "", is no mbox's or loose file's. */
 	static const struct { const char *prefix; int col; const char *cond; } prefixes[] = {
-		{ "from:", 1, NULL },
-		{ "to:", 2, NULL },
-		{ "subject:", 0, NULL },
+		{ "from:", INDEX_FTS_FROM, NULL },
+		{ "to:", INDEX_FTS_TO, NULL },
+		{ "subject:", INDEX_FTS_SUBJECT, NULL },
 		{ "tag:", -1, "EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = @)" },
 		{ "folder:", -1, "m.folder IS (CASE WHEN @ = 'INBOX' THEN '' ELSE @ END)" },
 		{ "thread:", -1, "m.thread_id IS @" },
