@@ -245,9 +245,10 @@ INGEST_API const char *ingest_warning_name(unsigned bit);
  * JSON object (tsv 0) or tab-separated date, from, subject, thread, root,
  * path, snippet (tsv 1), to fd.  Returns the number of hits, or -errno with
  * *error a heap string (free()) saying why when there is one: a database
- * that is not an index, a query FTS5 cannot parse, a query of no words
- * (-EINVAL; "*" is every message), escaped for a terminal (error may be
- * NULL: then only the errno). */
+ * that cannot be opened (its errno: -ENOENT, -EACCES...); one that is not
+ * an index, a query FTS5 cannot parse, a query of no words ("*" is every
+ * message), a NULL query or path (-EINVAL), escaped for a terminal (error
+ * may be NULL: then only the errno). */
 INGEST_API int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit,
                              int fd, char **error);
 

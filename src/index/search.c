@@ -667,7 +667,9 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	dynbuf_init(&sql, 0);
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
-	int rc = SQLITE_OK, r = search_parse(&s, query);
+	int rc = SQLITE_OK, r = db_path && query ? search_parse(&s, query) : -EINVAL;
+	if (r == -EINVAL && !s.error[0])
+		snprintf(s.error, sizeof(s.error), "no database or no query");
 	if (r == 0 && !s.words) {
 		snprintf(s.error, sizeof(s.error), "the query has no words (* is every message)");
 		r = -EINVAL;
@@ -700,6 +702,12 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 			    : "written by an older ingest (an earlier schema_version): ingest --index on it"
 			      " migrates it or says what to do";
 			r = -EINVAL;
+		} else if (rc != SQLITE_OK && sqlite3_system_errno(db) > 0) {
+			/* a file that is not there, or cannot be read: the
+			 * system's reason (SQLite's says "unable to open
+			 * database file" for all of them) */
+			r = -sqlite3_system_errno(db);
+			why = strerror(-r);
 		} else if (rc != SQLITE_OK) {
 			why = sqlite3_errmsg(db);
 			r = -EINVAL;

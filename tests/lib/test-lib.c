@@ -243,7 +243,8 @@ static void test_lib_stdin_leaves_fd_0(void **state)
 }
 
 /* ingest_search's error is optional: a query FTS5 cannot parse is -EINVAL
- * with or without it (it was written through unchecked). */
+ * with or without it (it was written through unchecked); a missing
+ * database or query is an error, with its reason. */
 static void test_lib_search_error_optional(void **state)
 {
 	(void)state;
@@ -262,6 +263,16 @@ static void test_lib_search_error_optional(void **state)
 	char *why = NULL;
 	assert_int_equal(ingest_search(db, "a AND", 0, 10, null, &why), -EINVAL);
 	assert_non_null(why);
+	free(why);
+	/* no query, no database: refused, not a crash */
+	assert_int_equal(ingest_search(db, NULL, 0, 10, null, NULL), -EINVAL);
+	assert_int_equal(ingest_search(NULL, "a", 0, 10, null, NULL), -EINVAL);
+	/* a database that is not there: the system's errno and its words */
+	char missing[320];
+	snprintf(missing, sizeof(missing), "%s/none.db", dir);
+	why = NULL;
+	assert_int_equal(ingest_search(missing, "a", 0, 10, null, &why), -ENOENT);
+	assert_string_equal(why, strerror(ENOENT));
 	free(why);
 	close(null);
 	char name[320];
