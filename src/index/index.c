@@ -50,7 +50,7 @@ enum index_stmt {
 	ST_INSERT_MESSAGE, ST_RECORD_FIELDS, ST_INSERT_ADDRESS, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS,
 	ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
-	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_RENAME_MESSAGES, ST_RENAME_FILE,
+	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_FILE_ID, ST_RENAME_MESSAGES, ST_RENAME_FILE,
 	ST__COUNT
 };
 
@@ -182,6 +182,7 @@ static const char *const index_sql[ST__COUNT] = {
 		"INSERT OR REPLACE INTO files(root, path, dev, ino, size, mtime_sec, mtime_nsec, id)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_DELETE_FILE] = "DELETE FROM files WHERE root = ?1 AND path = ?2",
+	[ST_FILE_ID] = "SELECT id FROM files WHERE root = ?1 AND path = ?2",
 	[ST_RENAME_MESSAGES] =
 		"UPDATE messages SET root = ?2, path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
 		" flags = ?1->>'flags', tags = ingest_tags(?1->>'subdir', ?1->>'flags'),"
@@ -1430,6 +1431,25 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 
 /* An error record (README "Records"): its top-level "error" key, an object,
  * in the record index_record took apart. */
+/* Whether a file of another id stands at the place of io, gone: one this
+ * run wrote (a files row has one place, written in the batch of its
+ * record, before the end of the run says what is gone).  A place changes
+ * ids when its directory becomes a Maildir or stops being one (README,
+ * "Records": a Maildir message's id is its unique name's, another file's
+ * its path's).  The rows at that place are then the new file's: this
+ * run's record replaced the old ones already (index_add_item). */
+static int index_place_taken(struct index *ix, const struct record_io *io, bool *taken)
+{
+	sqlite3_stmt *s = ix->st[ST_FILE_ID];
+	sqlite3_bind_blob(s, 1, io->base.p, (int)io->base.n, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	*taken = rc == SQLITE_ROW && sqlite3_column_int64(s, 0) != (int64_t)io->id;
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
+}
+
 static bool index_is_error(const struct index *ix)
 {
 	const struct index_value *v = &ix->rec[IF_ERROR];
@@ -1441,8 +1461,12 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 	uint64_t t0 = index_now_ns();
 	int r = 0;
 	if (io->kind == RECORD_DELETED) {
-		r = index_delete_file(ix, io);
-		if (r == 0)
+		bool taken = false;
+		if (!io->in_mbox)
+			r = index_place_taken(ix, io, &taken);
+		if (r == 0 && !taken)
+			r = index_delete_file(ix, io);
+		if (r == 0 && !taken)
 			r = index_file_row(ix, ST_DELETE_FILE, io);
 		ix->stats.deleted++;
 	} else if (io->kind == RECORD_RENAMED) {

@@ -1053,6 +1053,36 @@ def case_copy_same_name(tmp):
     print("a copy under the same name deleted: the row names the copy left")
 
 
+def case_maildir_loses_cur(tmp):
+    """A Maildir that loses its cur/ is no Maildir any more: its new/
+    messages get path ids under the same paths (README "Records"), and the
+    old ids' deletions at the end of the run must not take the rows this
+    run wrote there.  The messages and files rows equal a clean run's; with
+    cur/ made again, every table does (the Maildir++ folders' `folder`
+    follows only a file read again: README, "Incremental runs")."""
+    for backend in ("sync", "uring"):
+        md = os.path.join(tmp, "md-" + backend)
+        shutil.copytree(sample(), md)
+        db = os.path.join(tmp, backend + ".db")
+        args = ["--backend=" + backend, md]
+        run(["--index=" + db] + args)
+        shutil.rmtree(os.path.join(md, "cur"))
+        run(["--index=" + db] + args)
+        clean = os.path.join(tmp, "clean.db")
+        run(["--index=" + clean] + args)
+        for sql in ("SELECT id, path FROM messages", "SELECT root, path, id FROM files",
+                    "SELECT m.id, f.subject FROM mail_fts f JOIN messages m ON m.docid = f.rowid"):
+            got, want = sorted(q(db, sql)), sorted(q(clean, sql))
+            if got != want:
+                fail(f"{backend}: cur/ removed: {sql}: missing {[r for r in want if r not in got][:3]},"
+                     f" extra {[r for r in got if r not in want][:3]}")
+        os.unlink(clean)
+        os.makedirs(os.path.join(md, "cur"))
+        run(["--index=" + db] + args)
+        equal_to_clean(db, tmp, "clean.db", args, f"{backend}: cur/ made again")
+    print("a Maildir that loses its cur/: no row lost, and equal to clean once it has one again")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re
