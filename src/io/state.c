@@ -57,6 +57,7 @@ struct state_entry {
 	bool replaced;             /* old entries: named, missing (state_named_missing) */
 	bool unread;               /* new entries: statted, but the read failed */
 	bool not_read;             /* new entries: met, judged unchanged or renamed */
+	bool kept;                 /* new entries: an old one not met, carried over */
 	bool no_document;          /* its record was an error (saved as a bare ';') */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
@@ -634,6 +635,16 @@ static int state_copy_offsets(struct state_entry *to, const struct state_entry *
 	return 0;
 }
 
+/* Whether another entry of the last run has old's id. */
+static bool state_old_shared(const struct state *s, const struct state_entry *old)
+{
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, old->id); (k = slots_next(&p));)
+		if (&s->old[k - 1] != old && s->old[k - 1].id == old->id)
+			return true;
+	return false;
+}
+
 bool state_had_document(const struct state *s, const struct state_entry *e)
 {
 	const struct state_entry *old = e ? e->was : NULL;
@@ -641,10 +652,9 @@ bool state_had_document(const struct state *s, const struct state_entry *e)
 	 * unique name (same id, another file) holds it too */
 	if (!old || old->n_offs || old->no_document)
 		return false;
+	if (state_old_shared(s, old))
+		return false;
 	size_t k;
-	for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));)
-		if (&s->old[k - 1] != old && s->old[k - 1].id == e->id)
-			return false;
 	for (struct slots_probe p = slots_probe(&s->new_by_id, e->id); (k = slots_next(&p));)
 		if (state_new_at(s, k - 1) != e && state_new_at(s, k - 1)->id == e->id)
 			return false;
@@ -721,6 +731,15 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		} else {
 			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
 		}
+		/* A copy under the same unique name (another old entry of this
+		 * id) is read again by every run, renamed or not, so that the
+		 * document is one of the copies as they are, as in a clean run:
+		 * kept, it would keep the text of a copy that changed or went,
+		 * or go with a copy that stopped being mail (README,
+		 * "Incremental rules").  The Maildir specification forbids such
+		 * copies: a run reads the few there are. */
+		if ((*v == STATE_UNCHANGED || *v == STATE_RENAMED) && !old->n_offs && state_old_shared(s, old))
+			*v = STATE_CHANGED;
 		/* read again under another name (a file named by another
 		 * spelling, from another directory, or a Maildir message
 		 * changed and renamed at once): the old name is said, so that
@@ -788,6 +807,7 @@ static int state_keep(struct state *s, const struct state_entry *old)
 	if (!e)
 		return -ENOMEM;
 	e->no_document = old->no_document;
+	e->kept = true;
 	return state_copy_offsets(e, old);
 }
 
@@ -897,11 +917,7 @@ static bool state_moved_to(struct str shown, const struct state_entry *e,
                            const struct state_entry *left, struct record_io *out)
 {
 	size_t dir_n, name;
-	/* Only a copy this run met and did not read: one it read has a record
-	 * of its own (a document, or an error that is none), which decides;
-	 * one kept unmet (state_keep) has no folder known.  Either way the
-	 * document stays as it was. */
-	if (!left->maildir || !left->not_read || !maildir_split(left->path, left->path_n, &dir_n, &name))
+	if (!left->maildir || !maildir_split(left->path, left->path_n, &dir_n, &name))
 		return false;
 	struct record_io io = {
 		.kind = RECORD_RENAMED, .root = shown, .base = { e->root, e->root_n },
@@ -935,10 +951,16 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		 * unique name, one of them gone): the document stands for the one
 		 * left, and a delete after its index would remove it.  It may
 		 * name the gone one (the copy read last): it moves to the one
-		 * left, as a rename does, and the gone file's own row goes. */
+		 * left, as a rename does, and the gone file's own row goes; the
+		 * one left was read again by this run (state_check), so the
+		 * document's text is its own.  A copy carried over unmet
+		 * (state_keep) has no folder known: the document stays as it was.
+		 * This runs on the reader's thread, before the records of this
+		 * run are parsed: what they are (a message, an error) is not
+		 * known here. */
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
 		struct record_io moved;
-		if (left && state_moved_to(shown, e, left, &moved) && (r = fn(ctx, &moved)) < 0)
+		if (left && !left->kept && state_moved_to(shown, e, left, &moved) && (r = fn(ctx, &moved)) < 0)
 			return r;
 		if (left)
 			continue;
