@@ -690,10 +690,10 @@ static void scan_stop(struct scan *s, bool interrupt)
 {
 	if (!s->started || s->joined)
 		return;
-	if (scan_running == s)
-		scan_running = NULL;
 	if (scan_in_child(s)) {
 		/* a child of fork(): the run's thread is the parent's */
+		if (scan_running == s)
+			scan_running = NULL;
 		s->joined = true;
 		return;
 	}
@@ -707,6 +707,11 @@ static void scan_stop(struct scan *s, bool interrupt)
 	Py_BEGIN_ALLOW_THREADS
 	pthread_join(s->thread, NULL);
 	Py_END_ALLOW_THREADS
+	/* only now: while the GIL was released for the join, a scan() of
+	 * another thread must be refused as one running, which it still was
+	 * (ingest_run's own refusal would come later, bare) */
+	if (scan_running == s)
+		scan_running = NULL;
 	s->joined = true;
 	dynbuf_reset(&s->batch);
 	s->pos = s->have = 0;
@@ -715,7 +720,7 @@ static void scan_stop(struct scan *s, bool interrupt)
 static void scan_dealloc(PyObject *self)
 {
 	struct scan *s = (struct scan *)self;
-	if (scan_running == s)
+	if (scan_running == s && !s->started)
 		scan_running = NULL;   /* one whose thread never started */
 	scan_stop(s, true);
 	ingest_report_free(s->rep);
