@@ -46,14 +46,40 @@
 /* A keyword's value as ingest_options_set() takes it: a flag from a bool,
  * a number from an int, a list of fields joined by commas, a path from str
  * or bytes (os.fsencode's form). */
-static PyObject *option_text(PyObject *v)
+/* The options that name a file, and those that take a number: neither
+ * takes a bool (state=True would name the file "1", max_text=True keep
+ * one character), nor a file an int. */
+static bool option_is_path(const char *name)
 {
+	return !strcmp(name, "state") || !strcmp(name, "files-from") || !strcmp(name, "output") ||
+	       !strcmp(name, "index");
+}
+
+static bool option_is_number(const char *name)
+{
+	return !strcmp(name, "batch-bytes") || !strcmp(name, "max-inflight") ||
+	       !strcmp(name, "max-size") || !strcmp(name, "max-text") || !strcmp(name, "split-bytes") ||
+	       !strcmp(name, "threads");
+}
+
+static PyObject *option_text(const char *key, const char *name, PyObject *v)
+{
+	if ((PyBool_Check(v) && (option_is_path(name) || option_is_number(name))) ||
+	    (PyLong_Check(v) && option_is_path(name))) {
+		PyErr_Format(PyExc_TypeError, "option '%s' takes %s, not %.100s", key,
+		             option_is_path(name) ? "str, bytes or os.PathLike" : "int or str",
+		             Py_TYPE(v)->tp_name);
+		return NULL;
+	}
 	if (v == Py_True)
 		return PyBytes_FromString("1");
 	if (v == Py_False)
 		return PyBytes_FromString("0");
 	if (PyLong_Check(v)) {
-		PyObject *s = PyObject_Str(v);
+		/* the number's own digits, not a subclass's __str__ */
+		PyObject *i = PyNumber_Index(v);
+		PyObject *s = i ? PyLong_Type.tp_str(i) : NULL;
+		Py_XDECREF(i);
 		PyObject *b = s ? PyUnicode_AsUTF8String(s) : NULL;
 		Py_XDECREF(s);
 		return b;
@@ -144,8 +170,6 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 		}
 		for (size_t i = 0; i <= n; i++)
 			name[i] = key[i] == '_' ? '-' : key[i];
-		if (v == Py_None)
-			continue;   /* the default */
 		for (size_t i = 0; i < sizeof(not_for_dicts) / sizeof(not_for_dicts[0]); i++)
 			if (!strcmp(name, not_for_dicts[i].name) && (!for_scan || !not_for_dicts[i].run_only)) {
 				PyErr_Format(PyExc_TypeError, "option '%s' does not apply to %s: %s",
@@ -153,6 +177,14 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 				             not_for_dicts[i].why);
 				goto fail;
 			}
+		/* None is the default, for a name that is an option */
+		char probe[1];
+		if (ingest_options_get(o, name, probe, sizeof(probe)) == -EINVAL) {
+			PyErr_Format(PyExc_TypeError, "unknown option '%.100s'", key);
+			goto fail;
+		}
+		if (v == Py_None)
+			continue;
 		/* exclude= takes a list of globs, each one --exclude (a list is
 		 * otherwise one value joined by commas, as fields= is) */
 		bool each = !strcmp(name, "exclude") && (PyList_Check(v) || PyTuple_Check(v));
@@ -163,7 +195,7 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 		Py_ssize_t count = each ? PyList_GET_SIZE(items) : 1;
 		int r = 0;
 		for (Py_ssize_t j = 0; r == 0 && j < count; j++) {
-			PyObject *text = option_text(each ? PyList_GET_ITEM(items, j) : v);
+			PyObject *text = option_text(key, name, each ? PyList_GET_ITEM(items, j) : v);
 			if (!text) {
 				Py_XDECREF(items);
 				goto fail;

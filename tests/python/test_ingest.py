@@ -275,6 +275,31 @@ def test_options():
         ingest.parse(msg, format="tsv")   # dicts have one shape
 
 
+def test_option_types(tmp_path, monkeypatch):
+    """A bool is no number and no file, an int no file: refused by name,
+    nothing made on disk (state=5 once created ./5); an unknown name is
+    refused with None too; an int subclass gives its value, not its str."""
+    msg = b"From: a@example.org\nSubject: hi\n\nbody words\n"
+    monkeypatch.chdir(tmp_path)
+    for kw in ({"max_text": True}, {"max_text": False}):
+        with pytest.raises(TypeError, match="'max_text' takes int or str, not bool"):
+            ingest.parse(msg, **kw)
+    for kw in ({"state": 5}, {"state": True}, {"files_from": True}):
+        with pytest.raises(TypeError, match=f"'{next(iter(kw))}' takes str, bytes or os.PathLike"):
+            ingest.scan(str(tmp_path), **kw)
+    for kw in ({"threads": True}, {"max_size": True}):
+        with pytest.raises(TypeError, match="takes int or str, not bool"):
+            ingest.scan(str(tmp_path), **kw)
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(TypeError, match="unknown option 'feilds'"):
+        ingest.parse(msg, feilds=None)
+
+    class Big(int):
+        def __str__(self):
+            return "1G"
+    assert ingest.parse(msg, max_text=Big(4))["text"] == "body"
+
+
 # Every option of src/options.c's table, a valid value for each: what a dict
 # has no use for is refused by name (a keyword error, as an unknown name is)
 # rather than ignored, or failing part-way as scan(index=) did.
