@@ -143,7 +143,7 @@ static const struct {
 	{ "state", true, "there is no run: no state is kept" },
 	{ "wait-state", true, "there is no run: no state is kept" },
 	{ "state-reset", true, "there is no run: no state is kept" },
-	{ "stats", true, "there is no run to count" },
+	{ "stats", false, "no statistics are printed: the dicts are the records" },
 };
 
 /* Options from keywords: the CLI's long names with '_' for '-'. */
@@ -209,11 +209,8 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 			goto fail;
 		}
 		if (r < 0) {
-			const char *why = ingest_options_error(o);
-			/* an unknown name is a keyword error, a bad value a ValueError */
-			PyErr_Format(strncmp(why ? why : "", "unknown", 7) ? PyExc_ValueError
-			                                                     : PyExc_TypeError,
-			             "%s", why ? why : "bad option");
+			/* the name known (above): a bad value, named as given */
+			PyErr_Format(PyExc_ValueError, "invalid value for '%s': %R", key, v);
 			goto fail;
 		}
 	}
@@ -536,15 +533,24 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	PyObject *t = kw ? PyDict_GetItemString(kw, "threads") : NULL;
 	if (t && t != Py_None) {
-		/* out of range, however far (past a C long too), is a ValueError */
+		/* as scan()'s threads= takes it: an int or its digits, no bool;
+		 * out of range, however far (past a C long too), a ValueError */
+		PyObject *num = NULL;
+		if (PyBool_Check(t))
+			PyErr_SetString(PyExc_TypeError, "option 'threads' takes int or str, not bool");
+		else if (PyUnicode_Check(t))
+			num = PyLong_FromUnicodeObject(t, 10);
+		else
+			num = PyNumber_Index(t);
 		int over = 0;
-		long v = PyLong_AsLongAndOverflow(t, &over);
+		long v = num ? PyLong_AsLongAndOverflow(num, &over) : -1;
+		Py_XDECREF(num);
 		if (v == -1 && PyErr_Occurred()) {
 			Py_DECREF(kw);
 			return NULL;
 		}
 		if (over || v < 1 || v > 256) {
-			PyErr_Format(PyExc_ValueError, "threads must be 1..256, not %S", t);
+			PyErr_Format(PyExc_ValueError, "invalid value for 'threads': %R (1..256)", t);
 			Py_DECREF(kw);
 			return NULL;
 		}
@@ -552,6 +558,14 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	if (kw && PyDict_GetItemString(kw, "threads") && PyDict_DelItemString(kw, "threads") < 0) {
 		Py_DECREF(kw);
+		return NULL;
+	}
+	/* bytes is a sequence too, of ints: one message given bare */
+	if (PyBytes_Check(seq_in) || PyByteArray_Check(seq_in) || PyUnicode_Check(seq_in) ||
+	    PyMemoryView_Check(seq_in)) {
+		PyErr_Format(PyExc_TypeError, "parse_many takes a sequence of messages, not one %.100s"
+		             " (parse() takes one)", Py_TYPE(seq_in)->tp_name);
+		Py_XDECREF(kw);
 		return NULL;
 	}
 	PyObject *seq = PySequence_Fast(seq_in, "parse_many takes a sequence of bytes");
@@ -934,6 +948,13 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 			Py_DECREF(s);
 			return PyErr_NoMemory();
 		}
+	}
+	char list[2];
+	if (!PyTuple_GET_SIZE(args) && ingest_options_get(o, "files-from", list, sizeof(list)) == 0) {
+		/* as the command refuses it: a run of nothing is a mistake */
+		PyErr_SetString(PyExc_TypeError, "scan() needs a path (or files_from=)");
+		Py_DECREF(s);
+		return NULL;
 	}
 	o->visit = scan_visit;
 	o->visit_ctx = s;

@@ -267,7 +267,7 @@ def test_options():
     assert "text" not in ingest.parse(msg, no_text=True)
     with pytest.raises(TypeError, match="'fromat'"):
         ingest.parse(msg, fromat="jsonl")
-    with pytest.raises(ValueError, match="'max-text'"):
+    with pytest.raises(ValueError, match="'max_text': 'lots'"):
         ingest.parse(msg, max_text="lots")
     with pytest.raises(ValueError):
         ingest.parse_many([msg], threads=0)
@@ -312,7 +312,7 @@ OPTION_VALUES = {
     "split-bytes": "1M", "es-errors": True, "index": "x.db",
 }
 FOR_PARSE = {"max-text", "fields", "no-text", "headers", "parse"}
-NOT_FOR_DICTS = {"format", "es-index", "es-errors", "output", "split-bytes", "index"}
+NOT_FOR_DICTS = {"format", "es-index", "es-errors", "output", "split-bytes", "index", "stats"}
 
 
 def test_option_table_is_classified():
@@ -358,8 +358,25 @@ def test_scan_refuses_options_without_meaning(name, tmp_path):
 @pytest.mark.parametrize("threads", [0, -1, 257, 2**63, 2**70, -2**70])
 def test_parse_many_threads_out_of_range(threads):
     msg = b"From: a@example.org\nSubject: hi\n\nbody\n"
-    with pytest.raises(ValueError, match=rf"threads must be 1\.\.256, not {threads}$"):
+    with pytest.raises(ValueError, match=rf"invalid value for 'threads': {threads} \(1\.\.256\)$"):
         ingest.parse_many([msg], threads=threads)
+
+
+def test_parse_many_and_scan_take_threads_alike(tmp_path):
+    """threads= as scan() takes it (an int or its digits, no bool); one
+    message given bare is refused as such; a scan of nothing too."""
+    msg = b"From: a@example.org\nSubject: hi\n\nbody\n"
+    assert ingest.parse_many([msg], threads="2") == ingest.parse_many([msg], threads=2)
+    for bad in (True, 1.5):
+        with pytest.raises(TypeError):
+            ingest.parse_many([msg], threads=bad)
+        with pytest.raises(TypeError):
+            ingest.scan(str(tmp_path), threads=bad)
+    for bare in (msg, bytearray(msg), msg.decode(), memoryview(msg)):
+        with pytest.raises(TypeError, match="a sequence of messages, not one"):
+            ingest.parse_many(bare)
+    with pytest.raises(TypeError, match="needs a path"):
+        ingest.scan()
 
 
 def test_scan_state_and_shard(generated, tmp_path):
