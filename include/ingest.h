@@ -172,8 +172,8 @@ INGEST_API int ingest_report_output_closed(const struct ingest_report *r);
  * asked to do, which the caller must change: options that contradict each
  * other; a --state FILE in use by another run, corrupt, a symlink, made by
  * another run, or in a directory that cannot be written; an index made
- * with other settings, or no regular file (the command exits 2 then, as for
- * bad usage). */
+ * with other settings, no regular file, or one (or its directory) the user
+ * cannot write (the command exits 2 then, as for bad usage). */
 INGEST_API int ingest_report_usage_error(const struct ingest_report *r);
 /* Error records the run wrote (inputs that are no message: unreadable,
  * missing, not mail...).  The command's --strict exits 1 when it is not 0. */

@@ -300,6 +300,10 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 		char what[256];
 		snprintf(what, sizeof(what), "%s: %s", o->index, why ? why : "cannot open the index");
 		run_fail(run, r, what, NULL);
+		/* a database or directory this user cannot write: the caller's
+		 * to change, as for the state (exit 2) */
+		if (r == -EACCES || r == -EPERM || r == -EROFS)
+			report_set_refused(run->rep);
 		return r;
 	}
 	if ((r = run_bind_index(run)) < 0)

@@ -688,6 +688,27 @@ int index_open(const char *path, struct index **out, const char **why)
 		index_close(ix);
 		return e;
 	}
+	/* Nor its directory: WAL keeps its -wal and -shm files beside it,
+	 * and SQLite would say "Read-only file system" at the first pragma. */
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xmalloc((size_t)(slash - path) + 2) : NULL;
+	if (slash && !dir) {
+		index_close(ix);
+		return -ENOMEM;
+	}
+	if (dir) {
+		size_t n = slash == path ? 1 : (size_t)(slash - path);
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+	}
+	int dir_ok = access(dir ? dir : ".", W_OK);
+	int dir_errno = errno;
+	xfree(dir);
+	if (dir_ok < 0 && dir_errno != ENOENT) {
+		*why = "the database's directory is not writable (WAL keeps its -wal and -shm files there)";
+		index_close(ix);
+		return -dir_errno;
+	}
 	ix->build_fd = -1;
 	int r = access(path, F_OK) < 0 && errno == ENOENT ? index_build_begin(ix, path) : 0;
 	if (r < 0) {

@@ -352,14 +352,17 @@ def case_read_only(tmp):
     os.chmod(db, 0o444)
     os.chmod(d, 0o777)
     before = open(db, "rb").read()
-    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1, pre=pre)
+    # refused, exit 2 (README "The index"), as a state file the user cannot write
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=2, pre=pre)
     if b"not writable" not in p.stderr or stats(p)["walk"]["entries"]:
         fail(f"read-only file: {p.stderr!r}")
     os.chmod(db, 0o666)
     os.chmod(d, 0o555)
-    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1, pre=pre)
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=2, pre=pre)
     if stats(p)["walk"]["entries"]:
         fail(f"read-only directory: input read before the refusal: {p.stderr!r}")
+    if b"directory is not writable" not in p.stderr:
+        fail(f"read-only directory: the message does not say so: {p.stderr!r}")
     os.chmod(d, 0o755)
     if open(db, "rb").read() != before:
         fail("the refused database changed")
