@@ -238,6 +238,17 @@ static struct search_word search_word(const struct search *s, const char *w, siz
 	return sw;
 }
 
+/* Whether v has a letter or digit, which FTS5's tokenizer makes a token
+ * of (every byte past ASCII counted as one, as the word count does): a
+ * phrase without matches nothing, and negated, every message. */
+static bool search_has_token(const char *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (isalnum((unsigned char)v[i]) || (unsigned char)v[i] >= 0x80)
+			return true;
+	return false;
+}
+
 /* FTS5's operators, as whole words. */
 static bool search_operator(const char *w, size_t n)
 {
@@ -493,6 +504,9 @@ static int search_term(struct search *s, const char *word, size_t wn)
 			return search_refuse(s, word, wn, "every message but every message is none");
 		if (search_fts_filter(v, vn) && v[vn - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
+		if (!search_has_token(v, vn))
+			return search_refuse(s, word, wn, "no letter or digit to negate (it would be every"
+			                     " message)");
 		struct dynbuf e;
 		dynbuf_init(&e, 0);
 		int r = search_fts_filter(v, vn) ? search_filter_value(&e, v, vn)
@@ -516,6 +530,10 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		    ((const char *)memchr(w, ':', n) != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
 			return search_refuse(s, word, wn, "inside %s:( ), another column's phrase can only"
 			                     " match nothing", columns[s->group_column]);
+		/* FTS5's operators are binary: one at the start, after "(" or
+		 * after another has no left side */
+		if (oper && (s->end == SEARCH_START || s->end == SEARCH_OPERATOR))
+			return search_refuse(s, word, wn, "nothing before it (AND, OR and NOT join two words)");
 		search_column_seen(s, s->group_column);
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
@@ -533,10 +551,14 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (!strcmp(prefixes[i].prefix, "thread:") && !search_thread_valid(val, valn))
 		return search_refuse(s, word, wn, "not a thread (a hit's \"thread\": a number from 1)");
 	/* Message-IDs are stored without their angle brackets (README, "Records") */
-	if (!strcmp(prefixes[i].prefix, "id:") && valn > 2 && val[0] == '<' && val[valn - 1] == '>') {
+	if (!strcmp(prefixes[i].prefix, "id:") && valn >= 2 && val[0] == '<' && val[valn - 1] == '>') {
 		val++;
 		valn -= 2;
+		if (!valn)
+			return search_refuse(s, word, wn, "id: needs a value");
 	}
+	if (col >= 0 && !search_has_token(val, valn))
+		return search_refuse(s, word, wn, "no letter or digit: it can only match nothing");
 	char tag[16];
 	if (!strcmp(prefixes[i].prefix, "tag:")) {
 		if (!search_tag(val, valn, tag))
@@ -592,6 +614,17 @@ static int search_parse(struct search *s, const char *q)
 			return -EINVAL;
 		}
 		r = search_term(s, w, (size_t)(p - w));
+	}
+	/* what FTS5 would refuse as "syntax error near """, said */
+	if (r == 0 && s->in_near) {
+		snprintf(s->error, sizeof(s->error), "NEAR( is not closed: NEAR(a b) or NEAR(a b, 10)");
+		r = -EINVAL;
+	} else if (r == 0 && s->depth > 0) {
+		snprintf(s->error, sizeof(s->error), "a '(' is not closed");
+		r = -EINVAL;
+	} else if (r == 0 && s->fts.len && s->end == SEARCH_OPERATOR) {
+		snprintf(s->error, sizeof(s->error), "the query ends with AND, OR or NOT: nothing after it");
+		r = -EINVAL;
 	}
 	if (r == 0 && s->top_or && s->conditions) {
 		snprintf(s->error, sizeof(s->error),

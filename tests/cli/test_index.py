@@ -1309,7 +1309,19 @@ def case_search(tmp):
                    ("has:attachments", b"has: knows has:attachment only"),
                    ("from:carl OR *", b"cannot join with AND, OR or NOT"),
                    ("* OR from:carl", b"cannot join with AND, OR or NOT"),
-                   ("NOT *", b"cannot join with AND, OR or NOT"),
+                   ("NOT *", b"NOT: nothing before it"),
+                   ("notmuch NOT *", b"cannot join with AND, OR or NOT"),
+                   # FTS5's "syntax error near """, said
+                   ("(notmuch", b"a '(' is not closed"),
+                   ("NEAR(carl notmuch", b"NEAR( is not closed"),
+                   ("notmuch OR", b"the query ends with AND, OR or NOT"),
+                   ("OR notmuch", b"OR: nothing before it"),
+                   ("notmuch OR NOT carl", b"NOT: nothing before it"),
+                   # a word of no token matches nothing, and negated everything
+                   ('-""', b"no letter or digit to negate"),
+                   ("-:", b"no letter or digit to negate"),
+                   ("from:*", b"no letter or digit: it can only match nothing"),
+                   ("id:<>", b"id: needs a value"),
                    ("(*)", b"is a word of its own"),
                    ("from: notmuch", b"from: needs a value"),
                    ('tag:""', b"tag: needs a value")):
