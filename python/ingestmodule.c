@@ -292,7 +292,16 @@ struct many {
 	struct emit_pytape *free;               /* recycled tapes, linked by .next */
 	bool failed;                            /* caller only */
 	int gc_was;                             /* caller only: PyGC_Disable()'s answer */
+	atomic_bool stop;                       /* a signal's exception came: parse no more */
+	uint64_t checked_ns;                    /* caller only: the last signal check */
+	PyObject *exc[3];                       /* caller only: that exception, fetched */
 };
+
+/* How long the caller goes, at most, without taking the GIL (parsing) or
+ * without giving it back (making dicts), so that Python's signal handlers
+ * (Ctrl-C) and its other threads run: a take and a give are about a
+ * microsecond. */
+#define MANY_SIGNAL_CHECK_NS (20 * 1000 * 1000)
 
 /* A slot whose tape could not be made (no memory). */
 static struct emit_pytape many_no_tape;
@@ -373,10 +382,23 @@ static void many_build_one(struct many *m)
  * so none sees the pause; the allocations still count, and the first
  * one after it (the result's list, at the latest) runs the collection
  * they are due. */
+/* Ctrl-C: Python's handler runs here, on the main thread, GIL held; its
+ * exception is kept aside (a failed dict clears errors), the buffers not
+ * begun are left (parse_mem_run) and no more dicts are made. */
+static void many_check_signals(struct many *m)
+{
+	m->checked_ns = clock_now_ns();
+	if (!atomic_load_explicit(&m->stop, memory_order_relaxed) && PyErr_CheckSignals() < 0) {
+		PyErr_Fetch(&m->exc[0], &m->exc[1], &m->exc[2]);
+		atomic_store_explicit(&m->stop, true, memory_order_relaxed);
+	}
+}
+
 static void many_gil_take(struct many *m)
 {
 	PyEval_RestoreThread(m->ts);
 	m->gc_was = PyGC_Disable();
+	many_check_signals(m);
 }
 
 static void many_gil_give(struct many *m)
@@ -392,7 +414,7 @@ static void many_gil_give(struct many *m)
 static void many_drain(struct many *m, bool all)
 {
 	bool gil = false;
-	while (m->built < m->n) {
+	while (m->built < m->n && !atomic_load_explicit(&m->stop, memory_order_relaxed)) {
 		uint32_t seen = atomic_load_explicit(&m->seq, memory_order_seq_cst);
 		if (!atomic_load_explicit(&m->slots[m->built], memory_order_acquire)) {
 			if (!all)
@@ -409,6 +431,13 @@ static void many_drain(struct many *m, bool all)
 			gil = true;
 		}
 		many_build_one(m);
+		/* other workers may fill slots as fast as dicts are made, and
+		 * the GIL would be held for the whole batch: given back now
+		 * and then, for the process's other threads and for Ctrl-C */
+		if (clock_now_ns() - m->checked_ns >= MANY_SIGNAL_CHECK_NS) {
+			many_gil_give(m);
+			many_gil_take(m);
+		}
 	}
 	if (gil)
 		many_gil_give(m);
@@ -432,10 +461,16 @@ static void many_item(void *ctx, size_t i, struct record *rec)
 	}
 	/* every item's call began: nothing is left to parse, only dicts to
 	 * make (an item claimed and not yet begun is left to the end) */
-	if (atomic_load_explicit(&m->started, memory_order_relaxed) == m->n)
+	if (atomic_load_explicit(&m->started, memory_order_relaxed) == m->n) {
 		many_drain(m, true);
-	else if (many_ready_run(m, MANY_DRAIN_ITEMS))
+	} else if (many_ready_run(m, MANY_DRAIN_ITEMS)) {
 		many_drain(m, false);
+	} else if (clock_now_ns() - m->checked_ns >= MANY_SIGNAL_CHECK_NS) {
+		/* no dict to make for a while (the slot next in order is another
+		 * worker's): the GIL taken anyway, for Ctrl-C */
+		many_gil_take(m);
+		many_gil_give(m);
+	}
 }
 
 /* Parses n buffers into a new list (or the one dict when single). */
@@ -450,7 +485,7 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 	PyObject **dicts = PyMem_Calloc(n ? n : 1, sizeof(*dicts));
 	_Atomic(struct emit_pytape *) *slots = PyMem_Calloc(n ? n : 1, sizeof(*slots));
 	PyObject *out = NULL;
-	struct many m = { .o = o, .n = n, .dicts = dicts, .slots = slots,
+	struct many m = { .o = o, .n = n, .dicts = dicts, .slots = slots, .checked_ns = clock_now_ns(),
 	                  .caller = pthread_self(), .free_lock = PTHREAD_MUTEX_INITIALIZER };
 	if (!bufs || !lens || !dicts || !slots) {
 		PyErr_NoMemory();
@@ -461,14 +496,23 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 		lens[i] = (size_t)views[i].len;
 	}
 	m.ts = PyEval_SaveThread();
-	int r = parse_mem_run(o, bufs, lens, n, threads, many_item, &m);
+	int r = parse_mem_run(o, bufs, lens, n, threads, &m.stop, many_item, &m);
 	/* what the caller did not make: the slots of items that ended after
 	 * its last one (all ready now) */
 	many_gil_take(&m);
-	while (r == 0 && m.built < n)
+	while (r == 0 && m.built < n && !m.exc[0])
 		many_build_one(&m);
+	for (; m.built < n; m.built++) {   /* interrupted: the tapes left go */
+		struct emit_pytape *t = atomic_load_explicit(&m.slots[m.built], memory_order_acquire);
+		if (t && t != &many_no_tape)
+			many_tape_put(&m, t);
+	}
 	if (m.gc_was)
 		PyGC_Enable();
+	if (m.exc[0]) {
+		PyErr_Restore(m.exc[0], m.exc[1], m.exc[2]);
+		goto done;
+	}
 	if (r < 0 || m.failed) {
 		PyErr_NoMemory();
 		goto done;

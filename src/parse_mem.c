@@ -88,6 +88,7 @@ struct mem_batch {
 	const void *const *bufs;
 	const size_t *lens;
 	struct mail_ctx **mctx;   /* per worker; NULL: the thread's own */
+	const atomic_bool *stop;
 	parse_mem_fn *fn;
 	void *ctx;
 };
@@ -100,7 +101,11 @@ static void mem_item(void *arg, size_t i, unsigned w)
 	rec.io.kind = RECORD_MESSAGE;
 	struct mail_message msg;
 	struct mail_ctx *mc = b->mctx ? b->mctx[w] : mem_thread_ctx();
-	if (!mc) {
+	if (b->stop && atomic_load_explicit(b->stop, memory_order_relaxed)) {
+		rec.io.reason = RECORD_INTERNAL;
+		rec.io.err = EINTR;
+		rec.io.message = "interrupted";
+	} else if (!mc) {
 		rec.io.reason = RECORD_INTERNAL;
 		rec.io.err = ENOMEM;
 		rec.io.message = "no memory for a parser";
@@ -111,9 +116,9 @@ static void mem_item(void *arg, size_t i, unsigned w)
 }
 
 int parse_mem_run(const struct ingest_options *o, const void *const *bufs, const size_t *lens,
-                  size_t n, unsigned threads, parse_mem_fn *fn, void *ctx)
+                  size_t n, unsigned threads, const atomic_bool *stop, parse_mem_fn *fn, void *ctx)
 {
-	struct mem_batch b = { o, bufs, lens, NULL, fn, ctx };
+	struct mem_batch b = { o, bufs, lens, NULL, stop, fn, ctx };
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		bytes += lens[i];
@@ -183,7 +188,7 @@ int ingest_parse_many(const void *const *bufs, const size_t *lens, size_t n,
 	if (!(o = api_options(o, &own)))
 		return -ENOMEM;
 	struct api_batch a = { o, results };
-	int r = parse_mem_run(o, bufs, lens, n, 0, api_item, &a);
+	int r = parse_mem_run(o, bufs, lens, n, 0, NULL, api_item, &a);
 	ingest_options_free(own);
 	return r;
 }

@@ -17,6 +17,8 @@
 #include "ingest.h"
 #include "core/record.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Called once per buffer, on the worker that parsed it, with its record
@@ -25,8 +27,11 @@ typedef void parse_mem_fn(void *ctx, size_t i, struct record *rec);
 
 /* Parses bufs[0..n) (lens[i] bytes each) as one message each with o's
  * options and calls fn for each, on at most `threads` workers (0: o's
- * threads, or the pool's).  0, or -ENOMEM before any fn call. */
+ * threads, or the pool's).  Once *stop (NULL: never) is true, the buffers
+ * not begun are not parsed: fn gets an internal error record, EINTR, for
+ * each (a caller that was interrupted drops them all).  0, or -ENOMEM
+ * before any fn call. */
 int parse_mem_run(const struct ingest_options *o, const void *const *bufs, const size_t *lens,
-                  size_t n, unsigned threads, parse_mem_fn *fn, void *ctx);
+                  size_t n, unsigned threads, const atomic_bool *stop, parse_mem_fn *fn, void *ctx);
 
 #endif

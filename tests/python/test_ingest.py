@@ -468,6 +468,51 @@ def test_keyboard_interrupt_stops_scan(generated):
         assert int(lines["again"]) == total
 
 
+PARSE_MANY_INTERRUPT = r"""
+import os, signal, threading, time, ingest
+msgs = [b"From: a@example.org\nSubject: s\n\n" + (b"word " * 20000 + b"\n")] * 3000
+t0 = time.monotonic()
+ticks = []
+done = False
+def tick():
+    while not done:
+        ticks.append(time.monotonic())
+        time.sleep(0.005)
+th = threading.Thread(target=tick)
+th.start()
+ingest.parse_many(msgs)
+whole = time.monotonic() - t0
+done = True
+th.join()
+print("whole", whole)
+print("ticks", sum(1 for t in ticks if t0 <= t <= t0 + whole))
+threading.Timer(whole / 10, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t0 = time.monotonic()
+try:
+    ingest.parse_many(msgs)
+    print("interrupted never")
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic() - t0)
+print("after", len(ingest.parse_many(msgs[:3])))
+"""
+
+
+def test_parse_many_gives_the_gil_back():
+    """A batch of large messages, its dicts made as fast as the other
+    worker parses them, once held the GIL from start to end: a Python
+    thread beside it did not run, and Ctrl-C came only after the whole
+    batch.  The thread runs during the batch, Ctrl-C stops it early, and
+    the pool works after."""
+    p = subprocess.run([sys.executable, "-c", PARSE_MANY_INTERRUPT], capture_output=True,
+                       text=True, timeout=300, env=os.environ)
+    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines())
+    assert "interrupted" in lines and "after" in lines, p.stdout + p.stderr
+    whole = float(lines["whole"])
+    assert int(lines["ticks"]) >= 3, lines
+    assert lines["interrupted"] != "never" and float(lines["interrupted"]) < whole * 0.6, lines
+    assert lines["after"] == "3"
+
+
 def test_one_scan_at_a_time(generated, tmp_path):
     """A second scan while one runs is EBUSY, as ingest_run() is; the
     first one goes on whole, and parse_many works beside it."""
