@@ -159,13 +159,15 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 	PyObject *k, *v;
 	Py_ssize_t pos = 0;
 	while (kwargs && PyDict_Next(kwargs, &pos, &k, &v)) {
-		const char *key = PyUnicode_AsUTF8(k);
+		Py_ssize_t kn;
+		const char *key = PyUnicode_AsUTF8AndSize(k, &kn);
 		if (!key)
 			goto fail;
 		char name[64];
 		size_t n = strlen(key);
-		if (n >= sizeof(name)) {
-			PyErr_Format(PyExc_TypeError, "unknown option '%.100s'", key);
+		/* a NUL inside is no option's name ("fields\0x" is not fields) */
+		if (n >= sizeof(name) || n != (size_t)kn) {
+			PyErr_Format(PyExc_TypeError, "unknown option %.100R", k);
 			goto fail;
 		}
 		for (size_t i = 0; i <= n; i++)

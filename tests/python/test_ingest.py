@@ -293,6 +293,8 @@ def test_option_types(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
     with pytest.raises(TypeError, match="unknown option 'feilds'"):
         ingest.parse(msg, feilds=None)
+    with pytest.raises(TypeError, match=r"unknown option 'fields\\x00x'"):
+        ingest.parse(msg, **{"fields\0x": "subject"})
 
     class Big(int):
         def __str__(self):
