@@ -111,7 +111,9 @@ INGEST_API int ingest_options_get(const struct ingest_options *o, const char *na
 INGEST_API const char *ingest_options_error(const struct ingest_options *o);
 
 /* Receives the records of a run instead of a descriptor: `len` bytes of
- * `count` whole records (count 0 for TSV's header row), one call per batch,
+ * `count` whole records (count 0 for TSV's header row; an error record
+ * es-bulk leaves out without es-errors counts, with no bytes, and a batch
+ * of only such records is a call with len 0), one call per batch,
  * in input order, on the thread that writes the records (the library's
  * parse thread, or the caller's when the input fits one batch: one thread
  * a run, so calls never overlap).  The bytes are the library's until the call returns.  Return 0
