@@ -688,6 +688,42 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
 	return r;
 }
 
+/* Opens the index read-only.  A database in WAL mode needs its -shm file
+ * written even to be read: where the reader cannot create it (a directory
+ * not its own) and no writer is at work (no -wal file: the last writer
+ * removed it when it closed), the file is read as immutable, which takes
+ * no lock and writes nothing (README, "Searching").  An SQLite code. */
+static int search_open(const char *path, sqlite3 **db)
+{
+	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(*db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
+	if ((rc & 0xff) != SQLITE_READONLY)
+		return rc;
+	struct dynbuf u;
+	dynbuf_init(&u, 0);
+	int r = dynbuf_printf(&u, "%s-wal", path);
+	bool wal = r == 0 && dynbuf_putc(&u, '\0') == 0 && access(u.p, F_OK) == 0;
+	dynbuf_reset(&u);
+	/* file:PATH, every byte but a path's plain ones %-escaped, a leading
+	 * "//" (a URI's authority) made one '/' */
+	while (path[0] == '/' && path[1] == '/')
+		path++;
+	r = r ? r : dynbuf_puts(&u, "file:");
+	for (const char *c = path; r == 0 && *c; c++)
+		r = isalnum((unsigned char)*c) || strchr("/._-", *c) ? dynbuf_putc(&u, *c)
+		                                                      : dynbuf_printf(&u, "%%%02X", (unsigned char)*c);
+	if (r == 0)
+		r = dynbuf_puts(&u, "?immutable=1");
+	if (r == 0 && !wal && dynbuf_putc(&u, '\0') == 0) {
+		sqlite3_close(*db);
+		*db = NULL;
+		rc = sqlite3_open_v2(u.p, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+	}
+	dynbuf_release(&u);
+	return rc;
+}
+
 int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
                   char **error)
 {
@@ -709,7 +745,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	}
 	const char *why = s.error[0] ? s.error : NULL;
 	if (r == 0) {
-		rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL);
+		rc = search_open(db_path, &db);
 		/* A reader may meet the index between a writer's last commit and
 		 * the removal of its WAL (and SQLite's own checkpoint on close):
 		 * SQLITE_BUSY for a moment, waited out, not an error. */

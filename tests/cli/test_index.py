@@ -342,7 +342,7 @@ def unprivileged_prefix(why):
 def case_read_only(tmp):
     """A database file the user may not write, and one in a directory the
     user may not write (WAL needs its -wal and -shm files there): refused
-    before any input is read, the file untouched."""
+    before any input is read, the file untouched; searched all the same."""
     pre = unprivileged_prefix("root writes a read-only file anyway")
     os.chmod(tmp, 0o755)
     d = os.path.join(tmp, "ro")
@@ -363,6 +363,12 @@ def case_read_only(tmp):
         fail(f"read-only directory: input read before the refusal: {p.stderr!r}")
     if b"directory is not writable" not in p.stderr:
         fail(f"read-only directory: the message does not say so: {p.stderr!r}")
+    # searched all the same: no writer at work, read as immutable
+    got = run(["search", db, "notmuch", "--format=tsv"], pre=pre).stdout
+    left = sorted(os.listdir(d))
+    want = run(["search", db, "notmuch", "--format=tsv"]).stdout
+    if not want or got != want or left != ["mail.db"]:
+        fail(f"read-only directory: searched {got[:200]!r}, want {want[:200]!r}; left {left}")
     os.chmod(d, 0o755)
     if open(db, "rb").read() != before:
         fail("the refused database changed")
