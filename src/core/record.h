@@ -93,6 +93,11 @@ struct record_io {
 	bool known;           /* --state: the last run may have made a document
 	                         of this file's id (state_had_document; a
 	                         deletion: its record was no error) */
+	bool place_only;      /* RECORD_DELETED: the gone file's rows at its
+	                         place alone (the index), no delete of the
+	                         document: a copy under the same unique name,
+	                         read by this run, has the id, and its record
+	                         decides (state_deleted) */
 	bool replaced;        /* another record of this run stands in the gone
 	                         file's place, under its id (io/state.h):
 	                         RECORD_DELETED, its error record (a file named

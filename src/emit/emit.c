@@ -198,6 +198,8 @@ bool emit_change_dropped(const struct emit_options *o, const struct record_io *i
 	bool errors_written = emit_errors_written(o);
 	if (io->kind != RECORD_DELETED || io->in_mbox)
 		return false;
+	if (io->place_only)
+		return true;   /* the index's alone (record_io) */
 	/* a file whose record was an error, gone: es-bulk indexed nothing
 	 * under its id (a delete would find no document) */
 	return io->replaced ? errors_written : !io->known && !errors_written;

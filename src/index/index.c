@@ -1450,8 +1450,6 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	return r;
 }
 
-/* An error record (README "Records"): its top-level "error" key, an object,
- * in the record index_record took apart. */
 /* Whether a file of another id stands at the place of io, gone: one this
  * run wrote (a files row has one place, written in the batch of its
  * record, before the end of the run says what is gone).  A place changes
@@ -1471,6 +1469,8 @@ static int index_place_taken(struct index *ix, const struct record_io *io, bool 
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
+/* An error record (README "Records"): its top-level "error" key, an object,
+ * in the record index_record took apart. */
 static bool index_is_error(const struct index *ix)
 {
 	const struct index_value *v = &ix->rec[IF_ERROR];

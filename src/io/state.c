@@ -948,26 +948,30 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		if (r == 0)
 			continue;
 		/* Its id is another file's in this run (two files that share a
-		 * unique name, one of them gone): the document stands for the one
-		 * left, and a delete after its index would remove it.  It may
-		 * name the gone one (the copy read last): it moves to the one
-		 * left, as a rename does, and the gone file's own row goes; the
-		 * one left was read again by this run (state_check), so the
-		 * document's text is its own.  A copy carried over unmet
-		 * (state_keep) has no folder known: the document stays as it was.
-		 * This runs on the reader's thread, before the records of this
-		 * run are parsed: what they are (a message, an error) is not
-		 * known here. */
+		 * unique name, one of them gone): the document stands for the
+		 * one left, and a delete of the id would remove it.  A copy left
+		 * that this run read (state_check reads such copies again) has a
+		 * record of its own, which decides the document: only the gone
+		 * file's rows go (place_only).  One met and not read (a copy
+		 * read again could not be) has none: the document, which may
+		 * name the gone one (the copy read last), moves to it, as a
+		 * rename does, and the gone file's own row goes.  A copy carried
+		 * over unmet (state_keep) has no folder known: the document
+		 * stays as it was.  This runs on the reader's thread, before the
+		 * records of this run are parsed: what they are (a message, an
+		 * error) is not known here. */
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
+		bool left_read = left && !left->not_read && !left->kept;
 		struct record_io moved;
-		if (left && !left->kept && state_moved_to(shown, e, left, &moved) && (r = fn(ctx, &moved)) < 0)
+		if (left && !left_read && !left->kept && state_moved_to(shown, e, left, &moved) &&
+		    (r = fn(ctx, &moved)) < 0)
 			return r;
-		if (left)
+		if (left && !left_read)
 			continue;
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
 			.maildir = e->maildir, .replaced = e->replaced,
-			.known = !e->n_offs && !e->no_document,
+			.known = !e->n_offs && !e->no_document, .place_only = left_read,
 		};
 		/* an mbox archive: each message was a document */
 		gone.in_mbox = e->n_offs > 0;

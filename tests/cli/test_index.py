@@ -1092,6 +1092,31 @@ def case_maildir_loses_cur(tmp):
     print("a Maildir that loses its cur/: no row lost, and equal to clean once it has one again")
 
 
+def case_copy_no_mail_other_gone(tmp):
+    """Of two copies under one unique name, one made no mail and the other
+    deleted in one run: no message row is left (a clean run has only the
+    error), on both backends."""
+    for backend in ("sync", "uring"):
+        md = os.path.join(tmp, "md-" + backend)
+        mkcorpus(md, "--seed", "18", "--layout", "maildir", "--count", "3")
+        for sub in ("cur", "new", "tmp"):
+            os.makedirs(os.path.join(md, ".Copies", sub))
+        cur = os.path.join(md, "cur")
+        one = sorted(os.listdir(cur))[0]
+        db = os.path.join(tmp, backend + ".db")
+        args = ["--backend=" + backend, md]
+        run(["--index=" + db] + args)
+        shutil.copyfile(os.path.join(cur, one), os.path.join(md, ".Copies", "cur", one))
+        run(["--index=" + db] + args)   # the row names the copy, read last
+        with open(os.path.join(cur, one), "wb") as f:
+            f.write(b"\x00\x01\x02")
+        os.unlink(os.path.join(md, ".Copies", "cur", one))
+        for step in ("the run of both changes", "the run after it"):
+            run(["--index=" + db] + args)
+            equal_to_clean(db, tmp, "clean.db", args, f"{backend}: {step}", run_notes=False)
+    print("a copy made no mail, the other deleted: no row left")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re

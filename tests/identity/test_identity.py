@@ -578,8 +578,8 @@ def case_copy_same_name(ctx):
 
 
 def case_copy_same_name_read_last_deleted(ctx):
-    """The copy the document names deleted, the original unchanged and not
-    read again: the document moves to it (a renamed record)."""
+    """The copy the document names deleted, the original unchanged (read
+    again all the same, as copies are): the document is the original's."""
     copy_same_name(ctx, ".Archive/cur/" + name(1, "S"), "the copy read last deleted")
 
 
@@ -616,6 +616,36 @@ def copies_changed(ctx, extra):
     run("copied again")
     rewrite(orig, b"\x00\x01\x02")
     run("the original made no mail")
+
+
+def case_copies_three(ctx):
+    """Three copies under one unique name, one rewritten, another deleted:
+    the document is a copy as it is (the copy read last), not the path of
+    one and the text of another, as in a clean run."""
+    make_maildir(ctx.md)
+    index = Index()
+    a, b, c = "cur/" + name(1, "S"), ".Archive/cur/" + name(1, "S"), ".Lists/cur/" + name(1, "S")
+    for sub in ("cur", "new", "tmp"):   # a Maildir++ folder: the same id
+        os.makedirs(os.path.join(ctx.md, ".Lists", sub))
+    index.apply(ctx.run(["Maildir"]).stdout)
+    ctx.cp(a, b)
+    ctx.cp(a, c)
+    index.apply(ctx.run(["Maildir"]).stdout)
+    for rewritten in (a, b):
+        p = os.path.join(ctx.md, rewritten)
+        with open(p, "rb") as f:
+            data = f.read()
+        st = os.stat(p)
+        with open(p, "wb") as f:
+            f.write(data + b"\nwords of one copy\n")
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+        index.apply(ctx.run(["Maildir"]).stdout)
+        equal_to_clean(ctx, index, rewritten + " rewritten")
+        ctx.rm(c)
+        index.apply(ctx.run(["Maildir"]).stdout)
+        equal_to_clean(ctx, index, rewritten + " rewritten, then a third copy deleted")
+        ctx.cp(a, c)
+        index.apply(ctx.run(["Maildir"]).stdout)
 
 
 def case_copies_changed(ctx):
