@@ -320,6 +320,15 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	const char *core = sw->w + sw->lead;
 	size_t n = sw->n - sw->lead - sw->trail;
 	bool oper = !op && !sw->lead && !sw->trail && search_operator(core, n);
+	/* FTS5's operators are binary: one at the start, after "(" or after
+	 * another has no left side, one before ")" no right side */
+	bool core_oper = !op && search_operator(core, n);
+	if ((oper || (core_oper && !filter)) && (s->end == SEARCH_START || s->end == SEARCH_OPERATOR))
+		return search_refuse(s, sw->w, sw->n, "nothing before it (AND, OR and NOT join two words)");
+	if (core_oper && (sw->lead || filter))
+		return search_refuse(s, sw->w, sw->n, "nothing before it (AND, OR and NOT join two words)");
+	if (core_oper && sw->trail)
+		return search_refuse(s, sw->w, sw->n, "nothing after it (AND, OR and NOT join two words)");
 	if (oper && n == 2 && !s->depth && !s->in_near)
 		s->top_or = true;
 	bool operand = !oper && (sw->lead || n || op);
@@ -504,7 +513,9 @@ static int search_term(struct search *s, const char *word, size_t wn)
 			return search_refuse(s, word, wn, "every message but every message is none");
 		if (search_fts_filter(v, vn) && v[vn - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
-		if (!search_has_token(v, vn))
+		/* the value after a column filter's ':' ("-text:." has none) */
+		const char *fc = search_fts_filter(v, vn) ? memchr(v, ':', vn) : NULL;
+		if (!search_has_token(fc ? fc + 1 : v, fc ? vn - (size_t)(fc + 1 - v) : vn))
 			return search_refuse(s, word, wn, "no letter or digit to negate (it would be every"
 			                     " message)");
 		struct dynbuf e;
@@ -530,10 +541,6 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		    ((const char *)memchr(w, ':', n) != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
 			return search_refuse(s, word, wn, "inside %s:( ), another column's phrase can only"
 			                     " match nothing", columns[s->group_column]);
-		/* FTS5's operators are binary: one at the start, after "(" or
-		 * after another has no left side */
-		if (oper && (s->end == SEARCH_START || s->end == SEARCH_OPERATOR))
-			return search_refuse(s, word, wn, "nothing before it (AND, OR and NOT join two words)");
 		search_column_seen(s, s->group_column);
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
@@ -558,7 +565,9 @@ static int search_term(struct search *s, const char *word, size_t wn)
 			return search_refuse(s, word, wn, "id: needs a value");
 	}
 	if (col >= 0 && !search_has_token(val, valn))
-		return search_refuse(s, word, wn, "no letter or digit: it can only match nothing");
+		return search_refuse(s, word, wn, negate ? "no letter or digit to negate (it would be every"
+		                                           " message)"
+		                                         : "no letter or digit: it can only match nothing");
 	char tag[16];
 	if (!strcmp(prefixes[i].prefix, "tag:")) {
 		if (!search_tag(val, valn, tag))
