@@ -425,7 +425,13 @@ static void many_drain(struct many *m, bool all)
 				many_gil_give(m);
 				gil = false;
 			}
-			futex_sleep(&m->seq, &m->waiters, seen, &m->waited);
+			/* another worker's message may take long: Ctrl-C is
+			 * looked for meanwhile */
+			futex_sleep_for(&m->seq, &m->waiters, seen, &m->waited, MANY_SIGNAL_CHECK_NS);
+			if (clock_now_ns() - m->checked_ns >= MANY_SIGNAL_CHECK_NS) {
+				many_gil_take(m);
+				many_gil_give(m);
+			}
 			continue;
 		}
 		if (!gil) {
@@ -584,8 +590,15 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		PyObject *num = NULL;
 		if (PyBool_Check(t))
 			PyErr_SetString(PyExc_TypeError, "option 'threads' takes int or str, not bool");
-		else if (PyUnicode_Check(t))
-			num = PyLong_FromUnicodeObject(t, 10);
+		else if (PyUnicode_Check(t)) {
+			/* digits only, as the option's text (int()'s spaces and
+			 * underscores are no option's) */
+			const char *d = PyUnicode_AsUTF8(t);
+			if (d && *d && strspn(d, "0123456789") == strlen(d))
+				num = PyLong_FromString(d, NULL, 10);
+			else if (d)
+				PyErr_Format(PyExc_ValueError, "invalid value for 'threads': %R (1..256)", t);
+		}
 		else
 			num = PyNumber_Index(t);
 		int over = 0;
@@ -607,8 +620,7 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	}
 	/* bytes is a sequence too, of ints: one message given bare */
-	if (PyBytes_Check(seq_in) || PyByteArray_Check(seq_in) || PyUnicode_Check(seq_in) ||
-	    PyMemoryView_Check(seq_in)) {
+	if (PyUnicode_Check(seq_in) || PyObject_CheckBuffer(seq_in)) {
 		PyErr_Format(PyExc_TypeError, "parse_many takes a sequence of messages, not one %.100s"
 		             " (parse() takes one)", Py_TYPE(seq_in)->tp_name);
 		Py_XDECREF(kw);

@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const sys_call_names[] = {
@@ -304,6 +305,14 @@ int sys_futex_wait(uint32_t *word, uint32_t expected)
 	stats_count_sys(SC_futex);
 	long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 	return r < 0 ? -errno : 0;
+}
+
+int sys_futex_wait_for(uint32_t *word, uint32_t expected, uint64_t ns)
+{
+	stats_count_sys(SC_futex);
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+	return r < 0 && errno != ETIMEDOUT ? -errno : 0;
 }
 
 int sys_futex_wake(uint32_t *word, int n)

@@ -52,16 +52,28 @@ static inline void spin_unlock(atomic_flag *l)
 	atomic_flag_clear_explicit(l, memory_order_release);
 }
 
+/* Sleeps while *seq is still `seen`, or until ns have passed (0: no
+ * limit); adds the time slept to *waited. */
+static inline void futex_sleep_for(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen,
+                                   _Atomic uint64_t *waited, uint64_t ns)
+{
+	uint64_t t0 = clock_now_ns();
+	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen) {
+		if (ns)
+			sys_futex_wait_for((uint32_t *)(uintptr_t)seq, seen, ns);
+		else
+			sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
+	}
+	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(waited, clock_now_ns() - t0, memory_order_relaxed);
+}
+
 /* Sleeps while *seq is still `seen`; adds the time slept to *waited. */
 static inline void futex_sleep(_Atomic uint32_t *seq, atomic_uint *waiters, uint32_t seen,
                                _Atomic uint64_t *waited)
 {
-	uint64_t t0 = clock_now_ns();
-	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
-		sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
-	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(waited, clock_now_ns() - t0, memory_order_relaxed);
+	futex_sleep_for(seq, waiters, seen, waited, 0);
 }
 
 /* Bumps *seq and wakes up to n sleepers, with a syscall only if any sleep. */
