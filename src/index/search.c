@@ -705,6 +705,12 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
 static int search_open(const char *path, sqlite3 **db)
 {
 	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL);
+	/* A reader may meet the index between a writer's last commit and
+	 * the removal of its WAL (and SQLite's own checkpoint on close), or
+	 * beside another reader that closes last: SQLITE_BUSY for a moment,
+	 * waited out, not an error. */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(*db, 5000);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(*db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
 	if ((rc & 0xff) != SQLITE_READONLY)
@@ -728,6 +734,8 @@ static int search_open(const char *path, sqlite3 **db)
 		sqlite3_close(*db);
 		*db = NULL;
 		rc = sqlite3_open_v2(u.p, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_busy_timeout(*db, 5000);
 	}
 	dynbuf_release(&u);
 	return rc;
@@ -755,11 +763,6 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	const char *why = s.error[0] ? s.error : NULL;
 	if (r == 0) {
 		rc = search_open(db_path, &db);
-		/* A reader may meet the index between a writer's last commit and
-		 * the removal of its WAL (and SQLite's own checkpoint on close):
-		 * SQLITE_BUSY for a moment, waited out, not an error. */
-		if (rc == SQLITE_OK)
-			rc = sqlite3_busy_timeout(db, 5000);
 		sqlite3_stmt *chk = NULL;
 		/* A search reads most pages once: SQLite's default 2 MB page
 		 * cache would be fresh heap, one page fault per page read,
