@@ -98,12 +98,10 @@ struct record_io {
 	                         document: a copy under the same unique name,
 	                         read by this run, has the id, and its record
 	                         decides (state_deleted) */
-	bool replaced;        /* another record of this run stands in the gone
-	                         file's place, under its id (io/state.h):
-	                         RECORD_DELETED, its error record (a file named
-	                         and missing, emit_change_dropped);
-	                         RECORD_RENAMED, a copy under the same unique
-	                         name, with a row of its own (the index) */
+	bool replaced;        /* RECORD_DELETED: another record of this run
+	                         stands in the gone file's place, under its id:
+	                         its error record (a file named and missing,
+	                         io/state.h, emit_change_dropped) */
 };
 
 /* The base old_path is under: a file named by another spelling from

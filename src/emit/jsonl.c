@@ -386,7 +386,6 @@ int emit_json_object(const struct emit_options *o, const struct emit_ctx *c)
 /* --state's change records.  JSONL:
  *   {"deleted":"cur/x:2,S","root":"Maildir","id":"..."}   (root: as this run spells it)
  *   {"renamed":{"from":"new/x","to":"cur/x:2,S"},"root":...,"folder":...,"subdir":...,"flags":...,"tags":...,"id":...}
- *   (and "size" and "mtime" after "tags" when moved to a copy: io->replaced)
  * es-bulk: a delete action, or an update of the renamed document's location,
  * under the id the message was indexed with (a rename keeps it). */
 int emit_change(const struct emit_options *o, const struct record *rec, struct dynbuf *b)
@@ -421,12 +420,6 @@ int emit_change(const struct emit_options *o, const struct record *rec, struct d
 	if (r == 0 && io->maildir && io->kind == RECORD_RENAMED &&
 	    (r = json_put_lit(b, ",\"tags\":")) == 0)
 		r = emit_json_tags(b, io->flags);
-	/* moved to a copy (io->replaced): the document was the gone file's,
-	 * and the copy's size and mtime may differ */
-	if (r == 0 && io->replaced && io->kind == RECORD_RENAMED &&
-	    (r = json_put_lit(b, ",\"size\":")) == 0 && (r = dynbuf_put_u64(b, io->size)) == 0 &&
-	    (r = json_put_lit(b, ",\"mtime\":\"")) == 0 && (r = json_put_iso8601(b, io->mtime_sec)) == 0)
-		r = json_put_lit(b, "\"");
 	if (r == 0 && io->in_mbox && o->format != EMIT_ES_BULK &&
 	    (r = json_put_lit(b, ",\"offset\":")) == 0)
 		r = dynbuf_put_u64(b, io->offset);

@@ -652,8 +652,8 @@ static void tape_field(struct emit_pytape *t, const struct record *r, const stru
  * begin.  0, or -ENOMEM with t->items as it was. */
 /* --state's change records, with the keys and values emit_change() writes
  * in JSON Lines: {"deleted": path} or {"renamed": {"from", "to"}}, then
- * root, a renamed Maildir message's folder, subdir, flags and tags (size
- * and mtime when moved to a copy), an archive message's offset, and id;
+ * root, a renamed Maildir message's folder, subdir, flags and tags, an
+ * archive message's offset, and id;
  * whatever --fields says. */
 static void tape_change(struct emit_pytape *t, const struct record_io *io)
 {
@@ -676,12 +676,6 @@ static void tape_change(struct emit_pytape *t, const struct record_io *io)
 		tape_str(t, io->flags);
 		tape_key(t, keys[EMIT_F_TAGS]);
 		tape_tags(t, io->flags);
-	}
-	if (io->replaced && io->kind == RECORD_RENAMED) {
-		tape_key(t, keys[EMIT_F_SIZE]);
-		tape_int(t, io->size);
-		tape_key(t, keys[EMIT_F_MTIME]);
-		tape_iso8601(t, io->mtime_sec);
 	}
 	if (io->in_mbox) {
 		tape_key(t, keys[EMIT_F_OFFSET]);

@@ -1424,10 +1424,6 @@ static int index_rename(struct index *ix, const struct record_io *io, const char
 	if (r < 0)
 		return r;
 	ix->stats.renamed++;
-	/* the gone file's messages moved to a copy under the same name, which
-	 * has a files row of its own: the gone one's row goes (io/state.h) */
-	if (io->replaced)
-		return index_delete_old_path(ix, io);
 	s = ix->st[ST_RENAME_FILE];
 	sqlite3_bind_blob(s, 2, io->base.p, (int)io->base.n, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 3, io->path.p, (int)io->path.n, SQLITE_STATIC);

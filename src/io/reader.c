@@ -69,10 +69,7 @@ static int reader_add_deleted(void *arg, const struct record_io *gone)
 	struct batch_item *it = &c->b->items[c->b->n++];
 	memset(it, 0, sizeof(*it));
 	it->io = *gone;
-	if (gone->kind == RECORD_RENAMED)
-		c->r->c.st.moved++;   /* to a copy of it (state_deleted) */
-	else
-		c->r->c.st.deleted++;
+	c->r->c.st.deleted++;
 	return 0;
 }
 

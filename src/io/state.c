@@ -493,12 +493,11 @@ void state_free(struct state *s)
 	xfree(s);
 }
 
-/* A new entry's strings, in one allocation: the resolved root, the path
- * and a Maildir message's folder (state_new_folder), each NUL-terminated. */
+/* A new entry's strings, in one allocation: the resolved root and the
+ * path, each NUL-terminated. */
 static char *state_names(struct str root, const struct record_io *io)
 {
-	size_t folder_n = io->maildir ? io->folder.n : 0;
-	char *mem = xmalloc(root.n + io->path.n + folder_n + 3);
+	char *mem = xmalloc(root.n + io->path.n + 2);
 	if (!mem)
 		return NULL;
 	memcpy(mem, root.p, root.n);
@@ -506,9 +505,6 @@ static char *state_names(struct str root, const struct record_io *io)
 	char *path = mem + root.n + 1;
 	memcpy(path, io->path.p, io->path.n);
 	path[io->path.n] = '\0';
-	if (folder_n)
-		memcpy(path + io->path.n + 1, io->folder.p, folder_n);
-	path[io->path.n + 1 + folder_n] = '\0';
 	return mem;
 }
 
@@ -546,14 +542,6 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 	};
 	tail->n++;
 	return e;
-}
-
-/* A new entry's Maildir folder ("" for INBOX), kept after its path (not
- * known for one kept unmet: state_keep). */
-static struct str state_new_folder(const struct state_entry *e)
-{
-	const char *f = e->path + e->path_n + 1;
-	return (struct str){ f, strlen(f) };
 }
 
 /* The previous run's entry of id that this run has not met and that is
@@ -908,30 +896,6 @@ int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t
 	return 0;
 }
 
-/* The rename that moves the document of e, gone, to the new entry left,
- * a copy of it under the same unique name (so the same id): a Maildir
- * message, folder and flags as left's path says (README, "Incremental
- * runs").  Marked replaced: the file left has a row of its own, and the
- * gone file's row goes instead of moving (the index). */
-static bool state_moved_to(struct str shown, const struct state_entry *e,
-                           const struct state_entry *left, struct record_io *out)
-{
-	size_t dir_n, name;
-	if (!left->maildir || !maildir_split(left->path, left->path_n, &dir_n, &name))
-		return false;
-	struct record_io io = {
-		.kind = RECORD_RENAMED, .root = shown, .base = { e->root, e->root_n },
-		.path = { left->path, left->path_n }, .old_path = { e->path, e->path_n }, .id = e->id,
-		.maildir = true, .folder = state_new_folder(left),
-		.subdir = { left->path + name - 4, 3 },   /* "cur" or "new" before the name */
-		.size = left->size, .mtime_sec = left->mtime_sec, .mtime_nsec = left->mtime_nsec,
-		.dev = left->dev, .ino = left->ino, .have_stat = true, .replaced = true,
-	};
-	maildir_flags_view(left->path + name, left->path_n - name, &io.flags.p, &io.flags.n);
-	*out = io;
-	return true;
-}
-
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
 	for (size_t i = 0; i < s->n_old; i++) {
@@ -949,29 +913,21 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			continue;
 		/* Its id is another file's in this run (two files that share a
 		 * unique name, one of them gone): the document stands for the
-		 * one left, and a delete of the id would remove it.  A copy left
-		 * that this run read (state_check reads such copies again) has a
-		 * record of its own, which decides the document: only the gone
-		 * file's rows go (place_only).  One met and not read (a copy
-		 * read again could not be) has none: the document, which may
-		 * name the gone one (the copy read last), moves to it, as a
-		 * rename does, and the gone file's own row goes.  A copy carried
-		 * over unmet (state_keep) has no folder known: the document
-		 * stays as it was.  This runs on the reader's thread, before the
-		 * records of this run are parsed: what they are (a message, an
-		 * error) is not known here. */
+		 * one left, and a delete of the id would remove it.  The copy
+		 * left was read by this run (state_check reads such copies
+		 * again), and its record decides the document: only the gone
+		 * file's rows go (place_only).  A copy carried over unmet or not
+		 * statted (state_keep) has no record: the document stays as it
+		 * was.  This runs on the reader's thread, before the records of
+		 * this run are parsed: what they are (a message, an error) is
+		 * not known here. */
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
-		bool left_read = left && !left->not_read && !left->kept;
-		struct record_io moved;
-		if (left && !left_read && !left->kept && state_moved_to(shown, e, left, &moved) &&
-		    (r = fn(ctx, &moved)) < 0)
-			return r;
-		if (left && !left_read)
+		if (left && left->kept)
 			continue;
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
 			.maildir = e->maildir, .replaced = e->replaced,
-			.known = !e->n_offs && !e->no_document, .place_only = left_read,
+			.known = !e->n_offs && !e->no_document, .place_only = left != NULL,
 		};
 		/* an mbox archive: each message was a document */
 		gone.in_mbox = e->n_offs > 0;
