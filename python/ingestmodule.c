@@ -620,7 +620,19 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	}
 	/* bytes is a sequence too, of ints: one message given bare */
-	if (PyUnicode_Check(seq_in) || PyObject_CheckBuffer(seq_in)) {
+	/* a buffer of bytes is one message; an object that has the slot but
+	 * gives no such buffer (numpy's array of objects) is a sequence */
+	Py_buffer probe;
+	bool bare = PyUnicode_Check(seq_in);
+	if (!bare && PyObject_CheckBuffer(seq_in)) {
+		if (PyObject_GetBuffer(seq_in, &probe, PyBUF_SIMPLE) == 0) {
+			PyBuffer_Release(&probe);
+			bare = true;
+		} else {
+			PyErr_Clear();
+		}
+	}
+	if (bare) {
 		PyErr_Format(PyExc_TypeError, "parse_many takes a sequence of messages, not one %.100s"
 		             " (parse() takes one)", Py_TYPE(seq_in)->tp_name);
 		Py_XDECREF(kw);
