@@ -301,9 +301,12 @@ static int search_filter_value(struct dynbuf *b, const char *w, size_t n)
 	int r = dynbuf_append(b, w, k);
 	const char *v = w + k;
 	size_t vn = n - k;
+	/* an operator's word (text:OR) is the word: FTS5 would take the
+	 * operator and want its operands */
 	if (r == 0)
-		r = !vn || v[0] == '"' || v[0] == '(' || search_bareword(v, vn) ? dynbuf_append(b, v, vn)
-		                                                               : search_phrase(b, v, vn);
+		r = !vn || v[0] == '"' || v[0] == '(' || (search_bareword(v, vn) && !search_operator(v, vn))
+		        ? dynbuf_append(b, v, vn)
+		        : search_phrase(b, v, vn);
 	return r;
 }
 
@@ -536,6 +539,12 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		 * another column there could only match nothing) */
 		if (search_fts_filter(w, n) && w[n - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
+		/* text:( ), attachments:( ): a column's group, as from:( ) is */
+		const char *colon = search_fts_filter(w, n) && w[0] != '{' ? memchr(w, ':', n) : NULL;
+		for (int c = 0; colon && colon[1] == '(' && c < INDEX_FTS__COUNT; c++)
+			if ((size_t)(colon - w) == strlen(columns[c]) && !strncasecmp(w, columns[c], strlen(columns[c])))
+				return search_column_group(s, word, sw.lead, columns[c], c, colon + 1,
+				                           (size_t)(word + wn - colon - 1));
 		const char *gc = s->group_column >= 0 ? columns[s->group_column] : NULL;
 		if (gc && search_fts_filter(w, n) &&
 		    ((const char *)memchr(w, ':', n) != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))

@@ -1434,7 +1434,10 @@ def case_search_column_group(tmp):
                     ("to:(bob OR ann)", ["alpha report", "epsilon", "gamma"]),
                     ("(subject:(alpha OR beta) OR gamma)", ["alpha report", "beta plan", "gamma"]),
                     ("subject:(alpha OR subject:beta) bob", ["alpha report", "beta plan"]),
-                    ("notes subject:(alpha)", ["alpha report"])):
+                    ("notes subject:(alpha)", ["alpha report"]),
+                    # FTS5's own column filters group the same way
+                    ("text:(gamma OR carl)", ["alpha report", "gamma"]),
+                    ("TEXT:(gamma OR carl) bob", ["alpha report"])):
         got = subjects(db, *q.split())
         if got != want:
             fail(f"{q}: {got}, expected {want}")
