@@ -59,6 +59,20 @@ char *xstrdup_(const char *site, const char *s)
 	return strdup(s);
 }
 
+char *xdirname_(const char *site, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return xstrdup_(site, ".");
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	char *d = xmalloc_(site, n + 1);
+	if (d) {
+		memcpy(d, path, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
 void xfree(void *p)
 {
 	free(p);

@@ -20,6 +20,9 @@ void *xrealloc_(const char *site, void *p, size_t n);
  * multiple of sizeof(void *)); freed with xfree. */
 void *xmemalign_(const char *site, size_t align, size_t n);
 char *xstrdup_(const char *site, const char *s);
+/* The directory a path names a file in: "." for a bare name, "/" for
+ * "/name" (dirname(3) without touching path). */
+char *xdirname_(const char *site, const char *path);
 void xfree(void *p);
 
 #define xmalloc(n) xmalloc_(FAULT_SITE, (n))
@@ -27,5 +30,6 @@ void xfree(void *p);
 #define xrealloc(p, n) xrealloc_(FAULT_SITE, (p), (n))
 #define xmemalign(align, n) xmemalign_(FAULT_SITE, (align), (n))
 #define xstrdup(s) xstrdup_(FAULT_SITE, (s))
+#define xdirname(path) xdirname_(FAULT_SITE, (path))
 
 #endif

@@ -571,13 +571,9 @@ int index_finish(struct index *ix)
 		r = sys_renameat(AT_FDCWD, ix->built, AT_FDCWD, ix->final);
 	if (r == 0) {
 		/* the rename itself durable: the directory's entry */
-		char *slash = strrchr(ix->final, '/');
-		const char *dir = slash == ix->final ? "/" : slash ? ix->final : ".";
-		if (slash && slash != ix->final)
-			*slash = '\0';
-		int dfd = sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-		if (slash && slash != ix->final)
-			*slash = '/';
+		char *dir = xdirname(ix->final);
+		int dfd = dir ? sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -ENOMEM;
+		xfree(dir);
 		if (dfd >= 0) {
 			r = sys_fsync(dfd);
 			sys_close(dfd);
@@ -690,24 +686,14 @@ int index_open(const char *path, struct index **out, const char **why)
 	}
 	/* Nor its directory: WAL keeps its -wal and -shm files beside it,
 	 * and SQLite would say "Read-only file system" at the first pragma. */
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? xmalloc((size_t)(slash - path) + 2) : NULL;
-	if (slash && !dir) {
-		index_close(ix);
-		return -ENOMEM;
-	}
-	if (dir) {
-		size_t n = slash == path ? 1 : (size_t)(slash - path);
-		memcpy(dir, path, n);
-		dir[n] = '\0';
-	}
-	int dir_ok = access(dir ? dir : ".", W_OK);
-	int dir_errno = errno;
+	char *dir = xdirname(path);
+	int w = dir ? sys_faccessat(AT_FDCWD, dir, W_OK | X_OK) : -ENOMEM;
 	xfree(dir);
-	if (dir_ok < 0 && dir_errno != ENOENT) {
-		*why = "the database's directory is not writable (WAL keeps its -wal and -shm files there)";
+	if (w < 0 && w != -ENOENT) {
+		*why = w == -ENOMEM ? "no memory"
+		     : "the database's directory is not writable (WAL keeps its -wal and -shm files there)";
 		index_close(ix);
-		return -dir_errno;
+		return w;
 	}
 	ix->build_fd = -1;
 	int r = access(path, F_OK) < 0 && errno == ENOENT ? index_build_begin(ix, path) : 0;

@@ -368,27 +368,12 @@ const char *state_load_error(const struct state *s)
 	return s && s->why[0] ? s->why : NULL;
 }
 
-/* The directory of path, for the temporary file and the directory's fsync. */
-static char *state_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	if (!slash)
-		return xstrdup(".");
-	size_t n = slash == path ? 1 : (size_t)(slash - path);
-	char *d = xmalloc(n + 1);
-	if (d) {
-		memcpy(d, path, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n)
 {
 	why[0] = '\0';
 	size_t pl = strlen(path);
 	char *lp = xmalloc(pl + 6);
-	char *dir = state_dir(path);
+	char *dir = xdirname(path);
 	int fd = lp && dir ? 0 : -ENOMEM;
 	if (fd == 0) {
 		memcpy(lp, path, pl);
@@ -1083,7 +1068,7 @@ int state_save(struct state *s, const char *path)
 		sys_unlinkat(AT_FDCWD, tmp, 0);
 	xfree(tmp);
 	/* the rename itself is durable once the directory is */
-	char *dir = r == 0 ? state_dir(path) : NULL;
+	char *dir = r == 0 ? xdirname(path) : NULL;
 	int dfd = dir ? sys_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -ENOMEM;
 	/* Not a failure of the run when it fails: the new state is in place,
 	 * and a crash that loses the rename leaves the old one, which the
