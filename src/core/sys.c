@@ -302,16 +302,14 @@ int sys_writev_full_(const char *site, int fd, struct iovec *iov, int iovcnt, ui
  * spurious wake-up, which every caller already handles by re-checking. */
 int sys_futex_wait(uint32_t *word, uint32_t expected)
 {
-	stats_count_sys(SC_futex);
-	long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
-	return r < 0 ? -errno : 0;
+	return sys_futex_wait_for(word, expected, 0);
 }
 
 int sys_futex_wait_for(uint32_t *word, uint32_t expected, uint64_t ns)
 {
 	stats_count_sys(SC_futex);
 	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-	long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+	long r = syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ns ? &ts : NULL, NULL, 0);
 	return r < 0 && errno != ETIMEDOUT ? -errno : 0;
 }
 

@@ -174,7 +174,7 @@ ssize_t sys_pread_restart_by(ssize_t (*pread)(void *ctx, int fd, void *buf, size
 
 /* futex on a 32-bit word, private to the process. */
 int sys_futex_wait(uint32_t *word, uint32_t expected);
-/* The same, waking after ns at most (0 then, as for a wake-up). */
+/* The same, ending after ns at most (0: no limit), as a wake-up does (0). */
 int sys_futex_wait_for(uint32_t *word, uint32_t expected, uint64_t ns);
 int sys_futex_wake(uint32_t *word, int n);
 

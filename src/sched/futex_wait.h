@@ -59,12 +59,8 @@ static inline void futex_sleep_for(_Atomic uint32_t *seq, atomic_uint *waiters, 
 {
 	uint64_t t0 = clock_now_ns();
 	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen) {
-		if (ns)
-			sys_futex_wait_for((uint32_t *)(uintptr_t)seq, seen, ns);
-		else
-			sys_futex_wait((uint32_t *)(uintptr_t)seq, seen);
-	}
+	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
+		sys_futex_wait_for((uint32_t *)(uintptr_t)seq, seen, ns);
 	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(waited, clock_now_ns() - t0, memory_order_relaxed);
 }
