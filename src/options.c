@@ -155,22 +155,30 @@ static int options_size_in(const char *v, uint64_t min, uint64_t max, uint64_t *
 	return 0;
 }
 
-/* Every name ingest_options_set() takes, as include/ingest.h lists them:
- * the getter answers for these, and an unknown name is told apart from a
- * bad value by this table. */
-static const char *const options_names[] = {
-	"backend", "batch-bytes", "max-inflight", "max-size", "max-text", "threads", "format",
-	"fields", "es-index", "no-text", "headers", "parse", "output", "files-from", "null",
-	"state", "wait-state", "state-reset", "shard", "stats", "exclude", "split-bytes", "es-errors",
-	"index",
+/* Every name ingest_options_set() takes, as include/ingest.h lists them,
+ * and its kind: the getter answers for these, and an unknown name is told
+ * apart from a bad value by this table. */
+static const struct {
+	const char *name;
+	enum options_kind kind;
+} options_names[] = {
+	{ "backend", OPTIONS_TEXT }, { "batch-bytes", OPTIONS_NUMBER },
+	{ "max-inflight", OPTIONS_NUMBER }, { "max-size", OPTIONS_NUMBER },
+	{ "max-text", OPTIONS_NUMBER }, { "threads", OPTIONS_NUMBER }, { "format", OPTIONS_TEXT },
+	{ "fields", OPTIONS_TEXT }, { "es-index", OPTIONS_TEXT }, { "no-text", OPTIONS_FLAG },
+	{ "headers", OPTIONS_FLAG }, { "parse", OPTIONS_FLAG }, { "output", OPTIONS_FILE },
+	{ "files-from", OPTIONS_FILE }, { "null", OPTIONS_FLAG }, { "state", OPTIONS_FILE },
+	{ "wait-state", OPTIONS_FLAG }, { "state-reset", OPTIONS_FLAG }, { "shard", OPTIONS_TEXT },
+	{ "stats", OPTIONS_TEXT }, { "exclude", OPTIONS_TEXT }, { "split-bytes", OPTIONS_NUMBER },
+	{ "es-errors", OPTIONS_FLAG }, { "index", OPTIONS_FILE },
 };
 
-static bool options_known(const char *name)
+enum options_kind options_kind(const char *name)
 {
-	for (size_t i = 0; i < sizeof(options_names) / sizeof(options_names[0]); i++)
-		if (!strcmp(name, options_names[i]))
-			return true;
-	return false;
+	for (size_t i = 0; name && i < sizeof(options_names) / sizeof(options_names[0]); i++)
+		if (!strcmp(name, options_names[i].name))
+			return options_names[i].kind;
+	return OPTIONS_UNKNOWN;
 }
 
 static int options_set_one(struct ingest_options *o, const char *name, const char *v)
@@ -331,7 +339,7 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 int ingest_options_set(struct ingest_options *o, const char *name, const char *v)
 {
 	o->error[0] = '\0';
-	if (!name || !options_known(name)) {
+	if (options_kind(name) == OPTIONS_UNKNOWN) {
 		snprintf(o->error, sizeof(o->error), "unknown option '%.100s'", name ? name : "(null)");
 		return -EINVAL;
 	}
@@ -360,7 +368,7 @@ int ingest_options_get(const struct ingest_options *o, const char *name, char *b
 	const char *s = NULL;
 	unsigned long long n = 0;
 	bool number = false;
-	if (!name || !options_known(name)) {
+	if (options_kind(name) == OPTIONS_UNKNOWN) {
 		snprintf(mo->error, sizeof(mo->error), "unknown option '%.100s'", name ? name : "(null)");
 		return -EINVAL;
 	}

@@ -50,6 +50,17 @@ struct ingest_options {
 	                             * command): its memory is left to the exit */
 };
 
+/* What an option's value is (include/ingest.h lists them): a binding
+ * (the Python module's keywords) takes each kind from its own types. */
+enum options_kind {
+	OPTIONS_UNKNOWN,   /* no option of that name */
+	OPTIONS_TEXT,      /* a word or list: backend, format, fields, shard... */
+	OPTIONS_FLAG,      /* "1"/"0" */
+	OPTIONS_NUMBER,    /* a count or a SIZE: threads, max-text... */
+	OPTIONS_FILE,      /* a path: output, files-from, state, index */
+};
+enum options_kind options_kind(const char *name);
+
 /* Parses "64K", "1M", "2G", "4096" into bytes; -EINVAL on anything else. */
 int options_parse_size(const char *s, uint64_t *out);
 
