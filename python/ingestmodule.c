@@ -28,6 +28,7 @@
 
 #include "ingest.h"
 #include "options.h"
+#include "core/limits.h"
 #include "emit/pydict.h"
 #include "parse_mem.h"
 #include "sched/futex_wait.h"
@@ -45,29 +46,16 @@
 
 /* A keyword's value as ingest_options_set() takes it: a flag from a bool,
  * a number from an int, a list of fields joined by commas, a path from str
- * or bytes (os.fsencode's form). */
-/* The options that name a file, and those that take a number: neither
- * takes a bool (state=True would name the file "1", max_text=True keep
- * one character), nor a file an int. */
-static bool option_is_path(const char *name)
-{
-	return !strcmp(name, "state") || !strcmp(name, "files-from") || !strcmp(name, "output") ||
-	       !strcmp(name, "index");
-}
-
-static bool option_is_number(const char *name)
-{
-	return !strcmp(name, "batch-bytes") || !strcmp(name, "max-inflight") ||
-	       !strcmp(name, "max-size") || !strcmp(name, "max-text") || !strcmp(name, "split-bytes") ||
-	       !strcmp(name, "threads");
-}
-
+ * or bytes (os.fsencode's form).  A file's option takes no int and no bool
+ * (state=5 would name the file "5", state=True "1"), a number no bool
+ * (max_text=True would keep one character): the kind is options.c's. */
 static PyObject *option_text(const char *key, const char *name, PyObject *v)
 {
-	if ((PyBool_Check(v) && (option_is_path(name) || option_is_number(name))) ||
-	    (PyLong_Check(v) && option_is_path(name))) {
+	enum options_kind kind = options_kind(name);
+	if ((PyBool_Check(v) && (kind == OPTIONS_FILE || kind == OPTIONS_NUMBER)) ||
+	    (PyLong_Check(v) && kind == OPTIONS_FILE)) {
 		PyErr_Format(PyExc_TypeError, "option '%s' takes %s, not %.100s", key,
-		             option_is_path(name) ? "str, bytes or os.PathLike" : "int or str",
+		             kind == OPTIONS_FILE ? "str, bytes or os.PathLike" : "int or str",
 		             Py_TYPE(v)->tp_name);
 		return NULL;
 	}
@@ -180,8 +168,7 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 				goto fail;
 			}
 		/* None is the default, for a name that is an option */
-		char probe[1];
-		if (ingest_options_get(o, name, probe, sizeof(probe)) == -EINVAL) {
+		if (options_kind(name) == OPTIONS_UNKNOWN) {
 			PyErr_Format(PyExc_TypeError, "unknown option '%.100s'", key);
 			goto fail;
 		}
@@ -585,35 +572,24 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	PyObject *t = kw ? PyDict_GetItemString(kw, "threads") : NULL;
 	if (t && t != Py_None) {
-		/* as scan()'s threads= takes it: an int or its digits, no bool;
-		 * out of range, however far (past a C long too), a ValueError */
-		PyObject *num = NULL;
-		if (PyBool_Check(t))
-			PyErr_SetString(PyExc_TypeError, "option 'threads' takes int or str, not bool");
-		else if (PyUnicode_Check(t)) {
-			/* digits only, as the option's text (int()'s spaces and
-			 * underscores are no option's) */
-			const char *d = PyUnicode_AsUTF8(t);
-			if (d && *d && strspn(d, "0123456789") == strlen(d))
-				num = PyLong_FromString(d, NULL, 10);
-			else if (d)
-				PyErr_Format(PyExc_ValueError, "invalid value for 'threads': %R (1..256)", t);
-		}
-		else
-			num = PyNumber_Index(t);
-		int over = 0;
-		long v = num ? PyLong_AsLongAndOverflow(num, &over) : -1;
-		Py_XDECREF(num);
-		if (v == -1 && PyErr_Occurred()) {
+		/* as scan()'s threads= takes it: its types (option_text), its
+		 * rule (ingest_options_set: digits, 1..LIMIT_MAX_THREADS) */
+		PyObject *text = option_text("threads", "threads", t);
+		struct ingest_options *one = text ? ingest_options_new() : NULL;
+		int r = !text ? -1 : !one ? -ENOMEM : ingest_options_set(one, "threads", PyBytes_AS_STRING(text));
+		if (r == 0)
+			threads = one->threads;
+		else if (r == -ENOMEM)
+			PyErr_NoMemory();
+		else if (r == -EINVAL)
+			PyErr_Format(PyExc_ValueError, "invalid value for 'threads': %R (1..%d)", t,
+			             LIMIT_MAX_THREADS);
+		Py_XDECREF(text);
+		ingest_options_free(one);
+		if (r) {
 			Py_DECREF(kw);
 			return NULL;
 		}
-		if (over || v < 1 || v > 256) {
-			PyErr_Format(PyExc_ValueError, "invalid value for 'threads': %R (1..256)", t);
-			Py_DECREF(kw);
-			return NULL;
-		}
-		threads = (unsigned)v;
 	}
 	if (kw && PyDict_GetItemString(kw, "threads") && PyDict_DelItemString(kw, "threads") < 0) {
 		Py_DECREF(kw);
