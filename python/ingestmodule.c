@@ -397,6 +397,22 @@ static void many_gil_give(struct many *m)
 	m->ts = PyEval_SaveThread();
 }
 
+/* Once MANY_SIGNAL_CHECK_NS have passed since the last check: the GIL
+ * taken and given back (held: given back and taken again), for Ctrl-C and
+ * the process's other threads. */
+static void many_gil_pass(struct many *m, bool held)
+{
+	if (clock_now_ns() - m->checked_ns < MANY_SIGNAL_CHECK_NS)
+		return;
+	if (held) {
+		many_gil_give(m);
+		many_gil_take(m);
+	} else {
+		many_gil_take(m);
+		many_gil_give(m);
+	}
+}
+
 /* The caller's dicts: every ready slot in order from `built`; with
  * `all`, waits for the others' slots until every dict is made.  Takes
  * the GIL only when there is a dict to make. */
@@ -415,10 +431,7 @@ static void many_drain(struct many *m, bool all)
 			/* another worker's message may take long: Ctrl-C is
 			 * looked for meanwhile */
 			futex_sleep_for(&m->seq, &m->waiters, seen, &m->waited, MANY_SIGNAL_CHECK_NS);
-			if (clock_now_ns() - m->checked_ns >= MANY_SIGNAL_CHECK_NS) {
-				many_gil_take(m);
-				many_gil_give(m);
-			}
+			many_gil_pass(m, false);
 			continue;
 		}
 		if (!gil) {
@@ -427,12 +440,8 @@ static void many_drain(struct many *m, bool all)
 		}
 		many_build_one(m);
 		/* other workers may fill slots as fast as dicts are made, and
-		 * the GIL would be held for the whole batch: given back now
-		 * and then, for the process's other threads and for Ctrl-C */
-		if (clock_now_ns() - m->checked_ns >= MANY_SIGNAL_CHECK_NS) {
-			many_gil_give(m);
-			many_gil_take(m);
-		}
+		 * the GIL would be held for the whole batch */
+		many_gil_pass(m, true);
 	}
 	if (gil)
 		many_gil_give(m);
@@ -460,11 +469,10 @@ static void many_item(void *ctx, size_t i, struct record *rec)
 		many_drain(m, true);
 	} else if (many_ready_run(m, MANY_DRAIN_ITEMS)) {
 		many_drain(m, false);
-	} else if (clock_now_ns() - m->checked_ns >= MANY_SIGNAL_CHECK_NS) {
+	} else {
 		/* no dict to make for a while (the slot next in order is another
 		 * worker's): the GIL taken anyway, for Ctrl-C */
-		many_gil_take(m);
-		many_gil_give(m);
+		many_gil_pass(m, false);
 	}
 }
 
@@ -595,9 +603,9 @@ static PyObject *py_parse_many(PyObject *self, PyObject *args, PyObject *kwargs)
 		Py_DECREF(kw);
 		return NULL;
 	}
-	/* bytes is a sequence too, of ints: one message given bare */
-	/* a buffer of bytes is one message; an object that has the slot but
-	 * gives no such buffer (numpy's array of objects) is a sequence */
+	/* bytes is a sequence too, of ints: a buffer of bytes is one message
+	 * given bare; an object that has the slot but gives no such buffer
+	 * (numpy's array of objects) is a sequence */
 	Py_buffer probe;
 	bool bare = PyUnicode_Check(seq_in);
 	if (!bare && PyObject_CheckBuffer(seq_in)) {
