@@ -493,7 +493,8 @@ whole = time.monotonic() - t0
 done = True
 th.join()
 print("whole", whole)
-print("ticks", sum(1 for t in ticks if t0 <= t <= t0 + whole))
+inside = [t0] + [t for t in ticks if t0 <= t <= t0 + whole] + [t0 + whole]
+print("gap", max(b - a for a, b in zip(inside, inside[1:])))
 threading.Timer(whole / 10, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 t0 = time.monotonic()
 try:
@@ -516,7 +517,8 @@ def test_parse_many_gives_the_gil_back():
     lines = dict(line.split(" ", 1) for line in p.stdout.splitlines())
     assert "interrupted" in lines and "after" in lines, p.stdout + p.stderr
     whole = float(lines["whole"])
-    assert int(lines["ticks"]) >= 3, lines
+    # the thread beside it ran all along: no gap near the call's length
+    assert float(lines["gap"]) < whole / 2, lines
     assert lines["interrupted"] != "never" and float(lines["interrupted"]) < whole * 0.6, lines
     assert lines["after"] == "3"
 
