@@ -238,13 +238,19 @@ static struct search_word search_word(const struct search *s, const char *w, siz
 	return sw;
 }
 
-/* Whether v has a letter or digit, which FTS5's tokenizer makes a token
- * of (every byte past ASCII counted as one, as the word count does): a
- * phrase without matches nothing, and negated, every message. */
+/* A byte FTS5's tokenizer keeps in a token: a letter or digit, and, for
+ * this count, every byte past ASCII. */
+static bool search_token_byte(char c)
+{
+	return isalnum((unsigned char)c) || (unsigned char)c >= 0x80;
+}
+
+/* Whether v has a token: a phrase without matches nothing, and negated,
+ * every message. */
 static bool search_has_token(const char *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (isalnum((unsigned char)v[i]) || (unsigned char)v[i] >= 0x80)
+		if (search_token_byte(v[i]))
 			return true;
 	return false;
 }
@@ -254,6 +260,9 @@ static bool search_operator(const char *w, size_t n)
 {
 	return (n == 2 && !memcmp(w, "OR", 2)) || (n == 3 && (!memcmp(w, "AND", 3) || !memcmp(w, "NOT", 3)));
 }
+
+/* A negated word or value of no token (search_has_token). */
+#define SEARCH_NOTHING_TO_NEGATE "no letter or digit to negate (it would be every message)"
 
 /* Refuses the query at word: the word, then why, in the error.  -EINVAL. */
 static int search_refuse(struct search *s, const char *word, size_t wn, const char *why, ...)
@@ -323,12 +332,11 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	const char *core = sw->w + sw->lead;
 	size_t n = sw->n - sw->lead - sw->trail;
 	bool oper = !op && !sw->lead && !sw->trail && search_operator(core, n);
-	/* FTS5's operators are binary: one at the start, after "(" or after
-	 * another has no left side, one before ")" no right side */
+	/* FTS5's operators are binary: one at the start, after "(" (its own
+	 * or a column group's) or after another has no left side, one before
+	 * ")" no right side */
 	bool core_oper = !op && search_operator(core, n);
-	if ((oper || (core_oper && !filter)) && (s->end == SEARCH_START || s->end == SEARCH_OPERATOR))
-		return search_refuse(s, sw->w, sw->n, "nothing before it (AND, OR and NOT join two words)");
-	if (core_oper && (sw->lead || filter))
+	if (core_oper && (sw->lead || filter || s->end == SEARCH_START || s->end == SEARCH_OPERATOR))
 		return search_refuse(s, sw->w, sw->n, "nothing before it (AND, OR and NOT join two words)");
 	if (core_oper && sw->trail)
 		return search_refuse(s, sw->w, sw->n, "nothing after it (AND, OR and NOT join two words)");
@@ -514,16 +522,16 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		 * (a phrase, or column:word) */
 		if (vn == 1 && v[0] == '*')
 			return search_refuse(s, word, wn, "every message but every message is none");
-		if (search_fts_filter(v, vn) && v[vn - 1] == ':')
-			return search_refuse(s, word, wn, "a column filter needs a value");
-		/* the value after a column filter's ':' ("-text:." has none) */
+		/* a column filter's ':', whose value must have a token
+		 * ("-text:." has none) */
 		const char *fc = search_fts_filter(v, vn) ? memchr(v, ':', vn) : NULL;
+		if (fc && v[vn - 1] == ':')
+			return search_refuse(s, word, wn, "a column filter needs a value");
 		if (!search_has_token(fc ? fc + 1 : v, fc ? vn - (size_t)(fc + 1 - v) : vn))
-			return search_refuse(s, word, wn, "no letter or digit to negate (it would be every"
-			                     " message)");
+			return search_refuse(s, word, wn, SEARCH_NOTHING_TO_NEGATE);
 		struct dynbuf e;
 		dynbuf_init(&e, 0);
-		int r = search_fts_filter(v, vn) ? search_filter_value(&e, v, vn)
+		int r = fc ? search_filter_value(&e, v, vn)
 		      : search_bareword(v, vn) && !search_operator(v, vn) ? dynbuf_append(&e, v, vn)
 		      : vn >= 2 && v[0] == '"' && v[vn - 1] == '"' ? search_phrase(&e, v + 1, vn - 2)
 		      : search_phrase(&e, v, vn);
@@ -537,17 +545,16 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		/* a word, an operator, FTS5's own syntax: in any column, or the
 		 * column of the from:( ) group it is in (a column filter of
 		 * another column there could only match nothing) */
-		if (search_fts_filter(w, n) && w[n - 1] == ':')
+		const char *colon = search_fts_filter(w, n) ? memchr(w, ':', n) : NULL;
+		if (colon && w[n - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
 		/* text:( ), attachments:( ): a column's group, as from:( ) is */
-		const char *colon = search_fts_filter(w, n) && w[0] != '{' ? memchr(w, ':', n) : NULL;
-		for (int c = 0; colon && colon[1] == '(' && c < INDEX_FTS__COUNT; c++)
+		for (int c = 0; colon && w[0] != '{' && colon[1] == '(' && c < INDEX_FTS__COUNT; c++)
 			if ((size_t)(colon - w) == strlen(columns[c]) && !strncasecmp(w, columns[c], strlen(columns[c])))
 				return search_column_group(s, word, sw.lead, columns[c], c, colon + 1,
 				                           (size_t)(word + wn - colon - 1));
 		const char *gc = s->group_column >= 0 ? columns[s->group_column] : NULL;
-		if (gc && search_fts_filter(w, n) &&
-		    ((const char *)memchr(w, ':', n) != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
+		if (gc && colon && (colon != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
 			return search_refuse(s, word, wn, "inside %s:( ), another column's phrase can only"
 			                     " match nothing", columns[s->group_column]);
 		search_column_seen(s, s->group_column);
@@ -574,9 +581,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 			return search_refuse(s, word, wn, "id: needs a value");
 	}
 	if (col >= 0 && !search_has_token(val, valn))
-		return search_refuse(s, word, wn, negate ? "no letter or digit to negate (it would be every"
-		                                           " message)"
-		                                         : "no letter or digit: it can only match nothing");
+		return search_refuse(s, word, wn, "%s", negate ? SEARCH_NOTHING_TO_NEGATE
+		                                               : "no letter or digit: it can only match nothing");
 	char tag[16];
 	if (!strcmp(prefixes[i].prefix, "tag:")) {
 		if (!search_tag(val, valn, tag))
@@ -621,11 +627,8 @@ static int search_parse(struct search *s, const char *q)
 		/* what FTS5 matches is tokens: a phrase ("a b", a.b.c) counts
 		 * each of its words (SEARCH_MAX_WORDS) */
 		int tokens = 0;
-		for (const char *c = w; c < p; c++) {
-			bool in = isalnum((unsigned char)*c) || (unsigned char)*c >= 0x80;
-			bool was = c > w && (isalnum((unsigned char)c[-1]) || (unsigned char)c[-1] >= 0x80);
-			tokens += in && !was;
-		}
+		for (const char *c = w; c < p; c++)
+			tokens += search_token_byte(*c) && (c == w || !search_token_byte(c[-1]));
 		s->words += tokens > 1 ? tokens - 1 : 0;
 		if (++s->words > SEARCH_MAX_WORDS) {
 			snprintf(s->error, sizeof(s->error), "more than %d words", SEARCH_MAX_WORDS);
