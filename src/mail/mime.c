@@ -179,12 +179,13 @@ static bool delim_match(const struct mime_walk *w, size_t i, size_t e, struct de
 	return false;
 }
 
-/* The next delimiter line at or after pos (a line start). */
-static struct delim scan(const struct mime_walk *w, size_t pos)
+/* The next delimiter line at or after pos (a line start), looked for
+ * from `from` (>= pos: the bytes before it are known to hold no dash). */
+static struct delim scan_from(const struct mime_walk *w, size_t pos, size_t from)
 {
 	struct delim d = { .eof = true, .start = w->n, .next = w->n };
 	const uint8_t *p = w->p;
-	size_t n = w->n, i = pos;
+	size_t n = w->n, i = from;
 	if (w->nfr == 0)
 		return d;
 	/* Every delimiter line starts with "--": look for dashes, not line
@@ -209,6 +210,21 @@ static struct delim scan(const struct mime_walk *w, size_t pos)
 		i = j + 1;
 	}
 	return d;
+}
+
+static struct delim scan(const struct mime_walk *w, size_t pos)
+{
+	return scan_from(w, pos, pos);
+}
+
+/* The next delimiter after a base64 body at bs, and the body's leading
+ * run (transfer.h), counted in the same pass: a delimiter starts with a
+ * dash, which base64 lacks, so the dashes are looked for after the run,
+ * and the attachment's size (leaf) need not count it again. */
+static struct delim scan_base64(const struct mime_walk *w, size_t bs, struct transfer_b64_run *run)
+{
+	*run = transfer_base64_run(w->p + bs, w->n - bs);
+	return scan_from(w, bs, bs + run->len);
 }
 
 /* End of a part's content before the delimiter at `start` (RFC 2046 5.1.1:
@@ -432,8 +448,24 @@ static struct str type_string(struct mime_walk *w, const struct entity *e, const
 	return (struct str){ s, k };
 }
 
-/* A leaf's content p[bs..be): text candidate and/or attachment. */
-static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, size_t bs, size_t be)
+/* An attachment's decoded size, and its first out_cap bytes.  A run
+ * ends at the delimiter's dash at the latest, and be (content_end) is at
+ * most the CR LF before that dash, so a run longer than the content
+ * holds no sextet past it: the same count, cut to the content. */
+static uint64_t attachment_decode(enum transfer_encoding te, const uint8_t *body, size_t n,
+                                  const struct transfer_b64_run *run, uint8_t *out, size_t out_cap,
+                                  uint64_t *warnings)
+{
+	if (te != TRANSFER_BASE64 || !run)
+		return transfer_decode(te, body, n, out, out_cap, warnings);
+	struct transfer_b64_run cut = { run->len < n ? run->len : n, run->sextets };
+	return transfer_base64_decode_run(body, n, &cut, out, out_cap, warnings);
+}
+
+/* A leaf's content p[bs..be): text candidate and/or attachment.  run:
+ * a base64 body's leading run from scan_base64(), or NULL. */
+static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, size_t bs, size_t be,
+                const struct transfer_b64_run *run)
 {
 	struct mail_ctx *ctx = w->ctx;
 	const uint8_t *body = w->p + bs;
@@ -511,12 +543,12 @@ static int leaf(struct mime_walk *w, const struct entity *e, const char *dflt, s
 		a->size = size;
 	} else if (sniffable) {
 		uint8_t pre[LIMIT_SNIFF_BYTES];
-		a->size = transfer_decode(te, body, n, pre, sizeof(pre), w->w);
+		a->size = attachment_decode(te, body, n, run, pre, sizeof(pre), w->w);
 		r = sniff_into(w, a, pre, a->size < sizeof(pre) ? (size_t)a->size : sizeof(pre));
 		if (r < 0)
 			return r;
 	} else {
-		a->size = unknown_te ? n : transfer_decode(te, body, n, NULL, 0, w->w);
+		a->size = unknown_te ? n : attachment_decode(te, body, n, run, NULL, 0, w->w);
 	}
 	return 0;
 }
@@ -564,7 +596,7 @@ static int frame_close(struct mime_walk *w, size_t end, bool terminated)
 		struct entity e;
 		memset(&e, 0, sizeof(e));
 		e.te = F->te;
-		return leaf(w, &e, "text/plain", F->body_start, end);
+		return leaf(w, &e, "text/plain", F->body_start, end, NULL);
 	}
 	if (!terminated && !w->stopped)
 		mail_warn(w->w, MAIL_W_UNTERMINATED_MULTIPART);
@@ -643,7 +675,7 @@ static int entity(struct mime_walk *w, struct entity *e, size_t bs, unsigned dep
 				memset(&t, 0, sizeof(t));
 				t.te = e->te;
 				*d = scan(w, bs);
-				return leaf(w, &t, "text/plain", bs, content_end(w->p, bs, d));
+				return leaf(w, &t, "text/plain", bs, content_end(w->p, bs, d), NULL);
 			}
 			if (depth >= LIMIT_MIME_DEPTH) {
 				mail_warn(w->w, MAIL_W_NESTING_OVERFLOW);
@@ -697,8 +729,10 @@ static int entity(struct mime_walk *w, struct entity *e, size_t bs, unsigned dep
 			dflt = "text/plain";
 			continue;
 		}
-		*d = scan(w, bs);
-		return leaf(w, e, dflt, bs, content_end(w->p, bs, d));
+		struct transfer_b64_run run;
+		bool counted = e->te == TRANSFER_BASE64 && w->nfr > 0;
+		*d = counted ? scan_base64(w, bs, &run) : scan(w, bs);
+		return leaf(w, e, dflt, bs, content_end(w->p, bs, d), counted ? &run : NULL);
 	}
 }
 

@@ -282,8 +282,21 @@ static bool b64_close_quantum(uint32_t acc, unsigned q, uint8_t *out, size_t out
 	return q == 1;
 }
 
+struct transfer_b64_run transfer_base64_run(const uint8_t *p, size_t n)
+{
+	struct transfer_b64_run r = { 0, 0 };
+	r.len = b64_count(p, n, 0, &r.sextets);
+	return r;
+}
+
 uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
                                 size_t out_cap, uint64_t *warnings)
+{
+	return transfer_base64_decode_run(p, n, NULL, out, out_cap, warnings);
+}
+
+uint64_t transfer_base64_decode_run(const uint8_t *p, size_t n, const struct transfer_b64_run *run,
+                                    uint8_t *out, size_t out_cap, uint64_t *warnings)
 {
 	uint64_t o = 0;          /* decoded bytes so far (written or not) */
 	uint32_t acc = 0;        /* pending sextets, q of them */
@@ -296,6 +309,14 @@ uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
 	while (i < n) {
 		/* Nothing more will be written: only count. */
 		if (o >= out_cap) {
+			if (run && run->len <= n && i < run->len) {
+				/* Inside the run no `=` has come, so the 4 * (o / 3)
+				 * + q sextets before i are its first ones: its count
+				 * carries on from here to its end. */
+				o = 3 * (run->sextets / 4);
+				q = (unsigned)(run->sextets % 4);
+				i = run->len;
+			}
 			uint64_t sx = q;
 			i = b64_count(p, n, i, &sx);
 			o += 3 * (sx / 4);

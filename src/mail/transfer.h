@@ -34,6 +34,25 @@ enum transfer_encoding transfer_encoding_parse(struct str v);
 uint64_t transfer_base64_decode(const uint8_t *p, size_t n, uint8_t *out,
                                 size_t out_cap, uint64_t *warnings);
 
+/* The leading run of a base64 body: the bytes of the alphabet and white
+ * space before the first other byte (the padding, a delimiter line's
+ * dash, garbage), which cannot warn.  The MIME walk counts it while it
+ * looks for the part's end (no delimiter starts inside it), so that the
+ * size of an attachment costs one pass over its bytes, not two. */
+struct transfer_b64_run {
+	size_t len;          /* bytes from the body's start */
+	uint64_t sextets;    /* alphabet bytes among them */
+};
+
+struct transfer_b64_run transfer_base64_run(const uint8_t *p, size_t n);
+
+/* transfer_base64_decode() of p[0..n), given its leading run (NULL: not
+ * known; a run longer than n is not used): once the first out_cap bytes
+ * are written, the size comes from the run's count instead of a second
+ * pass over it.  The same result and warnings as without the run. */
+uint64_t transfer_base64_decode_run(const uint8_t *p, size_t n, const struct transfer_b64_run *run,
+                                    uint8_t *out, size_t out_cap, uint64_t *warnings);
+
 /* Quoted-printable (RFC 2045 6.7): `=XX` (either case of hex), soft line
  * breaks `=` + optional white space + CRLF or LF, and `=` at the very end.
  * An invalid escape is kept literally with MAIL_W_BAD_QUOTED_PRINTABLE. */

@@ -351,6 +351,27 @@ static void test_transfer_uu_length_byte_past_line(void **state)
 	                 transfer_uu_decode(S("_\n_\n"), (uint8_t *)buf, 1, NULL));
 }
 
+/* The size from a leading run (the MIME walk's count) is the size
+ * without it, with the same warnings and the same sniffing prefix, also
+ * when the run is cut to fewer bytes than the data (the content before a
+ * delimiter's line end) or is longer than the data (not used). */
+static void assert_run_agrees(const uint8_t *in, size_t n, uint64_t k, uint64_t w, const uint8_t *full)
+{
+	uint8_t pre[4096];
+	struct transfer_b64_run run = transfer_base64_run(in, n);
+	for (size_t i = 0; i < run.len; i++)
+		assert_true(in[i] != '=' && in[i] != '-');
+	for (int cut = 0; cut < 2; cut++) {
+		uint64_t w2 = 0, w3 = 0;
+		assert_int_equal(transfer_base64_decode_run(in, n, &run, NULL, 0, &w2), k);
+		assert_int_equal(transfer_base64_decode_run(in, n, &run, pre, sizeof(pre), &w3), k);
+		assert_int_equal(w2, w);
+		assert_int_equal(w3, w);
+		assert_memory_equal(full, pre, k < sizeof(pre) ? (size_t)k : sizeof(pre));
+		run.len = n + 1;
+	}
+}
+
 /* Size-only decoding of a large attachment (the vector counting path, past
  * its 255-step blocks) agrees with the full decode, with garbage, padding
  * and a lone sextet at chosen places; so does a 4 KiB sniffing prefix. */
@@ -362,7 +383,7 @@ static void test_transfer_base64_size_only_large(void **state)
 	assert_non_null(in);
 	assert_non_null(full);
 	static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	for (int variant = 0; variant < 4; variant++) {
+	for (int variant = 0; variant < 5; variant++) {
 		for (size_t i = 0; i < n; i++)
 			in[i] = (i % 78 == 76) ? '\r' : (i % 78 == 77) ? '\n' : (uint8_t)al[(i * 7 + i / 5) % 64];
 		if (variant == 1)
@@ -371,6 +392,8 @@ static void test_transfer_base64_size_only_large(void **state)
 			in[200003] = '=';                 /* a pad mid-stream */
 		if (variant == 3)
 			in[n - 3] = ' ';
+		if (variant == 4)
+			in[n - 4] = '\n';                /* a lone sextet at the end */
 		uint64_t w1 = 0, w2 = 0, w3 = 0;
 		uint64_t a = transfer_base64_decode(in, n, full, n, &w1);
 		uint64_t b = transfer_base64_decode(in, n, NULL, 0, &w2);
@@ -380,6 +403,7 @@ static void test_transfer_base64_size_only_large(void **state)
 		assert_int_equal(w1, w2);
 		assert_int_equal(w1, w3);
 		assert_memory_equal(full, pre, sizeof(pre));
+		assert_run_agrees(in, n, a, w1, full);
 		if (variant == 1)
 			assert_true(w1 & (UINT64_C(1) << MAIL_W_BAD_BASE64));
 	}
@@ -449,6 +473,7 @@ static void test_transfer_base64_count_every_byte(void **state)
 			uint64_t k2 = transfer_base64_decode(in, sizeof(in), NULL, 0, &w2);
 			assert_int_equal(k1, k2);
 			assert_int_equal(w1, w2);
+			assert_run_agrees(in, sizeof(in), k1, w1, full);
 		}
 	}
 }
