@@ -394,6 +394,19 @@ static enum index_place run_place(void *ctx, struct str root, struct str path)
 	return walk_named(run->walk, root, path) ? INDEX_PLACE_NAMED : INDEX_PLACE_JUDGED;
 }
 
+/* Standard input, read as `-` or as the list of --files-from=-, must be
+ * open before the run opens anything: closed, fd 0 is the next descriptor
+ * made (the state's lock, the index's database), which would be read as
+ * the input: a run reading an empty list would then delete every message
+ * the state or the index knew.  0, or -EBADF with the run failed. */
+static int run_stdin_open(struct run *run, const char *what, const char *arg)
+{
+	if (fcntl(STDIN_FILENO, F_GETFD) >= 0)
+		return 0;
+	run_fail(run, -EBADF, what, arg);
+	return -EBADF;
+}
+
 /* `ingest -`: standard input is copied whole into a memory file, which the
  * reader opens as /dev/fd/N, a regular file of known size (a pipe has
  * neither), and hashed for its id.  The file is the run's, closed at its
@@ -402,12 +415,10 @@ static enum index_place run_place(void *ctx, struct str root, struct str path)
  * roots' realpath. */
 static int run_take_stdin(struct run *run)
 {
-	if (fcntl(STDIN_FILENO, F_GETFD) < 0) {
-		/* closed: whatever opens next would take fd 0 and be read */
-		run_fail(run, -EBADF, "cannot read standard input", NULL);
-		return -EBADF;
-	}
-	int fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
+	int fd = run_stdin_open(run, "cannot read standard input", NULL);
+	if (fd < 0)
+		return fd;
+	fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	char buf[65536];
@@ -604,6 +615,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		have_stdin = true;
 		r = run_take_stdin(run);
 	}
+	if (r == 0 && o->files_from && !strcmp(o->files_from, "-"))
+		r = run_stdin_open(run, "cannot read the list", "-");
 	for (size_t i = 0; r == 0 && i < o->n_excludes; i++)
 		r = walk_add_exclude(run->walk, o->excludes[i]);
 	if (o->stats) {

@@ -185,6 +185,20 @@ def case_stdin(tmp):
     p = run(["-"], pre=["sh", "-c", 'exec "$@" <&-', "sh"], check_rc=1)
     if b"cannot read standard input: Bad file descriptor" not in p.stderr or p.stdout:
         fail(f"closed standard input: {p.stdout!r} {p.stderr!r}")
+    # nor as the list of --files-from=-, with a state or an index, whose
+    # lock or database would take fd 0: read as an empty list, that run
+    # would delete every message the state or the index holds
+    mail = os.path.join(tmp, "closed.eml")
+    with open(mail, "wb") as f:
+        f.write(msg)
+    state, db = os.path.join(tmp, "closed.state"), os.path.join(tmp, "closed.db")
+    for extra in (["--state=" + state], ["--index=" + db]):
+        run(extra + ["--files-from=-"], stdin=(mail + "\n").encode(), check_rc=0)
+        p = run(extra + ["--files-from=-"], pre=["sh", "-c", 'exec "$@" <&-', "sh"], check_rc=1)
+        if b"cannot read the list '-': Bad file descriptor" not in p.stderr or b"deleted" in p.stdout:
+            fail(f"{extra}: a closed standard input as the list: {p.stdout!r} {p.stderr!r}")
+    if b"closed.eml" not in run(["search", db, "piped"], check_rc=0).stdout:
+        fail("the index lost its message to a run with standard input closed")
 
 
 def case_files_from_dirs(tmp):
