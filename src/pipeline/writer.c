@@ -56,10 +56,36 @@ static bool output_cut(struct writer *w, uint64_t wrote)
 	return off >= 0 && (uint64_t)off >= wrote && sys_ftruncate(w->fd, (uint64_t)off - wrote) == 0;
 }
 
+/* What a write of records (a batch's, the TSV header row) came to: a
+ * reader that went away (EPIPE, or a sink's -EPIPE) ends the writing as a
+ * closed output, and the reading with it; another error fails the run,
+ * naming the sink or the output. */
+static void output_result(struct writer *w, int r)
+{
+	if (r == 0)
+		return;
+	if (r == -EPIPE) {
+		atomic_store(&w->output_closed, true);
+		budget_cancel(w->budget);
+	} else if (w->sink) {
+		w->fail(w->fail_ctx, r, "the sink failed", NULL);
+	} else {
+		output_failed(w, r);
+	}
+	w->writing = false;
+}
+
 /* Writes all of iov; -errno on failure with *written set to what went. */
 static int write_all(struct writer *w, struct iovec *iov, int n, uint64_t *written)
 {
 	return sys_writev_full(w->fd, iov, n, written);
+}
+
+/* The sink's answer: a positive return is no errno, taken as EIO. */
+static int sink_call(struct writer *w, const char *p, size_t len, size_t count)
+{
+	int r = w->sink(w->sink_ctx, p, len, count);
+	return r > 0 ? -EIO : r;
 }
 
 /* The sink's call for one batch: its records in order, in one buffer.
@@ -94,12 +120,12 @@ static int sink_batch(struct writer *w, struct batch *b)
 		first = w->sink_buf.p;
 	if (!count && !len)
 		return 0;
-	int r = w->sink(w->sink_ctx, first, len, count);
+	int r = sink_call(w, first, len, count);
 	if (r == 0) {
 		w->bytes += len;
 		w->records += count;
 	}
-	return r > 0 ? -EIO : r;
+	return r;
 }
 
 /* A place in a group of batches: batch g, item i. */
@@ -330,14 +356,17 @@ static void progress_tell(struct writer *w, bool final)
 	if (!final && now - w->progress_last < 100000000u)
 		return;
 	w->progress_last = now;
-	uint64_t bytes, errors;
-	uint64_t files = report_records(w->rep, &bytes, &errors);
+	uint64_t bytes = w->held_bytes, errors = w->held_errors, files = w->held_inputs;
+	if (!w->progress_held)
+		files = report_records(w->rep, &bytes, &errors);
 	w->progress(w->progress_ctx, files, bytes, errors, w->total,
 	            now - report_started_ns(w->rep), final);
 }
 
 void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 {
+	if (w->writing)
+		w->held_inputs = report_records(w->rep, &w->held_bytes, &w->held_errors);
 	for (size_t g = 0; g < n; g++)
 		report_count_batch(w->rep, bs[g]);
 	if (w->writing && !atomic_load(w->failed) && w->index) {
@@ -354,19 +383,9 @@ void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 			}
 		}
 	} else if (w->writing && !atomic_load(w->failed)) {
-		int r = write_group(w, bs, n);
-		if (r == -EPIPE) {
-			atomic_store(&w->output_closed, true);
-			budget_cancel(w->budget);
-			w->writing = false;
-		} else if (r < 0 && w->sink) {
-			w->fail(w->fail_ctx, r, "the sink failed", NULL);
-			w->writing = false;
-		} else if (r < 0) {
-			output_failed(w, r);
-			w->writing = false;
-		}
+		output_result(w, write_group(w, bs, n));
 	}
+	w->progress_held = !w->writing;
 	if (w->progress)
 		progress_tell(w, false);
 	/* the reader resets them: their arenas were allocated on the
@@ -433,15 +452,14 @@ int writer_write_header(struct writer *w, const struct emit_options *eo)
 	struct dynbuf h;
 	dynbuf_init(&h, 0);
 	int r = emit_tsv_header(eo, &h);
-	uint64_t wrote;
-	struct iovec iov = { h.p, h.len };
-	if (r == 0 && h.len && w->sink) {
-		r = w->sink(w->sink_ctx, h.p, h.len, 0);
-		r = r > 0 ? -EIO : r;
-	} else if (r == 0 && h.len)
-		r = write_all(w, &iov, 1, &wrote);
-	if (r == 0)
-		w->bytes += h.len;
+	if (r == 0 && h.len) {
+		uint64_t wrote;
+		struct iovec iov = { h.p, h.len };
+		r = w->sink ? sink_call(w, h.p, h.len, 0) : write_all(w, &iov, 1, &wrote);
+		if (r == 0)
+			w->bytes += h.len;
+		output_result(w, r);
+	}
 	dynbuf_release(&h);
 	return r;
 }

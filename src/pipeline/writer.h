@@ -76,6 +76,11 @@ struct writer {
 	bool writing;                /* no write has failed yet */
 	bool threaded;               /* writer_put runs on the parse thread */
 	uint64_t progress_last;      /* ns of the last progress line */
+	/* once the writing stopped (output closed or failed): the inputs,
+	 * bytes and errors that came before the batches it stopped in, which
+	 * progress tells from then on, as nothing more is written */
+	bool progress_held;
+	uint64_t held_inputs, held_bytes, held_errors;
 	_Atomic uint32_t drained;    /* futex word: no batch will be written */
 	atomic_int exited;           /* ...and its last syscall has returned */
 };
@@ -83,8 +88,9 @@ struct writer {
 /* Opens the output (or takes standard output).  0 or -errno, in which case
  * w->fail has been told. */
 int writer_open(struct writer *w);
-/* Writes TSV's header row before any record.  0 or -errno (-EPIPE: the
- * reader went away, which is not a failure of the run). */
+/* Writes TSV's header row before any record, its failure taken as a
+ * batch's is (w->fail told; -EPIPE: the output closed, not a failure of
+ * the run).  0 or -errno. */
 int writer_write_header(struct writer *w, const struct emit_options *eo);
 /* Writes a group of n parsed batches, bs[0] first (the batches come in
  * input order, from one thread at a time), then gives them back to the
