@@ -85,7 +85,8 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   es-errors     flag (error records in es-bulk too)
  *   wait-state    flag (wait for another run's lock on the state)
  *   state-reset   flag (ignore what the state file holds)
- *   index         FILE (records into that SQLite database, not to output)
+ *   index         FILE (records into that SQLite database, not to output;
+ *                 refused with an output, an output fd or a sink)
  *   stats         "0", "human", "json"
  * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
  * yes/no; NULL is "1").  An option with no value of its own by default
@@ -153,8 +154,8 @@ INGEST_API int ingest_options_add_path(struct ingest_options *o, const char *pat
 /* Runs the pipeline once.  Returns 0 when every input became a record
  * (error records included), -errno when the run itself failed (the
  * report's message says why): -EINVAL when it was refused before any input
- * was read (the options contradicting each other, such as split-bytes with
- * an output fd or a sink; the --state file made by a run with other roots,
+ * was read (the options contradicting each other, such as split-bytes or
+ * index with an output fd or a sink; the --state file made by a run with other roots,
  * shard or output options; an index made with other no-text, max-text or
  * headers, or one that is a directory or no regular file; then
  * ingest_report_usage_error() is 1).  *report receives a report the caller

@@ -278,13 +278,16 @@ static int run_bind_index(struct run *run)
 
 /* --index=FILE: the database is the state (README, "The index"), so
  * --state is refused rather than kept in two places; records go into the
- * database in the one format it reads, so an output and another format
- * are refused too. */
+ * database in the one format it reads, so an output (a path, the
+ * library's descriptor or sink, which would get nothing) and another
+ * format are refused too. */
 static int run_open_index(struct run *run, struct reader_options *ro)
 {
 	const struct ingest_options *o = run->o;
 	const char *clash = o->state ? "--state (the index keeps its own state)"
 	                  : o->output ? "--output (records go into the index)"
+	                  : o->sink ? "a sink (records go into the index)"
+	                  : o->output_fd >= 0 ? "an output descriptor (records go into the index)"
 	                  : o->emit.format != EMIT_JSONL ? "--format (records go into the index)"
 	                  : o->emit.fields != EMIT_FIELDS_ALL ? "--fields (the index keeps every field)"
 	                  : !o->parse ? "--io-only (the index is of parsed messages)" : NULL;

@@ -288,6 +288,19 @@ static void test_lib_search_error_optional(void **state)
 	struct ingest_report *rep = NULL;
 	assert_int_equal(ingest_run(o, &rep), 0);
 	ingest_report_free(rep);
+	/* an index run hands no record over: a sink or a descriptor given
+	 * for them is refused, not left waiting for nothing */
+	struct collect c = { 0 };
+	for (int with_sink = 0; with_sink < 2; with_sink++) {
+		assert_int_equal(with_sink ? ingest_options_set_sink(o, collect_sink, &c)
+		                           : ingest_options_set_output_fd(o, STDERR_FILENO), 0);
+		assert_int_equal(ingest_run(o, &rep), -EINVAL);
+		assert_int_equal(ingest_report_usage_error(rep), 1);
+		assert_non_null(strstr(ingest_report_error(rep), "--index cannot be combined with"));
+		ingest_report_free(rep);
+		ingest_options_set_output_fd(o, -1);
+	}
+	assert_int_equal(c.calls, 0);
 	ingest_options_free(o);
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	assert_true(null >= 0);
