@@ -137,8 +137,11 @@ INGEST_API int ingest_options_set_output_fd(struct ingest_options *o, int fd);
 /* Told how a run goes, at most ten times a second and once more at the end
  * (done 1), on the thread that writes the records (as for the sink): inputs written so far, their
  * bytes, how many were error records, the inputs expected (0 when not
- * known before the end: only a --files-from list alone is counted ahead)
- * and the nanoseconds since the run began.  The library itself draws
+ * known before the end: only a --files-from list alone is counted ahead,
+ * a line each, so a listed directory or mbox, which gives many, can take
+ * inputs past it) and the nanoseconds since the run began.  Once the
+ * output closes or fails, the inputs and bytes stay at those before the
+ * batches it stopped in.  The library itself draws
  * nothing; the command draws its progress line from this. */
 typedef void ingest_progress_fn(void *ctx, uint64_t inputs, uint64_t bytes, uint64_t errors,
                                 uint64_t total, uint64_t elapsed_ns, int done);
