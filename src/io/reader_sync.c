@@ -37,6 +37,23 @@ struct sync_open {
 	struct batch_item probe;  /* the stat fields and any error */
 };
 
+static int sync_statx(int dirfd, const struct walk_entry *e, struct statx *stx)
+{
+	memset(stx, 0, sizeof(*stx));
+	return sys_statx(dirfd, e->name, (e->follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC,
+	                 STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO, stx);
+}
+
+/* A statx answer (res) judged as the ring judges its own
+ * (reader_item_stat): 0 when that settles the entry (no read), otherwise
+ * the bytes to read. */
+static uint64_t sync_judge(struct reader *r, struct sync_open *so, int res, const struct statx *stx)
+{
+	return reader_item_stat(&r->c, &so->probe, res, stx->stx_mode, stx->stx_size,
+	                        stx->stx_mtime.tv_sec, stx->stx_mtime.tv_nsec,
+	                        makedev(stx->stx_dev_major, stx->stx_dev_minor), stx->stx_ino);
+}
+
 /* With --state the probe carries the entry's root and path (in `names`,
  * reset file by file): --state judges a file by its path at stat time,
  * before the file has a batch slot; nothing else reads them (the item's
@@ -63,13 +80,8 @@ static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *name
 		 * FIFOs, sockets and devices are never opened, so the size query
 		 * comes first, and its answer serves the read.  Still four calls:
 		 * statx, openat, read, close. */
-		struct statx stx = { 0 };
-		int res = sys_statx(dirfd, e->name,
-		                    (e->follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_STATX_DONT_SYNC,
-		                    STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO, &stx);
-		cap = reader_item_stat(&r->c, &so->probe, res, stx.stx_mode, stx.stx_size,
-		                       stx.stx_mtime.tv_sec, stx.stx_mtime.tv_nsec,
-		                       makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino);
+		struct statx stx;
+		cap = sync_judge(r, so, sync_statx(dirfd, e, &stx), &stx);
 		if (!cap)
 			return 0;
 		fd = sys_openat(dirfd, e->name, flags, 0);
@@ -79,6 +91,17 @@ static int sync_probe(struct reader *r, struct walk_entry *e, struct arena *name
 		}
 	} else {
 		fd = sys_openat(dirfd, e->name, flags, 0);
+		struct statx stx;
+		if (fd < 0 && fd != -ENOENT && sync_statx(dirfd, e, &stx) == 0) {
+			/* a file there that cannot be opened (EACCES): judged by
+			 * its size and mtime as the ring, which asks for them
+			 * first, judges it, so that both give one record for it
+			 * (with them), or none when --state finds it unchanged;
+			 * a call more, only when the open fails */
+			if (sync_judge(r, so, 0, &stx))
+				reader_item_fail(&so->probe, fd);
+			return 0;
+		}
 		if (fd < 0) {
 			reader_item_fail(&so->probe, fd);
 			if (reader_item_not_found(&r->c, &so->probe, fd) < 0)
