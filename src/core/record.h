@@ -85,14 +85,17 @@ struct record_io {
 	struct str old_base;  /* with old_path, the base it was under when
 	                         another ({0}: base; record_old_base) */
 	bool error_document;  /* --state: the last run's record of this file was
-	                         an error, which --es-errors makes a document
-	                         under the file's id (state_had_error_record);
-	                         the reader sets it on the file's item, and of
-	                         an archive's messages only the first keeps it,
-	                         whose es-bulk action deletes that document */
+	                         an error, which JSON Lines and --es-errors make
+	                         a document under the file's id
+	                         (state_had_error_record); the reader sets it on
+	                         the file's item, and of an archive's messages
+	                         only the first keeps it, before whose record
+	                         the file's id is deleted (parse_stage.c) */
 	bool known;           /* --state: the last run may have made a document
 	                         of this file's id (state_had_document; a
-	                         deletion: its record was no error) */
+	                         deletion: its record was no error); of an
+	                         archive's messages only the first keeps it,
+	                         as error_document */
 	bool place_only;      /* RECORD_DELETED: the gone file's rows at its
 	                         place alone (the index), no delete of the
 	                         document: a copy under the same unique name,

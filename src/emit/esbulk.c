@@ -31,14 +31,6 @@ static int emit_es_action_line(const struct emit_options *o, const char *verb,
 int emit_es_action(const struct emit_options *o, const struct record *rec,
                    const struct emit_ctx *c)
 {
-	/* an archive's first message, where the last run had the file's error
-	 * document (--es-errors): the messages have ids of their own, so
-	 * nothing would replace it */
-	if (rec->io.in_mbox && rec->io.error_document && o->es_errors) {
-		int r = emit_es_action_line(o, "delete", rec->io.id, c->b);
-		if (r < 0)
-			return r;
-	}
 	return emit_es_action_line(o, "index", record_id(&rec->io), c->b);
 }
 

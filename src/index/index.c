@@ -1459,6 +1459,16 @@ static bool index_is_error(const struct index *ix)
 	return v->type == SQLITE_TEXT && v->len && ix->rec_text.p[v->off] == '{';
 }
 
+/* A change record among a file's records: its own id deleted before its
+ * archive's first message (pipeline/parse_stage.c), whose rows went with
+ * the file's already (index_delete_file below, or a streamed archive's
+ * placeholder in index_add_batch). */
+static bool index_is_change(const char *rec, size_t n)
+{
+	static const char deleted[] = "{\"deleted\":";
+	return n >= sizeof(deleted) - 1 && memcmp(rec, deleted, sizeof(deleted) - 1) == 0;
+}
+
 int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len)
 {
 	uint64_t t0 = index_now_ns();
@@ -1486,6 +1496,10 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;
 			const char *rec = records + at;
+			if (index_is_change(rec, n)) {
+				at += n + 1;
+				continue;
+			}
 			/* a terminated copy, bound as such (index_bind_text) */
 			dynbuf_reset(&ix->scratch);
 			r = dynbuf_append(&ix->scratch, rec, n);

@@ -63,8 +63,9 @@ static struct batch_item *stream_item(struct batch *b, struct walk_entry *e,
 }
 
 /* The item of the archive's message at file offset off (stream_list_offset
- * lists it in the state entry).  The first of them (*first) deletes the error document
- * the file's record was in the last run (record_io.error_document). */
+ * lists it in the state entry).  The first of them (*first) carries what
+ * the file's own record was in the last run (record_io.known and
+ * error_document), whose document its record deletes. */
 static struct batch_item *stream_message_item(struct batch *b, struct walk_entry *e,
                                               const struct batch_item *st, uint64_t off,
                                               bool *first, int *err)
@@ -75,6 +76,7 @@ static struct batch_item *stream_message_item(struct batch *b, struct walk_entry
 	it->io.in_mbox = true;
 	it->io.offset = off;
 	it->io.error_document = st->io.error_document && *first;
+	it->io.known = st->io.known && *first;
 	*first = false;
 	return it;
 }

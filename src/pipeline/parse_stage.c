@@ -152,6 +152,24 @@ static void parse_archive_vanished(struct parse_stage *s, unsigned w, struct rec
 	state_each_vanished(it->state, parse_vanished, &v);
 }
 
+/* Before an archive's first message: what the file's own record was in
+ * the last run (one message, or an error record), under the file's id,
+ * which none of the messages' ids replaces, goes; the formats that never
+ * made a document of it drop the deletion (emit_change_dropped). */
+static void parse_file_record_gone(struct parse_stage *s, unsigned w, struct record rec,
+                                   struct batch_item *it, struct dynbuf *out)
+{
+	if (!rec.io.known && !rec.io.error_document)
+		return;
+	rec.io.kind = RECORD_DELETED;
+	rec.io.in_mbox = false;
+	rec.io.offset = rec.io.length = 0;
+	rec.io.reason = RECORD_NONE;
+	rec.io.err = 0;
+	rec.io.message = NULL;
+	parse_record(s, w, rec, NULL, 0, out, NULL, it, NULL, false);
+}
+
 static bool one_message_file(const struct record_io *io)
 {
 	const char *p = io->path.n ? io->path.p : io->root.p;
@@ -181,12 +199,16 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 	if (it->no_output) {
 		/* a streamed file: its messages are records of later batches */
 	} else if (rec.io.in_mbox && data) {
+		parse_file_record_gone(s, w, rec, it, out);   /* the first message */
+		rec.io.known = rec.io.error_document = false;   /* the file's, not its */
 		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, notes, it, NULL, true);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
 		size_t pos = 0, next;
 		struct mbox_span m;
+		parse_file_record_gone(s, w, rec, it, out);
 		rec.io.in_mbox = true;
+		rec.io.known = rec.io.error_document = false;
 		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
@@ -197,8 +219,6 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 				state_mark_unread(it->state);   /* the next run reads it again */
 			parse_record(s, w, rec, data + m.start, mbox_unquote(data + m.start, m.end - m.start),
 			             out, notes, it, NULL, true);
-			/* the first message deletes what the file was: one delete */
-			rec.io.error_document = false;
 			if (next <= pos)
 				break;
 			pos = next;

@@ -797,6 +797,41 @@ def unprivileged_prefix(why_root_is_no_test):
     return pre
 
 
+def case_state_file_becomes_archive(tmp):
+    """JSON Lines with --state, applied by id (a record replaces, `deleted`
+    removes): a file that is an error record (empty), then an archive, one
+    message (no From_ line), an archive again and gone leaves a clean run's
+    ids at every step, whole and streamed.  The archive's first record
+    used to leave the file's own record (es-bulk deleted it only when it
+    was an error document)."""
+    msg = b"Subject: one\nMessage-ID: <one@x>\n\nbody\n"
+    box = b"".join(b"From a Mon Jan  1 00:00:00 2024\nSubject: m%d\n\nbody %d\n\n" % (n, n) for n in (1, 2))
+    for limit in ([], ["--max-size=40"]):
+        d = os.path.join(tmp, "d%d" % len(limit))
+        os.makedirs(d)
+        path = os.path.join(d, "a.mbox")
+        st = os.path.join(tmp, "st%d" % len(limit))
+        ids = {}
+        for i, body in enumerate((b"", box, msg, box, None)):
+            if body is None:
+                os.unlink(path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(body)
+                os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+            for r in records(run(limit + ["--state=" + st, d], check_rc=0).stdout):
+                if "deleted" in r:
+                    if r["id"] not in ids:
+                        fail(f"{limit} step {i}: a deletion of an id never written: {r}")
+                    del ids[r["id"]]
+                elif "renamed" not in r:
+                    ids[r["id"]] = r.get("subject")
+            clean = {r["id"]: r.get("subject") for r in records(run(limit + [d], check_rc=0).stdout)}
+            if ids != clean:
+                fail(f"{limit} step {i}: {ids}, a clean run's {clean}")
+    print("a file an error, an archive, one message, an archive, gone: a clean run's ids each time")
+
+
 def case_state_unlisted_perm(tmp):
     """--state with a Maildir folder that cannot be listed (mode 000, run by
     a user who is not root): no false deletions, the state keeps the folder's

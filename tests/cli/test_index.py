@@ -1117,6 +1117,29 @@ def case_copy_no_mail_other_gone(tmp):
     print("a copy made no mail, the other deleted: no row left")
 
 
+def case_file_becomes_archive(tmp):
+    """A file that is one message (no From_ line), then an archive, then
+    one message again, whole and streamed: its rows are a clean run's at
+    every step (the archive's first record brings the deletion of the
+    file's own id, which the index had dropped with the file's rows and
+    once took for a message row of its own), on both backends."""
+    msg = b"Subject: one\nMessage-ID: <one@x>\n\nbody\n"
+    box = b"".join(b"From a Mon Jan  1 00:00:00 2024\nSubject: m%d\n\nbody %d\n\n" % (n, n) for n in (1, 2))
+    for backend in ("sync", "uring"):
+        for limit in ([], ["--max-size=40"]):
+            md = os.path.join(tmp, "d-%s-%d" % (backend, len(limit)))
+            os.makedirs(md)
+            db = os.path.join(tmp, "%s-%d.db" % (backend, len(limit)))
+            args = ["--backend=" + backend] + limit + [md]
+            for i, body in enumerate((msg, box, msg)):
+                with open(os.path.join(md, "a.mbox"), "wb") as f:
+                    f.write(body)
+                os.utime(os.path.join(md, "a.mbox"), (1_700_000_000 + i, 1_700_000_000 + i))
+                run(["--index=" + db] + args)
+                equal_to_clean(db, tmp, "clean.db", args, f"{backend} {limit} step {i}", run_notes=False)
+    print("a file one message, an archive, one message again: a clean run's rows each time")
+
+
 def words(text):
     """unicode61 with remove_diacritics: letters and digits, folded."""
     import re
