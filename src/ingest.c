@@ -718,11 +718,16 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	report_set_flags(run->rep, output_closed, atomic_load(&ingest_stop));
 	report_set_written(run->rep, run->writer.records);
 
-	/* The new state replaces the old only after a complete run: an
-	 * interrupted or failed one leaves the next run the whole job. */
-	if (run->state && o->state && !atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
-	    !output_closed) {
-		int sr = state_save(run->state, o->state);
+	/* A complete run's state replaces the old one.  One that stopped early
+	 * (interrupted, its output closed) saves the old one widened by what
+	 * its written records may have put in an index, which the next run
+	 * deletes if it is gone by then (io/state.h); it has not judged every
+	 * file, so nothing else changes.  A failed run, or one that started
+	 * afresh (--state-reset, the old entries not loaded), keeps the old
+	 * state. */
+	bool complete = !atomic_load(&ingest_stop) && !output_closed;
+	if (run->state && o->state && !atomic_load(&run->failed) && (complete || !o->state_reset)) {
+		int sr = state_save(run->state, o->state, complete);
 		if (sr < 0) {
 			run_fail(run, sr, "cannot save the state", o->state);
 		}

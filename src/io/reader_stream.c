@@ -77,6 +77,7 @@ static struct batch_item *stream_message_item(struct batch *b, struct walk_entry
 	it->io.offset = off;
 	it->io.error_document = st->io.error_document && *first;
 	it->io.known = st->io.known && *first;
+	it->archive_state = st->state;
 	*first = false;
 	return it;
 }

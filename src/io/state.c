@@ -59,6 +59,7 @@ struct state_entry {
 	bool not_read;             /* new entries: met, judged unchanged or renamed */
 	bool kept;                 /* new entries: an old one not met, carried over */
 	bool no_document;          /* its record was an error (saved as a bare ';') */
+	bool written;              /* new entries: a record went out (state_mark_written) */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -1016,7 +1017,88 @@ static int state_create_tmp(const char *path, mode_t mode, char **tmp)
 	return fd;
 }
 
-int state_save(struct state *s, const char *path)
+void state_mark_written(struct state_entry *e)
+{
+	if (e)
+		e->written = true;
+}
+
+/* to's offsets and from's, in file order, each once. */
+static int state_merge_offsets(struct state_entry *to, const struct state_entry *from)
+{
+	if (!from->n_offs)
+		return 0;
+	size_t n = to->n_offs + from->n_offs, i = 0, j = 0, k = 0;
+	uint64_t *v = xmalloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	while (i < to->n_offs || j < from->n_offs) {
+		uint64_t a = i < to->n_offs ? to->offs[i] : UINT64_MAX;
+		uint64_t b = j < from->n_offs ? from->offs[j] : UINT64_MAX;
+		uint64_t m = a < b ? a : b;
+		i += a == m;
+		j += b == m;
+		if (!k || v[k - 1] != m)
+			v[k++] = m;
+	}
+	xfree(to->offs);
+	to->offs = v;
+	to->n_offs = k;
+	to->cap_offs = n;
+	return 0;
+}
+
+/* Whether a new entry's file has an old entry at its place (its id found
+ * there: the place decides the id). */
+static bool state_old_at_place(const struct state *s, const struct state_entry *e)
+{
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));) {
+		const struct state_entry *o = &s->old[k - 1];
+		if (o->id == e->id && o->path_n == e->path_n && o->root_n == e->root_n &&
+		    !memcmp(o->path, e->path, e->path_n) && !memcmp(o->root, e->root, e->root_n))
+			return true;
+	}
+	return false;
+}
+
+/* The entries of a run that stopped early (state_save): the old ones,
+ * their archives' offsets widened by those this run's written records
+ * came from, and the written new files, with no inode so that the next
+ * run reads them again. */
+static int state_format_stopped(struct state *s, struct dynbuf *b, int fd)
+{
+	int r = 0;
+	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
+		const struct state_chunk *c = s->chunks[k];
+		for (size_t i = 0; i < c->n && r == 0; i++)
+			if (c->v[i].written && c->v[i].was && !c->v[i].offs_lost)
+				r = state_merge_offsets(&s->old[c->v[i].was - s->old], &c->v[i]);
+	}
+	for (size_t i = 0; i < s->n_old && r == 0; i++) {
+		r = state_format_entry(b, &s->old[i], s->old[i].no_document);
+		if (r == 0 && b->len >= (1 << 20))
+			r = state_flush(fd, b);
+	}
+	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
+		const struct state_chunk *c = s->chunks[k];
+		for (size_t i = 0; i < c->n && r == 0; i++) {
+			struct state_entry e = c->v[i];
+			/* not read (unchanged, renamed) or read again: its old
+			 * entry says it, and the next run judges it again */
+			if (!e.written || e.was || e.not_read || e.unread || e.offs_lost ||
+			    state_old_at_place(s, &e))
+				continue;
+			e.dev = e.ino = 0;
+			r = state_format_entry(b, &e, e.no_document);
+			if (r == 0 && b->len >= (1 << 20))
+				r = state_flush(fd, b);
+		}
+	}
+	return r;
+}
+
+int state_save(struct state *s, const char *path, bool complete)
 {
 	char *tmp = NULL;
 	if (!s->mode_known) {
@@ -1038,7 +1120,9 @@ int state_save(struct state *s, const char *path)
 		r = dynbuf_append(&b, s->run, s->run_n);
 	if (r == 0)
 		r = dynbuf_putc(&b, '\n');
-	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
+	if (r == 0 && !complete)
+		r = state_format_stopped(s, &b, fd);
+	for (size_t k = 0; k < s->n_chunks && r == 0 && complete; k++) {
 		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];

@@ -12,14 +12,15 @@
  * writes the new state to a fresh temporary file beside FILE (O_EXCL,
  * O_NOFOLLOW, FILE's mode or 0600), fsyncs it, renames it over FILE and
  * fsyncs the directory, so a crash leaves the old state or the new one,
- * never a torn one; it is
- * called only after a complete run (an interrupted or failed run keeps the
- * old state, and the next run does the rest).
+ * never a torn one.  After a complete run it saves this run's entries;
+ * after one that stopped early (interrupted, its output closed) the
+ * previous run's, widened by what this run's written records may have
+ * put in an index (state_save); a failed run keeps the old state.
  *
  * Threads: the reader thread checks and adds; a worker marks the entry of
  * the file it parses (unread, no document, an archive's offsets: entries
- * never move, and each is written by one worker); saving happens after
- * every thread joined. */
+ * never move, and each is written by one worker), the writer those whose
+ * records it wrote; saving happens after every thread joined. */
 #ifndef INGEST_STATE_H
 #define INGEST_STATE_H
 
@@ -90,6 +91,9 @@ void state_mark_unread(struct state_entry *e);
 /* The entry's file is an error record, no document (any thread, once per
  * entry): the next run deletes no document of its id (state_had_document). */
 void state_mark_no_document(struct state_entry *e);
+/* A record of the entry's file (or of one of its archive's messages)
+ * went to the output (the writer thread; e NULL is ignored). */
+void state_mark_written(struct state_entry *e);
 /* A file the reader could not stat, or could not open before knowing its
  * stat (the sync backend), for a reason other than ENOENT: not gone, so
  * its previous entry, if any, is kept as it was (reader thread).  0 or
@@ -141,6 +145,14 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
  * no-text=0").  0 (the description is saved with the state), -EINVAL or
  * -ENOMEM.  Call it after state_load(), before the run reads any input. */
 int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n);
-int state_save(struct state *s, const char *path);
+/* Saves the state to path.  complete: this run's entries (a run that
+ * judged every file).  Otherwise (the run stopped early) the previous
+ * run's entries as they were, so that the next run reads again what this
+ * one changed, and deletes what went, plus what this run's written
+ * records told a reader that they lack, so that the next run deletes it
+ * if it is gone by then: a new file that was written, saved so that the
+ * next run reads it again (no inode matches), and an archive's offsets
+ * found by this run (README, "Incremental runs").  0 or -errno. */
+int state_save(struct state *s, const char *path, bool complete);
 
 #endif

@@ -12,6 +12,7 @@
 #include "index/index.h"
 #include "sched/batch.h"
 #include "pipeline/report.h"
+#include "io/state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +82,16 @@ static int write_all(struct writer *w, struct iovec *iov, int n, uint64_t *writt
 	return sys_writev_full(w->fd, iov, n, written);
 }
 
+/* An item whose records all went out: counted (the report's "written"),
+ * and its --state entry marked, whose file a run that stops early saves
+ * as one an index may now hold (state_save). */
+static void item_out(struct writer *w, const struct batch_item *it)
+{
+	w->records += it->out_records;
+	if (it->out_records)
+		state_mark_written(it->state ? it->state : it->archive_state);
+}
+
 /* The sink's answer: a positive return is no errno, taken as EIO. */
 static int sink_call(struct writer *w, const char *p, size_t len, size_t count)
 {
@@ -123,7 +134,8 @@ static int sink_batch(struct writer *w, struct batch *b)
 	int r = sink_call(w, first, len, count);
 	if (r == 0) {
 		w->bytes += len;
-		w->records += count;
+		for (size_t i = 0; i < b->n; i++)
+			item_out(w, &b->items[i]);
 	}
 	return r;
 }
@@ -143,14 +155,13 @@ static void group_pos_settle(struct batch *const *bs, size_t nb, struct group_po
 	}
 }
 
-/* The records of the items from `from` up to `to` whose bytes all went
- * out, of `wrote` bytes written from `from` on (UINT64_MAX: all of them).
- * An item of several records (an mbox read whole) cut part-way counts
- * none. */
-static uint64_t records_out(struct batch *const *bs, struct group_pos from, struct group_pos to,
-                            uint64_t wrote)
+/* The items from `from` up to `to` whose bytes all went out, of `wrote`
+ * bytes written from `from` on (UINT64_MAX: all of them), counted
+ * (item_out).  An item of several records (an mbox read whole) cut
+ * part-way counts none. */
+static void records_out(struct writer *w, struct batch *const *bs, struct group_pos from,
+                        struct group_pos to, uint64_t wrote)
 {
-	uint64_t n = 0;
 	for (struct group_pos p = from;; p.i++) {
 		/* past ended batches, but not into batch to.g's end, which
 		 * may be the group's */
@@ -161,9 +172,8 @@ static uint64_t records_out(struct batch *const *bs, struct group_pos from, stru
 		if (it->out_len > wrote)
 			break;
 		wrote -= it->out_len;
-		n += it->out_records;
+		item_out(w, it);
 	}
-	return n;
 }
 
 /* Opens path.NNN, the next file of a split output. */
@@ -279,7 +289,7 @@ static int write_batch(struct writer *w, struct batch *b)
 		int r = it->out_len ? split_write(w, b->out[it->out_worker].p + it->out_off, it->out_len) : 0;
 		if (r < 0)
 			return r;
-		w->records += it->out_records;
+		item_out(w, it);
 	}
 	return 0;
 }
@@ -334,11 +344,11 @@ static int write_group(struct writer *w, struct batch *const *bs, size_t nb)
 				/* a file cut back keeps nothing of this writev; a
 				 * pipe keeps what its reader took */
 				if (wrote && !output_cut(w, wrote))
-					w->records += records_out(bs, from, p, wrote);
+					records_out(w, bs, from, p, wrote);
 				return r;
 			}
 			w->bytes += want;
-			w->records += records_out(bs, from, p, UINT64_MAX);
+			records_out(w, bs, from, p, UINT64_MAX);
 			n = 0;
 			from = p;   /* the record that did not fit starts the next writev */
 		}

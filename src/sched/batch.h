@@ -32,6 +32,8 @@ struct batch_item {
 	bool stream;                /* too large to read whole: the reader streams it */
 	bool no_output;             /* no record: a placeholder, or unchanged (--state) */
 	struct state_entry *state;  /* its --state entry, to note its Message-ID */
+	struct state_entry *archive_state;  /* a streamed archive's message: the
+	                                       archive's, marked written with it */
 	/* set by the worker that formatted the record */
 	uint32_t out_worker;
 	uint64_t out_off, out_len;

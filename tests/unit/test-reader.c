@@ -883,7 +883,7 @@ static void rename_second_while_read_state(void **state, const char *a, const ch
 	free(met);
 	if (with_state) {
 		char *saved = t_asprintf("%s/state", base);
-		assert_int_equal(state_save(ro.state, saved), 0);
+		assert_int_equal(state_save(ro.state, saved, true), 0);
 		char *text = t_read_file(base, "state", NULL);
 		assert_non_null(strstr(text, renamed));
 		char *old = t_asprintf("cur/%s\n", second);

@@ -168,7 +168,7 @@ static void test_state_file_format(void **state)
 	assert_int_equal(check(s, &m, NULL, &e), STATE_NEW);
 	assert_int_equal(state_add_mbox_offset(e, 0), 0);
 	assert_int_equal(state_add_mbox_offset(e, 120), 0);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 	size_t n;
 	char *got = t_read_file(path, NULL, &n);
@@ -248,7 +248,7 @@ static void test_state_round_trip(void **state)
 			assert_int_equal(state_add_mbox_offset(e, k * 7), 0);
 	}
 	assert_deleted(s, "");
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 
 	s = load(path);
@@ -278,7 +278,7 @@ static void test_state_round_trip(void **state)
 	assert_deleted(s, "/r|cur/4.M4:2,|0000000000000044 maildir 0\n"
 	                  "/r|old.mbox|0000000000000066 mbox@0\n"
 	                  "/r|old.mbox|0000000000000066 mbox@7\n");
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 
 	/* what the second run saw is what the third one finds */
@@ -289,7 +289,7 @@ static void test_state_round_trip(void **state)
 	assert_int_equal(check(s, &to, NULL, NULL), STATE_UNCHANGED);
 	assert_int_equal(check(s, &box, NULL, NULL), STATE_UNCHANGED);
 	assert_deleted(s, "");
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 	/* an unchanged archive keeps its offsets: gone, it names each */
 	s = load(path);
@@ -331,7 +331,7 @@ static void test_state_respelled(void **state)
 	struct state *s = load(path);
 	bind(s, RUN);
 	assert_int_equal(check(s, &box, NULL, NULL), STATE_NEW);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 
 	struct record_io same = io_of("/r/M", "./a.mbox", 0xa, 1, 10, false);
@@ -377,7 +377,7 @@ static void test_state_unread_kept(void **state)
 	bind(s, RUN);
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
 	assert_int_equal(check(s, &b, NULL, NULL), STATE_NEW);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 
 	s = load(path);
@@ -391,7 +391,7 @@ static void test_state_unread_kept(void **state)
 	state_mark_unread(NULL);
 	assert_int_equal(state_not_read(s, &b), 0);
 	assert_deleted(s, "");
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 
 	s = load(path);
@@ -414,7 +414,7 @@ static void test_state_reset_and_mode(void **state)
 	bind(s, RUN);
 	struct record_io a = io_of("/r", "a", 0xa, 1, 10, false);
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
@@ -423,7 +423,7 @@ static void test_state_reset_and_mode(void **state)
 	s = load(path);
 	bind(s, RUN);
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_UNCHANGED);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0604);
@@ -438,7 +438,7 @@ static void bind_refused(const char *saved, const char *run, const char *why_wan
 	char *path = t_asprintf("%s/st", dir);
 	struct state *s = load(path);
 	bind(s, saved);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 	s = load(path);
 	char why[256] = "";
@@ -639,7 +639,7 @@ static int unlisted_child(void *arg, int out)
 	state_set_walk(s, w);
 	struct gone g;
 	dynbuf_init(&g.text, 0);
-	if (r < 0 || state_deleted(s, on_gone, &g) < 0 || state_save(s, c->path) < 0)
+	if (r < 0 || state_deleted(s, on_gone, &g) < 0 || state_save(s, c->path, true) < 0)
 		return 1;
 	t_write_all(out, g.text.p, g.text.len);
 	dynbuf_release(&g.text);
@@ -658,7 +658,7 @@ static void test_state_unlisted_kept(void **state)
 	struct record_io b = io_of(base, "open/b", 0xb, 2, 20, false);
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
 	assert_int_equal(check(s, &b, NULL, NULL), STATE_NEW);
-	assert_int_equal(state_save(s, fx->path), 0);
+	assert_int_equal(state_save(s, fx->path, true), 0);
 	state_free(s);
 	/* nobody may read the state and save it again */
 	assert_int_equal(chmod(fx->path, 0644), 0);
@@ -861,7 +861,7 @@ static int fault_child(const char *dir, int e)
 	for (uint64_t k = 0; r >= 0 && k < 40; k++)
 		r = state_add_mbox_offset(en, k * 10);
 	if (r >= 0)
-		r = state_save(s, path);
+		r = state_save(s, path, true);
 	if (r >= 0)
 		status = 0;
 	else if (r == -e)
@@ -898,7 +898,7 @@ static void fault_old_state(const char *dir)
 	struct record_io g = io_of("/r", "gone", 0x77, 107, 70, false);
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
 	assert_int_equal(check(s, &g, NULL, NULL), STATE_NEW);
-	assert_int_equal(state_save(s, path), 0);
+	assert_int_equal(state_save(s, path, true), 0);
 	state_free(s);
 	free(path);
 }
