@@ -803,9 +803,17 @@ void state_named_missing(struct state *s, const struct record_io *io)
 	/* every entry of the id: one file filed under two roots by two runs
 	 * (a directory, then the file named) has two */
 	size_t k;
+	bool known = false;
 	for (struct slots_probe p = slots_probe(&s->by_id, io->id); (k = slots_next(&p));)
 		if (s->old[k - 1].id == io->id)
-			s->old[k - 1].replaced = true;
+			known = s->old[k - 1].replaced = true;
+	/* new to the state: its error record (JSON Lines, --es-errors) is
+	 * kept as one, with no inode (state_save), so that a run that no
+	 * longer names the file deletes it, as a clean run has none; one
+	 * entry however often it is named */
+	struct state_entry *e = known || state_find_new(s, io->id) ? NULL : state_add_indexed(s, io);
+	if (e)
+		e->unread = e->no_document = true;
 }
 
 void state_set_walk(struct state *s, struct walk *w)
@@ -1127,11 +1135,20 @@ int state_save(struct state *s, const char *path, bool complete)
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
 			/* a file this run could not read is saved as the last
-			 * state knew it, or not at all: the next run reads it;
-			 * its error record left no document either way */
+			 * state knew it, or, new to it, as an error record with
+			 * no inode: the next run reads it again either way, and
+			 * deletes the error record (JSON Lines, --es-errors)
+			 * under its id if the file has gone by then */
+			struct state_entry unread;
 			bool no_document = e->no_document;
-			if (e->unread && !(e = e->was))
-				continue;
+			if (e->unread && e->was) {
+				e = e->was;
+			} else if (e->unread) {
+				unread = *e;
+				unread.dev = unread.ino = 0;
+				no_document = true;
+				e = &unread;
+			}
 			r = state_format_entry(&b, e, no_document || e->no_document);
 			if (r == 0 && b.len >= (1 << 20))
 				r = state_flush(fd, &b);

@@ -105,7 +105,9 @@ int state_not_read(struct state *s, const struct record_io *io);
  * record would.  The previous entry of that id is not saved, and its
  * deletion (state_deleted) is marked replaced: the formats leave out a
  * delete of the id the error record holds (emit_change_dropped), the
- * index keeps the error row (reader thread). */
+ * index keeps the error row.  A file new to the state gets an entry
+ * saved as its error record, which a later run that no longer names it
+ * deletes (reader thread). */
 void state_named_missing(struct state *s, const struct record_io *io);
 /* An mbox archive's entry: one more message at offset off (file order).
  * The worker that splits the archive, or the reader that streams it,

@@ -832,6 +832,33 @@ def case_state_file_becomes_archive(tmp):
     print("a file an error, an archive, one message, an archive, gone: a clean run's ids each time")
 
 
+def case_state_named_missing_unlisted(tmp):
+    """JSON Lines and es-bulk --es-errors with --state: a list naming a file
+    that does not exist gives its error record (under the file's id), and
+    the run whose list no longer names it deletes that record, as a clean
+    run has none.  The state used to keep nothing of it."""
+    mail = os.path.join(tmp, "a.eml")
+    with open(mail, "wb") as f:
+        f.write(b"Subject: a\n\nbody\n")
+    missing = os.path.join(tmp, "nothere.eml")
+    for fmt in (["--format=jsonl"], ["--format=es-bulk", "--es-errors"]):
+        st = os.path.join(tmp, "st-" + fmt[0][9:])
+        first = run(fmt + ["--state=" + st, "--files-from=-"], stdin=f"{mail}\n{missing}\n".encode(),
+                     check_rc=0).stdout
+        second = run(fmt + ["--state=" + st, "--files-from=-"], stdin=f"{mail}\n".encode(),
+                     check_rc=0).stdout
+        err = [r for r in records(first) if r.get("error", {}).get("errno") == "ENOENT"]
+        if fmt[0] == "--format=jsonl":
+            gone = [(r.get("deleted"), r.get("id")) for r in records(second)]
+            want = [(missing, err[0]["id"] if err else None)]
+        else:
+            gone = [json.loads(x).get("delete", {}).get("_id") for x in second.splitlines()]
+            want = [json.loads(first.splitlines()[-2])["index"]["_id"]]
+        if len(err if fmt[0] == "--format=jsonl" else [1]) != 1 or gone != want:
+            fail(f"{fmt}: the record of a missing file no longer listed: {gone}, wanted {want}")
+    print("a missing file's record goes when the list no longer names it")
+
+
 def case_state_unlisted_perm(tmp):
     """--state with a Maildir folder that cannot be listed (mode 000, run by
     a user who is not root): no false deletions, the state keeps the folder's
@@ -902,6 +929,17 @@ def case_state_unreadable(tmp):
         recs = as_user([backend, "--state=" + st, d])
         if [r.get("subject") for r in recs] != ["late"]:
             fail(f"{backend}: the file that became readable was not read: {recs}")
+        # a new file that cannot be read, then deleted: its error record,
+        # written under its id, is deleted (the state kept it as an error)
+        gone = os.path.join(d, "cur", "1800000001.M10.h:2,S")
+        with open(gone, "wb") as f:
+            f.write(b"From: e@f.example\nSubject: gone\n\nbody\n")
+        os.chmod(gone, 0)
+        err = as_user([backend, "--state=" + st, d])
+        os.unlink(gone)
+        recs = as_user([backend, "--state=" + st, d])
+        if [(r.get("deleted"), r.get("id")) for r in recs] != [("cur/1800000001.M10.h:2,S", err[0]["id"])]:
+            fail(f"{backend}: an unreadable new file deleted: {recs}, its error record {err}")
         print(f"{backend}: unreadable files kept in the state and read once readable")
 
 
