@@ -834,7 +834,9 @@ int index_load_state(struct index *ix, struct state **out)
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
 	int r = state_format_begin(&b);
+	size_t entries = 0;
 	while (r == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		entries++;
 		struct str f[2];
 		for (int i = 0; i < 2; i++)
 			f[i] = (struct str){ sqlite3_column_blob(s, i), (size_t)sqlite3_column_bytes(s, i) };
@@ -845,6 +847,8 @@ int index_load_state(struct index *ix, struct state **out)
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = index_fail(ix, rc);
+	if (r == 0)
+		r = state_format_end(&b, entries);
 	sqlite3_finalize(s);
 	if (r < 0) {
 		dynbuf_release(&b);

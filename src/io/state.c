@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Incremental state: see state.h.
  *
- * File format (version line, the run, then one entry per file, binary-safe):
- *     ingest-state 2\n
+ * File format (version line, the run, then one entry per file, binary-safe,
+ * then the number of entries):
+ *     ingest-state 3\n
  *     run <len>\n<len bytes: what the run was, state_bind_run()>\n
  *     <dev> <ino> <size> <mtime_sec> <mtime_nsec> <rootlen> <pathlen> <idlen>\n
  *     <root bytes><path bytes><id bytes>\n
+ *     end <entries>\n
+ * The last line tells a state cut at an entry's end (a partial copy or
+ * restore) from a whole one: without it, the entries cut off would be new
+ * to the next run, and their files' deletions never said.  Format 2, the
+ * same without that line, is still read (and saved as 3).
  * root is the resolved root (never the spelling of a PATH argument), id the
  * record's id in hex (README, "Records"), followed for an mbox archive by
  * ";" and the decimal offsets of its messages, comma-separated: their ids
@@ -38,7 +44,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STATE_MAGIC "ingest-state 2\n"
+#define STATE_MAGIC "ingest-state 3\n"
+#define STATE_MAGIC_2 "ingest-state 2\n"
 #define STATE_CHUNK 4096
 #define STATE_ID_HEX 16
 
@@ -219,13 +226,40 @@ static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
 	return 0;
 }
 
+/* The last line of a format 3 state at p[at..n): "end N", N the entries
+ * read.  0, or what is wrong. */
+static int state_parse_end(struct state *s, const char *p, size_t n, size_t at, size_t line)
+{
+	const char *nl = memchr(p + at, '\n', n - at);
+	if (!nl || (size_t)(nl - p) + 1 != n)
+		return state_bad(s, line, "bytes after the last line (end N)");
+	char num[32];
+	size_t k = (size_t)(nl - p) - at - 4;
+	if (k == 0 || k >= sizeof(num))
+		return state_bad(s, line, "a malformed last line (end N)");
+	memcpy(num, p + at + 4, k);
+	num[k] = '\0';
+	uint64_t count;
+	if (state_parse_numbers(num, &count, 1, -1))
+		return state_bad(s, line, "a malformed last line (end N)");
+	if (count != s->n_old) {
+		char what[128];
+		snprintf(what, sizeof(what), "the last line says %" PRIu64 " entries, the file has %zu",
+		         count, s->n_old);
+		return state_bad(s, line, what);
+	}
+	return 0;
+}
+
 static int state_parse(struct state *s, char *p, size_t n)
 {
 	size_t ml = strlen(STATE_MAGIC);
-	if (n < ml || memcmp(p, STATE_MAGIC, ml))
+	bool format2 = n >= ml && !memcmp(p, STATE_MAGIC_2, ml);
+	if (!format2 && (n < ml || memcmp(p, STATE_MAGIC, ml)))
 		return state_bad(s, 1, n >= 15 && !memcmp(p, "ingest-state 1\n", 15)
 		                       ? "a state of an older ingest (format 1; --state-reset starts afresh)"
-		                       : "not an ingest state file (no \"ingest-state 2\" header)");
+		                       : "not an ingest state file (no \"ingest-state 3\" header)");
+	bool ended = format2;
 	size_t cap = 0, at = ml;
 	if (state_parse_run(s, p, n, &at) < 0)
 		return state_bad(s, 2, "the run's description is missing or cut short");
@@ -233,6 +267,12 @@ static int state_parse(struct state *s, char *p, size_t n)
 	size_t line = 4 + state_newlines(s->old_run, s->old_run_n);
 	int r;
 	while (at < n) {
+		if (!format2 && n - at >= 4 && !memcmp(p + at, "end ", 4)) {
+			if ((r = state_parse_end(s, p, n, at, line)) < 0)
+				return r;
+			ended = true;
+			break;
+		}
 		char *nl = memchr(p + at, '\n', n - at);
 		if (!nl)
 			return state_bad(s, line, "the file ends inside an entry");
@@ -292,6 +332,8 @@ static int state_parse(struct state *s, char *p, size_t n)
 		line += 2 + state_newlines(p + at, rn + pn + in);
 		at += rn + pn + in + 1;
 	}
+	if (!ended)
+		return state_bad(s, line, "the file ends without its last line (end N): cut short");
 	if (s->n_old > SLOTS_MAX_ENTRIES)
 		return state_bad(s, 0, "more than 4294967294 entries");
 	if (slots_init(&s->by_id, s->n_old) < 0)
@@ -441,6 +483,11 @@ int state_format_begin(struct dynbuf *b)
 	 * (state_bind_run is for state files) */
 	int r = dynbuf_puts(b, STATE_MAGIC);
 	return r == 0 ? dynbuf_puts(b, "run 0\n\n") : r;
+}
+
+int state_format_end(struct dynbuf *b, size_t entries)
+{
+	return dynbuf_printf(b, "end %zu\n", entries);
 }
 
 int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
@@ -1074,7 +1121,7 @@ static bool state_old_at_place(const struct state *s, const struct state_entry *
  * their archives' offsets widened by those this run's written records
  * came from, and the written new files, with no inode so that the next
  * run reads them again. */
-static int state_format_stopped(struct state *s, struct dynbuf *b, int fd)
+static int state_format_stopped(struct state *s, struct dynbuf *b, int fd, size_t *count)
 {
 	int r = 0;
 	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
@@ -1085,6 +1132,7 @@ static int state_format_stopped(struct state *s, struct dynbuf *b, int fd)
 	}
 	for (size_t i = 0; i < s->n_old && r == 0; i++) {
 		r = state_format_entry(b, &s->old[i], s->old[i].no_document);
+		++*count;
 		if (r == 0 && b->len >= (1 << 20))
 			r = state_flush(fd, b);
 	}
@@ -1099,6 +1147,7 @@ static int state_format_stopped(struct state *s, struct dynbuf *b, int fd)
 				continue;
 			e.dev = e.ino = 0;
 			r = state_format_entry(b, &e, e.no_document);
+			++*count;
 			if (r == 0 && b->len >= (1 << 20))
 				r = state_flush(fd, b);
 		}
@@ -1128,8 +1177,9 @@ int state_save(struct state *s, const char *path, bool complete)
 		r = dynbuf_append(&b, s->run, s->run_n);
 	if (r == 0)
 		r = dynbuf_putc(&b, '\n');
+	size_t count = 0;
 	if (r == 0 && !complete)
-		r = state_format_stopped(s, &b, fd);
+		r = state_format_stopped(s, &b, fd, &count);
 	for (size_t k = 0; k < s->n_chunks && r == 0 && complete; k++) {
 		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
@@ -1150,10 +1200,13 @@ int state_save(struct state *s, const char *path, bool complete)
 				e = &unread;
 			}
 			r = state_format_entry(&b, e, no_document || e->no_document);
+			count++;
 			if (r == 0 && b.len >= (1 << 20))
 				r = state_flush(fd, &b);
 		}
 	}
+	if (r == 0)
+		r = state_format_end(&b, count);
 	if (r == 0)
 		r = state_flush(fd, &b);
 	dynbuf_release(&b);

@@ -63,11 +63,13 @@ int state_load_bytes(char *buf, size_t n, struct state **out);
 /* The file format, for a state kept elsewhere: the version line and an
  * empty run, then one entry a file (its resolved root, its path below it,
  * its id: record_io's base, path and id; no_document when its record was
- * an error, state_had_document).  0 or -ENOMEM. */
+ * an error, state_had_document), then the number of entries.  0 or
+ * -ENOMEM. */
 int state_format_begin(struct dynbuf *b);
 int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
                       uint32_t mtime_nsec, bool no_document);
+int state_format_end(struct dynbuf *b, size_t entries);
 void state_free(struct state *s);
 
 /* Classifies a statted regular file and adds it to the new state.  For a

@@ -307,6 +307,17 @@ def case_state_corrupt(tmp):
             fail(f"corrupt state {data[:60]!r}: exit {p.returncode}, {msg!r}; wanted {want!r}")
         if open(st, "rb").read() != data:
             fail("a corrupt state was overwritten without --state-reset")
+    # a state the run saved, cut at an entry's end (a partial copy): its
+    # last line is missing, and the entries cut off are not taken for new
+    run(["--state=" + st, "--state-reset", "-o", os.devnull, d], check_rc=0)
+    whole = open(st, "rb").read()
+    cut = whole[:whole.rindex(b"\nend ") + 1]
+    cut = cut[:cut.rindex(b"\n", 0, cut.rindex(b"\n", 0, len(cut) - 1)) + 1]
+    with open(st, "wb") as f:
+        f.write(cut)
+    p = run(["--state=" + st, "-o", os.devnull, d])
+    if p.returncode != 2 or b"cut short" not in p.stderr:
+        fail(f"a state cut at an entry's end: exit {p.returncode}, {p.stderr!r}")
     os.chmod(st, 0o640)
     p = run(["--state=" + st, "--state-reset", d], check_rc=0)
     if p.stdout.count(b"\n") != 20 or b'"deleted"' in p.stdout:

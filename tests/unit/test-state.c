@@ -173,10 +173,11 @@ static void test_state_file_format(void **state)
 	size_t n;
 	char *got = t_read_file(path, NULL, &n);
 	static const char want[] =
-		"ingest-state 2\n"
+		"ingest-state 3\n"
 		"run 20\n" RUN "\n"
 		"1 2 3 -4 5 2 5 16\n/rcur/a0123456789abcdef\n"
-		"7 9 800 1700000000 5 2 3 22\n/rboxfedcba9876543210;0,120\n";
+		"7 9 800 1700000000 5 2 3 22\n/rboxfedcba9876543210;0,120\n"
+		"end 2\n";
 	assert_int_equal(n, sizeof(want) - 1);
 	assert_memory_equal(got, want, n);
 	free(got);
@@ -199,8 +200,9 @@ static void test_state_format_bytes(void **state)
 	/* a file whose record was an error: a bare ';' after its id */
 	assert_int_equal(state_format_file(&b, (struct str){ "/r", 2 }, (struct str){ "x/z", 3 },
 	                                   0xabdull, 4, 9, 6, 7, 8, true), 0);
-	static const char want[] = "ingest-state 2\nrun 0\n\n4 5 6 7 8 2 3 16\n/rx/y0000000000000abc\n"
-	                           "4 9 6 7 8 2 3 17\n/rx/z0000000000000abd;\n";
+	assert_int_equal(state_format_end(&b, 2), 0);
+	static const char want[] = "ingest-state 3\nrun 0\n\n4 5 6 7 8 2 3 16\n/rx/y0000000000000abc\n"
+	                           "4 9 6 7 8 2 3 17\n/rx/z0000000000000abd;\nend 2\n";
 	assert_int_equal(b.len, sizeof(want) - 1);
 	assert_memory_equal(b.p, want, b.len);
 	size_t n;
@@ -509,11 +511,21 @@ static void test_state_corrupt(void **state)
 	(void)state;
 	static const struct { const char *text, *want; } cases[] = {
 		{ "",
-		  "line 1: not an ingest state file (no \"ingest-state 2\" header)" },
+		  "line 1: not an ingest state file (no \"ingest-state 3\" header)" },
 		{ "{\"id\":1}\n",
-		  "line 1: not an ingest state file (no \"ingest-state 2\" header)" },
-		{ "ingest-state 3\nrun 0\n\n",
-		  "line 1: not an ingest state file (no \"ingest-state 2\" header)" },
+		  "line 1: not an ingest state file (no \"ingest-state 3\" header)" },
+		{ "ingest-state 4\nrun 0\n\n",
+		  "line 1: not an ingest state file (no \"ingest-state 3\" header)" },
+		/* format 3 ends with the number of its entries: a state cut at
+		 * an entry's end, or with another count, is refused */
+		{ "ingest-state 3\nrun 7\nroot=/r\n" ENTRY,
+		  "line 6: the file ends without its last line (end N): cut short" },
+		{ "ingest-state 3\nrun 7\nroot=/r\n" ENTRY "end 2\n",
+		  "line 6: the last line says 2 entries, the file has 1" },
+		{ "ingest-state 3\nrun 7\nroot=/r\n" ENTRY "end 1\n" ENTRY,
+		  "line 6: bytes after the last line (end N)" },
+		{ "ingest-state 3\nrun 7\nroot=/r\n" ENTRY "end x\n",
+		  "line 6: a malformed last line (end N)" },
 		/* a wrong version: the previous format */
 		{ "ingest-state 1\n/r\tx\t1 2 3 4\n",
 		  "line 1: a state of an older ingest (format 1; --state-reset starts afresh)" },
