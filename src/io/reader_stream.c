@@ -229,6 +229,9 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	int fd = sys_openat(walk_entry_dirfd(e), e->name,
 	                    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (e->follow ? 0 : O_NOFOLLOW), 0);
 	if (fd < 0) {
+		/* the state's entry, made when it was statted, is not a read:
+		 * the next run reads the file again (state_mark_unread) */
+		state_mark_unread(st->state);
 		struct batch_item *it = stream_room(r, io, bp) == 0 ? stream_item(*bp, e, st, &err) : NULL;
 		if (it)
 			reader_item_fail(it, fd);
@@ -297,6 +300,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			ssize_t got = sys_pread_restart_by(stream_pread, r, fd, nbuf + kept, ask,
 			                                   pend_off + kept);
 			if (got < 0) {
+				state_mark_unread(st->state);   /* as a failed open */
 				struct batch_item *it = stream_room(r, io, bp) == 0
 				                      ? stream_item(*bp, e, st, &err) : NULL;
 				if (it)

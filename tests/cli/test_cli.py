@@ -940,6 +940,23 @@ def case_state_unreadable(tmp):
         recs = as_user([backend, "--state=" + st, d])
         if [(r.get("deleted"), r.get("id")) for r in recs] != [("cur/1800000001.M10.h:2,S", err[0]["id"])]:
             fail(f"{backend}: an unreadable new file deleted: {recs}, its error record {err}")
+        # an archive streamed (past --max-size), unreadable when first met:
+        # read once readable (its failed open used to leave the state an
+        # entry as if it had been read, and the file was never read)
+        box = os.path.join(d, "box.mbox")
+        with open(box, "wb") as f:
+            for n in (1, 2, 3):
+                f.write(b"From a Mon Jan  1 00:00:00 2024\nSubject: box %d\n\nbody %d\n\n" % (n, n))
+        os.chmod(box, 0)
+        recs = as_user([backend, "--max-size=60", "--state=" + st, d])
+        if [r.get("error", {}).get("errno") for r in recs] != ["EACCES"]:
+            fail(f"{backend}: an unreadable streamed archive: {recs}")
+        os.chmod(box, 0o644)
+        recs = as_user([backend, "--max-size=60", "--state=" + st, d])
+        # its messages, after the deletion of the error record it had under its id
+        if [r.get("deleted") for r in recs[:1]] != ["box.mbox"] or \
+                [r.get("subject") for r in recs[1:]] != ["box 1", "box 2", "box 3"]:
+            fail(f"{backend}: the streamed archive that became readable was not read: {recs}")
         print(f"{backend}: unreadable files kept in the state and read once readable")
 
 
