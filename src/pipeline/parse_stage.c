@@ -198,10 +198,13 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 	struct record rec = { .io = it->io, .mail = NULL };
 	if (it->no_output) {
 		/* a streamed file: its messages are records of later batches */
-	} else if (rec.io.in_mbox && data) {
-		parse_file_record_gone(s, w, rec, it, out);   /* the first message */
+	} else if (rec.io.in_mbox && rec.io.kind == RECORD_MESSAGE) {
+		/* a streamed archive's message, read or too large to read (no
+		 * data): the first carries what the file's record was */
+		parse_file_record_gone(s, w, rec, it, out);
 		rec.io.known = rec.io.error_document = false;   /* the file's, not its */
-		parse_record(s, w, rec, data, mbox_unquote(data, it->len), out, notes, it, NULL, true);
+		parse_record(s, w, rec, data, data ? mbox_unquote(data, it->len) : 0, out, notes, it, NULL,
+		             true);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
 		size_t pos = 0, next;

@@ -801,16 +801,18 @@ def case_state_file_becomes_archive(tmp):
     """JSON Lines with --state, applied by id (a record replaces, `deleted`
     removes): a file that is an error record (empty), then an archive, one
     message (no From_ line), an archive again and gone leaves a clean run's
-    ids at every step, whole and streamed.  The archive's first record
-    used to leave the file's own record (es-bulk deleted it only when it
-    was an error document)."""
+    ids at every step, whole and streamed, and streamed with a first
+    message too large to read.  The archive's first record used to leave
+    the file's own record (es-bulk deleted it only when it was an error
+    document)."""
     msg = b"Subject: one\nMessage-ID: <one@x>\n\nbody\n"
-    box = b"".join(b"From a Mon Jan  1 00:00:00 2024\nSubject: m%d\n\nbody %d\n\n" % (n, n) for n in (1, 2))
-    for limit in ([], ["--max-size=40"]):
-        d = os.path.join(tmp, "d%d" % len(limit))
+    small = b"".join(b"From a Mon Jan  1 00:00:00 2024\nSubject: m%d\n\nbody %d\n\n" % (n, n) for n in (1, 2))
+    big = b"From a Mon Jan  1 00:00:00 2024\nSubject: big\n\n" + b"x" * 400 + b"\n\n" + small
+    for k, (limit, box) in enumerate((([], small), (["--max-size=40"], small), (["--max-size=200"], big))):
+        d = os.path.join(tmp, "d%d" % k)
         os.makedirs(d)
         path = os.path.join(d, "a.mbox")
-        st = os.path.join(tmp, "st%d" % len(limit))
+        st = os.path.join(tmp, "st%d" % k)
         ids = {}
         for i, body in enumerate((b"", box, msg, box, None)):
             if body is None:
