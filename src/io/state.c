@@ -67,6 +67,8 @@ struct state_entry {
 	bool kept;                 /* new entries: an old one not met, carried over */
 	bool no_document;          /* its record was an error (saved as a bare ';') */
 	bool written;              /* new entries: a record went out (state_mark_written) */
+	bool superseded;           /* old entries: a stopped run saves the new one instead
+	                              (state_format_stopped) */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -1118,19 +1120,38 @@ static bool state_old_at_place(const struct state *s, const struct state_entry *
 }
 
 /* The entries of a run that stopped early (state_save): the old ones,
- * their archives' offsets widened by those this run's written records
- * came from, and the written new files, with no inode so that the next
- * run reads them again. */
+ * widened by what this run's written records may have told a reader (an
+ * archive's offsets; a document where the old entry had an error
+ * record), but a file that was an archive and is one message now, saved
+ * as this run found it; and the new files it wrote or could not read.
+ * What this run found is saved with no inode, so that the next run reads
+ * it again; a file it could not read as its error record. */
 static int state_format_stopped(struct state *s, struct dynbuf *b, int fd, size_t *count)
 {
 	int r = 0;
 	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
 		const struct state_chunk *c = s->chunks[k];
-		for (size_t i = 0; i < c->n && r == 0; i++)
-			if (c->v[i].written && c->v[i].was && !c->v[i].offs_lost)
-				r = state_merge_offsets(&s->old[c->v[i].was - s->old], &c->v[i]);
+		for (size_t i = 0; i < c->n && r == 0; i++) {
+			const struct state_entry *e = &c->v[i];
+			if (!e->written || !e->was || e->unread || e->offs_lost)
+				continue;
+			struct state_entry *old = &s->old[e->was - s->old];
+			if (old->n_offs && !e->n_offs) {
+				/* one entry cannot say both an archive's offsets
+				 * and a document under the file's id: the
+				 * message's, whose record its old messages'
+				 * deletions follow in the same item (README,
+				 * "Incremental runs") */
+				old->superseded = true;
+				continue;
+			}
+			old->no_document = old->no_document && e->no_document;
+			r = state_merge_offsets(old, e);
+		}
 	}
 	for (size_t i = 0; i < s->n_old && r == 0; i++) {
+		if (s->old[i].superseded)
+			continue;
 		r = state_format_entry(b, &s->old[i], s->old[i].no_document);
 		++*count;
 		if (r == 0 && b->len >= (1 << 20))
@@ -1142,11 +1163,12 @@ static int state_format_stopped(struct state *s, struct dynbuf *b, int fd, size_
 			struct state_entry e = c->v[i];
 			/* not read (unchanged, renamed) or read again: its old
 			 * entry says it, and the next run judges it again */
-			if (!e.written || e.was || e.not_read || e.unread || e.offs_lost ||
-			    state_old_at_place(s, &e))
+			bool instead = e.was && e.was->superseded;
+			if (!instead && (e.was || e.not_read || e.offs_lost || (!e.written && !e.unread) ||
+			                 state_old_at_place(s, &e)))
 				continue;
 			e.dev = e.ino = 0;
-			r = state_format_entry(b, &e, e.no_document);
+			r = state_format_entry(b, &e, e.no_document || e.unread);
 			++*count;
 			if (r == 0 && b->len >= (1 << 20))
 				r = state_flush(fd, b);

@@ -82,14 +82,21 @@ static int write_all(struct writer *w, struct iovec *iov, int n, uint64_t *writt
 	return sys_writev_full(w->fd, iov, n, written);
 }
 
-/* An item whose records all went out: counted (the report's "written"),
- * and its --state entry marked, whose file a run that stops early saves
- * as one an index may now hold (state_save). */
+/* An item some of whose records went out (or were handed to a sink that
+ * then said stop): its --state entry is marked, whose file a run that
+ * stops early saves as one an index may now hold (state_save). */
+static void item_reached(const struct batch_item *it)
+{
+	if (it->out_records)
+		state_mark_written(it->state ? it->state : it->archive_state);
+}
+
+/* An item whose records all went out: counted (the report's "written")
+ * and marked. */
 static void item_out(struct writer *w, const struct batch_item *it)
 {
 	w->records += it->out_records;
-	if (it->out_records)
-		state_mark_written(it->state ? it->state : it->archive_state);
+	item_reached(it);
 }
 
 /* The sink's answer: a positive return is no errno, taken as EIO. */
@@ -132,10 +139,14 @@ static int sink_batch(struct writer *w, struct batch *b)
 	if (!count && !len)
 		return 0;
 	int r = sink_call(w, first, len, count);
-	if (r == 0) {
+	if (r == 0)
 		w->bytes += len;
-		for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n && (r == 0 || r == -EPIPE); i++) {
+		/* -EPIPE: a sink that has seen enough may have kept this batch */
+		if (r == 0)
 			item_out(w, &b->items[i]);
+		else
+			item_reached(&b->items[i]);
 	}
 	return r;
 }
@@ -169,8 +180,11 @@ static void records_out(struct writer *w, struct batch *const *bs, struct group_
 		if (p.g == to.g && p.i >= to.i)
 			break;
 		const struct batch_item *it = &bs[p.g]->items[p.i];
-		if (it->out_len > wrote)
+		if (it->out_len > wrote) {
+			if (wrote)
+				item_reached(it);   /* a part of an mbox's records */
 			break;
+		}
 		wrote -= it->out_len;
 		item_out(w, it);
 	}

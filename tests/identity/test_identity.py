@@ -812,15 +812,21 @@ def equal_to_clean(ctx, index, what, extra=()):
             what, i, got.get(i), want.get(i)))
 
 
-def stopped_run(ctx, how, lines, extra=()):
+def stopped_run(ctx, how, lines, extra=("--batch-bytes=4K",), roots=("Maildir",)):
     """A --state run that stops early, seen by its consumer: `lines` output
-    lines read, then the consumer goes away ("closed": exit 141), or the run
-    is interrupted and the consumer takes what the pipe still holds
+    lines read (or, a function, lines until it says so of what was read),
+    then the consumer goes away ("closed": exit 141), or the run is
+    interrupted and the consumer takes what the pipe still holds
     ("interrupted": exit 130).  Returns what the consumer took."""
     args = [ctx.ingest, "--backend=" + ctx.backend, "--format=es-bulk", "-q",
-            "--state=" + os.path.join(ctx.work, "state"), "--batch-bytes=4K"] + list(extra) + ["Maildir"]
+            "--state=" + os.path.join(ctx.work, "state")] + list(extra) + list(roots)
     p = subprocess.Popen(args, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    took = b"".join(p.stdout.readline() for _ in range(lines))
+    took = b""
+    while (len(took.splitlines()) < lines) if isinstance(lines, int) else not lines(took):
+        line = p.stdout.readline()
+        if not line:
+            break
+        took += line
     if how == "closed":
         p.stdout.close()
     else:
@@ -880,6 +886,96 @@ def case_stopped_run_then_changes(ctx):
         index.apply(ctx.run(["Maildir"]).stdout)
         equal_to_clean(ctx, index, "%s, then a quiet run" % how)
         print("%s: %d deletes answered not_found" % (how, index.not_found))
+
+
+def case_stopped_run_kinds(ctx):
+    """Stopped runs whose written records changed what a file was: an
+    mbox read whole of which only some records went out; a file that was
+    no mail and is a message now; an archive that is one message now; a
+    listed file that does not exist (--es-errors).  Each is then deleted
+    (or unlisted), and a complete run leaves a clean run's documents: the
+    stopped run's state has to say that each may be in the index."""
+    def fresh():
+        if os.path.exists(ctx.md):
+            shutil.rmtree(ctx.md)
+        for f in ("state", "state.lock"):
+            if os.path.exists(os.path.join(ctx.work, f)):
+                os.unlink(os.path.join(ctx.work, f))
+        os.makedirs(ctx.md)
+
+    def filler(n):
+        for k in range(n):
+            with open(os.path.join(ctx.md, "f%03d.eml" % k), "wb") as f:
+                f.write(message(1000 + k) + b"filler " * 150 + b"\n")
+
+    def box(ns):
+        return b"".join(mbox_message(n) + b"text " * 40 + b"\n\n" for n in ns)
+
+    def put(name, data, t):
+        with open(os.path.join(ctx.md, name), "wb") as f:
+            f.write(data)
+        os.utime(os.path.join(ctx.md, name), ns=(0, t * 10**9))
+
+    # an mbox of 200 messages read whole, new, its records cut part-way
+    fresh()
+    index = Index(not_found_ok=True)
+    put("a.mbox", box(range(1, 201)), 1_700_000_000)
+    index.apply(stopped_run(ctx, "closed", 6, extra=()))
+    os.unlink(os.path.join(ctx.md, "a.mbox"))
+    index.apply(ctx.run(["Maildir"]).stdout)
+    equal_to_clean(ctx, index, "an mbox read whole, cut part-way, then deleted")
+
+    # no mail, then a message written by a stopped run, then gone; an
+    # archive, then one message written by a stopped run, then gone.
+    # Named by a list, a.box first (a walk's order is the inodes'); gone
+    # from the list, it is deleted
+    lst = os.path.join(ctx.work, "list")
+
+    def listing(names):
+        with open(lst, "w") as f:
+            f.write("".join(os.path.join(ctx.md, n) + "\n" for n in names))
+        return ["--files-from=" + lst]
+    for was, what in ((b"garbage\n", "no mail"), (box([1, 2]), "an archive")):
+        fresh()
+        index = Index(not_found_ok=True)
+        # (a .eml file is one message whatever it holds: this one is not)
+        put("a.box", was, 1_700_000_000)
+        index.apply(ctx.run([], extra=listing(["a.box"])).stdout)
+        put("a.box", message(7), 1_700_000_001)
+        filler(300)
+        fillers = sorted(n for n in os.listdir(ctx.md) if n.startswith("f"))
+        # a.box's records whole: the message, and an archive's deletions
+        took = stopped_run(ctx, "closed", 2 if b"From " not in was else 4,
+                           extra=listing(["a.box"] + fillers), roots=())
+        index.apply(took)
+        check(b'/a.box"' in took, "%s: the stopped run did not write a.box first" % what)
+        os.unlink(os.path.join(ctx.md, "a.box"))
+        args = listing(fillers)
+        index.apply(ctx.run([], extra=args).stdout)
+        clean = Index()
+        clean.apply(ctx.run([], state=None, extra=args).stdout)
+        check(model(index) == model(clean), "%s, then a message written by a stopped run, then gone: "
+              "%d documents, a clean run's %d" % (what, len(index.docs), len(clean.docs)))
+
+    # a listed file that does not exist, its error document written by a
+    # stopped run, then not listed
+    fresh()
+    index = Index(not_found_ok=True)
+    filler(300)
+    listed = [os.path.join(ctx.md, "missing.eml")] + sorted(
+        os.path.join(ctx.md, n) for n in os.listdir(ctx.md))
+    lst = os.path.join(ctx.work, "list")
+    with open(lst, "w") as f:
+        f.write("\n".join(listed) + "\n")
+    index.apply(stopped_run(ctx, "closed", 2, extra=("--es-errors", "--files-from=" + lst), roots=()))
+    check(any("error" in d for d in index.docs.values()), "the missing file's error document went first")
+    with open(lst, "w") as f:
+        f.write("\n".join(listed[1:]) + "\n")
+    index.apply(ctx.run([], extra=["--es-errors", "--files-from=" + lst]).stdout)
+    clean = Index()
+    clean.apply(ctx.run([], state=None, extra=["--es-errors", "--files-from=" + lst]).stdout)
+    check(model(index) == model(clean), "a missing listed file, written by a stopped run, then not "
+          "listed: %d documents, a clean run's %d" % (len(index.docs), len(clean.docs)))
 
 
 def case_random_changes(ctx):
