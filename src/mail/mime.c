@@ -729,8 +729,12 @@ static int entity(struct mime_walk *w, struct entity *e, size_t bs, unsigned dep
 			dflt = "text/plain";
 			continue;
 		}
+		/* a text part that is no attachment is decoded whole (leaf):
+		 * its count would be a pass more, not one less; no type is
+		 * text/plain */
+		bool text = type.p ? str_is(type, "text") : parent != MP_DIGEST;
 		struct transfer_b64_run run;
-		bool counted = e->te == TRANSFER_BASE64 && w->nfr > 0;
+		bool counted = e->te == TRANSFER_BASE64 && w->nfr > 0 && (!text || attach);
 		*d = counted ? scan_base64(w, bs, &run) : scan(w, bs);
 		return leaf(w, e, dflt, bs, content_end(w->p, bs, d), counted ? &run : NULL);
 	}
