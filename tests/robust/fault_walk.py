@@ -492,14 +492,29 @@ class Walk:
             if counts and n not in names:
                 raise RuntimeError(f'{backend}: the fault-free run never calls {n}')
 
-    def state_problem(self, config, backend, res, saved):
-        """--state's FILE is replaced only after a complete run (README,
-        "Incremental runs"): `saved` says whether this run was one."""
+    def state_problem(self, config, backend, res, saved, stopped=False):
+        """--state's FILE takes a run's judgement only after a complete run
+        (README, "Incremental runs"): `saved` says whether this run was
+        one.  A run whose output closed (`stopped`) may save the old state
+        widened by what it wrote: every file it judged with no inode (read
+        again by the next run), every entry with an inode one of the old
+        state's, and the file whole (its last line, "end N")."""
         if not (self.state_sync or backend == 'uring'):
             return None
         old = self.state0_bytes if config == 'state' else None
         if saved and not res.state_replaced:
             return 'a complete run did not save the state'
+        if not saved and stopped and res.state_replaced:
+            new = res.state_after or b''
+            if not new.startswith(b'ingest-state 3\n') or not re.search(rb'\nend \d+\n$', new):
+                return 'a stopped run saved a state that is not whole'
+            old_lines = set((old or b'').split(b'\n'))
+            for line in new.split(b'\n'):
+                f = line.split(b' ')
+                if len(f) == 8 and all(re.fullmatch(rb'-?\d+', x) for x in f) and f[1] != b'0' \
+                        and line not in old_lines:
+                    return f'a stopped run saved an entry it judged as read: {line!r}'
+            return None
         if not saved and (res.state_replaced or res.state_after != old):
             return 'the state was replaced after a run that was not complete'
         return None
@@ -533,13 +548,13 @@ class Walk:
         expected = self.expected[(config, backend)]
         got = [rl.record_key(r) for r in recs]
         # EPIPE on the output is a reader that went away (`| head`): exit
-        # 141, the records written so far, whole, and no state saved
+        # 141, the records written so far, whole, and a stopped run's state
         if (res.rc == 141 and f and f[1] == 'EPIPE' and f[2] in ('write', 'writev') and
                 f[3].startswith('src/pipeline/writer.c:')):
             if got != expected[:len(got)]:
                 problems.append(f'{what}: output closed, but what was written is not the '
                                 f'beginning of the output: {len(got)} records')
-            sp = self.state_problem(config, backend, res, False)
+            sp = self.state_problem(config, backend, res, False, stopped=True)
             return problems + ([f'{what}: {sp}'] if sp else []), known
         if res.rc != 0:
             k = known_bug(config, f, res, f'exit {res.rc}')
