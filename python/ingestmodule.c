@@ -750,6 +750,21 @@ static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
 	return 0;
 }
 
+/* Before the run saves a state: the consumer has taken every batch the
+ * sink copied (it wants the next one), or -EPIPE when it went away first
+ * (the run then saves what a stopped run saves: the records it copied
+ * are read again by the next run, never taken for delivered). */
+static int scan_taken(void *ctx)
+{
+	struct scan *s = ctx;
+	pthread_mutex_lock(&s->lock);
+	while ((s->given || !s->want) && !s->stopping)
+		pthread_cond_wait(&s->cond, &s->lock);
+	int r = s->stopping ? -EPIPE : 0;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 static void *scan_main(void *arg)
 {
 	struct scan *s = arg;
@@ -1014,6 +1029,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	o->visit_ctx = s;
 	o->visit_thread = scan_thread;
 	ingest_options_set_sink(o, scan_sink, s);
+	o->sink_taken = scan_taken;
 	int r = pthread_create(&s->thread, NULL, scan_main, s);
 	if (r) {
 		Py_DECREF(s);

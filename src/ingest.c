@@ -711,6 +711,12 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		sys_faccessat(AT_FDCWD, "/.ingest-stats-window-end", F_OK);
 	parse_stage_join(&run->parse);
 	writer_finish(&run->writer);
+	/* a sink that hands records on (the Python module's scan) may hold
+	 * some its consumer has not taken yet: the state says them delivered
+	 * only once they are */
+	if (run->state && o->state && o->sink && o->sink_taken && !atomic_load(&run->failed) &&
+	    !atomic_load(&ingest_stop) && o->sink_taken(o->sink_ctx) == -EPIPE)
+		atomic_store(&run->writer.output_closed, true);
 	bool output_closed = atomic_load(&run->writer.output_closed);
 	report_finish(run->rep, run->reader, run->walk, run->parse.pool, &run->budget,
 	              run->parse.wait_ns, 0,

@@ -42,6 +42,10 @@ struct ingest_options {
 	record_visit_fn *visit;     /* internal: records formatted by this, not emit */
 	void *visit_ctx;
 	record_thread_fn *visit_thread;   /* internal: with visit, a record joins a thread */
+	int (*sink_taken)(void *sink_ctx);   /* internal: before --state is saved, waits
+	                                      * until the sink's consumer took what the
+	                                      * sink was given: 0, or -EPIPE when it went
+	                                      * away first (the run then stopped early) */
 	char error[160];            /* ingest_options_error(); "" for none */
 	bool state_wait;            /* --wait-state: wait for another run's lock */
 	bool state_reset;           /* --state-reset: ignore what FILE holds */

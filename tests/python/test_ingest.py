@@ -11,6 +11,7 @@ directory on PYTHONPATH and these variables:
   INGEST_SOURCE   the source tree
   MKCORPUS        tools/mkcorpus
 """
+import gc
 import json
 import os
 import re
@@ -396,6 +397,31 @@ def test_scan_state_and_shard(generated, tmp_path):
     listing = tmp_path / "list"
     listing.write_text("".join(os.path.join(d, r["path"]) + "\n" for r in first[:5]))
     assert len(list(ingest.scan(files_from=str(listing)))) == 5
+
+
+def test_scan_state_only_what_was_taken(tmp_path):
+    """A scan with state= dropped after its first record: the records its
+    run had copied for __next__ and nobody took are not saved as
+    delivered.  The run used to end (its few batches all copied) and save
+    the state as complete, and the next scan gave none of them: lost.
+    Now the next scan gives every one again, and the deletion of the one
+    taken, whose file went."""
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(300):
+        (d / f"m{i:03d}.eml").write_bytes(b"Subject: m%d\nMessage-ID: <m%d@x>\n\n" % (i, i) + b"text " * 300)
+    state = str(tmp_path / "state")
+    it = ingest.scan(str(d), state=state)
+    first = next(it)
+    del it
+    gc.collect()
+    os.unlink(d / first["path"])
+    again = list(ingest.scan(str(d), state=state))
+    assert [r for r in again if "deleted" in r] == [
+        {"deleted": first["path"], "root": str(d), "id": first["id"]}]
+    assert sorted(r["path"] for r in again if "deleted" not in r) == sorted(
+        p.name for p in d.iterdir())
+    assert list(ingest.scan(str(d), state=state)) == []
 
 
 def test_scan_state_change_records(tmp_path):
