@@ -230,19 +230,14 @@ static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
 
 /* The last line of a format 3 state at p[at..n): "end N", N the entries
  * read.  0, or what is wrong. */
-static int state_parse_end(struct state *s, const char *p, size_t n, size_t at, size_t line)
+static int state_parse_end(struct state *s, char *p, size_t n, size_t at, size_t line)
 {
-	const char *nl = memchr(p + at, '\n', n - at);
+	char *nl = memchr(p + at, '\n', n - at);
 	if (!nl || (size_t)(nl - p) + 1 != n)
 		return state_bad(s, line, "bytes after the last line (end N)");
-	char num[32];
-	size_t k = (size_t)(nl - p) - at - 4;
-	if (k == 0 || k >= sizeof(num))
-		return state_bad(s, line, "a malformed last line (end N)");
-	memcpy(num, p + at + 4, k);
-	num[k] = '\0';
+	*nl = '\0';   /* as the entries' numbers lines are read */
 	uint64_t count;
-	if (state_parse_numbers(num, &count, 1, -1))
+	if (state_parse_numbers(p + at + 4, &count, 1, -1))
 		return state_bad(s, line, "a malformed last line (end N)");
 	if (count != s->n_old) {
 		char what[128];
@@ -1039,6 +1034,33 @@ static int state_flush(int fd, struct dynbuf *b)
 	return 0;
 }
 
+/* A save's file, its buffer flushed every MiB, and the entries so far
+ * (its last line counts them). */
+struct state_out {
+	struct dynbuf b;
+	int fd;
+	size_t count;
+};
+
+/* One entry into the save.  reread: saved with no inode, so that the next
+ * run reads the file again whatever its size and mtime (a file this run
+ * judged but did not read, or whose record a stopped run wrote). */
+static int state_put(struct state_out *out, const struct state_entry *e, bool no_document,
+                     bool reread)
+{
+	struct state_entry copy;
+	if (reread) {
+		copy = *e;
+		copy.dev = copy.ino = 0;
+		e = &copy;
+	}
+	int r = state_format_entry(&out->b, e, no_document);
+	out->count++;
+	if (r == 0 && out->b.len >= (1 << 20))
+		r = state_flush(out->fd, &out->b);
+	return r;
+}
+
 /* A fresh temporary file next to path: O_EXCL and O_NOFOLLOW, so that
  * nothing planted at its name (a symlink in a shared directory) is ever
  * opened; the name carries the pid and the clock, and is tried again on a
@@ -1126,7 +1148,7 @@ static bool state_old_at_place(const struct state *s, const struct state_entry *
  * as this run found it; and the new files it wrote or could not read.
  * What this run found is saved with no inode, so that the next run reads
  * it again; a file it could not read as its error record. */
-static int state_format_stopped(struct state *s, struct dynbuf *b, int fd, size_t *count)
+static int state_format_stopped(struct state *s, struct state_out *out)
 {
 	int r = 0;
 	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
@@ -1149,29 +1171,20 @@ static int state_format_stopped(struct state *s, struct dynbuf *b, int fd, size_
 			r = state_merge_offsets(old, e);
 		}
 	}
-	for (size_t i = 0; i < s->n_old && r == 0; i++) {
-		if (s->old[i].superseded)
-			continue;
-		r = state_format_entry(b, &s->old[i], s->old[i].no_document);
-		++*count;
-		if (r == 0 && b->len >= (1 << 20))
-			r = state_flush(fd, b);
-	}
+	for (size_t i = 0; i < s->n_old && r == 0; i++)
+		if (!s->old[i].superseded)
+			r = state_put(out, &s->old[i], s->old[i].no_document, false);
 	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
 		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
-			struct state_entry e = c->v[i];
+			const struct state_entry *e = &c->v[i];
 			/* not read (unchanged, renamed) or read again: its old
 			 * entry says it, and the next run judges it again */
-			bool instead = e.was && e.was->superseded;
-			if (!instead && (e.was || e.not_read || e.offs_lost || (!e.written && !e.unread) ||
-			                 state_old_at_place(s, &e)))
+			bool instead = e->was && e->was->superseded;
+			if (!instead && (e->was || e->not_read || e->offs_lost || (!e->written && !e->unread) ||
+			                 state_old_at_place(s, e)))
 				continue;
-			e.dev = e.ino = 0;
-			r = state_format_entry(b, &e, e.no_document || e.unread);
-			++*count;
-			if (r == 0 && b->len >= (1 << 20))
-				r = state_flush(fd, b);
+			r = state_put(out, e, e->no_document || e->unread, true);
 		}
 	}
 	return r;
@@ -1190,48 +1203,36 @@ int state_save(struct state *s, const char *path, bool complete)
 	int fd = state_create_tmp(path, s->mode, &tmp);
 	if (fd < 0)
 		return fd;
-	struct dynbuf b;
-	dynbuf_init(&b, 0);
-	int r = dynbuf_puts(&b, STATE_MAGIC);
+	struct state_out out = { .fd = fd };
+	dynbuf_init(&out.b, 0);
+	int r = dynbuf_puts(&out.b, STATE_MAGIC);
 	if (r == 0)
-		r = dynbuf_printf(&b, "run %zu\n", s->run_n);
+		r = dynbuf_printf(&out.b, "run %zu\n", s->run_n);
 	if (r == 0)
-		r = dynbuf_append(&b, s->run, s->run_n);
+		r = dynbuf_append(&out.b, s->run, s->run_n);
 	if (r == 0)
-		r = dynbuf_putc(&b, '\n');
-	size_t count = 0;
+		r = dynbuf_putc(&out.b, '\n');
 	if (r == 0 && !complete)
-		r = state_format_stopped(s, &b, fd, &count);
+		r = state_format_stopped(s, &out);
 	for (size_t k = 0; k < s->n_chunks && r == 0 && complete; k++) {
 		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
 			/* a file this run could not read is saved as the last
-			 * state knew it, or, new to it, as an error record with
-			 * no inode: the next run reads it again either way, and
-			 * deletes the error record (JSON Lines, --es-errors)
-			 * under its id if the file has gone by then */
-			struct state_entry unread;
-			bool no_document = e->no_document;
-			if (e->unread && e->was) {
-				e = e->was;
-			} else if (e->unread) {
-				unread = *e;
-				unread.dev = unread.ino = 0;
-				no_document = true;
-				e = &unread;
-			}
-			r = state_format_entry(&b, e, no_document || e->no_document);
-			count++;
-			if (r == 0 && b.len >= (1 << 20))
-				r = state_flush(fd, &b);
+			 * state knew it, or, new to it, as an error record read
+			 * again by the next run, which deletes that record (JSON
+			 * Lines, --es-errors) if the file has gone by then */
+			if (e->unread && e->was)
+				r = state_put(&out, e->was, e->no_document || e->was->no_document, false);
+			else
+				r = state_put(&out, e, e->no_document || e->unread, e->unread);
 		}
 	}
 	if (r == 0)
-		r = state_format_end(&b, count);
+		r = state_format_end(&out.b, out.count);
 	if (r == 0)
-		r = state_flush(fd, &b);
-	dynbuf_release(&b);
+		r = state_flush(fd, &out.b);
+	dynbuf_release(&out.b);
 	/* durable before it replaces the old state */
 	if (r == 0)
 		r = sys_fsync(fd);
