@@ -381,7 +381,7 @@ static void progress_tell(struct writer *w, bool final)
 		return;
 	w->progress_last = now;
 	uint64_t bytes = w->held_bytes, errors = w->held_errors, files = w->held_inputs;
-	if (!w->progress_held)
+	if (w->writing)
 		files = report_records(w->rep, &bytes, &errors);
 	w->progress(w->progress_ctx, files, bytes, errors, w->total,
 	            now - report_started_ns(w->rep), final);
@@ -409,7 +409,6 @@ void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 	} else if (w->writing && !atomic_load(w->failed)) {
 		output_result(w, write_group(w, bs, n));
 	}
-	w->progress_held = !w->writing;
 	if (w->progress)
 		progress_tell(w, false);
 	/* the reader resets them: their arenas were allocated on the

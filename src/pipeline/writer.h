@@ -76,10 +76,9 @@ struct writer {
 	bool writing;                /* no write has failed yet */
 	bool threaded;               /* writer_put runs on the parse thread */
 	uint64_t progress_last;      /* ns of the last progress line */
-	/* once the writing stopped (output closed or failed): the inputs,
-	 * bytes and errors that came before the batches it stopped in, which
-	 * progress tells from then on, as nothing more is written */
-	bool progress_held;
+	/* the inputs, bytes and errors before the batches being written: once
+	 * the writing stopped (output closed or failed), what progress tells
+	 * from then on, as nothing more is written */
 	uint64_t held_inputs, held_bytes, held_errors;
 	_Atomic uint32_t drained;    /* futex word: no batch will be written */
 	atomic_int exited;           /* ...and its last syscall has returned */
