@@ -155,19 +155,22 @@ static void parse_archive_vanished(struct parse_stage *s, unsigned w, struct rec
 /* Before an archive's first message: what the file's own record was in
  * the last run (one message, or an error record), under the file's id,
  * which none of the messages' ids replaces, goes; the formats that never
- * made a document of it drop the deletion (emit_change_dropped). */
-static void parse_file_record_gone(struct parse_stage *s, unsigned w, struct record rec,
+ * made a document of it drop the deletion (emit_change_dropped).  The
+ * flags that said so are the file's, not its messages': cleared in rec. */
+static void parse_file_record_gone(struct parse_stage *s, unsigned w, struct record *rec,
                                    struct batch_item *it, struct dynbuf *out)
 {
-	if (!rec.io.known && !rec.io.error_document)
+	if (!rec->io.known && !rec->io.error_document)
 		return;
-	rec.io.kind = RECORD_DELETED;
-	rec.io.in_mbox = false;
-	rec.io.offset = rec.io.length = 0;
-	rec.io.reason = RECORD_NONE;
-	rec.io.err = 0;
-	rec.io.message = NULL;
-	parse_record(s, w, rec, NULL, 0, out, NULL, it, NULL, false);
+	struct record gone = { .io = rec->io };
+	gone.io.kind = RECORD_DELETED;
+	gone.io.in_mbox = false;
+	gone.io.offset = gone.io.length = 0;
+	gone.io.reason = RECORD_NONE;
+	gone.io.err = 0;
+	gone.io.message = NULL;
+	parse_record(s, w, gone, NULL, 0, out, NULL, it, NULL, false);
+	rec->io.known = rec->io.error_document = false;
 }
 
 static bool one_message_file(const struct record_io *io)
@@ -201,17 +204,15 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 	} else if (rec.io.in_mbox && rec.io.kind == RECORD_MESSAGE) {
 		/* a streamed archive's message, read or too large to read (no
 		 * data): the first carries what the file's record was */
-		parse_file_record_gone(s, w, rec, it, out);
-		rec.io.known = rec.io.error_document = false;   /* the file's, not its */
+		parse_file_record_gone(s, w, &rec, it, out);
 		parse_record(s, w, rec, data, data ? mbox_unquote(data, it->len) : 0, out, notes, it, NULL,
 		             true);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
 	           mbox_is_separator(data, it->len) && !one_message_file(&rec.io)) {
 		size_t pos = 0, next;
 		struct mbox_span m;
-		parse_file_record_gone(s, w, rec, it, out);
+		parse_file_record_gone(s, w, &rec, it, out);
 		rec.io.in_mbox = true;
-		rec.io.known = rec.io.error_document = false;
 		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
