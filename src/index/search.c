@@ -709,6 +709,16 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
 	return r;
 }
 
+/* Opens name read-only (flags: more of sqlite3_open_v2's).  A reader may
+ * meet the index between a writer's last commit and the removal of its
+ * WAL (and SQLite's own checkpoint on close), or beside another reader
+ * that closes last: SQLITE_BUSY for a moment, waited out, not an error. */
+static int search_open_as(const char *name, int flags, sqlite3 **db)
+{
+	int rc = sqlite3_open_v2(name, db, SQLITE_OPEN_READONLY | flags, NULL);
+	return rc == SQLITE_OK ? sqlite3_busy_timeout(*db, 5000) : rc;
+}
+
 /* Opens the index read-only.  A database in WAL mode needs its -shm file
  * written even to be read: where the reader cannot create it (a directory
  * not its own) and no writer is at work (no -wal file: the last writer
@@ -716,13 +726,7 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
  * no lock and writes nothing (README, "Searching").  An SQLite code. */
 static int search_open(const char *path, sqlite3 **db)
 {
-	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL);
-	/* A reader may meet the index between a writer's last commit and
-	 * the removal of its WAL (and SQLite's own checkpoint on close), or
-	 * beside another reader that closes last: SQLITE_BUSY for a moment,
-	 * waited out, not an error. */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_busy_timeout(*db, 5000);
+	int rc = search_open_as(path, 0, db);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(*db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
 	if ((rc & 0xff) != SQLITE_READONLY)
@@ -736,18 +740,16 @@ static int search_open(const char *path, sqlite3 **db)
 	 * "//" (a URI's authority) made one '/' */
 	while (path[0] == '/' && path[1] == '/')
 		path++;
-	r = r ? r : dynbuf_puts(&u, "file:");
+	r = r || wal ? -1 : dynbuf_puts(&u, "file:");
 	for (const char *c = path; r == 0 && *c; c++)
 		r = isalnum((unsigned char)*c) || strchr("/._-", *c) ? dynbuf_putc(&u, *c)
 		                                                      : dynbuf_printf(&u, "%%%02X", (unsigned char)*c);
 	if (r == 0)
 		r = dynbuf_puts(&u, "?immutable=1");
-	if (r == 0 && !wal && dynbuf_putc(&u, '\0') == 0) {
+	if (r == 0 && dynbuf_putc(&u, '\0') == 0) {
 		sqlite3_close(*db);
 		*db = NULL;
-		rc = sqlite3_open_v2(u.p, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_busy_timeout(*db, 5000);
+		rc = search_open_as(u.p, SQLITE_OPEN_URI, db);
 	}
 	dynbuf_release(&u);
 	return rc;
