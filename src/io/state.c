@@ -713,14 +713,29 @@ static bool state_same_place(const struct state_entry *e, const struct record_io
 	       e->root_n == io->base.n && !memcmp(e->root, io->base.p, e->root_n);
 }
 
+/* This run's entry of io's file, met before under that id: the same
+ * inode, or the same place (a file replaced between two meetings), or
+ * NULL.  Every entry of the id is looked at: two copies of a Maildir
+ * message under one unique name share it, and the second copy met again
+ * is not the first. */
+static struct state_entry *state_find_met(const struct state *s, const struct record_io *io)
+{
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->new_by_id, io->id); (k = slots_next(&p));) {
+		struct state_entry *e = state_new_at(s, k - 1);
+		if (e->id == io->id && ((e->dev == io->dev && e->ino == io->ino) || state_same_place(e, io)))
+			return e;
+	}
+	return NULL;
+}
+
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
                 struct str *old_path, struct str *old_base, struct state_entry **entry)
 {
 	*entry = NULL;
 	/* Met already in this run (a --files-from list naming it twice, or a
 	 * PATH and a list): one file, one entry, one record. */
-	struct state_entry *dup = state_find_new(s, io->id);
-	if (dup && dup->dev == io->dev && dup->ino == io->ino) {
+	if (state_find_met(s, io)) {
 		*v = STATE_UNCHANGED;
 		return 0;
 	}

@@ -863,6 +863,40 @@ def case_state_named_missing_unlisted(tmp):
     print("a missing file's record goes when the list no longer names it")
 
 
+def case_state_copies_named_again(tmp):
+    """--state, both backends: a Maildir message copied into two folders
+    under one unique name (one id), walked and named again by the command
+    line or a list, is one record a copy, and the state saved loads.  The
+    second copy met again was taken for a file new to the run (only the
+    id's first entry was compared): five records, two entries for one
+    path, and the next run refused the state as corrupt."""
+    maildir = os.path.join(tmp, "M")
+    for sub in ("cur", "new", "tmp", ".F/cur", ".F/new", ".F/tmp"):
+        os.makedirs(os.path.join(maildir, sub))
+    copies = [os.path.join(maildir, d, "1.host:2,S") for d in ("cur", ".F/cur")]
+    for c in copies:
+        with open(c, "wb") as f:
+            f.write(b"Message-ID: <c@x>\nSubject: copy\n\nbody\n")
+    listed = "".join(c + "\n" for c in copies + copies[::-1]).encode()
+    for backend in ("--backend=uring", "--backend=sync"):
+        for how, args, stdin in (("a list", ["--files-from=-", maildir], listed),
+                                 ("the command line", [maildir, copies[1], copies[0]], None)):
+            st = os.path.join(tmp, "st")
+            for f in (st, st + ".lock"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            # the copies are read again by every run (README, "Incremental
+            # rules"): the run after gives them again, one record each
+            for step in ("first run", "the run after"):
+                p = run([backend, "--state=" + st] + args, stdin=stdin)
+                if p.returncode != 0:
+                    fail(f"{backend}, {how}, {step}: exit {p.returncode}: {p.stderr[-300:]!r}")
+                paths = sorted(os.path.join(r["root"], r["path"]) for r in records(p.stdout))
+                if paths != sorted(copies):
+                    fail(f"{backend}, {how}, {step}: records {paths}, wanted one a copy")
+    print("copies under one unique name, named again: one record each, the state loads")
+
+
 def case_state_unlisted_perm(tmp):
     """--state with a Maildir folder that cannot be listed (mode 000, run by
     a user who is not root): no false deletions, the state keeps the folder's
