@@ -126,6 +126,25 @@ static int search_phrase(struct dynbuf *b, const char *v, size_t n)
 	return r;
 }
 
+/* Whether v is one FTS5 string as written: "...", a '"' inside doubled,
+ * and at most a '*' (a prefix) after it.  "a"OR or "a b"^ are not: FTS5
+ * would refuse them, so they are searched as a phrase of what they hold. */
+static bool search_quoted(const char *v, size_t n)
+{
+	if (n < 2 || v[0] != '"')
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (v[i] != '"')
+			continue;
+		if (i + 1 < n && v[i + 1] == '"') {
+			i++;
+			continue;
+		}
+		return i + 1 == n || (i + 2 == n && v[i + 1] == '*');
+	}
+	return false;
+}
+
 static bool search_bareword(const char *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -313,7 +332,7 @@ static int search_filter_value(struct dynbuf *b, const char *w, size_t n)
 	/* an operator's word (text:OR) is the word: FTS5 would take the
 	 * operator and want its operands */
 	if (r == 0)
-		r = !vn || v[0] == '"' || v[0] == '(' || (search_bareword(v, vn) && !search_operator(v, vn))
+		r = !vn || search_quoted(v, vn) || v[0] == '(' || (search_bareword(v, vn) && !search_operator(v, vn))
 		        ? dynbuf_append(b, v, vn)
 		        : search_phrase(b, v, vn);
 	return r;
@@ -357,10 +376,11 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	size_t word = comma ? (size_t)(comma - core) : n;
 	/* as written where FTS5 takes it (a bareword, "a phrase", pre*,
 	 * column:word); a word it would refuse becomes a phrase */
-	bool keep = word && (core[0] == '"' || search_bareword(core, word) || search_fts_filter(core, word));
+	bool quoted = search_quoted(core, word);
+	bool keep = word && (quoted || search_bareword(core, word) || search_fts_filter(core, word));
 	if (r == 0 && !op && word)
 		r = !keep ? search_phrase(&s->fts, core, word)
-		  : core[0] != '"' && !search_bareword(core, word) ? search_filter_value(&s->fts, core, word)
+		  : !quoted && !search_bareword(core, word) ? search_filter_value(&s->fts, core, word)
 		  : dynbuf_append(&s->fts, core, word);
 	if (r == 0 && comma)
 		r = dynbuf_printf(&s->fts, ", %.*s", (int)(n - word - 1), comma + 1);
@@ -386,10 +406,12 @@ static void search_column_seen(struct search *s, int col)
 
 /* from:(a OR b), to:(...), subject:(...): FTS5's column filter on the
  * group, `"from" : (a OR b)`, so that every word in it is the column's
- * (README, "Searching").  word's own "(" before the prefix (lead of them)
- * go first, as a word of their own; group is the value, from its "(" to
- * the word's end, read against the groups then open. */
-static int search_column_group(struct search *s, const char *word, size_t lead, const char *column,
+ * (README, "Searching"); filter is that `"from" : `, or a column set's
+ * `{subject text}:` as written (col -1: no one column).  word's own "("
+ * before the prefix (lead of them) go first, as a word of their own;
+ * group is the value, from its "(" to the word's end, read against the
+ * groups then open. */
+static int search_column_group(struct search *s, const char *word, size_t lead, const char *filter,
                                int col, const char *group, size_t n)
 {
 	int r = 0;
@@ -398,8 +420,6 @@ static int search_column_group(struct search *s, const char *word, size_t lead, 
 		search_column_seen(s, s->group_column);
 		r = search_fts_word(s, &before, NULL, NULL, 0);
 	}
-	char filter[16];
-	snprintf(filter, sizeof(filter), "\"%s\" : ", column);
 	struct search_word sw = search_word(s, group, n);
 	if (s->group_column < 0) {
 		s->group_column = col;
@@ -548,11 +568,23 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		const char *colon = search_fts_filter(w, n) ? memchr(w, ':', n) : NULL;
 		if (colon && w[n - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
-		/* text:( ), attachments:( ): a column's group, as from:( ) is */
+		/* text:( ), attachments:( ): a column's group, as from:( ) is;
+		 * {subject text}:( ) a set's, whose words are any of its
+		 * columns' */
+		char filter[80];
+		if (colon && colon[1] == '(' && w[0] == '{' && s->group_column < 0) {
+			int k = snprintf(filter, sizeof(filter), "%.*s ", (int)(colon + 1 - w), w);
+			if (k < 0 || (size_t)k >= sizeof(filter))
+				return search_refuse(s, word, wn, "not a set of mail_fts's columns");
+			return search_column_group(s, word, sw.lead, filter, -1, colon + 1,
+			                           (size_t)(word + wn - colon - 1));
+		}
 		for (int c = 0; colon && w[0] != '{' && colon[1] == '(' && c < INDEX_FTS__COUNT; c++)
-			if ((size_t)(colon - w) == strlen(columns[c]) && !strncasecmp(w, columns[c], strlen(columns[c])))
-				return search_column_group(s, word, sw.lead, columns[c], c, colon + 1,
+			if ((size_t)(colon - w) == strlen(columns[c]) && !strncasecmp(w, columns[c], strlen(columns[c]))) {
+				snprintf(filter, sizeof(filter), "\"%s\" : ", columns[c]);
+				return search_column_group(s, word, sw.lead, filter, c, colon + 1,
 				                           (size_t)(word + wn - colon - 1));
+			}
 		const char *gc = s->group_column >= 0 ? columns[s->group_column] : NULL;
 		if (gc && colon && (colon != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
 			return search_refuse(s, word, wn, "inside %s:( ), another column's phrase can only"
@@ -560,9 +592,11 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		search_column_seen(s, s->group_column);
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
-	if (group)
-		return search_column_group(s, word, sw.lead, columns[col], col, v + pl,
-		                           (size_t)(word + wn - v - pl));
+	if (group) {
+		char filter[32];
+		snprintf(filter, sizeof(filter), "\"%s\" : ", columns[col]);
+		return search_column_group(s, word, sw.lead, filter, col, v + pl, (size_t)(word + wn - v - pl));
+	}
 	const char *val = v + pl;
 	size_t valn = vn - pl;
 	if (valn >= 2 && val[0] == '"' && val[valn - 1] == '"') {
@@ -608,7 +642,9 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	return r;
 }
 
-/* Words split at white space; "..." (also after a prefix) is one word. */
+/* Words split at white space; "..." (also after a prefix) is one word,
+ * and so is a word that starts with FTS5's column set, {subject text}:x
+ * (after its "(" and a '-'). */
 static int search_parse(struct search *s, const char *q)
 {
 	int r = 0;
@@ -617,11 +653,18 @@ static int search_parse(struct search *s, const char *q)
 			p++;
 		if (!*p)
 			break;
-		const char *w = p;
-		bool quoted = false;
-		while (*p && (quoted || !isspace((unsigned char)*p))) {
-			if (*p == '"')
+		const char *w = p, *set = p;
+		while (*set == '(')
+			set++;
+		set += *set == '-';
+		bool quoted = false, braced = false;
+		while (*p && (quoted || braced || !isspace((unsigned char)*p))) {
+			if (*p == '"' && !braced)
 				quoted = !quoted;
+			else if (*p == '{' && p == set)
+				braced = true;
+			else if (*p == '}')
+				braced = false;
 			p++;
 		}
 		/* what FTS5 matches is tokens: a phrase ("a b", a.b.c) counts

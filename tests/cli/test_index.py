@@ -1460,10 +1460,23 @@ def case_search_column_group(tmp):
                     ("notes subject:(alpha)", ["alpha report"]),
                     # FTS5's own column filters group the same way
                     ("text:(gamma OR carl)", ["alpha report", "gamma"]),
-                    ("TEXT:(gamma OR carl) bob", ["alpha report"])):
-        got = subjects(db, *q.split())
-        if got != want:
-            fail(f"{q}: {got}, expected {want}")
+                    ("TEXT:(gamma OR carl) bob", ["alpha report"]),
+                    # and its column sets, white space inside the braces:
+                    # once split there, {subject text}:gamma matched nothing
+                    # and {text}:( ) was FTS5's syntax error
+                    ("{subject text}:gamma", ["alpha report", "gamma"]),
+                    ("{subject}:(alpha OR beta)", ["alpha report", "beta plan"]),
+                    ("{subject text}:(beta OR notes)", ["alpha report", "beta plan", "gamma"]),
+                    ("({subject}:beta OR delta)", ["beta plan", "delta"]),
+                    ("-{subject text}:alpha", ["gamma"]),
+                    # a phrase with more after it in one word is searched as
+                    # a phrase of all of it (FTS5 refused it as written)
+                    ('"beta"plan', ["beta plan"]),
+                    ('"beta plan"^', ["beta plan"])):
+        for args in ([q], q.split()):
+            got = subjects(db, *args)
+            if got != want:
+                fail(f"{args}: {got}, expected {want}")
     # the snippet is the column's: every phrase is in it
     snippets = sorted(h["snippet"] for h in search(db, "subject:(alpha", "OR", "beta)"))
     if snippets != ["[alpha] report", "[beta] plan"]:
