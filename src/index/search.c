@@ -37,6 +37,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/stat.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -45,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SEARCH_MAX_TERMS 64
@@ -752,32 +755,41 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
 	return r;
 }
 
-/* Opens name read-only (flags: more of sqlite3_open_v2's).  A reader may
- * meet the index between a writer's last commit and the removal of its
- * WAL (and SQLite's own checkpoint on close), or beside another reader
- * that closes last: SQLITE_BUSY for a moment, waited out, not an error. */
+/* Opens name (flags: sqlite3_open_v2's, never SQLITE_OPEN_CREATE).  A
+ * reader may meet the index between a writer's last commit and the
+ * removal of its WAL (and SQLite's own checkpoint on close), or beside
+ * another reader that closes last: SQLITE_BUSY for a moment, waited out,
+ * not an error. */
 static int search_open_as(const char *name, int flags, sqlite3 **db)
 {
-	int rc = sqlite3_open_v2(name, db, SQLITE_OPEN_READONLY | flags, NULL);
+	int rc = sqlite3_open_v2(name, db, flags, NULL);
 	return rc == SQLITE_OK ? sqlite3_busy_timeout(*db, 5000) : rc;
 }
 
 /* Opens the index read-only.  A database in WAL mode needs its -shm file
  * written even to be read: where the reader cannot create it (a directory
- * not its own) and no writer is at work (no -wal file: the last writer
- * removed it when it closed), the file is read as immutable, which takes
- * no lock and writes nothing (README, "Searching").  An SQLite code. */
-static int search_open(const char *path, sqlite3 **db)
+ * not its own: SQLITE_READONLY; a read-only file system: SQLITE_CANTOPEN,
+ * for a file that is there) and no writer is at work (no -wal file: the
+ * last writer removed it when it closed), the file is read as immutable,
+ * which takes no lock and writes nothing (README, "Searching").  An
+ * SQLite code; *wal_in_way: that was not done for a -wal file. */
+static int search_open(const char *path, sqlite3 **db, bool *wal_in_way)
 {
-	int rc = search_open_as(path, 0, db);
+	*wal_in_way = false;
+	/* for writing where the file allows it (SQLite falls back to reading
+	 * where it does not), though a search writes nothing: the last
+	 * connection to close removes the -wal and -shm files, which a
+	 * read-only one cannot, and every search left them behind */
+	int rc = search_open_as(path, SQLITE_OPEN_READWRITE, db);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(*db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
-	if ((rc & 0xff) != SQLITE_READONLY)
+	if ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN)
 		return rc;
 	struct dynbuf u;
 	dynbuf_init(&u, 0);
 	int r = dynbuf_printf(&u, "%s-wal", path);
 	bool wal = r == 0 && dynbuf_putc(&u, '\0') == 0 && access(u.p, F_OK) == 0;
+	*wal_in_way = wal;
 	dynbuf_reset(&u);
 	/* file:PATH, every byte but a path's plain ones %-escaped, a leading
 	 * "//" (a URI's authority) made one '/' */
@@ -792,7 +804,7 @@ static int search_open(const char *path, sqlite3 **db)
 	if (r == 0 && dynbuf_putc(&u, '\0') == 0) {
 		sqlite3_close(*db);
 		*db = NULL;
-		rc = search_open_as(u.p, SQLITE_OPEN_URI, db);
+		rc = search_open_as(u.p, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, db);
 	}
 	dynbuf_release(&u);
 	return rc;
@@ -818,8 +830,17 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		r = -EINVAL;
 	}
 	const char *why = s.error[0] ? s.error : NULL;
+	/* SQLite would open a FIFO and wait on it for good, and read a
+	 * directory's or a device's errors as its own; a path that is not
+	 * there is left to it (its errno says so) */
+	struct statx stx;
+	if (r == 0 && sys_statx(AT_FDCWD, db_path, 0, STATX_TYPE, &stx) == 0 && !S_ISREG(stx.stx_mode)) {
+		why = "not a regular file";
+		r = -EINVAL;
+	}
+	bool wal_in_way = false;
 	if (r == 0) {
-		rc = search_open(db_path, &db);
+		rc = search_open(db_path, &db, &wal_in_way);
 		sqlite3_stmt *chk = NULL;
 		/* A search reads most pages once: SQLite's default 2 MB page
 		 * cache would be fresh heap, one page fault per page read,
@@ -840,6 +861,10 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 			    : "written by an older ingest (an earlier schema_version): ingest --index on it"
 			      " migrates it or says what to do";
 			r = -EINVAL;
+		} else if (rc != SQLITE_OK && wal_in_way) {
+			why = "a run's -wal file is beside it, and its -shm file cannot be made here"
+			      " (a directory or file system this process cannot write)";
+			r = -EACCES;
 		} else if (rc != SQLITE_OK && sqlite3_system_errno(db) > 0) {
 			/* a file that is not there, or cannot be read: the
 			 * system's reason (SQLite's says "unable to open

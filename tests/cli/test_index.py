@@ -1488,6 +1488,54 @@ def case_search_column_group(tmp):
             fail(f"{q}: {p.stderr!r}")
 
 
+def case_search_not_a_file(tmp):
+    """A search of a FIFO or a directory is refused at once ("not a regular
+    file"): SQLite opened a FIFO and waited on it for good.  An index on a
+    read-only file system is searched (read as immutable, as in a directory
+    the user cannot write), where SQLite's failure to make its -shm file
+    was reported as "No such file or directory"; with a run's -wal beside
+    it, which immutable reading would ignore, the message says that.  A
+    search leaves no -wal or -shm file behind."""
+    fifo = os.path.join(tmp, "fifo.db")
+    os.mkfifo(fifo)
+    for what in (fifo, tmp):
+        try:
+            p = subprocess.run([ARGS.ingest, "search", what, "alpha"], capture_output=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            fail(f"search of {what}: still waiting after 20 s")
+        if p.returncode != 1 or b"not a regular file" not in p.stderr:
+            fail(f"search of {what}: exit {p.returncode}, {p.stderr!r}")
+    db = small_corpus(tmp)
+    want = subjects(db, "alpha")
+    # a search opens the index for writing where it may (and writes
+    # nothing), so that SQLite removes its -wal and -shm files on close,
+    # which a read-only connection left behind after every search
+    left = sorted(f for f in os.listdir(tmp) if f.startswith(os.path.basename(db)))
+    if left != [os.path.basename(db)]:
+        fail(f"a search left {left}")
+    ro = os.path.join(tmp, "ro")
+    os.mkdir(ro)
+    if subprocess.run(["mount", "--bind", tmp, ro], capture_output=True).returncode:
+        print("read-only file system: not run (cannot bind-mount: not root)")
+        return
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", ro], capture_output=True).returncode:
+            print("read-only file system: not run (cannot remount read-only)")
+            return
+        db_ro = os.path.join(ro, os.path.basename(db))
+        if subjects(db_ro, "alpha") != want:
+            fail(f"read-only file system: {subjects(db_ro, 'alpha')}, want {want}")
+        with open(db + "-wal", "wb"):
+            pass
+        p = search(db_ro, "alpha", rc=1)
+        os.unlink(db + "-wal")
+        if b"-wal file is beside it" not in p.stderr:
+            fail(f"read-only file system, a -wal beside it: {p.stderr!r}")
+    finally:
+        subprocess.run(["umount", ro], capture_output=True)
+    print("a FIFO and a directory refused; a read-only file system searched")
+
+
 def case_search_path_bytes(tmp):
     """A root and a path that are not UTF-8 come out as the records write
     them: U+FFFD in root and path, the bytes in root_b64 and path_b64
