@@ -310,6 +310,7 @@ struct index {
 	struct dynbuf rec_text;
 	struct addr_rows addresses;   /* the message's address rows (index_add_addresses) */
 	struct index_stats stats;
+	struct index_stats committed;   /* stats at the open transaction's BEGIN */
 	/* the ENOENT rows of earlier runs (vanished.h); NULL: none */
 	struct vanished *vanished;
 	char error[256];
@@ -1006,6 +1007,7 @@ int index_begin(struct index *ix)
 	uint64_t t0 = index_now_ns();
 	int r = index_run(ix, ST_BEGIN);
 	ix->in_tx = r == 0;
+	ix->committed = ix->stats;
 	ix->stats.ns += index_now_ns() - t0;
 	return r;
 }
@@ -1034,6 +1036,12 @@ void index_rollback(struct index *ix)
 	if (sqlite3_get_autocommit(ix->db) == 0)
 		index_run(ix, ST_ROLLBACK);
 	dynbuf_reset(&ix->fts_rows);
+	/* --stats counts the rows committed, not those rolled back */
+	if (ix->in_tx) {
+		uint64_t ns = ix->stats.ns;
+		ix->stats = ix->committed;
+		ix->stats.ns = ns;
+	}
 	ix->in_tx = false;
 }
 

@@ -1994,13 +1994,16 @@ def case_enospc(tmp):
         # an existing database: the open batch rolls back, the others stay
         db = os.path.join(mnt, "full.db")
         existing_db(tmp, db)
-        p = run(["--index=" + db, "--batch-bytes=32K", d], check_rc=1)
+        p = run(["--index=" + db, "--batch-bytes=32K", "--stats=json", d], check_rc=1)
         err = p.stderr.decode()
         if "cannot write the index" not in err or "No space left on device" not in err:
             fail(f"ENOSPC not reported: {err!r}")
         got = messages_now(db)
         if not 0 < got < 600:
             fail(f"{got} messages after ENOSPC: the test did not fill the disk mid-run")
+        # --stats counts the rows committed, not the batch rolled back
+        if stats(p)["index"]["messages"] != got:
+            fail(f"--stats says {stats(p)['index']} after ENOSPC, the index has {got} messages")
         subprocess.run(["mount", "-o", "remount,size=64m", mnt], check=True)
         completes_like_clean(tmp, db, d, "after ENOSPC")
         print(f"ENOSPC: a first run left nothing; an existing database kept {got} of 600"
