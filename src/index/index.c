@@ -672,8 +672,17 @@ int index_open(const char *path, struct index **out, const char **why)
 	 * directory ("No such file or directory") or /dev/null (an I/O error
 	 * at the schema) would not say what is wrong. */
 	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	int there = stat(path, &st) == 0 ? 0 : -errno;
+	if (there == 0 && !S_ISREG(st.st_mode)) {
 		*why = S_ISDIR(st.st_mode) ? "a directory, not a database file" : "not a regular file";
+		index_close(ix);
+		return -EINVAL;
+	}
+	/* A link to nothing: a first run builds FILE.new and renames it to
+	 * FILE, which would put a database where the link was instead of
+	 * where it leads (SQLite, given the link, writes at its target). */
+	if (there == -ENOENT && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		*why = "a symbolic link to a file that is not there: name the file it should lead to";
 		index_close(ix);
 		return -EINVAL;
 	}

@@ -318,10 +318,24 @@ def case_refused(tmp):
         if stats(p)["walk"]["entries"]:
             fail(f"{path}: input was read before the refusal")
     # no regular file: said so, rather than SQLite's ENOENT or EIO
-    for path, why in ((tmp, "a directory, not a database file"), ("/dev/null", "not a regular file")):
+    # and a link to nothing, which a first run's rename would have
+    # replaced with a database of its own
+    dangling = os.path.join(tmp, "link.db")
+    os.symlink("nothere.db", dangling)
+    for path, why in ((tmp, "a directory, not a database file"), ("/dev/null", "not a regular file"),
+                      (dangling, "a symbolic link to a file that is not there")):
         p = run(["--index=" + path, "--stats=json", sample()], check_rc=2)
         if why not in p.stderr.decode() or stats(p)["walk"]["entries"]:
             fail(f"{path}: {p.stderr!r}")
+    if not os.path.islink(dangling) or os.path.exists(os.path.join(tmp, "nothere.db")):
+        fail("the dangling link was replaced, or its target made")
+    # a link to an index is the index
+    linked = os.path.join(tmp, "linked.db")
+    run(["--index=" + os.path.join(tmp, "target.db"), sample()])
+    os.symlink("target.db", linked)
+    run(["--index=" + linked, sample()], check_rc=0)
+    if not os.path.islink(linked) or not search(linked, "carl"):
+        fail("an index named through a link")
     good = os.path.join(tmp, "good.db")
     for extra in (["--state=" + os.path.join(tmp, "st")], ["-o", os.path.join(tmp, "o")],
                   ["--format=tsv"], ["--fields=path"], ["--io-only"]):
@@ -329,7 +343,7 @@ def case_refused(tmp):
         if b"--index cannot be combined" not in p.stderr or os.path.exists(good):
             fail(f"{extra}: {p.stderr!r}")
     print("refused: a foreign table, not SQLite, a newer and an older schema, a directory,"
-          " /dev/null, five combinations")
+          " /dev/null, a link to nothing, five combinations")
 
 
 def unprivileged_prefix(why):
