@@ -766,7 +766,7 @@ static int search_open_as(const char *name, int flags, sqlite3 **db)
 	return rc == SQLITE_OK ? sqlite3_busy_timeout(*db, 5000) : rc;
 }
 
-/* Opens the index read-only.  A database in WAL mode needs its -shm file
+/* Opens the index to read it.  A database in WAL mode needs its -shm file
  * written even to be read: where the reader cannot create it (a directory
  * not its own: SQLITE_READONLY; a read-only file system: SQLITE_CANTOPEN,
  * for a file that is there) and no writer is at work (no -wal file: the
