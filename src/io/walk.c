@@ -62,6 +62,7 @@ struct walk_new_names {
 	char *bytes;               /* the unique names, back to back */
 	struct walk_new_name {
 		uint64_t hash;
+		uint64_t ino;          /* a message that moves keeps its inode */
 		uint32_t at, len;      /* bytes + at, len bytes */
 	} *names;
 	struct slots by_name;      /* indexes into names */
@@ -710,8 +711,8 @@ static int walk_remember_new(struct walk_dir *md, const char *names, const struc
 		size_t len = walk_unique_len(nm);
 		memcpy(t->bytes + at, nm, len);
 		struct walk_new_name *e = &t->names[k];
-		*e = (struct walk_new_name){ .hash = walk_unique_hash(nm, len), .at = (uint32_t)at,
-		                             .len = (uint32_t)len };
+		*e = (struct walk_new_name){ .hash = walk_unique_hash(nm, len), .ino = all[i].ino,
+		                             .at = (uint32_t)at, .len = (uint32_t)len };
 		slots_put(&t->by_name, e->hash, k++);
 		at += len;
 	}
@@ -719,7 +720,10 @@ static int walk_remember_new(struct walk_dir *md, const char *names, const struc
 	return 0;
 }
 
-static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
+/* Whether cur/'s name, inode ino, is a message new/ held when listed:
+ * its unique name and its inode (two files that share a unique name are
+ * two inputs). */
+static bool walk_seen_in_new(const struct walk_dir *md, const char *name, uint64_t ino)
 {
 	const struct walk_new_names *t = md->new_names;
 	size_t len = walk_unique_len(name);
@@ -727,7 +731,7 @@ static bool walk_seen_in_new(const struct walk_dir *md, const char *name)
 	size_t k;
 	for (struct slots_probe p = slots_probe(&t->by_name, hash); (k = slots_next(&p));) {
 		const struct walk_new_name *e = &t->names[k - 1];
-		if (e->hash == hash && e->len == len && !memcmp(t->bytes + e->at, name, len))
+		if (e->hash == hash && e->ino == ino && e->len == len && !memcmp(t->bytes + e->at, name, len))
 			return true;
 	}
 	return false;
@@ -1015,7 +1019,7 @@ static int walk_list_dir(struct walk *w, struct walk_dir *d, struct walk_dir *pa
 	if (d->in_maildir && parent->new_names && !strcmp(d->relpath + d->relpath_len - 3, "cur")) {
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, names + all[i].name))
+			if (all[i].d_type == DT_DIR || !walk_seen_in_new(parent, names + all[i].name, all[i].ino))
 				all[k++] = all[i];
 		n = k;
 	}

@@ -529,10 +529,11 @@ static void test_walk_maildirpp_folder_names(void **state)
 	t_mkdirs(base, (const char *const[]){ "new", "tmp", ".Xcur", ".Xcur/cur", ".Xcur/new", ".Renew",
 	                                      ".Renew/cur", ".Renew/new", "cur", ".F", ".F/cur", ".F/new",
 	                                      NULL });
-	put_files(base, (const char *const[]){ "new/1.M1P1.host", "new/9.M9P1.host", "cur/9.M9P1.host:2,S",
+	put_files(base, (const char *const[]){ "new/1.M1P1.host", "new/9.M9P1.host",
 	                                       ".F/new/2.M2P1.host", ".F/cur/3.M3P1.host:2,S",
 	                                       ".Renew/new/4.M4P1.host", ".Renew/cur/5.M5P1.host:2,",
 	                                       ".Xcur/1.M1P1.host", NULL });
+	link_file(base, "new/9.M9P1.host", "cur/9.M9P1.host:2,S");   /* moved while listed */
 	struct walk *w = walk_new();
 	assert_non_null(w);
 	assert_int_equal(walk_add_path(w, base), 0);
@@ -565,26 +566,41 @@ static char *walk_sub_render(const char *base, const char *sub, struct walk_stat
 	return got;
 }
 
-/* A message that moved from new/ to cur/ between the two listings is in
- * both: it is taken once, from new/, by its unique name (before ":2," or
- * ":1,", after any of the three separators).  Names of cur/ that share a
- * prefix, a length or an info with one of new/ without being it are kept;
- * hundreds of names, so the lookup meets collisions of its table. */
+/* A message that moves new/ -> cur/ between the two listings is listed in
+ * both: the same inode under one unique name (before ":2," or ":1,", after
+ * any of the three separators), one input (new/'s name).  A file of cur/
+ * that only shares a unique name with one of new/ (another inode: a copy,
+ * a second delivery under a reused name) is an input of its own, whose
+ * record would otherwise be lost.  Names of cur/ that share a prefix, a
+ * length or an info with one of new/ without being it are kept; hundreds
+ * of names, so the lookup meets collisions of its table. */
 static void test_walk_new_not_taken_again_from_cur(void **state)
 {
 	(void)state;
 	enum { N = 300 };
 	char *base = t_tmpdir("walk");
 	t_mkdirs(base, (const char *const[]){ "md", "md/cur", "md/new", "md/tmp", NULL });
-	put_files(base, (const char *const[]){
-		"md/new/a.M1.h", "md/new/b.M2.h:1,info", "md/new/c", "md/cur/a.M1.h:2,S",
-		"md/cur/a.M1.h0:2,S", "md/cur/a.M1:2,S", "md/cur/b.M2.h:2,RS", "md/cur/b.M2.h:1,y:2,S",
-		"md/cur/c;2,T", "md/cur/c!1,z", "md/cur/c:3,S", "md/cur/C:2,S", NULL });
+	put_files(base, (const char *const[]){ "md/new/a.M1.h", "md/new/b.M2.h:1,info", "md/new/c",
+	                                       "md/cur/a.M1.h0:2,S", "md/cur/a.M1:2,S", "md/cur/c:3,S",
+	                                       "md/cur/C:2,S", "md/cur/d.M4.h:2,S", "md/new/d.M4.h", NULL });
+	/* the moved: new/'s inode under cur/'s names (a.M1.h0 and a.M1 are
+	 * other unique names, c:3,S is no Maildir info) */
+	for (const char *const *m = (const char *const[]){ "new/a.M1.h", "cur/a.M1.h:2,S",
+	                                                   "new/b.M2.h:1,info", "cur/b.M2.h:2,RS",
+	                                                   "new/b.M2.h:1,info", "cur/b.M2.h:1,y:2,S",
+	                                                   "new/c", "cur/c;2,T", "new/c", "cur/c!1,z", NULL };
+	     *m; m += 2) {
+		char *from = t_asprintf("md/%s", m[0]), *to = t_asprintf("md/%s", m[1]);
+		link_file(base, from, to);
+		free(from);
+		free(to);
+	}
 	for (int i = 0; i < N; i++) {
 		char *nw = t_asprintf("md/new/%d.M%d.host", i, i);
 		char *moved = t_asprintf("md/cur/%d.M%d.host:2,S", i, i);
 		char *other = t_asprintf("md/cur/%d.M%d.hos:2,S", i, i);
-		put_files(base, (const char *const[]){ nw, moved, other, NULL });
+		put_files(base, (const char *const[]){ nw, other, NULL });
+		link_file(base, nw, moved);
 		free(nw);
 		free(moved);
 		free(other);
@@ -596,7 +612,9 @@ static void test_walk_new_not_taken_again_from_cur(void **state)
 	size_t k = 0;
 	for (const char *const *p = (const char *const[]){
 		     "new/a.M1.h reg", "new/b.M2.h:1,info reg", "new/c reg", "cur/a.M1.h0:2,S reg",
-		     "cur/a.M1:2,S reg", "cur/c:3,S reg", "cur/C:2,S reg", NULL };
+		     "cur/a.M1:2,S reg", "cur/c:3,S reg", "cur/C:2,S reg",
+		     /* another file under new/'s unique name: both */
+		     "new/d.M4.h reg", "cur/d.M4.h:2,S reg", NULL };
 	     *p; p++)
 		want[k++] = *p;
 	for (int i = 0; i < N; i++) {
