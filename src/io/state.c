@@ -575,19 +575,25 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 }
 
 /* The previous run's entry of id that this run has not met and that is
- * this file (io: the same path or the same inode; NULL: any), or NULL. */
+ * this file (io: the same path or the same inode; NULL: any), or NULL.
+ * The entry of the same path comes first: a file is there now, so that
+ * entry cannot be gone, and its deletion (state_deleted) would remove
+ * what this run writes at its place (a copy under the same unique name
+ * moved over the other keeps the copy's inode, whose entry is elsewhere). */
 static struct state_entry *state_find_old(struct state *s, uint64_t id, const struct record_io *io)
 {
+	struct state_entry *same_inode = NULL;
 	size_t k;
 	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
 		struct state_entry *e = &s->old[k - 1];
 		if (e->id != id || e->seen)
 			continue;
-		if (!io || (e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n)) ||
-		    (e->dev == io->dev && e->ino == io->ino))
+		if (!io || (e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n)))
 			return e;
+		if (!same_inode && e->dev == io->dev && e->ino == io->ino)
+			same_inode = e;
 	}
-	return NULL;
+	return same_inode;
 }
 
 /* This run's entry of id, or NULL. */

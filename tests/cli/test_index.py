@@ -1052,10 +1052,14 @@ def case_error_file_renamed(tmp):
 def case_copy_same_name(tmp):
     """A Maildir message copied to another folder under its own name (cp,
     which the Maildir specification forbids; both files share the id,
-    README "Records"), then either copy deleted: the message row names the
-    copy left, and the tables equal a clean run's, on both backends."""
+    README "Records"), then either copy deleted, or the copy moved back
+    over the original: the message row names the copy left, and the tables
+    equal a clean run's, on both backends.  The move left no row for a run:
+    the file at the original's place was taken for the copy (its inode),
+    and the original's entry, unmet, deleted the rows at its place, which
+    were the new ones."""
     for backend in ("sync", "uring"):
-        for gone in ("copy", "original"):
+        for gone in ("copy", "original", "moved back"):
             md = os.path.join(tmp, f"md-{backend}-{gone}")
             mkcorpus(md, "--seed", "18", "--layout", "maildir", "--count", "3")
             for sub in ("cur", "new", "tmp"):
@@ -1067,8 +1071,11 @@ def case_copy_same_name(tmp):
             run(["--index=" + db] + args)
             shutil.copyfile(os.path.join(cur, one), os.path.join(md, ".Copies", "cur", one))
             run(["--index=" + db] + args)   # the row names the copy, read last
-            os.unlink(os.path.join(md, ".Copies", "cur", one) if gone == "copy"
-                      else os.path.join(cur, one))
+            if gone == "moved back":
+                os.rename(os.path.join(md, ".Copies", "cur", one), os.path.join(cur, one))
+            else:
+                os.unlink(os.path.join(md, ".Copies", "cur", one) if gone == "copy"
+                          else os.path.join(cur, one))
             for step in ("the run after the deletion", "the run after it"):
                 run(["--index=" + db] + args)
                 equal_to_clean(db, tmp, "clean.db", args, f"{backend}, {gone} deleted: {step}",
