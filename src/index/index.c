@@ -50,8 +50,8 @@ enum index_stmt {
 	ST_INSERT_MESSAGE, ST_RECORD_FIELDS, ST_INSERT_ADDRESS, ST_INSERT_ADDRESSES, ST_INSERT_ATTACHMENTS,
 	ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
-	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_FILE_ID, ST_RENAME_MESSAGES, ST_RENAME_FILE,
-	ST__COUNT
+	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_REREAD_FILE, ST_FILE_ID, ST_RENAME_MESSAGES,
+	ST_RENAME_FILE, ST__COUNT
 };
 
 /* No statement below makes a temporary table (a CTE used more than once, a
@@ -182,6 +182,7 @@ static const char *const index_sql[ST__COUNT] = {
 		"INSERT OR REPLACE INTO files(root, path, dev, ino, size, mtime_sec, mtime_nsec, id)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_DELETE_FILE] = "DELETE FROM files WHERE root = ?1 AND path = ?2",
+	[ST_REREAD_FILE] = "UPDATE files SET dev = 0, ino = 0 WHERE root = ?1 AND path = ?2",
 	[ST_FILE_ID] = "SELECT id FROM files WHERE root = ?1 AND path = ?2",
 	[ST_RENAME_MESSAGES] =
 		"UPDATE messages SET root = ?2, path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
@@ -1541,10 +1542,15 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			}
 			at += n + 1;
 		}
-		/* the state row: what --state would save (io/state.c) */
+		/* the state row: what --state would save (io/state.c); a file
+		 * that could not be read keeps its row with no inode, so that
+		 * the next run reads it again, changed or not: its error row
+		 * replaced its messages here */
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT)
 			r = index_file_row(ix, ST_DELETE_FILE, io);
-		else if (r == 0 && io->have_stat && io->reason != RECORD_IO)
+		else if (r == 0 && io->reason == RECORD_IO)
+			r = index_file_row(ix, ST_REREAD_FILE, io);
+		else if (r == 0 && io->have_stat)
 			r = index_file_row(ix, ST_UPSERT_FILE, io);
 	}
 	ix->stats.ns += index_now_ns() - t0;

@@ -69,6 +69,8 @@ struct state_entry {
 	bool written;              /* new entries: a record went out (state_mark_written) */
 	bool superseded;           /* old entries: a stopped run saves the new one instead
 	                              (state_format_stopped) */
+	bool reread;               /* saved with no inode: an error record of the file went
+	                              out where the entry stood for its document */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -835,7 +837,7 @@ void state_mark_unread(struct state_entry *e)
 }
 
 /* An old entry kept as it was, into the new state. */
-static int state_keep(struct state *s, const struct state_entry *old)
+static struct state_entry *state_keep(struct state *s, const struct state_entry *old)
 {
 	struct record_io io = {
 		.base = { old->root, old->root_n }, .path = { old->path, old->path_n }, .id = old->id,
@@ -844,10 +846,10 @@ static int state_keep(struct state *s, const struct state_entry *old)
 	};
 	struct state_entry *e = state_add_indexed(s, &io);
 	if (!e)
-		return -ENOMEM;
+		return NULL;
 	e->no_document = old->no_document;
 	e->kept = true;
-	return state_copy_offsets(e, old);
+	return state_copy_offsets(e, old) < 0 ? NULL : e;
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
@@ -855,12 +857,20 @@ int state_not_read(struct state *s, const struct record_io *io)
 	/* Not statted, so no inode to compare: the id says which old entry it
 	 * is (a Maildir message renamed since and unreadable now is still the
 	 * message the old entry knew, kept under its old name until a run can
-	 * stat it). */
+	 * stat it).  Its error record replaces the document downstream, so
+	 * the entry is saved with no inode: the next run that can stat the
+	 * file reads it again, changed or not (a directory that lost its
+	 * search permission for a run lost its messages for good). */
 	struct state_entry *old = state_find_old(s, io->id, NULL);
 	if (!old)
 		return 0;
 	old->seen = true;
-	return state_keep(s, old);
+	old->reread = true;   /* for a run that stops early (state_format_stopped) */
+	struct state_entry *e = state_keep(s, old);
+	if (!e)
+		return -ENOMEM;
+	e->reread = true;
+	return 0;
 }
 
 void state_named_missing(struct state *s, const struct record_io *io)
@@ -965,11 +975,12 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		/* Not met, but under no root of this run, or in a directory the
 		 * walk could not list: not gone, and kept, or the next run would
 		 * take it for new. */
-		int r = s->walk && !walk_judged(s->walk, root, path, &shown) ? state_keep(s, e) : 1;
-		if (r < 0)
-			return r;
-		if (r == 0)
+		if (s->walk && !walk_judged(s->walk, root, path, &shown)) {
+			if (!state_keep(s, e))
+				return -ENOMEM;
 			continue;
+		}
+		int r = 0;
 		/* Its id is another file's in this run (two files that share a
 		 * unique name, one of them gone): the document stands for the
 		 * one left, and a delete of the id would remove it.  The copy
@@ -1176,6 +1187,9 @@ static int state_format_stopped(struct state *s, struct state_out *out)
 		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
+			/* its error record may have gone out: read it again */
+			if (e->unread && e->was)
+				s->old[e->was - s->old].reread = true;
 			if (!e->written || !e->was || e->unread || e->offs_lost)
 				continue;
 			struct state_entry *old = &s->old[e->was - s->old];
@@ -1194,7 +1208,7 @@ static int state_format_stopped(struct state *s, struct state_out *out)
 	}
 	for (size_t i = 0; i < s->n_old && r == 0; i++)
 		if (!s->old[i].superseded)
-			r = state_put(out, &s->old[i], s->old[i].no_document, false);
+			r = state_put(out, &s->old[i], s->old[i].no_document, s->old[i].reread);
 	for (size_t k = 0; k < s->n_chunks && r == 0; k++) {
 		const struct state_chunk *c = s->chunks[k];
 		for (size_t i = 0; i < c->n && r == 0; i++) {
@@ -1240,13 +1254,15 @@ int state_save(struct state *s, const char *path, bool complete)
 		for (size_t i = 0; i < c->n && r == 0; i++) {
 			const struct state_entry *e = &c->v[i];
 			/* a file this run could not read is saved as the last
-			 * state knew it, or, new to it, as an error record read
-			 * again by the next run, which deletes that record (JSON
-			 * Lines, --es-errors) if the file has gone by then */
+			 * state knew it, with no inode (its error record went
+			 * out: the next run reads it again, changed or not), or,
+			 * new to it, as an error record read again by the next
+			 * run, which deletes that record (JSON Lines,
+			 * --es-errors) if the file has gone by then */
 			if (e->unread && e->was)
-				r = state_put(&out, e->was, e->no_document || e->was->no_document, false);
+				r = state_put(&out, e->was, e->no_document || e->was->no_document, true);
 			else
-				r = state_put(&out, e, e->no_document || e->unread, e->unread);
+				r = state_put(&out, e, e->no_document || e->unread, e->unread || e->reread);
 		}
 	}
 	if (r == 0)

@@ -995,6 +995,21 @@ def case_state_unreadable(tmp):
         if [r.get("deleted") for r in recs[:1]] != ["box.mbox"] or \
                 [r.get("subject") for r in recs[1:]] != ["box 1", "box 2", "box 3"]:
             fail(f"{backend}: the streamed archive that became readable was not read: {recs}")
+        # a directory listed but not searchable for a run (mode 644): no
+        # file in it can be statted, each is an error record under its id,
+        # replacing its message downstream; the next run must read them
+        # again though unchanged (their entries were kept as they were, so
+        # the messages never came back)
+        cur = os.path.join(d, "cur")
+        os.chmod(cur, 0o644)
+        recs = as_user([backend, "--max-size=60", "--state=" + st, d])
+        if not recs or any(r.get("error", {}).get("errno") != "EACCES" for r in recs):
+            fail(f"{backend}: a directory without search permission: {recs}")
+        os.chmod(cur, 0o755)
+        recs = as_user([backend, "--max-size=60", "--state=" + st, d])
+        back = sorted(r["path"] for r in recs if "error" not in r and "deleted" not in r)
+        if back != sorted("cur/" + n for n in os.listdir(cur)):
+            fail(f"{backend}: the messages after the directory could be searched again: {recs}")
         print(f"{backend}: unreadable files kept in the state and read once readable")
 
 

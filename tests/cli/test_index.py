@@ -1083,6 +1083,50 @@ def case_copy_same_name(tmp):
     print("a copy under the same name deleted: the row names the copy left")
 
 
+def case_unreadable_comes_back(tmp):
+    """Files whose error rows replaced their messages for a run are read
+    again once readable, changed or not, and the tables equal a clean
+    run's, on both backends: a folder listed but not searchable for a run
+    (mode 644: no file in it can be statted), and a copy under the same
+    unique name deleted while the other copy could not be read (the other
+    is read by every run, so its error row replaced the message).  Both
+    kept their files rows as they were, so the unchanged files were never
+    read again and their messages were gone for good."""
+    pre = unprivileged_prefix("root stats and reads anyway")
+    os.chmod(tmp, 0o755)
+    for backend in ("sync", "uring"):
+        md = os.path.join(tmp, "md-" + backend)
+        mkcorpus(md, "--seed", "19", "--layout", "maildir", "--count", "4")
+        for sub in ("cur", "new", "tmp"):
+            os.makedirs(os.path.join(md, ".B", sub))
+        dbdir = os.path.join(tmp, "db-" + backend)
+        os.mkdir(dbdir)
+        os.chmod(dbdir, 0o777)
+        db = os.path.join(dbdir, "inc.db")
+        args = ["--backend=" + backend, md]
+        cur = os.path.join(md, "cur")
+        run(["--index=" + db] + args, pre=pre)
+        os.chmod(cur, 0o644)
+        run(["--index=" + db] + args, pre=pre)
+        os.chmod(cur, 0o755)
+        run(["--index=" + db] + args, pre=pre)
+        equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: a folder searchable again", pre=pre)
+        one = sorted(os.listdir(cur))[0]
+        orig, copy = os.path.join(md, ".B", "cur", one), os.path.join(cur, one)
+        os.rename(copy, orig)
+        shutil.copyfile(orig, copy)
+        for step in ("copy", "unreadable", "deleted", "readable"):
+            if step == "unreadable":
+                os.chmod(orig, 0)
+            elif step == "deleted":
+                os.unlink(copy)
+            elif step == "readable":
+                os.chmod(orig, 0o644)
+            run(["--index=" + db] + args, pre=pre)
+        equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: the copy left, readable again", pre=pre)
+    print("files unreadable for a run read again once readable, both backends")
+
+
 def case_maildir_loses_cur(tmp):
     """A Maildir that loses its cur/ is no Maildir any more: its new/
     messages get path ids under the same paths (README "Records"), and the
