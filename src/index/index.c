@@ -1542,16 +1542,24 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 			}
 			at += n + 1;
 		}
-		/* the state row: what --state would save (io/state.c); a file
-		 * that could not be read keeps its row with no inode, so that
-		 * the next run reads it again, changed or not: its error row
-		 * replaced its messages here */
-		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT)
+		/* the state row: what --state would save (io/state.c).  A file
+		 * that could not be read has a row with no inode, so that the
+		 * next run reads it again, changed or not (its error row
+		 * replaced its messages here), or, renamed or gone by then,
+		 * deletes the error row at this place: a statted one, new or
+		 * not, gets that row; one not statted keeps the row it had */
+		struct record_io reread;
+		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
-		else if (r == 0 && io->reason == RECORD_IO)
+		} else if (r == 0 && io->reason == RECORD_IO && io->have_stat) {
+			reread = *io;
+			reread.dev = reread.ino = 0;
+			r = index_file_row(ix, ST_UPSERT_FILE, &reread);
+		} else if (r == 0 && io->reason == RECORD_IO) {
 			r = index_file_row(ix, ST_REREAD_FILE, io);
-		else if (r == 0 && io->have_stat)
+		} else if (r == 0 && io->have_stat) {
 			r = index_file_row(ix, ST_UPSERT_FILE, io);
+		}
 	}
 	ix->stats.ns += index_now_ns() - t0;
 	return r;

@@ -1091,7 +1091,9 @@ def case_unreadable_comes_back(tmp):
     unique name deleted while the other copy could not be read (the other
     is read by every run, so its error row replaced the message).  Both
     kept their files rows as they were, so the unchanged files were never
-    read again and their messages were gone for good."""
+    read again and their messages were gone for good.  And a new file
+    unreadable from the start, renamed: its error row under the old name
+    stayed, as no files row remembered it."""
     pre = unprivileged_prefix("root stats and reads anyway")
     os.chmod(tmp, 0o755)
     for backend in ("sync", "uring"):
@@ -1124,6 +1126,20 @@ def case_unreadable_comes_back(tmp):
                 os.chmod(orig, 0o644)
             run(["--index=" + db] + args, pre=pre)
         equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: the copy left, readable again", pre=pre)
+        # a new message unreadable from the start, then renamed (a flag
+        # change) while still unreadable: its error row moves with it, where
+        # the old name's stayed (no files row remembered the file)
+        late = os.path.join(cur, "1900000000.M77.h:2,S")
+        with open(late, "wb") as f:
+            f.write(b"From: late@example.org\nSubject: late\n\nbody\n")
+        os.chmod(late, 0)
+        run(["--index=" + db] + args, pre=pre)
+        os.rename(late, late[:-1] + "FS")
+        for step in ("renamed, unreadable", "readable"):
+            if step == "readable":
+                os.chmod(late[:-1] + "FS", 0o644)
+            run(["--index=" + db] + args, pre=pre)
+            equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: a new unreadable file {step}", pre=pre)
     print("files unreadable for a run read again once readable, both backends")
 
 
