@@ -182,7 +182,8 @@ static const char *const index_sql[ST__COUNT] = {
 		"INSERT OR REPLACE INTO files(root, path, dev, ino, size, mtime_sec, mtime_nsec, id)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_DELETE_FILE] = "DELETE FROM files WHERE root = ?1 AND path = ?2",
-	[ST_REREAD_FILE] = "UPDATE files SET dev = 0, ino = 0 WHERE root = ?1 AND path = ?2",
+	[ST_REREAD_FILE] = "INSERT INTO files(root, path, dev, ino, size, mtime_sec, mtime_nsec, id)"
+		" VALUES (?1, ?2, 0, 0, 0, 0, 0, ?3) ON CONFLICT DO UPDATE SET dev = 0, ino = 0",
 	[ST_FILE_ID] = "SELECT id FROM files WHERE root = ?1 AND path = ?2",
 	[ST_RENAME_MESSAGES] =
 		"UPDATE messages SET root = ?2, path = ?3, folder = ?1->>'folder', subdir = ?1->>'subdir',"
@@ -1386,6 +1387,8 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 		/* the file's identity (README, "Records"), what the state finds
 		 * a file by on the next run */
 		sqlite3_bind_int64(s, 8, (int64_t)io->id);
+	} else if (k == ST_REREAD_FILE) {
+		sqlite3_bind_int64(s, 3, (int64_t)io->id);
 	}
 	return index_run(ix, k);
 }
@@ -1547,7 +1550,8 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		 * next run reads it again, changed or not (its error row
 		 * replaced its messages here), or, renamed or gone by then,
 		 * deletes the error row at this place: a statted one, new or
-		 * not, gets that row; one not statted keeps the row it had */
+		 * not, gets that row; one not statted (a directory that cannot
+		 * be listed too) keeps the row it had, or gets one of zeros */
 		struct record_io reread;
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);

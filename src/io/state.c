@@ -860,10 +860,18 @@ int state_not_read(struct state *s, const struct record_io *io)
 	 * stat it).  Its error record replaces the document downstream, so
 	 * the entry is saved with no inode: the next run that can stat the
 	 * file reads it again, changed or not (a directory that lost its
-	 * search permission for a run lost its messages for good). */
+	 * search permission for a run lost its messages for good).  New to
+	 * the state (a directory that cannot be listed is such an error
+	 * record too), it is saved as its error record, with no inode, so
+	 * that the run that can list or stat it, or no longer finds it,
+	 * deletes that record, as a clean run has none. */
 	struct state_entry *old = state_find_old(s, io->id, NULL);
-	if (!old)
-		return 0;
+	if (!old) {
+		struct state_entry *e = state_find_new(s, io->id) ? NULL : state_add_indexed(s, io);
+		if (e)
+			e->unread = e->no_document = true;
+		return e || state_find_new(s, io->id) ? 0 : -ENOMEM;
+	}
 	old->seen = true;
 	old->reread = true;   /* for a run that stops early (state_format_stopped) */
 	struct state_entry *e = state_keep(s, old);

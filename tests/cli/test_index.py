@@ -1093,7 +1093,8 @@ def case_unreadable_comes_back(tmp):
     kept their files rows as they were, so the unchanged files were never
     read again and their messages were gone for good.  And a new file
     unreadable from the start, renamed: its error row under the old name
-    stayed, as no files row remembered it."""
+    stayed, as no files row remembered it; so did the error row of a
+    folder that could not be listed for a run."""
     pre = unprivileged_prefix("root stats and reads anyway")
     os.chmod(tmp, 0o755)
     for backend in ("sync", "uring"):
@@ -1113,6 +1114,13 @@ def case_unreadable_comes_back(tmp):
         os.chmod(cur, 0o755)
         run(["--index=" + db] + args, pre=pre)
         equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: a folder searchable again", pre=pre)
+        # a folder that cannot be listed for a run: its error row goes once
+        # it can (it stayed for good, as nothing else is at its place)
+        os.chmod(cur, 0)
+        run(["--index=" + db] + args, pre=pre)
+        os.chmod(cur, 0o755)
+        run(["--index=" + db] + args, pre=pre)
+        equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: a folder listable again", pre=pre)
         one = sorted(os.listdir(cur))[0]
         orig, copy = os.path.join(md, ".B", "cur", one), os.path.join(cur, one)
         os.rename(copy, orig)
