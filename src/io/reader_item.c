@@ -149,6 +149,16 @@ int reader_item_take(struct reader_common *rc, struct batch *b, struct batch_ite
 	return r;
 }
 
+/* reader_item_fail, and the state told (reader_item_not_found). */
+static void reader_item_fail_kept(struct reader_common *rc, struct batch_item *it, int neg_errno)
+{
+	reader_item_fail(it, neg_errno);
+	if (reader_item_not_found(rc, it, neg_errno) < 0) {
+		it->io.reason = RECORD_INTERNAL;
+		it->io.message = "out of memory in --state";
+	}
+}
+
 uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int res,
                           uint32_t mode, uint64_t size, int64_t mtime_sec,
                           uint32_t mtime_nsec, uint64_t dev, uint64_t ino)
@@ -160,11 +170,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		return 0;
 	}
 	if (res < 0) {
-		reader_item_fail(it, res);
-		if (reader_item_not_found(rc, it, res) < 0) {
-			it->io.reason = RECORD_INTERNAL;
-			it->io.message = "out of memory in --state";
-		}
+		reader_item_fail_kept(rc, it, res);
 		return 0;
 	}
 	it->io.have_stat = true;
@@ -180,7 +186,9 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 			it->no_output = true;
 			rc->st.expanded++;
 		} else {
-			reader_item_fail(it, r);
+			/* its error record, kept in the state as a stat's failure
+			 * is, so that the run that can list it deletes it */
+			reader_item_fail_kept(rc, it, r);
 		}
 		return 0;
 	}

@@ -854,18 +854,25 @@ static struct state_entry *state_keep(struct state *s, const struct state_entry 
 
 int state_not_read(struct state *s, const struct record_io *io)
 {
-	/* Not statted, so no inode to compare: the id says which old entry it
-	 * is (a Maildir message renamed since and unreadable now is still the
-	 * message the old entry knew, kept under its old name until a run can
-	 * stat it).  Its error record replaces the document downstream, so
+	/* Not statted, so no inode to compare: the old entry is the one at
+	 * its place.  Its error record replaces the document downstream, so
 	 * the entry is saved with no inode: the next run that can stat the
 	 * file reads it again, changed or not (a directory that lost its
-	 * search permission for a run lost its messages for good).  New to
-	 * the state (a directory that cannot be listed is such an error
-	 * record too), it is saved as its error record, with no inode, so
-	 * that the run that can list or stat it, or no longer finds it,
+	 * search permission for a run lost its messages for good).  Another
+	 * entry of the id is another file's (a copy under the same unique
+	 * name, which this run may still meet, or the name this message had
+	 * before a rename: gone, so its rows go, as a clean run has none).
+	 * New to the state (a directory that cannot be listed is such an
+	 * error record too), it is saved as its error record, with no inode,
+	 * so that the run that can list or stat it, or no longer finds it,
 	 * deletes that record, as a clean run has none. */
-	struct state_entry *old = state_find_old(s, io->id, NULL);
+	struct state_entry *old = NULL;
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, io->id); !old && (k = slots_next(&p));) {
+		struct state_entry *o = &s->old[k - 1];
+		if (o->id == io->id && !o->seen && state_same_place(o, io))
+			old = o;
+	}
 	if (!old) {
 		struct state_entry *e = state_find_new(s, io->id) ? NULL : state_add_indexed(s, io);
 		if (e)

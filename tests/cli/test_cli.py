@@ -1015,6 +1015,71 @@ def case_state_unreadable(tmp):
         print(f"{backend}: unreadable files kept in the state and read once readable")
 
 
+def case_state_not_statted(tmp):
+    """--state, as a user permissions apply to, both backends.  A directory
+    a list names and that cannot be listed: its error record, then, once
+    it can be listed, that record's deletion (nothing kept it in the state,
+    so it stayed downstream for good).  Two copies of a message under one
+    unique name, the first listed in a folder that cannot be searched: the
+    other copy is read by every run, its changes with it (the unstatted
+    copy took the other's state entry, which then counted as met)."""
+    pre = unprivileged_prefix("root stats anyway")
+    os.chmod(tmp, 0o755)
+
+    def as_user(args):
+        p = subprocess.run(pre + [ARGS.ingest] + args, capture_output=True, timeout=120)
+        if p.returncode:
+            fail(f"{args}: exit {p.returncode}: {p.stderr[-500:]!r}")
+        return records(p.stdout)
+
+    for backend in ("--backend=uring", "--backend=sync"):
+        d = os.path.join(tmp, backend[10:])
+        os.makedirs(d)
+        os.chmod(d, 0o777)
+        listed = os.path.join(d, "M")
+        for sub in ("cur", "new", "tmp"):
+            os.makedirs(os.path.join(listed, sub))
+        with open(os.path.join(listed, "cur", "1.M1.h:2,S"), "wb") as f:
+            f.write(b"From: a@b.example\nSubject: one\n\nbody\n")
+        lst = os.path.join(d, "list")
+        with open(lst, "w") as f:
+            f.write(listed + "\n")
+        st = os.path.join(d, "st")
+        as_user([backend, "--state=" + st, "--files-from=" + lst])
+        os.chmod(listed, 0)
+        err = as_user([backend, "--state=" + st, "--files-from=" + lst])
+        os.chmod(listed, 0o755)
+        gone = as_user([backend, "--state=" + st, "--files-from=" + lst])
+        if [r.get("error", {}).get("errno") for r in err] != ["EACCES"] or \
+                [(r.get("deleted"), r.get("id")) for r in gone] != [(listed, err[0]["id"])]:
+            fail(f"{backend}: a listed directory that could not be listed: {err}, then {gone}")
+        # the copies: A in a folder that cannot be searched, B readable
+        copies = []
+        for folder in ("X", "Y"):
+            for sub in ("cur", "new", "tmp"):
+                os.makedirs(os.path.join(d, "C", "." + folder, sub))
+            copies.append(os.path.join(d, "C", "." + folder, "cur", "1800.M1.h:2,S"))
+            with open(copies[-1], "wb") as f:
+                f.write(b"From: a@b.example\nSubject: copy " + folder.encode() + b"\n\nbody\n")
+        a, b = copies
+        st = os.path.join(d, "st-copies")
+        with open(lst, "w") as f:
+            f.write(b + "\n" + a + "\n")
+        as_user([backend, "--state=" + st, "--files-from=" + lst])
+        os.chmod(os.path.dirname(a), 0o644)
+        with open(lst, "w") as f:
+            f.write(a + "\n" + b + "\n")
+        for edit in ("first", "second"):
+            with open(b, "ab") as f:
+                f.write(edit.encode() + b"\n")
+            recs = as_user([backend, "--state=" + st, "--files-from=" + lst])
+            got = [(r["path"], "error" in r, r.get("size")) for r in recs]
+            if got != [(a, True, None), (b, False, os.path.getsize(b))]:
+                fail(f"{backend}: copies, one not statted, after the {edit} edit of the other: {got}")
+        os.chmod(os.path.dirname(a), 0o755)
+    print("a listed directory's error record deleted once listed; a copy read beside one not statted")
+
+
 def case_state_unchanged_100k(tmp):
     """An unchanged 100,000-message Maildir re-run with --state reads no
     message bodies: no read on the ring, and strace sees no read, pread64
