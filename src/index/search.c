@@ -755,7 +755,7 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
 	return r;
 }
 
-/* Opens name (flags: sqlite3_open_v2's, never SQLITE_OPEN_CREATE).  A
+/* Opens name (flags: sqlite3_open_v2's).  A
  * reader may meet the index between a writer's last commit and the
  * removal of its WAL (and SQLite's own checkpoint on close), or beside
  * another reader that closes last: SQLITE_BUSY for a moment, waited out,
@@ -766,30 +766,35 @@ static int search_open_as(const char *name, int flags, sqlite3 **db)
 	return rc == SQLITE_OK ? sqlite3_busy_timeout(*db, 5000) : rc;
 }
 
-/* Opens the index to read it.  A database in WAL mode needs its -shm file
- * written even to be read: where the reader cannot create it (a directory
- * not its own: SQLITE_READONLY; a read-only file system: SQLITE_CANTOPEN,
- * for a file that is there) and no writer is at work (no -wal file: the
- * last writer removed it when it closed), the file is read as immutable,
- * which takes no lock and writes nothing (README, "Searching").  An
- * SQLite code; *wal_in_way: that was not done for a -wal file. */
-static int search_open(const char *path, sqlite3 **db, bool *wal_in_way)
+/* How search_open opened the index. */
+enum search_opened {
+	SEARCH_READ,         /* read-only, with its -shm */
+	SEARCH_IMMUTABLE,    /* as immutable: no -shm could be made */
+	SEARCH_WAL_IN_WAY,   /* no -shm could be made, and a -wal is there */
+};
+
+/* Opens the index read-only: a search changes nothing, not even a database
+ * that turns out not to be ingest's (a connection that may write would
+ * roll back its hot journal, or checkpoint its WAL, before the check).  A
+ * database in WAL mode needs its -shm file written even to be read: where
+ * the reader cannot create it (a directory not its own: SQLITE_READONLY;
+ * a read-only file system: SQLITE_CANTOPEN, for a file that is there) and
+ * no writer is at work (no -wal file: the last writer removed it when it
+ * closed), the file is read as immutable, which takes no lock and writes
+ * nothing (README, "Searching").  An SQLite code. */
+static int search_open(const char *path, bool there, sqlite3 **db, enum search_opened *how)
 {
-	*wal_in_way = false;
-	/* for writing where the file allows it (SQLite falls back to reading
-	 * where it does not), though a search writes nothing: the last
-	 * connection to close removes the -wal and -shm files, which a
-	 * read-only one cannot, and every search left them behind */
-	int rc = search_open_as(path, SQLITE_OPEN_READWRITE, db);
+	*how = SEARCH_READ;
+	int rc = search_open_as(path, SQLITE_OPEN_READONLY, db);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(*db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
-	if ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN)
+	if ((rc & 0xff) != SQLITE_READONLY && ((rc & 0xff) != SQLITE_CANTOPEN || !there))
 		return rc;
 	struct dynbuf u;
 	dynbuf_init(&u, 0);
 	int r = dynbuf_printf(&u, "%s-wal", path);
 	bool wal = r == 0 && dynbuf_putc(&u, '\0') == 0 && access(u.p, F_OK) == 0;
-	*wal_in_way = wal;
+	*how = wal ? SEARCH_WAL_IN_WAY : SEARCH_IMMUTABLE;
 	dynbuf_reset(&u);
 	/* file:PATH, every byte but a path's plain ones %-escaped, a leading
 	 * "//" (a URI's authority) made one '/' */
@@ -808,6 +813,21 @@ static int search_open(const char *path, sqlite3 **db, bool *wal_in_way)
 	}
 	dynbuf_release(&u);
 	return rc;
+}
+
+/* A read-only connection cannot remove the -wal and -shm files it made
+ * (or found) when it closes, and every search left them beside the index;
+ * one that may write removes them when it closes last (a run writing
+ * keeps them).  Opened only on ingest's own index, in WAL mode: it has no
+ * rollback journal to replay, and at most a checkpoint to finish, which
+ * the next run would do.  Where the file cannot be written, SQLite opens
+ * it read-only and nothing changes. */
+static void search_tidy(const char *path)
+{
+	sqlite3 *db;
+	if (search_open_as(path, SQLITE_OPEN_READWRITE, &db) == SQLITE_OK)
+		sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
+	sqlite3_close(db);
 }
 
 int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
@@ -834,13 +854,15 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * directory's or a device's errors as its own; a path that is not
 	 * there is left to it (its errno says so) */
 	struct statx stx;
-	if (r == 0 && sys_statx(AT_FDCWD, db_path, 0, STATX_TYPE, &stx) == 0 && !S_ISREG(stx.stx_mode)) {
+	bool there = r == 0 && sys_statx(AT_FDCWD, db_path, 0, STATX_TYPE, &stx) == 0;
+	if (there && !S_ISREG(stx.stx_mode)) {
 		why = "not a regular file";
 		r = -EINVAL;
 	}
-	bool wal_in_way = false;
+	enum search_opened how = SEARCH_READ;
+	bool ours = false;
 	if (r == 0) {
-		rc = search_open(db_path, &db, &wal_in_way);
+		rc = search_open(db_path, there, &db, &how);
 		sqlite3_stmt *chk = NULL;
 		/* A search reads most pages once: SQLite's default 2 MB page
 		 * cache would be fresh heap, one page fault per page read,
@@ -861,7 +883,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 			    : "written by an older ingest (an earlier schema_version): ingest --index on it"
 			      " migrates it or says what to do";
 			r = -EINVAL;
-		} else if (rc != SQLITE_OK && wal_in_way) {
+		} else if (rc != SQLITE_OK && how == SEARCH_WAL_IN_WAY) {
 			why = "a run's -wal file is beside it, and its -shm file cannot be made here"
 			      " (a directory or file system this process cannot write)";
 			r = -EACCES;
@@ -875,6 +897,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 			why = sqlite3_errmsg(db);
 			r = -EINVAL;
 		}
+		ours = r == 0 && step == SQLITE_ROW;
 		sqlite3_finalize(chk);
 	}
 	bool fts = s.fts.len > 0;
@@ -982,6 +1005,8 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	sqlite3_finalize(st);
 	rank_free(rk);
 	sqlite3_close(db);
+	if (ours && how == SEARCH_READ)
+		search_tidy(db_path);
 	for (int i = 0; i < s.n_binds; i++)
 		xfree(s.binds[i]);
 	dynbuf_release(&s.fts);

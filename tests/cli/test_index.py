@@ -1596,12 +1596,33 @@ def case_search_not_a_file(tmp):
             fail(f"search of {what}: exit {p.returncode}, {p.stderr!r}")
     db = small_corpus(tmp)
     want = subjects(db, "alpha")
-    # a search opens the index for writing where it may (and writes
-    # nothing), so that SQLite removes its -wal and -shm files on close,
-    # which a read-only connection left behind after every search
+    # a search reads read-only, then closes a connection that may write
+    # on ingest's index, so that SQLite removes the -wal and -shm files a
+    # read-only connection left behind after every search
     left = sorted(f for f in os.listdir(tmp) if f.startswith(os.path.basename(db)))
     if left != [os.path.basename(db)]:
         fail(f"a search left {left}")
+    # a database not ingest's is left as it was: a connection that may
+    # write replayed its hot journal or checkpointed its WAL
+    other = os.path.join(tmp, "other.db")
+    code = ("import os, sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')\n"
+            "c.execute('CREATE TABLE t(x)')\n"
+            "for i in range(50): c.execute('INSERT INTO t VALUES (?)', ('z' * 1000,))\n"
+            "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, other], check=True)
+    before = {f: open(f, "rb").read() for f in (other, other + "-wal")}
+    p = search(other, "alpha", rc=1)
+    if b"not an ingest index" not in p.stderr or \
+            any(open(f, "rb").read() != b for f, b in before.items()):
+        fail(f"another application's WAL database: {p.stderr!r}, or it changed")
+    # a -wal beside no database: the database is missing, not in the way
+    with open(os.path.join(tmp, "gone.db-wal"), "wb"):
+        pass
+    p = search(os.path.join(tmp, "gone.db"), "alpha", rc=1)
+    if b"No such file or directory" not in p.stderr:
+        fail(f"a -wal beside no database: {p.stderr!r}")
     ro = os.path.join(tmp, "ro")
     os.mkdir(ro)
     if subprocess.run(["mount", "--bind", tmp, ro], capture_output=True).returncode:
