@@ -1549,9 +1549,10 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		 * that could not be read has a row with no inode, so that the
 		 * next run reads it again, changed or not (its error row
 		 * replaced its messages here), or, renamed or gone by then,
-		 * deletes the error row at this place: a statted one, new or
-		 * not, gets that row; one not statted (a directory that cannot
-		 * be listed too) keeps the row it had, or gets one of zeros */
+		 * deletes the error row at this place: one statted (a directory
+		 * that cannot be listed too) gets a row of its stat with no
+		 * inode; one not statted keeps the row it had with no inode, or
+		 * gets a row of zeros */
 		struct record_io reread;
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);

@@ -578,7 +578,8 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 
 /* The previous run's entry of id that this run has not met and that is
  * this file (io: the same path or the same inode; NULL: any), or NULL.
- * The entry of the same path comes first: a file is there now, so that
+ * The entry of the same path (the id says the root) comes first: a file
+ * is there now, so that
  * entry cannot be gone, and its deletion (state_deleted) would remove
  * what this run writes at its place (a copy under the same unique name
  * moved over the other keeps the copy's inode, whose entry is elsewhere). */
