@@ -8,6 +8,7 @@ independent of ours.
 Usage: test_cli.py --ingest PATH --mkcorpus PATH --case NAME
        test_cli.py --list   (the cases, their timeouts, serial or not)
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
+import functools
 import json
 import os
 import random
@@ -785,6 +786,15 @@ def case_state_unlisted_fault(tmp):
                 fail(f"{backend} fault {n}: no EIO record: {[r for r in recs if r.get('error')]}")
 
 
+def records_as(pre, args):
+    """The records of ingest with args, run after the prefix pre (a user's:
+    unprivileged_prefix), which must exit 0."""
+    p = subprocess.run(pre + [ARGS.ingest] + args, capture_output=True, timeout=120)
+    if p.returncode:
+        fail(f"{args}: exit {p.returncode}: {p.stderr[-500:]!r}")
+    return records(p.stdout)
+
+
 def unprivileged_prefix(why_root_is_no_test):
     """The command prefix that runs ingest as a user permissions apply to:
     nothing when not root, setpriv to nobody when root (skips the case when
@@ -927,12 +937,7 @@ def case_state_unreadable(tmp):
     record), and a new one's error record has its size and mtime."""
     pre = unprivileged_prefix("root reads a mode-000 file anyway")
     os.chmod(tmp, 0o755)
-
-    def as_user(args):
-        p = subprocess.run(pre + [ARGS.ingest] + args, capture_output=True, timeout=120)
-        if p.returncode:
-            fail(f"{args}: exit {p.returncode}: {p.stderr[-500:]!r}")
-        return records(p.stdout)
+    as_user = functools.partial(records_as, pre)
 
     for backend in ("--backend=uring", "--backend=sync"):
         d = os.path.join(tmp, backend[10:])
@@ -1025,12 +1030,7 @@ def case_state_not_statted(tmp):
     copy took the other's state entry, which then counted as met)."""
     pre = unprivileged_prefix("root stats anyway")
     os.chmod(tmp, 0o755)
-
-    def as_user(args):
-        p = subprocess.run(pre + [ARGS.ingest] + args, capture_output=True, timeout=120)
-        if p.returncode:
-            fail(f"{args}: exit {p.returncode}: {p.stderr[-500:]!r}")
-        return records(p.stdout)
+    as_user = functools.partial(records_as, pre)
 
     for backend in ("--backend=uring", "--backend=sync"):
         d = os.path.join(tmp, backend[10:])
