@@ -690,7 +690,7 @@ int index_open(const char *path, struct index **out, const char **why)
 	}
 	/* A file we may not write is refused before SQLite opens it read-only
 	 * behind our back (it would fail only at the first batch). */
-	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
+	if (there == 0 && access(path, W_OK) < 0) {
 		int e = -errno;
 		*why = "the database is not writable";
 		index_close(ix);
@@ -708,7 +708,7 @@ int index_open(const char *path, struct index **out, const char **why)
 		return w;
 	}
 	ix->build_fd = -1;
-	int r = access(path, F_OK) < 0 && errno == ENOENT ? index_build_begin(ix, path) : 0;
+	int r = there == -ENOENT ? index_build_begin(ix, path) : 0;
 	if (r < 0) {
 		*why = r == -EBUSY ? "another run is creating it" : "cannot create the database";
 		index_close(ix);
@@ -1553,11 +1553,10 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		 * that cannot be listed too) gets a row of its stat with no
 		 * inode; one not statted keeps the row it had with no inode, or
 		 * gets a row of zeros */
-		struct record_io reread;
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
 		} else if (r == 0 && io->reason == RECORD_IO && io->have_stat) {
-			reread = *io;
+			struct record_io reread = *io;
 			reread.dev = reread.ino = 0;
 			r = index_file_row(ix, ST_UPSERT_FILE, &reread);
 		} else if (r == 0 && io->reason == RECORD_IO) {
