@@ -172,16 +172,27 @@ static size_t state_newlines(const char *p, size_t n)
 /* Indexes entry i; -EINVAL when an entry with the same root and path came
  * before it: two entries for one file are not a state this program wrote,
  * and probing past every copy would make loading quadratic. */
+/* The previous run's entry of id filed at root and path (unmet: one this
+ * run has not met yet), or NULL: a place holds one file, so one entry. */
+static struct state_entry *state_old_at(const struct state *s, uint64_t id, struct str root,
+                                        struct str path, bool unmet)
+{
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
+		struct state_entry *o = &s->old[k - 1];
+		if (o->id == id && !(unmet && o->seen) && o->root_n == root.n && o->path_n == path.n &&
+		    !memcmp(o->root, root.p, root.n) && !memcmp(o->path, path.p, path.n))
+			return o;
+	}
+	return NULL;
+}
+
 static int state_index(struct state *s, size_t i)
 {
 	const struct state_entry *e = &s->old[i];
-	size_t k;
-	for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));) {
-		const struct state_entry *o = &s->old[k - 1];
-		if (o->id == e->id && o->root_n == e->root_n && o->path_n == e->path_n &&
-		    !memcmp(o->root, e->root, e->root_n) && !memcmp(o->path, e->path, e->path_n))
-			return state_bad(s, e->line, "a second entry for the same file");
-	}
+	if (state_old_at(s, e->id, (struct str){ e->root, e->root_n }, (struct str){ e->path, e->path_n },
+	                 false))
+		return state_bad(s, e->line, "a second entry for the same file");
 	slots_put(&s->by_id, e->id, i);
 	return 0;
 }
@@ -579,10 +590,10 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 /* The previous run's entry of id that this run has not met and that is
  * this file (io: the same path or the same inode; NULL: any), or NULL.
  * The entry of the same path (the id says the root) comes first: a file
- * is there now, so that
- * entry cannot be gone, and its deletion (state_deleted) would remove
- * what this run writes at its place (a copy under the same unique name
- * moved over the other keeps the copy's inode, whose entry is elsewhere). */
+ * is there now, so that entry cannot be gone, and its deletion
+ * (state_deleted) would remove what this run writes at its place (a copy
+ * under the same unique name moved over the other keeps the copy's
+ * inode, whose entry is elsewhere). */
 static struct state_entry *state_find_old(struct state *s, uint64_t id, const struct record_io *io)
 {
 	struct state_entry *same_inode = NULL;
@@ -853,6 +864,21 @@ static struct state_entry *state_keep(struct state *s, const struct state_entry 
 	return state_copy_offsets(e, old) < 0 ? NULL : e;
 }
 
+/* A file new to the state whose record is an error: an entry saved as
+ * that record, with no inode (state_save), so that a run that no longer
+ * finds or names it deletes the record, as a clean run has none; one
+ * entry however often it is met.  0 or -ENOMEM. */
+static int state_add_error(struct state *s, const struct record_io *io)
+{
+	if (state_find_new(s, io->id))
+		return 0;
+	struct state_entry *e = state_add_indexed(s, io);
+	if (!e)
+		return -ENOMEM;
+	e->unread = e->no_document = true;
+	return 0;
+}
+
 int state_not_read(struct state *s, const struct record_io *io)
 {
 	/* Not statted, so no inode to compare: the old entry is the one at
@@ -867,19 +893,9 @@ int state_not_read(struct state *s, const struct record_io *io)
 	 * error record too), it is saved as its error record, with no inode,
 	 * so that the run that can list or stat it, or no longer finds it,
 	 * deletes that record, as a clean run has none. */
-	struct state_entry *old = NULL;
-	size_t k;
-	for (struct slots_probe p = slots_probe(&s->by_id, io->id); !old && (k = slots_next(&p));) {
-		struct state_entry *o = &s->old[k - 1];
-		if (o->id == io->id && !o->seen && state_same_place(o, io))
-			old = o;
-	}
-	if (!old) {
-		struct state_entry *e = state_find_new(s, io->id) ? NULL : state_add_indexed(s, io);
-		if (e)
-			e->unread = e->no_document = true;
-		return e || state_find_new(s, io->id) ? 0 : -ENOMEM;
-	}
+	struct state_entry *old = state_old_at(s, io->id, io->base, io->path, true);
+	if (!old)
+		return state_add_error(s, io);
 	old->seen = true;
 	old->reread = true;   /* for a run that stops early (state_format_stopped) */
 	struct state_entry *e = state_keep(s, old);
@@ -899,12 +915,9 @@ void state_named_missing(struct state *s, const struct record_io *io)
 		if (s->old[k - 1].id == io->id)
 			known = s->old[k - 1].replaced = true;
 	/* new to the state: its error record (JSON Lines, --es-errors) is
-	 * kept as one, with no inode (state_save), so that a run that no
-	 * longer names the file deletes it, as a clean run has none; one
-	 * entry however often it is named */
-	struct state_entry *e = known || state_find_new(s, io->id) ? NULL : state_add_indexed(s, io);
-	if (e)
-		e->unread = e->no_document = true;
+	 * kept as one (out of memory, left out: its deletion is never said) */
+	if (!known)
+		(void)state_add_error(s, io);
 }
 
 void state_set_walk(struct state *s, struct walk *w)
@@ -1179,14 +1192,8 @@ static int state_merge_offsets(struct state_entry *to, const struct state_entry 
  * there: the place decides the id). */
 static bool state_old_at_place(const struct state *s, const struct state_entry *e)
 {
-	size_t k;
-	for (struct slots_probe p = slots_probe(&s->by_id, e->id); (k = slots_next(&p));) {
-		const struct state_entry *o = &s->old[k - 1];
-		if (o->id == e->id && o->path_n == e->path_n && o->root_n == e->root_n &&
-		    !memcmp(o->path, e->path, e->path_n) && !memcmp(o->root, e->root, e->root_n))
-			return true;
-	}
-	return false;
+	return state_old_at(s, e->id, (struct str){ e->root, e->root_n }, (struct str){ e->path, e->path_n },
+	                    false) != NULL;
 }
 
 /* The entries of a run that stopped early (state_save): the old ones,
