@@ -158,10 +158,21 @@ static bool search_bareword(const char *v, size_t n)
 	return n > 0;
 }
 
+/* FTS5's filter of one column of mail_fts, `"column" : `, or of a set of
+ * them as written, `{subject text}: `. */
+#define SEARCH_FILTER_MAX 80
+
+static void search_column_filter(char out[SEARCH_FILTER_MAX], const char *column)
+{
+	snprintf(out, SEARCH_FILTER_MAX, "\"%s\" : ", column);
+}
+
 /* `"column" : "v"`: a phrase in one column of mail_fts. */
 static int search_column_phrase(struct dynbuf *e, const char *column, const char *v, size_t n)
 {
-	int r = dynbuf_printf(e, "\"%s\" : ", column);
+	char filter[SEARCH_FILTER_MAX];
+	search_column_filter(filter, column);
+	int r = dynbuf_puts(e, filter);
 	return r ? r : search_phrase(e, v, n);
 }
 
@@ -574,7 +585,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		/* text:( ), attachments:( ): a column's group, as from:( ) is;
 		 * {subject text}:( ) a set's, whose words are any of its
 		 * columns' */
-		char filter[80];
+		char filter[SEARCH_FILTER_MAX];
 		if (colon && colon[1] == '(' && w[0] == '{' && s->group_column < 0) {
 			int k = snprintf(filter, sizeof(filter), "%.*s ", (int)(colon + 1 - w), w);
 			if (k < 0 || (size_t)k >= sizeof(filter))
@@ -584,7 +595,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		}
 		for (int c = 0; colon && w[0] != '{' && colon[1] == '(' && c < INDEX_FTS__COUNT; c++)
 			if ((size_t)(colon - w) == strlen(columns[c]) && !strncasecmp(w, columns[c], strlen(columns[c]))) {
-				snprintf(filter, sizeof(filter), "\"%s\" : ", columns[c]);
+				search_column_filter(filter, columns[c]);
 				return search_column_group(s, word, sw.lead, filter, c, colon + 1,
 				                           (size_t)(word + wn - colon - 1));
 			}
@@ -596,8 +607,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
 	if (group) {
-		char filter[32];
-		snprintf(filter, sizeof(filter), "\"%s\" : ", columns[col]);
+		char filter[SEARCH_FILTER_MAX];
+		search_column_filter(filter, columns[col]);
 		return search_column_group(s, word, sw.lead, filter, col, v + pl, (size_t)(word + wn - v - pl));
 	}
 	const char *val = v + pl;
