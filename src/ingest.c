@@ -593,7 +593,12 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	chan_init(&run->free_batches);
 	chan_init(&run->full_batches);
 	budget_init(&run->budget, o->max_inflight);
-	atomic_store(&ingest_stop, 0);
+	/* A library host's run forgets an interrupt meant for an earlier
+	 * one.  The command's run is its process's only one, and its handler
+	 * is installed before the run starts: a Ctrl-C in between must stop
+	 * the run, not be cleared here and ignored. */
+	if (!o->process_ends)
+		atomic_store(&ingest_stop, 0);
 
 	/* Probed before the window: pthread_once wakes with a futex of glibc's. */
 	run->threads = o->threads ? o->threads : parallelism_default();
