@@ -259,7 +259,10 @@ INGEST_API int ingest_search(const char *db_path, const char *query, int tsv, un
                              int fd, char **error);
 
 /* Asks a running ingest_run() to stop reading, write what it has parsed
- * and return.  Async-signal-safe: call it from a SIGINT handler. */
+ * and return.  Async-signal-safe: call it from a SIGINT handler.  A run
+ * forgets, as it begins, an interrupt that came before it (one meant for
+ * an earlier run): to stop a run that another thread is only starting,
+ * call it again until that ingest_run() has returned. */
 INGEST_API void ingest_interrupt(void);
 
 #ifdef __cplusplus

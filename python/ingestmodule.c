@@ -794,6 +794,24 @@ static bool scan_in_child(const struct scan *s)
 	return atomic_load_explicit(&scan_forks, memory_order_relaxed) != s->forks;
 }
 
+/* How long __next__ waits for a batch before it looks for Ctrl-C, and
+ * how often a stopping scan interrupts its run again (scan_stop). */
+#define SCAN_SIGNAL_CHECK_NS (100 * 1000 * 1000)
+#define SCAN_INTERRUPT_AGAIN_NS (100 * 1000)
+
+/* Waits on the scan's condition for ns at most, its lock held. */
+static void scan_wait_locked(struct scan *s, long ns)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += ns;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec += t.tv_nsec / 1000000000;
+		t.tv_nsec %= 1000000000;
+	}
+	pthread_cond_timedwait(&s->cond, &s->lock, &t);
+}
+
 /* The scan whose run this process's ingest_run() is, or NULL (the GIL's):
  * one at a time (libingest's rule), and a second scan() is refused at
  * once, so that dropping it can never interrupt the first one's run. */
@@ -815,11 +833,16 @@ static void scan_stop(struct scan *s, bool interrupt)
 	pthread_mutex_lock(&s->lock);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cond);
-	bool done = s->done;
-	pthread_mutex_unlock(&s->lock);
-	if (interrupt && !done)
-		ingest_interrupt();
 	Py_BEGIN_ALLOW_THREADS
+	/* A run forgets, as it begins, an interrupt that came before
+	 * (libingest's rule for a host's runs): one sent while the run's
+	 * thread is only starting would be lost, and the whole run read for
+	 * nothing.  So it is sent again until the run says it is done. */
+	while (interrupt && !s->done) {
+		ingest_interrupt();
+		scan_wait_locked(s, SCAN_INTERRUPT_AGAIN_NS);
+	}
+	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
 	Py_END_ALLOW_THREADS
 	/* only now: while the GIL was released for the join, a scan() of
@@ -905,17 +928,10 @@ static PyObject *scan_next_locked(struct scan *s)
 		bool given = false;
 		bool done = s->done;
 		if (!done) {
-			struct timespec t;
-			clock_gettime(CLOCK_REALTIME, &t);
-			t.tv_nsec += 100000000;
-			if (t.tv_nsec >= 1000000000) {
-				t.tv_sec++;
-				t.tv_nsec -= 1000000000;
-			}
 			/* the lock is let go before the GIL is taken back: a
 			 * thread holding the GIL may be waiting for it */
 			Py_BEGIN_ALLOW_THREADS
-			pthread_cond_timedwait(&s->cond, &s->lock, &t);
+			scan_wait_locked(s, SCAN_SIGNAL_CHECK_NS);
 			given = s->given;
 			pthread_mutex_unlock(&s->lock);
 			Py_END_ALLOW_THREADS

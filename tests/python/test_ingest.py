@@ -586,6 +586,33 @@ def test_scan_refused_at_once_and_dropped(generated):
     assert len(got) == want
 
 
+def test_scan_dropped_at_once_stops_its_run(tmp_path):
+    """A scan dropped as soon as it is made stops its run: the interrupt
+    it sends while the run's thread is only starting was once cleared by
+    the run as it began, and dropping the scan then took as long as
+    reading the whole tree.  The fastest of five drops must take well
+    under a whole run of the same tree (measured here, so that a slow
+    build or a busy machine moves both; a stop still parses the batches
+    already read, up to ~20 ms here, so the fastest drop is taken)."""
+    d = str(tmp_path / "md")
+    subprocess.run([MKCORPUS, "--seed", "7", "--count", "3000", "--layout", "maildir",
+                    "--out", d], check=True, capture_output=True)
+    assert sum(1 for _ in ingest.scan(d)) == 3000   # the pool and libmagic start
+    whole = []
+    for _ in range(2):
+        t = time.monotonic()
+        assert sum(1 for _ in ingest.scan(d)) == 3000
+        whole.append(time.monotonic() - t)
+    drops = []
+    for _ in range(5):
+        t = time.monotonic()
+        s = ingest.scan(d)
+        del s
+        drops.append(time.monotonic() - t)
+    assert min(drops) < min(whole) / 4, (whole, drops)
+    assert sum(1 for _ in ingest.scan(d)) == 3000   # and a run goes whole after
+
+
 def test_scan_two_threads(generated):
     """One scan iterated from two threads: the second gets ValueError, as a
     generator's would (it once deadlocked: the scan's lock and the GIL
