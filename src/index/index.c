@@ -345,6 +345,11 @@ static int index_fail(struct index *ix, int rc)
 {
 	snprintf(ix->error, sizeof(ix->error), "%s", sqlite3_errmsg(ix->db));
 	ix->broken = ix->built != NULL;
+	/* SQLite's I/O errors name no cause; the system call's errno does
+	 * (a full disk as the -shm file is made is "disk I/O error") */
+	int sys = (rc & 0xff) == SQLITE_IOERR ? sqlite3_system_errno(ix->db) : 0;
+	if (sys > 0)
+		return -sys;
 	return index_errno(rc) ? index_errno(rc) : -EIO;
 }
 
@@ -658,6 +663,21 @@ int index_drop_vanished(struct index *ix,
 	return r;
 }
 
+/* index_open's reason with SQLite's own words where they add to it (a
+ * table dropped by hand: "no such table: main.refs"; a full disk), kept
+ * here since the index that held them is freed before the caller prints
+ * the reason.  A refusal of ingest's own (-EINVAL: not ours, another
+ * version) says all there is. */
+static _Thread_local char index_open_why[512];
+
+static void index_open_why_sqlite(const struct index *ix, int r, const char **why)
+{
+	if (!*why || r == -EINVAL || !ix->error[0])
+		return;
+	snprintf(index_open_why, sizeof(index_open_why), "%s (SQLite: %s)", *why, ix->error);
+	*why = index_open_why;
+}
+
 int index_open(const char *path, struct index **out, const char **why)
 {
 	*out = NULL;
@@ -779,6 +799,7 @@ int index_open(const char *path, struct index **out, const char **why)
 		}
 	}
 	if (r < 0) {
+		index_open_why_sqlite(ix, r, why);
 		index_close(ix);
 		return r;
 	}

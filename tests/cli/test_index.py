@@ -2081,6 +2081,23 @@ def case_sigkill_20k(tmp):
     sigkill_points(tmp, 20000, 20, [])
 
 
+def case_damaged(tmp):
+    """An index whose table was dropped by hand: the run fails before
+    reading input (exit 1) and says which table, in SQLite's words, rather
+    than a bare "Input/output error"."""
+    db = os.path.join(tmp, "mail.db")
+    run(["-q", "--index=" + db, sample()], check_rc=0)
+    c = sqlite3.connect(db)
+    c.execute("DROP TABLE refs")
+    c.commit()
+    c.close()
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=1)
+    err = p.stderr.decode()
+    if "no such table: main.refs" not in err or stats(p)["walk"]["entries"]:
+        fail(f"a dropped table: {err!r}")
+    print(f"a dropped table: {err.strip()}")
+
+
 def case_enospc(tmp):
     """ENOSPC: the database on a full tmpfs; the run fails with exit 1 and
     says so, the database stays consistent, and once there is room the next
@@ -2094,6 +2111,23 @@ def case_enospc(tmp):
     try:
         d = os.path.join(tmp, "md")
         mkcorpus(d, "--seed", "17", "--layout", "maildir", "--count", "600")
+        # the disk already full when a run opens a database a complete
+        # run left (no -wal, no -shm): the cause is named, not
+        # "Input/output error"
+        before = os.path.join(mnt, "before.db")
+        run(["-q", "--index=" + before, sample()], check_rc=0)
+        filler = os.path.join(mnt, "filler")
+        with open(filler, "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+            except OSError:
+                pass
+        p = run(["--index=" + before, sample()], check_rc=1)
+        if "No space left on device" not in p.stderr.decode():
+            fail(f"a full disk at the open not named: {p.stderr!r}")
+        for name in os.listdir(mnt):
+            os.unlink(os.path.join(mnt, name))
         # a first run: the database built aside is dropped whole
         db = os.path.join(mnt, "first.db")
         p = run(["--index=" + db, "--batch-bytes=32K", d], check_rc=1)
