@@ -81,6 +81,8 @@ struct search {
 	int group_column;        /* the column of the from:( ) group open, or -1 */
 	int group_depth;         /* depth outside that group */
 	int words;               /* of the query so far (SEARCH_MAX_WORDS) */
+	bool fts_token;          /* a word given to FTS5 has a token: without one,
+	                            its expression can only match nothing */
 	struct dynbuf where;     /* SQL conditions, " AND "-joined */
 	char *binds[SEARCH_MAX_TERMS];
 	int n_binds;
@@ -391,7 +393,10 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	/* as written where FTS5 takes it (a bareword, "a phrase", pre*,
 	 * column:word); a word it would refuse becomes a phrase */
 	bool quoted = search_quoted(core, word);
-	bool keep = word && (quoted || search_bareword(core, word) || search_fts_filter(core, word));
+	bool filtered = !quoted && search_fts_filter(core, word);
+	bool keep = word && (quoted || search_bareword(core, word) || filtered);
+	const char *value = filtered ? (const char *)memchr(core, ':', word) + 1 : core;
+	s->fts_token |= !oper && search_has_token(value, word - (size_t)(value - core));
 	if (r == 0 && !op && word)
 		r = !keep ? search_phrase(&s->fts, core, word)
 		  : !quoted && !search_bareword(core, word) ? search_filter_value(&s->fts, core, word)
@@ -702,6 +707,12 @@ static int search_parse(struct search *s, const char *q)
 		r = -EINVAL;
 	} else if (r == 0 && s->fts.len && s->end == SEARCH_OPERATOR) {
 		snprintf(s->error, sizeof(s->error), "the query ends with AND, OR or NOT: nothing after it");
+		r = -EINVAL;
+	} else if (r == 0 && s->fts.len && !s->fts_token) {
+		/* as from:. is refused: FTS5 skips a phrase of no token beside
+		 * others, and one alone matches no row */
+		snprintf(s->error, sizeof(s->error), "no letter or digit to search for: it can only match"
+		         " nothing");
 		r = -EINVAL;
 	}
 	if (r == 0 && s->top_or && s->conditions) {

@@ -1748,7 +1748,8 @@ def case_search_many_matches(tmp):
 def case_search_refused_values(tmp):
     """A value that can only match nothing is refused with exit 1 and
     named (README, "Searching"): a thread that is not a number from 1, a
-    date range whose start is past its end."""
+    date range whose start is past its end, a query whose words have no
+    letter or digit."""
     db = small_corpus(tmp)
     for q, why in (("thread:abc", b"thread:abc: not a thread"),
                    ("thread:-1", b"thread:-1: not a thread"),
@@ -1757,10 +1758,18 @@ def case_search_refused_values(tmp):
                    ("thread:99999999999999999999", b"thread:99999999999999999999: not a thread"),
                    ("date:2017-06..2017-05", b"date: '2017-06' is after '2017-05'"),
                    ("date:2018..2017-12-31", b"date: '2018' is after '2017-12-31'"),
-                   ("-date:2017-06-02..2017-06-01T23", b"'2017-06-02' is after '2017-06-01T23'")):
+                   ("-date:2017-06-02..2017-06-01T23", b"'2017-06-02' is after '2017-06-01T23'"),
+                   # words FTS5 would take, none with a token: no hit, ever
+                   (".", b"no letter or digit to search for"),
+                   ("text:.", b"no letter or digit to search for"),
+                   ("{subject text}:(... -)", b"no letter or digit to search for"),
+                   ("tag:seen \"...\"", b"no letter or digit to search for")):
         p = search(db, q, rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
+    # beside a word that has one, such a word is skipped, as FTS5 does
+    if subjects(db, "alpha .") != subjects(db, "alpha") or not subjects(db, "alpha"):
+        fail(f"'alpha .': {subjects(db, 'alpha .')} against {subjects(db, 'alpha')}")
     t = search(db, "subject:alpha")[0]["thread"]
     for q in (f"thread:{t}", f"thread:0{t}", "date:2017-06-05..2017-06", "date:2017..2017-06-05T10"):
         if "alpha report" not in subjects(db, q):
