@@ -686,6 +686,12 @@ static int search_parse(struct search *s, const char *q)
 				braced = false;
 			p++;
 		}
+		/* what FTS5 would refuse as "syntax error near ...", said */
+		if (braced) {
+			snprintf(s->error, sizeof(s->error), "a '{' is not closed: a set of columns is"
+			         " {subject text}:word");
+			return -EINVAL;
+		}
 		/* what FTS5 matches is tokens: a phrase ("a b", a.b.c) counts
 		 * each of its words (SEARCH_MAX_WORDS) */
 		int tokens = 0;

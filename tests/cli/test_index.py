@@ -1572,7 +1572,11 @@ def case_search_column_group(tmp):
     if snippets != ["[alpha] report", "[beta] plan"]:
         fail(f"subject:( ) snippets: {snippets}")
     for q, why in (("subject:(alpha OR from:ann)", b"inside subject:( ), a phrase of from: can only match nothing"),
-                   ("-subject:(alpha OR beta)", b"a group cannot be negated")):
+                   ("-subject:(alpha OR beta)", b"a group cannot be negated"),
+                   # once FTS5's "syntax error near \":\"", or the rest of
+                   # the query taken as one phrase
+                   ("{subject text:gamma", b"a '{' is not closed"),
+                   ("gamma {subject", b"a '{' is not closed")):
         p = search(db, *q.split(), rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
