@@ -64,6 +64,10 @@
 #define SEARCH_SNIPPET_MATCHES 1000
 #define SEARCH_TEXT_START "substr(replace(f.text, char(10), ' '), 1, 80)"
 
+/* FTS5's filter of one column of mail_fts, `"column" : `, or of a set of
+ * them as written, `{subject text}: `. */
+#define SEARCH_FILTER_MAX 80
+
 struct search {
 	struct dynbuf fts;       /* the MATCH expression */
 	int depth;               /* "(" groups open in fts */
@@ -79,6 +83,10 @@ struct search {
 	                          * in (SEARCH_COLUMN_NONE: no phrase yet), or
 	                          * -1: any (the snippet's column, ingest_search) */
 	int group_column;        /* the column of the from:( ) group open, or -1 */
+	char group_names[SEARCH_FILTER_MAX];
+	                         /* the columns of the group open: its column's
+	                          * name ("from"), or its set as written
+	                          * ("{subject text}"); "" outside a group */
 	int group_depth;         /* depth outside that group */
 	int words;               /* of the query so far (SEARCH_MAX_WORDS) */
 	bool fts_token;          /* a word given to FTS5 has a token: without one,
@@ -159,10 +167,6 @@ static bool search_bareword(const char *v, size_t n)
 	}
 	return n > 0;
 }
-
-/* FTS5's filter of one column of mail_fts, `"column" : `, or of a set of
- * them as written, `{subject text}: `. */
-#define SEARCH_FILTER_MAX 80
 
 static void search_column_filter(char out[SEARCH_FILTER_MAX], const char *column)
 {
@@ -406,14 +410,71 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	if (r == 0)
 		r = dynbuf_append(&s->fts, sw->w + sw->n - sw->trail, sw->trail);
 	s->depth += sw->opens - sw->closes;
-	if (s->depth <= s->group_depth)
+	if (s->depth <= s->group_depth) {
 		s->group_column = -1;   /* the from:( ) group closed */
+		s->group_names[0] = '\0';
+	}
 	s->in_near = (s->in_near || sw->near) && !sw->near_closed;
 	s->end = oper ? SEARCH_OPERATOR
 	       : sw->closes ? SEARCH_GROUP
 	       : n || op || sw->near_closed ? SEARCH_PHRASE
 	       : sw->lead ? SEARCH_OPERATOR : s->end;
 	return r;
+}
+
+/* Whether the column name (nn bytes) is one of names: a column's name,
+ * or a set as written ("{subject text}"), in any case. */
+static bool search_names_have(const char *names, const char *name, size_t nn)
+{
+	const char *p = names + (names[0] == '{');
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t k = strcspn(p, " \t}");
+		if (!k)
+			return false;
+		if (k == nn && !strncasecmp(p, name, nn))
+			return true;
+		p += k;
+	}
+}
+
+/* Inside a group, a word that names columns (from:x, text:x, {a b}:x,
+ * after its "(" and "-") one of which the group has not can only match
+ * nothing: FTS5 keeps the columns both name.  true, and *name is what the
+ * word names. */
+static bool search_group_clash(const struct search *s, const char *w, size_t n, struct str *name)
+{
+	if (!s->group_names[0])
+		return false;
+	while (n && (*w == '(' || *w == '-')) {
+		w++;
+		n--;
+	}
+	if (!n || !search_fts_filter(w, n))
+		return false;
+	const char *colon = memchr(w, ':', n);
+	*name = (struct str){ w, (size_t)(colon - w) };
+	if (w[0] != '{')
+		return !search_names_have(s->group_names, w, name->n);
+	for (const char *p = w + 1; p < colon && *p != '}';) {
+		if (*p == ' ' || *p == '\t') {
+			p++;
+			continue;
+		}
+		size_t k = strcspn(p, " \t}:");
+		if (!search_names_have(s->group_names, p, k))
+			return true;
+		p += k;
+	}
+	return false;
+}
+
+/* The refusal of a word search_group_clash() found. */
+static int search_refuse_clash(struct search *s, const char *word, size_t wn, struct str name)
+{
+	return search_refuse(s, word, wn, "inside %s:( ), a phrase of %.*s: can only match nothing",
+	                     s->group_names, (int)name.n, name.p);
 }
 
 /* A phrase in column col (-1: any) joins the expression: the snippet's
@@ -431,8 +492,13 @@ static void search_column_seen(struct search *s, int col)
  * group is the value, from its "(" to the word's end, read against the
  * groups then open. */
 static int search_column_group(struct search *s, const char *word, size_t lead, const char *filter,
-                               int col, const char *group, size_t n)
+                               int col, const char *names, size_t names_n, const char *group, size_t n)
 {
+	/* the group itself, inside another: its columns against those */
+	size_t wn = (size_t)(group + n - word);
+	struct str clash;
+	if (search_group_clash(s, word, wn, &clash))
+		return search_refuse_clash(s, word, wn, clash);
 	int r = 0;
 	if (lead) {
 		struct search_word before = search_word(s, word, lead);
@@ -440,10 +506,14 @@ static int search_column_group(struct search *s, const char *word, size_t lead, 
 		r = search_fts_word(s, &before, NULL, NULL, 0);
 	}
 	struct search_word sw = search_word(s, group, n);
-	if (s->group_column < 0) {
+	if (!s->group_names[0]) {
 		s->group_column = col;
 		s->group_depth = s->depth;
+		snprintf(s->group_names, sizeof(s->group_names), "%.*s", (int)names_n, names);
 	}
+	/* the group's first word, which came with its prefix */
+	if (search_group_clash(s, group, n, &clash))
+		return search_refuse_clash(s, word, wn, clash);
 	search_column_seen(s, col);
 	return r ? r : search_fts_word(s, &sw, filter, NULL, 0);
 }
@@ -550,9 +620,9 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	s->conditions |= condition;
 	/* FTS5 keeps, inside a column's group, the phrases of another column
 	 * in both: none */
-	if (col >= 0 && s->group_column >= 0 && col != s->group_column)
-		return search_refuse(s, word, wn, "inside %s:( ), a phrase of %s: can only match nothing",
-		                     columns[s->group_column], columns[col]);
+	struct str clash;
+	if (col >= 0 && search_group_clash(s, v, vn, &clash))
+		return search_refuse_clash(s, word, wn, clash);
 	if (has)
 		return search_where(s, negate, "EXISTS (SELECT 1 FROM attachments a WHERE a.message = m.docid)",
 		                    NULL, 0);
@@ -595,26 +665,26 @@ static int search_term(struct search *s, const char *word, size_t wn)
 			int k = snprintf(filter, sizeof(filter), "%.*s ", (int)(colon + 1 - w), w);
 			if (k < 0 || (size_t)k >= sizeof(filter))
 				return search_refuse(s, word, wn, "not a set of mail_fts's columns");
-			return search_column_group(s, word, sw.lead, filter, -1, colon + 1,
+			return search_column_group(s, word, sw.lead, filter, -1, w, (size_t)(colon - w), colon + 1,
 			                           (size_t)(word + wn - colon - 1));
 		}
 		for (int c = 0; colon && w[0] != '{' && colon[1] == '(' && c < INDEX_FTS__COUNT; c++)
 			if ((size_t)(colon - w) == strlen(columns[c]) && !strncasecmp(w, columns[c], strlen(columns[c]))) {
 				search_column_filter(filter, columns[c]);
-				return search_column_group(s, word, sw.lead, filter, c, colon + 1,
+				return search_column_group(s, word, sw.lead, filter, c, columns[c], strlen(columns[c]),
+				                           colon + 1,
 				                           (size_t)(word + wn - colon - 1));
 			}
-		const char *gc = s->group_column >= 0 ? columns[s->group_column] : NULL;
-		if (gc && colon && (colon != w + strlen(gc) || strncasecmp(w, gc, strlen(gc))))
-			return search_refuse(s, word, wn, "inside %s:( ), another column's phrase can only"
-			                     " match nothing", columns[s->group_column]);
+		if (search_group_clash(s, w, n, &clash))
+			return search_refuse_clash(s, word, wn, clash);
 		search_column_seen(s, s->group_column);
 		return search_fts_word(s, &sw, NULL, NULL, 0);
 	}
 	if (group) {
 		char filter[SEARCH_FILTER_MAX];
 		search_column_filter(filter, columns[col]);
-		return search_column_group(s, word, sw.lead, filter, col, v + pl, (size_t)(word + wn - v - pl));
+		return search_column_group(s, word, sw.lead, filter, col, columns[col], strlen(columns[col]),
+		                           v + pl, (size_t)(word + wn - v - pl));
 	}
 	const char *val = v + pl;
 	size_t valn = vn - pl;
@@ -680,7 +750,7 @@ static int search_parse(struct search *s, const char *q)
 		while (*p && (quoted || braced || !isspace((unsigned char)*p))) {
 			if (*p == '"' && !braced)
 				quoted = !quoted;
-			else if (*p == '{' && p == set)
+			else if (*p == '{' && !quoted && (p == set || p[-1] == '('))
 				braced = true;
 			else if (*p == '}')
 				braced = false;

@@ -1562,7 +1562,8 @@ def case_search_column_group(tmp):
                     # a phrase with more after it in one word is searched as
                     # a phrase of all of it (FTS5 refused it as written)
                     ('"beta"plan', ["beta plan"]),
-                    ('"beta plan"^', ["beta plan"])):
+                    ('"beta plan"^', ["beta plan"]),
+                    ("{subject text}:({subject}:beta)", ["beta plan"])):
         for args in ([q], q.split()):
             got = subjects(db, *args)
             if got != want:
@@ -1576,7 +1577,15 @@ def case_search_column_group(tmp):
                    # once FTS5's "syntax error near \":\"", or the rest of
                    # the query taken as one phrase
                    ("{subject text:gamma", b"a '{' is not closed"),
-                   ("gamma {subject", b"a '{' is not closed")):
+                   ("gamma {subject", b"a '{' is not closed"),
+                   # the group's first word, nested groups and column sets:
+                   # once answered with nothing, exit 0
+                   ("subject:(from:ann)", b"inside subject:( ), a phrase of from: can only match nothing"),
+                   ("subject:(from:ann OR beta)", b"inside subject:( ), a phrase of from:"),
+                   ("text:(subject:(alpha))", b"inside text:( ), a phrase of subject:"),
+                   ("{subject}:(from:ann)", b"inside {subject}:( ), a phrase of from:"),
+                   ("{subject text}:(beta OR from:ann)", b"inside {subject text}:( ), a phrase of from:"),
+                   ("{subject}:({subject text}:beta)", b"inside {subject}:( ), a phrase of {subject text}:")):
         p = search(db, *q.split(), rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
