@@ -300,6 +300,19 @@ static bool search_operator(const char *w, size_t n)
 	return (n == 2 && !memcmp(w, "OR", 2)) || (n == 3 && (!memcmp(w, "AND", 3) || !memcmp(w, "NOT", 3)));
 }
 
+/* A negated group: FTS5's NOT is binary, and a group's words are not one
+ * condition. */
+#define SEARCH_NO_NEGATED_GROUP "a group cannot be negated: negate its words (-subject:a -subject:b)"
+
+/* A column's NEAR( ) written as FTS5 takes it only inside a group: its
+ * value would be searched as the phrase "NEAR a". */
+#define SEARCH_NEAR_IN_GROUP "a column's NEAR( ) is written in a group: subject:(NEAR(a b))"
+
+static bool search_near_value(const char *v, size_t n)
+{
+	return n >= 5 && !memcmp(v, "NEAR(", 5);
+}
+
 /* A negated word or value of no token (search_has_token). */
 #define SEARCH_NOTHING_TO_NEGATE "no letter or digit to negate (it would be every message)"
 
@@ -607,7 +620,9 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	 * cannot sit in a group or follow an operator; NEAR takes phrases */
 	const char *refused = NULL;
 	if (group && negate)
-		refused = "a group cannot be negated: negate its words (-subject:a -subject:b)";
+		refused = SEARCH_NO_NEGATED_GROUP;
+	else if (col >= 0 && search_near_value(v + pl, vn - pl))
+		refused = SEARCH_NEAR_IN_GROUP;
 	else if (condition && (s->depth || s->in_near || sw.lead || sw.trail))
 		refused = "a condition cannot be inside ( ) or NEAR( )";
 	else if (condition && s->end == SEARCH_OPERATOR)
@@ -636,6 +651,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		const char *fc = search_fts_filter(v, vn) ? memchr(v, ':', vn) : NULL;
 		if (fc && v[vn - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
+		if (fc && (fc[1] == '(' || search_near_value(fc + 1, (size_t)(v + vn - fc - 1))))
+			return search_refuse(s, word, wn, SEARCH_NO_NEGATED_GROUP);   /* as -subject:( ) is */
 		if (!search_has_token(fc ? fc + 1 : v, fc ? vn - (size_t)(fc + 1 - v) : vn))
 			return search_refuse(s, word, wn, SEARCH_NOTHING_TO_NEGATE);
 		struct dynbuf e;
@@ -657,6 +674,8 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		const char *colon = search_fts_filter(w, n) ? memchr(w, ':', n) : NULL;
 		if (colon && w[n - 1] == ':')
 			return search_refuse(s, word, wn, "a column filter needs a value");
+		if (colon && search_near_value(colon + 1, (size_t)(w + n - colon - 1)))
+			return search_refuse(s, word, wn, SEARCH_NEAR_IN_GROUP);
 		/* text:( ), attachments:( ): a column's group, as from:( ) is;
 		 * {subject text}:( ) a set's, whose words are any of its
 		 * columns' */

@@ -1563,7 +1563,8 @@ def case_search_column_group(tmp):
                     # a phrase of all of it (FTS5 refused it as written)
                     ('"beta"plan', ["beta plan"]),
                     ('"beta plan"^', ["beta plan"]),
-                    ("{subject text}:({subject}:beta)", ["beta plan"])):
+                    ("{subject text}:({subject}:beta)", ["beta plan"]),
+                    ("subject:(NEAR(alpha report))", ["alpha report"])):
         for args in ([q], q.split()):
             got = subjects(db, *args)
             if got != want:
@@ -1585,7 +1586,13 @@ def case_search_column_group(tmp):
                    ("text:(subject:(alpha))", b"inside text:( ), a phrase of subject:"),
                    ("{subject}:(from:ann)", b"inside {subject}:( ), a phrase of from:"),
                    ("{subject text}:(beta OR from:ann)", b"inside {subject text}:( ), a phrase of from:"),
-                   ("{subject}:({subject text}:beta)", b"inside {subject}:( ), a phrase of {subject text}:")):
+                   ("{subject}:({subject text}:beta)", b"inside {subject}:( ), a phrase of {subject text}:"),
+                   # negated FTS5 groups, as -subject:( ) is
+                   ("-text:(alpha)", b"a group cannot be negated"),
+                   ("-{subject}:(alpha)", b"a group cannot be negated"),
+                   # a column's NEAR( ) outside a group was the phrase "NEAR a"
+                   ("text:NEAR(alpha report)", b"a column's NEAR( ) is written in a group"),
+                   ("subject:NEAR(alpha report)", b"a column's NEAR( ) is written in a group")):
         p = search(db, *q.split(), rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
