@@ -1104,9 +1104,15 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		r = r ? r : w;
 	}
 	dynbuf_release(&out);
+	char syntax[320];
 	if (r == 0 && rc != SQLITE_DONE) {
-		/* a query FTS5 cannot parse is the user's to fix: say so */
+		/* a query FTS5 cannot parse is the user's to fix: say so, in
+		 * FTS5's words where the checks above let one through */
 		why = sqlite3_errmsg(db);
+		if (rc == SQLITE_ERROR) {
+			snprintf(syntax, sizeof(syntax), "not a query FTS5 can read (%s)", why);
+			why = syntax;
+		}
 		r = -EINVAL;
 	}
 	if (r < 0 && why && error) {

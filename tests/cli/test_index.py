@@ -1592,7 +1592,10 @@ def case_search_column_group(tmp):
                    ("-{subject}:(alpha)", b"a group cannot be negated"),
                    # a column's NEAR( ) outside a group was the phrase "NEAR a"
                    ("text:NEAR(alpha report)", b"a column's NEAR( ) is written in a group"),
-                   ("subject:NEAR(alpha report)", b"a column's NEAR( ) is written in a group")):
+                   ("subject:NEAR(alpha report)", b"a column's NEAR( ) is written in a group"),
+                   # what FTS5 alone refuses is said to be its
+                   ("{bogus}:alpha", b"not a query FTS5 can read (no such column: bogus)"),
+                   ("alpha ( )", b"not a query FTS5 can read (fts5: syntax error")):
         p = search(db, *q.split(), rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
