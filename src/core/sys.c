@@ -145,6 +145,12 @@ int sys_fchmod_(const char *site, int fd, mode_t mode)
 	SYS_DO(fchmod, SYS_fchmod, fd, mode);
 }
 
+int sys_sleep_ns_(const char *site, uint64_t ns)
+{
+	struct timespec t = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	SYS_DO(clock_nanosleep, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &t, NULL);
+}
+
 int sys_sched_getaffinity_(const char *site, size_t size, void *mask)
 {
 	SYS_DO(sched_getaffinity, SYS_sched_getaffinity, 0, size, mask);

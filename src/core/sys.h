@@ -51,7 +51,8 @@
 	X(prctl)                  \
 	X(fcntl)                  \
 	X(fchmod)                 \
-	X(madvise)
+	X(madvise)                \
+	X(clock_nanosleep)
 
 enum sys_call {
 #define SYS_CALL_ENUM(name) SC_##name,
@@ -89,6 +90,7 @@ int sys_faccessat_(const char *site, int dirfd, const char *path, int mode);
 struct flock;
 int sys_fcntl_lock_(const char *site, int fd, int cmd, struct flock *l);
 int sys_fchmod_(const char *site, int fd, mode_t mode);
+int sys_sleep_ns_(const char *site, uint64_t ns);
 int sys_sched_getaffinity_(const char *site, size_t size, void *mask);
 int sys_prlimit_nofile_(const char *site, uint64_t *soft, uint64_t *hard, uint64_t new_soft);
 int sys_set_thread_name_(const char *site, const char *name);
@@ -120,6 +122,9 @@ int sys_fault_(const char *site, enum sys_call c);
 /* fcntl's record locks only (F_SETLK, F_SETLKW, F_GETLK): the --state lock. */
 #define sys_fcntl_lock(...) sys_fcntl_lock_(FAULT_SITE, __VA_ARGS__)
 #define sys_fchmod(...) sys_fchmod_(FAULT_SITE, __VA_ARGS__)
+/* clock_nanosleep on CLOCK_MONOTONIC: 0, or -EINTR when a signal ended it
+ * (the --wait-state wait for the state's lock, io/state.c). */
+#define sys_sleep_ns(...) sys_sleep_ns_(FAULT_SITE, __VA_ARGS__)
 #define sys_sched_getaffinity(...) sys_sched_getaffinity_(FAULT_SITE, __VA_ARGS__)
 #define sys_prlimit_nofile(...) sys_prlimit_nofile_(FAULT_SITE, __VA_ARGS__)
 /* Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).

@@ -421,6 +421,11 @@ const char *state_load_error(const struct state *s)
 	return s && s->why[0] ? s->why : NULL;
 }
 
+/* How often --wait-state tries the lock again: a run waits at most this
+ * long after the holder lets go, or after an interrupt from another
+ * thread. */
+#define STATE_LOCK_RETRY_NS (20 * 1000 * 1000)
+
 int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n)
 {
 	why[0] = '\0';
@@ -444,17 +449,29 @@ int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, s
 	if (fd < 0)
 		return fd;
 	/* A record lock, not flock: F_GETLK names the holder, and a lock dies
-	 * with its process, so a crashed run leaves nothing to clean up. */
+	 * with its process, so a crashed run leaves nothing to clean up.
+	 * Waited for by trying again every STATE_LOCK_RETRY_NS, not with
+	 * F_SETLKW: an interrupt from another thread (ingest_interrupt() of a
+	 * library host, a Python scan() dropped) sets a flag, which a
+	 * blocking fcntl never looks at.  A stopping signal to this thread
+	 * ends the sleep at once; the run then does nothing. */
 	for (;;) {
 		struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-		int r = sys_fcntl_lock(fd, wait ? F_SETLKW : F_SETLK, &l);
+		int r = sys_fcntl_lock(fd, F_SETLK, &l);
 		if (r == 0)
 			return fd;
-		/* EINTR by hand: a stopping signal ends the wait for the
-		 * lock (the run then does nothing), any other is waited out. */
+		bool held = r == -EAGAIN || r == -EACCES;
+		if (wait && (held || r == -EINTR)) {
+			if (atomic_load(stop)) {
+				sys_close(fd);
+				return -EINTR;
+			}
+			sys_sleep_ns(STATE_LOCK_RETRY_NS);   /* or a signal ends it */
+			continue;
+		}
 		if (r == -EINTR && !atomic_load(stop))
 			continue;
-		if (r == -EAGAIN || r == -EACCES) {
+		if (held) {
 			struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 			if (sys_fcntl_lock(fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK && q.l_pid > 0)
 				snprintf(why, why_n, "in use by another ingest (pid %ld)", (long)q.l_pid);

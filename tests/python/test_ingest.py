@@ -613,6 +613,33 @@ def test_scan_dropped_at_once_stops_its_run(tmp_path):
     assert sum(1 for _ in ingest.scan(d)) == 3000   # and a run goes whole after
 
 
+def test_scan_waiting_for_state_dropped(generated, tmp_path):
+    """A scan with wait_state=True waiting for another run's lock stops
+    when dropped: its run once sat in a blocking fcntl that the interrupt
+    never reached, until the holder let go."""
+    st = str(tmp_path / "state")
+    # another process: record locks are a process's, and this one's
+    # threads would share it
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl\n"
+                               f"f = open({st + '.lock'!r}, 'a+')\n"
+                               "fcntl.lockf(f, fcntl.LOCK_EX)\nprint('locked', flush=True)\n"
+                               "import time\ntime.sleep(10)\n"],
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == b"locked"
+        s = ingest.scan(generated["maildir"], state=st, wait_state=True)
+        time.sleep(0.2)
+        t = time.monotonic()
+        del s
+        took = time.monotonic() - t
+    finally:
+        holder.kill()
+        holder.wait()
+    assert took < 5, took
+    # the lock let go, a scan with the same state runs whole
+    assert len(list(ingest.scan(generated["maildir"], state=st))) == len(cli(generated["maildir"]))
+
+
 def test_scan_two_threads(generated):
     """One scan iterated from two threads: the second gets ValueError, as a
     generator's would (it once deadlocked: the scan's lock and the GIL
