@@ -488,35 +488,40 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 	PyObject **dicts = PyMem_Calloc(n ? n : 1, sizeof(*dicts));
 	_Atomic(struct emit_pytape *) *slots = PyMem_Calloc(n ? n : 1, sizeof(*slots));
 	PyObject *out = NULL;
-	struct many m = { .o = o, .n = n, .dicts = dicts, .slots = slots, .checked_ns = clock_now_ns(),
-	                  .caller = pthread_self(), .free_lock = PTHREAD_MUTEX_INITIALIZER };
-	if (!bufs || !lens || !dicts || !slots) {
+	/* On the heap, as every array the pool's workers touch: a daemon
+	 * thread that takes the GIL back while Python shuts down is ended
+	 * there, in the middle of its batch, and the other workers go on
+	 * with the batch (its stack would be gone; the heap is kept). */
+	struct many *m = PyMem_Calloc(1, sizeof(*m));
+	if (!bufs || !lens || !dicts || !slots || !m) {
 		PyErr_NoMemory();
 		goto done;
 	}
+	*m = (struct many){ .o = o, .n = n, .dicts = dicts, .slots = slots, .checked_ns = clock_now_ns(),
+	                    .caller = pthread_self(), .free_lock = PTHREAD_MUTEX_INITIALIZER };
 	for (size_t i = 0; i < n; i++) {
 		bufs[i] = views[i].buf;
 		lens[i] = (size_t)views[i].len;
 	}
-	m.ts = PyEval_SaveThread();
-	int r = parse_mem_run(o, bufs, lens, n, threads, &m.stop, many_item, &m);
+	m->ts = PyEval_SaveThread();
+	int r = parse_mem_run(o, bufs, lens, n, threads, &m->stop, many_item, m);
 	/* what the caller did not make: the slots of items that ended after
 	 * its last one (all ready now) */
-	many_gil_take(&m);
-	while (r == 0 && m.built < n && !m.exc[0])
-		many_build_one(&m);
-	for (; m.built < n; m.built++) {   /* interrupted: the tapes left go */
-		struct emit_pytape *t = atomic_load_explicit(&m.slots[m.built], memory_order_acquire);
+	many_gil_take(m);
+	while (r == 0 && m->built < n && !m->exc[0])
+		many_build_one(m);
+	for (; m->built < n; m->built++) {   /* interrupted: the tapes left go */
+		struct emit_pytape *t = atomic_load_explicit(&m->slots[m->built], memory_order_acquire);
 		if (t && t != &many_no_tape)
-			many_tape_put(&m, t);
+			many_tape_put(m, t);
 	}
-	if (m.gc_was)
+	if (m->gc_was)
 		PyGC_Enable();
-	if (m.exc[0]) {
-		PyErr_Restore(m.exc[0], m.exc[1], m.exc[2]);
+	if (m->exc[0]) {
+		PyErr_Restore(m->exc[0], m->exc[1], m->exc[2]);
 		goto done;
 	}
-	if (r < 0 || m.failed) {
+	if (r < 0 || m->failed) {
 		PyErr_NoMemory();
 		goto done;
 	}
@@ -534,7 +539,9 @@ static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObj
 done:
 	for (size_t i = 0; dicts && i < n; i++)
 		Py_XDECREF(dicts[i]);
-	many_free_tapes(&m);
+	if (m)
+		many_free_tapes(m);
+	PyMem_Free(m);
 	PyMem_Free(slots);
 	PyMem_Free(dicts);
 	PyMem_Free(lens);

@@ -125,12 +125,19 @@ int parse_mem_run(const struct ingest_options *o, const void *const *bufs, const
 	if (!threads)
 		threads = o->threads;
 	pthread_once(&mem.once, mem_init);
-	if (n > 1 && threads != 1 && mem.pool && pthread_mutex_trylock(&mem.lock) == 0) {
-		b.mctx = mem.mctx;
-		pool_run_max(mem.pool, n, bytes, threads ? threads : mem.threads, mem_item, &b);
+	/* The batch the pool's workers read is on the heap: the caller may
+	 * be ended in the middle of it (fn taking back a Python GIL while the
+	 * interpreter shuts down: a daemon thread), and the workers go on. */
+	struct mem_batch *pb = n > 1 && threads != 1 && mem.pool ? xmalloc(sizeof(*pb)) : NULL;
+	if (pb && pthread_mutex_trylock(&mem.lock) == 0) {
+		*pb = b;
+		pb->mctx = mem.mctx;
+		pool_run_max(mem.pool, n, bytes, threads ? threads : mem.threads, mem_item, pb);
 		pthread_mutex_unlock(&mem.lock);
+		xfree(pb);
 		return 0;
 	}
+	xfree(pb);
 	if (!mem_thread_ctx())
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
