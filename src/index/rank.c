@@ -199,16 +199,14 @@ static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 		rk->idf[0] = rank_idf(rk->rows, rk->sorted);
 		rk->idf_known = scaled = true;
 	}
-	int inst = 0;
-	if (rc == SQLITE_OK) {
+	if (rc == SQLITE_OK)
 		memset(rk->freq, 0, sizeof(double) * (size_t)rk->phrases);
-		rc = api->xInstCount(fts, &inst);
-	}
-	for (int i = 0; rc == SQLITE_OK && i < inst; i++) {
-		int phrase, col, off;
-		rc = api->xInst(fts, i, &phrase, &col, &off);
-		if (rc == SQLITE_OK)
-			rk->freq[phrase] += argc > col ? sqlite3_value_double(argv[col]) : 1.0;
+	for (int p = 0; rc == SQLITE_OK && p < rk->phrases; p++) {
+		Fts5PhraseIter it;
+		int col, off;
+		for (rc = api->xPhraseFirst(fts, p, &it, &col, &off); rc == SQLITE_OK && col >= 0;
+		     api->xPhraseNext(fts, &it, &col, &off))
+			rk->freq[p] += argc > col ? sqlite3_value_double(argv[col]) : 1.0;
 	}
 	/* A row that cannot be among the best printed, whatever its length
 	 * (the score grows as the length falls, so a length of 0 bounds it),
@@ -246,8 +244,14 @@ static void rank_matches(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_
 {
 	(void)argc;
 	(void)argv;
-	int inst = 0;
-	int rc = api->xInstCount(fts, &inst);
+	int inst = 0, rc = SQLITE_OK;
+	for (int p = 0, n = api->xPhraseCount(fts); rc == SQLITE_OK && p < n; p++) {
+		Fts5PhraseIter it;
+		int col, off;
+		for (rc = api->xPhraseFirst(fts, p, &it, &col, &off); rc == SQLITE_OK && col >= 0;
+		     api->xPhraseNext(fts, &it, &col, &off))
+			inst++;
+	}
 	if (rc == SQLITE_OK)
 		sqlite3_result_int(cx, inst);
 	else

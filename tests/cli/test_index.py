@@ -1360,7 +1360,11 @@ def case_search(tmp):
                     ("notmuch from:carl", 'notmuch "from" : "carl"'),
                     # a word in nearly every row (its IDF clamped), with
                     # two hits of one rank at places 1 and 2, two at 3 and 4
-                    ("the", "the")):
+                    ("the", "the"),
+                    # phrases walked one by one, NEAR's hits only (FTS5's
+                    # bm25 walks the merged instances)
+                    ("notmuch notmuch mail", "notmuch notmuch mail"),
+                    ("NEAR(the to, 5)", "NEAR(the to, 5)")):
         want = sorted(json.loads(r)["rank"] for (r,) in c.execute(
             "SELECT json_object('rank', bm25(mail_fts, 8.0, 4.0, 2.0, 1.0, 2.0)) FROM mail_fts"
             " WHERE mail_fts MATCH ?", (expr,)))
