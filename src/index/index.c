@@ -346,9 +346,11 @@ static int index_fail(struct index *ix, int rc)
 	snprintf(ix->error, sizeof(ix->error), "%s", sqlite3_errmsg(ix->db));
 	ix->broken = ix->built != NULL;
 	/* SQLite's I/O errors name no cause; the system call's errno does
-	 * (a full disk as the -shm file is made is "disk I/O error") */
+	 * (a full disk as the -shm file is made is "disk I/O error").  EINVAL
+	 * would read as "not an SQLite database" (index_errno), which an I/O
+	 * error is not. */
 	int sys = (rc & 0xff) == SQLITE_IOERR ? sqlite3_system_errno(ix->db) : 0;
-	if (sys > 0)
+	if (sys > 0 && sys != EINVAL)
 		return -sys;
 	return index_errno(rc) ? index_errno(rc) : -EIO;
 }
