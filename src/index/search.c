@@ -437,13 +437,14 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 
 /* Whether the column name (nn bytes) is one of names: a column's name,
  * or a set as written ("{subject text}"), in any case. */
+#define SEARCH_SPACE " \t\n\v\f\r"
+
 static bool search_names_have(const char *names, const char *name, size_t nn)
 {
 	const char *p = names + (names[0] == '{');
 	for (;;) {
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t k = strcspn(p, " \t}");
+		p += strspn(p, SEARCH_SPACE);
+		size_t k = strcspn(p, SEARCH_SPACE "}");
 		if (!k)
 			return false;
 		if (k == nn && !strncasecmp(p, name, nn))
@@ -453,17 +454,35 @@ static bool search_names_have(const char *names, const char *name, size_t nn)
 }
 
 /* Inside a group, a word that names columns (from:x, text:x, {a b}:x,
- * after its "(" and "-") one of which the group has not can only match
+ * after its "(" and "-") none of which the group has can only match
  * nothing: FTS5 keeps the columns both name.  true, and *name is what the
  * word names. */
-static bool search_group_clash(const struct search *s, const char *w, size_t n, struct str *name)
+/* A word after its "(" and "-": where a column filter would start. */
+static struct str search_word_core(const char *w, size_t n)
 {
-	if (!s->group_names[0])
-		return false;
 	while (n && (*w == '(' || *w == '-')) {
 		w++;
 		n--;
 	}
+	return (struct str){ w, n };
+}
+
+/* Whether a word is, after its "(" and "-", a column's group (text:( ),
+ * {a b}:( ), from:( )). */
+static bool search_word_groups(const char *w, size_t n)
+{
+	struct str c = search_word_core(w, n);
+	const char *colon = c.n ? memchr(c.p, ':', c.n) : NULL;
+	return colon && colon + 1 < c.p + c.n && colon[1] == '(' && search_fts_filter(c.p, c.n);
+}
+
+static bool search_group_clash(const struct search *s, const char *w0, size_t n0, struct str *name)
+{
+	if (!s->group_names[0])
+		return false;
+	struct str c = search_word_core(w0, n0);
+	const char *w = c.p;
+	size_t n = c.n;
 	if (!n || !search_fts_filter(w, n))
 		return false;
 	const char *colon = memchr(w, ':', n);
@@ -471,16 +490,13 @@ static bool search_group_clash(const struct search *s, const char *w, size_t n, 
 	if (w[0] != '{')
 		return !search_names_have(s->group_names, w, name->n);
 	for (const char *p = w + 1; p < colon && *p != '}';) {
-		if (*p == ' ' || *p == '\t') {
-			p++;
-			continue;
-		}
-		size_t k = strcspn(p, " \t}:");
-		if (!search_names_have(s->group_names, p, k))
-			return true;
+		p += strspn(p, SEARCH_SPACE);
+		size_t k = strcspn(p, SEARCH_SPACE "}:");
+		if (k && search_names_have(s->group_names, p, k))
+			return false;
 		p += k;
 	}
-	return false;
+	return true;
 }
 
 /* The refusal of a word search_group_clash() found. */
@@ -507,11 +523,16 @@ static void search_column_seen(struct search *s, int col)
 static int search_column_group(struct search *s, const char *word, size_t lead, const char *filter,
                                int col, const char *names, size_t names_n, const char *group, size_t n)
 {
-	/* the group itself, inside another: its columns against those */
+	/* the group itself, inside another: its columns against those, and
+	 * FTS5's nesting is not followed here (a group's depth would end at
+	 * the inner one's ")") */
 	size_t wn = (size_t)(group + n - word);
 	struct str clash;
 	if (search_group_clash(s, word, wn, &clash))
 		return search_refuse_clash(s, word, wn, clash);
+	if (s->group_names[0] || search_word_groups(group, n))
+		return search_refuse(s, word, wn, "a group inside a column's group: put its words in the"
+		                     " one group");
 	int r = 0;
 	if (lead) {
 		struct search_word before = search_word(s, word, lead);

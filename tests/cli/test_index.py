@@ -1568,6 +1568,9 @@ def case_search_column_group(tmp):
                     ('"beta"plan', ["beta plan"]),
                     ('"beta plan"^', ["beta plan"]),
                     ("{subject text}:({subject}:beta)", ["beta plan"]),
+                    # a set sharing a column with the group: FTS5 keeps that one
+                    ("{subject}:({subject text}:beta)", ["beta plan"]),
+                    ("subject:({subject text}:beta OR alpha)", ["alpha report", "beta plan"]),
                     ("subject:(NEAR(alpha report))", ["alpha report"])):
         for args in ([q], q.split()):
             got = subjects(db, *args)
@@ -1587,10 +1590,11 @@ def case_search_column_group(tmp):
                    # once answered with nothing, exit 0
                    ("subject:(from:ann)", b"inside subject:( ), a phrase of from: can only match nothing"),
                    ("subject:(from:ann OR beta)", b"inside subject:( ), a phrase of from:"),
-                   ("text:(subject:(alpha))", b"inside text:( ), a phrase of subject:"),
+                   ("text:(subject:(alpha))", b"a group inside a column's group"),
+                   ("subject:(subject:(alpha) OR beta)", b"a group inside a column's group"),
                    ("{subject}:(from:ann)", b"inside {subject}:( ), a phrase of from:"),
                    ("{subject text}:(beta OR from:ann)", b"inside {subject text}:( ), a phrase of from:"),
-                   ("{subject}:({subject text}:beta)", b"inside {subject}:( ), a phrase of {subject text}:"),
+                   ("{subject}:({text from}:beta)", b"inside {subject}:( ), a phrase of {text from}:"),
                    # negated FTS5 groups, as -subject:( ) is
                    ("-text:(alpha)", b"a group cannot be negated"),
                    ("-{subject}:(alpha)", b"a group cannot be negated"),
