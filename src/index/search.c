@@ -72,6 +72,8 @@ struct search {
 	struct dynbuf fts;       /* the MATCH expression */
 	int depth;               /* "(" groups open in fts */
 	bool in_near;            /* inside NEAR(...): phrases and a distance only */
+	bool near_comma;         /* the last word ended NEAR's phrases: the next
+	                          * is its distance */
 	enum search_end { SEARCH_START, SEARCH_PHRASE, SEARCH_GROUP, SEARCH_OPERATOR } end;
 	                         /* what fts ends with ("(" and NEAR( count as operators) */
 	bool after_star;         /* the last word was "*" */
@@ -413,7 +415,8 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	bool filtered = !quoted && search_fts_filter(core, word);
 	bool keep = word && (quoted || search_bareword(core, word) || filtered);
 	const char *value = filtered ? (const char *)memchr(core, ':', word) + 1 : core;
-	s->fts_token |= !oper && search_has_token(value, word - (size_t)(value - core));
+	/* NEAR's distance ("NEAR(. ., 10)") is no word to search for */
+	s->fts_token |= !oper && !s->near_comma && search_has_token(value, word - (size_t)(value - core));
 	if (r == 0 && !op && word)
 		r = !keep ? search_phrase(&s->fts, core, word)
 		  : !quoted && !search_bareword(core, word) ? search_filter_value(&s->fts, core, word)
@@ -428,6 +431,7 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 		s->group_names[0] = '\0';
 	}
 	s->in_near = (s->in_near || sw->near) && !sw->near_closed;
+	s->near_comma = s->in_near && !comma && memchr(sw->w + sw->n - sw->trail, ',', sw->trail);
 	s->end = oper ? SEARCH_OPERATOR
 	       : sw->closes ? SEARCH_GROUP
 	       : n || op || sw->near_closed ? SEARCH_PHRASE
@@ -643,7 +647,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 	if (group && negate)
 		refused = SEARCH_NO_NEGATED_GROUP;
 	else if (col >= 0 && search_near_value(v + pl, vn - pl))
-		refused = SEARCH_NEAR_IN_GROUP;
+		refused = negate ? SEARCH_NO_NEGATED_GROUP : SEARCH_NEAR_IN_GROUP;
 	else if (condition && (s->depth || s->in_near || sw.lead || sw.trail))
 		refused = "a condition cannot be inside ( ) or NEAR( )";
 	else if (condition && s->end == SEARCH_OPERATOR)
@@ -1130,7 +1134,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 		/* a query FTS5 cannot parse is the user's to fix: say so, in
 		 * FTS5's words where the checks above let one through */
 		why = sqlite3_errmsg(db);
-		if (rc == SQLITE_ERROR) {
+		if (rc == SQLITE_ERROR && (!strncmp(why, "fts5:", 5) || !strncmp(why, "no such column:", 15))) {
 			snprintf(syntax, sizeof(syntax), "not a query FTS5 can read (%s)", why);
 			why = syntax;
 		}

@@ -1794,7 +1794,8 @@ def case_search_refused_values(tmp):
                    (".", b"no letter or digit to search for"),
                    ("text:.", b"no letter or digit to search for"),
                    ("{subject text}:(... -)", b"no letter or digit to search for"),
-                   ("tag:seen \"...\"", b"no letter or digit to search for")):
+                   ("tag:seen \"...\"", b"no letter or digit to search for"),
+                   ("NEAR(. ., 10)", b"no letter or digit to search for")):
         p = search(db, q, rc=1)
         if why not in p.stderr:
             fail(f"{q}: {p.stderr!r}")
@@ -2135,6 +2136,15 @@ def case_damaged(tmp):
     err = p.stderr.decode()
     if "no such table: main.refs" not in err or stats(p)["walk"]["entries"]:
         fail(f"a dropped table: {err!r}")
+    # a search meeting damage says SQLite's words, not that the query is
+    # at fault (that is said of FTS5's refusals only)
+    c = sqlite3.connect(db)
+    c.execute("UPDATE messages SET tags = '[not json'")
+    c.commit()
+    c.close()
+    p = subprocess.run([ARGS.ingest, "search", db, "tag:seen"], capture_output=True)
+    if p.returncode != 1 or b"malformed JSON" not in p.stderr or b"not a query" in p.stderr:
+        fail(f"a search of damaged tags: exit {p.returncode}, {p.stderr!r}")
     print(f"a dropped table: {err.strip()}")
 
 
