@@ -1578,7 +1578,11 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		 * gets a row of zeros */
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
-		} else if (r == 0 && io->reason == RECORD_IO && io->have_stat) {
+		} else if (r == 0 && io->have_stat &&
+		           (io->reason == RECORD_IO || (io->notes & (RECORD_GREW | RECORD_SHRANK)))) {
+			/* and one that changed while it was read: its record may
+			 * hold two versions' bytes, its stat the last one's
+			 * (state_mark_reread) */
 			struct record_io reread = *io;
 			reread.dev = reread.ino = 0;
 			r = index_file_row(ix, ST_UPSERT_FILE, &reread);

@@ -865,6 +865,12 @@ void state_mark_unread(struct state_entry *e)
 		e->unread = true;
 }
 
+void state_mark_reread(struct state_entry *e)
+{
+	if (e)
+		e->reread = true;
+}
+
 /* An old entry kept as it was, into the new state. */
 static struct state_entry *state_keep(struct state *s, const struct state_entry *old)
 {

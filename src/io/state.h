@@ -90,6 +90,13 @@ int state_follow(struct state_entry *e, const struct record_io *io);
  * so that the next run reads it rather than taking it for unchanged (any
  * thread, once per entry). */
 void state_mark_unread(struct state_entry *e);
+/* The entry's file changed while it was read (it grew or shrank, the
+ * record's notes): the record may hold bytes of two versions, and the size
+ * and mtime saved may already be the last ones (a rewrite within one tick
+ * of the file system's clock keeps the mtime), so the entry is saved with
+ * no inode and the next run reads the file again; its document, if any,
+ * stays (any thread). */
+void state_mark_reread(struct state_entry *e);
 /* The entry's file is an error record, no document (any thread, once per
  * entry): the next run deletes no document of its id (state_had_document). */
 void state_mark_no_document(struct state_entry *e);

@@ -91,6 +91,8 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 	it->out_records++;
 	if (state_entry && rec.io.reason == RECORD_IO)
 		state_mark_unread(state_entry);
+	if (state_entry && (rec.io.notes & (RECORD_GREW | RECORD_SHRANK)))
+		state_mark_reread(state_entry);
 	struct mail_message msg;
 	if (s->parse && rec.io.reason == RECORD_NONE && data) {
 		parse_stage_message(s->mctx[w], s->mail, &rec, data, len, &msg);
