@@ -439,10 +439,10 @@ static int search_fts_word(struct search *s, const struct search_word *sw, const
 	return r;
 }
 
-/* Whether the column name (nn bytes) is one of names: a column's name,
- * or a set as written ("{subject text}"), in any case. */
 #define SEARCH_SPACE " \t\n\v\f\r"
 
+/* Whether the column name (nn bytes) is one of names: a column's name,
+ * or a set as written ("{subject text}"), in any case. */
 static bool search_names_have(const char *names, const char *name, size_t nn)
 {
 	const char *p = names + (names[0] == '{');
@@ -457,10 +457,6 @@ static bool search_names_have(const char *names, const char *name, size_t nn)
 	}
 }
 
-/* Inside a group, a word that names columns (from:x, text:x, {a b}:x,
- * after its "(" and "-") none of which the group has can only match
- * nothing: FTS5 keeps the columns both name.  true, and *name is what the
- * word names. */
 /* A word after its "(" and "-": where a column filter would start. */
 static struct str search_word_core(const char *w, size_t n)
 {
@@ -480,6 +476,10 @@ static bool search_word_groups(const char *w, size_t n)
 	return colon && colon + 1 < c.p + c.n && colon[1] == '(' && search_fts_filter(c.p, c.n);
 }
 
+/* Inside a group, a word that names columns (from:x, text:x, {a b}:x,
+ * after its "(" and "-") none of which the group has can only match
+ * nothing: FTS5 keeps the columns both name.  true, and *name is what the
+ * word names. */
 static bool search_group_clash(const struct search *s, const char *w0, size_t n0, struct str *name)
 {
 	if (!s->group_names[0])
@@ -527,13 +527,10 @@ static void search_column_seen(struct search *s, int col)
 static int search_column_group(struct search *s, const char *word, size_t lead, const char *filter,
                                int col, const char *names, size_t names_n, const char *group, size_t n)
 {
-	/* the group itself, inside another: its columns against those, and
+	/* a group inside another (this one, or its first word) is refused:
 	 * FTS5's nesting is not followed here (a group's depth would end at
 	 * the inner one's ")") */
 	size_t wn = (size_t)(group + n - word);
-	struct str clash;
-	if (search_group_clash(s, word, wn, &clash))
-		return search_refuse_clash(s, word, wn, clash);
 	if (s->group_names[0] || search_word_groups(group, n))
 		return search_refuse(s, word, wn, "a group inside a column's group: put its words in the"
 		                     " one group");
@@ -544,12 +541,11 @@ static int search_column_group(struct search *s, const char *word, size_t lead, 
 		r = search_fts_word(s, &before, NULL, NULL, 0);
 	}
 	struct search_word sw = search_word(s, group, n);
-	if (!s->group_names[0]) {
-		s->group_column = col;
-		s->group_depth = s->depth;
-		snprintf(s->group_names, sizeof(s->group_names), "%.*s", (int)names_n, names);
-	}
+	s->group_column = col;
+	s->group_depth = s->depth;
+	snprintf(s->group_names, sizeof(s->group_names), "%.*s", (int)names_n, names);
 	/* the group's first word, which came with its prefix */
+	struct str clash;
 	if (search_group_clash(s, group, n, &clash))
 		return search_refuse_clash(s, word, wn, clash);
 	search_column_seen(s, col);
@@ -705,7 +701,7 @@ static int search_term(struct search *s, const char *word, size_t wn)
 		 * {subject text}:( ) a set's, whose words are any of its
 		 * columns' */
 		char filter[SEARCH_FILTER_MAX];
-		if (colon && colon[1] == '(' && w[0] == '{' && s->group_column < 0) {
+		if (colon && colon[1] == '(' && w[0] == '{') {
 			int k = snprintf(filter, sizeof(filter), "%.*s ", (int)(colon + 1 - w), w);
 			if (k < 0 || (size_t)k >= sizeof(filter))
 				return search_refuse(s, word, wn, "not a set of mail_fts's columns");
