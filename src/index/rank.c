@@ -178,6 +178,24 @@ static void rank_result(sqlite3_context *cx, const void *role, double v)
 	sqlite3_result_int64(cx, bits < 0 ? bits ^ INT64_MAX : bits);
 }
 
+/* Phrase p's matches in the row, each phrase's own position list walked
+ * (xPhraseFirst/xPhraseNext: what xInst gives, without its merge of every
+ * phrase's lists, whose time is the phrases times the matches): *count of
+ * them, and *weighted, the sum of their columns' weights (argv; 1.0 for
+ * a column past argc). */
+static int rank_phrase_matches(const Fts5ExtensionApi *api, Fts5Context *fts, int p, int argc,
+                               sqlite3_value **argv, int *count, double *weighted)
+{
+	Fts5PhraseIter it;
+	int col, off;
+	int rc = api->xPhraseFirst(fts, p, &it, &col, &off);
+	for (; rc == SQLITE_OK && col >= 0; api->xPhraseNext(fts, &it, &col, &off)) {
+		++*count;
+		*weighted += argc > col ? sqlite3_value_double(argv[col]) : 1.0;
+	}
+	return rc;
+}
+
 static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *cx, int argc,
                       sqlite3_value **argv)
 {
@@ -201,13 +219,9 @@ static void rank_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	}
 	if (rc == SQLITE_OK)
 		memset(rk->freq, 0, sizeof(double) * (size_t)rk->phrases);
-	for (int p = 0; rc == SQLITE_OK && p < rk->phrases; p++) {
-		Fts5PhraseIter it;
-		int col, off;
-		for (rc = api->xPhraseFirst(fts, p, &it, &col, &off); rc == SQLITE_OK && col >= 0;
-		     api->xPhraseNext(fts, &it, &col, &off))
-			rk->freq[p] += argc > col ? sqlite3_value_double(argv[col]) : 1.0;
-	}
+	int matches = 0;
+	for (int p = 0; rc == SQLITE_OK && p < rk->phrases; p++)
+		rc = rank_phrase_matches(api, fts, p, argc, argv, &matches, &rk->freq[p]);
 	/* A row that cannot be among the best printed, whatever its length
 	 * (the score grows as the length falls, so a length of 0 bounds it),
 	 * is sorted by that bound, which is below every row printed: its
@@ -245,13 +259,9 @@ static void rank_matches(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_
 	(void)argc;
 	(void)argv;
 	int inst = 0, rc = SQLITE_OK;
-	for (int p = 0, n = api->xPhraseCount(fts); rc == SQLITE_OK && p < n; p++) {
-		Fts5PhraseIter it;
-		int col, off;
-		for (rc = api->xPhraseFirst(fts, p, &it, &col, &off); rc == SQLITE_OK && col >= 0;
-		     api->xPhraseNext(fts, &it, &col, &off))
-			inst++;
-	}
+	double weighted = 0.0;
+	for (int p = 0, n = api->xPhraseCount(fts); rc == SQLITE_OK && p < n; p++)
+		rc = rank_phrase_matches(api, fts, p, 0, NULL, &inst, &weighted);
 	if (rc == SQLITE_OK)
 		sqlite3_result_int(cx, inst);
 	else
