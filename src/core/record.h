@@ -40,6 +40,10 @@ enum record_notes {
 	RECORD_SHRANK = 1 << 1,    /* the read was shorter than the stat size */
 };
 
+/* The file changed while it was read: the next --state or --index run
+ * reads it again (state_mark_reread). */
+#define RECORD_CHANGED_WHILE_READ (RECORD_GREW | RECORD_SHRANK)
+
 /* With --state, a record may report a change instead of a message. */
 enum record_kind {
 	RECORD_MESSAGE,    /* a message, or an error record */

@@ -1579,7 +1579,7 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
 		} else if (r == 0 && io->have_stat &&
-		           (io->reason == RECORD_IO || (io->notes & (RECORD_GREW | RECORD_SHRANK)))) {
+		           (io->reason == RECORD_IO || (io->notes & RECORD_CHANGED_WHILE_READ))) {
 			/* and one that changed while it was read: its record may
 			 * hold two versions' bytes, its stat the last one's
 			 * (state_mark_reread) */

@@ -69,8 +69,9 @@ struct state_entry {
 	bool written;              /* new entries: a record went out (state_mark_written) */
 	bool superseded;           /* old entries: a stopped run saves the new one instead
 	                              (state_format_stopped) */
-	bool reread;               /* saved with no inode: an error record of the file went
-	                              out where the entry stood for its document */
+	bool reread;               /* saved with no inode, read again next run: an error
+	                              record of the file went out where the entry stood for
+	                              its document, or the file changed while read */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };

@@ -91,7 +91,7 @@ static void parse_record(struct parse_stage *s, unsigned w, struct record rec, c
 	it->out_records++;
 	if (state_entry && rec.io.reason == RECORD_IO)
 		state_mark_unread(state_entry);
-	if (state_entry && (rec.io.notes & (RECORD_GREW | RECORD_SHRANK)))
+	if (state_entry && (rec.io.notes & RECORD_CHANGED_WHILE_READ))
 		state_mark_reread(state_entry);
 	struct mail_message msg;
 	if (s->parse && rec.io.reason == RECORD_NONE && data) {
