@@ -801,10 +801,8 @@ static bool scan_in_child(const struct scan *s)
 	return atomic_load_explicit(&scan_forks, memory_order_relaxed) != s->forks;
 }
 
-/* How long __next__ waits for a batch before it looks for Ctrl-C, and
- * how often a stopping scan interrupts its run again (scan_stop). */
+/* How long __next__ waits for a batch before it looks for Ctrl-C. */
 #define SCAN_SIGNAL_CHECK_NS (100 * 1000 * 1000)
-#define SCAN_INTERRUPT_AGAIN_NS (100 * 1000)
 
 /* Waits on the scan's condition for ns at most, its lock held. */
 static void scan_wait_locked(struct scan *s, long ns)
@@ -840,16 +838,12 @@ static void scan_stop(struct scan *s, bool interrupt)
 	pthread_mutex_lock(&s->lock);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cond);
-	Py_BEGIN_ALLOW_THREADS
-	/* A run forgets, as it begins, an interrupt that came before
-	 * (libingest's rule for a host's runs): one sent while the run's
-	 * thread is only starting would be lost, and the whole run read for
-	 * nothing.  So it is sent again until the run says it is done. */
-	while (interrupt && !s->done) {
-		ingest_interrupt();
-		scan_wait_locked(s, SCAN_INTERRUPT_AGAIN_NS);
-	}
+	bool done = s->done;
 	pthread_mutex_unlock(&s->lock);
+	/* kept by a run whose thread is only starting (py_scan) */
+	if (interrupt && !done)
+		ingest_interrupt();
+	Py_BEGIN_ALLOW_THREADS
 	pthread_join(s->thread, NULL);
 	Py_END_ALLOW_THREADS
 	/* only now: while the GIL was released for the join, a scan() of
@@ -1053,6 +1047,11 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	o->visit_thread = scan_thread;
 	ingest_options_set_sink(o, scan_sink, s);
 	o->sink_taken = scan_taken;
+	/* the run's interrupt is cleared here, not as the run begins on its
+	 * thread: a scan dropped or interrupted before then stops it
+	 * (scan_stop), where the run would forget it and read everything */
+	ingest_interrupt_clear();
+	o->interrupt_kept = true;
 	int r = pthread_create(&s->thread, NULL, scan_main, s);
 	if (r) {
 		Py_DECREF(s);

@@ -72,6 +72,11 @@ void ingest_interrupt(void)
 	atomic_store(&ingest_stop, 1);
 }
 
+void ingest_interrupt_clear(void)
+{
+	atomic_store(&ingest_stop, 0);
+}
+
 /* A child of fork() made during a run has none of its threads: the run
  * is not its, and a run of its own may start. */
 static void ingest_forked(void)
@@ -593,12 +598,11 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	chan_init(&run->free_batches);
 	chan_init(&run->full_batches);
 	budget_init(&run->budget, o->max_inflight);
-	/* A library host's run forgets an interrupt meant for an earlier
-	 * one.  The command's run is its process's only one, and its handler
-	 * is installed before the run starts: a Ctrl-C in between must stop
-	 * the run, not be cleared here and ignored. */
-	if (!o->process_ends)
-		atomic_store(&ingest_stop, 0);
+	/* A run forgets an interrupt meant for an earlier one, unless its
+	 * host cleared the flag itself before starting it (interrupt_kept):
+	 * then one sent in between is this run's. */
+	if (!o->interrupt_kept)
+		ingest_interrupt_clear();
 
 	/* Probed before the window: pthread_once wakes with a futex of glibc's. */
 	run->threads = o->threads ? o->threads : parallelism_default();

@@ -393,6 +393,9 @@ int main(int argc, char **argv)
 	/* main returns right after the run: its memory goes with the process
 	 * (docs/ARCHITECTURE.md, "Syscall accounting") */
 	o->process_ends = true;
+	/* the flag is clear in a process that has run nothing, and the
+	 * handler above may have set it since: that Ctrl-C stops the run */
+	o->interrupt_kept = true;
 	struct ingest_report *rep = NULL;
 	int r = ingest_run(o, &rep);
 	if (stats && rep) {

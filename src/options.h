@@ -52,7 +52,18 @@ struct ingest_options {
 	uint64_t split_bytes;       /* --split-bytes=SIZE with -o PREFIX; 0 none */
 	bool process_ends;          /* internal: the process exits after this run (the
 	                             * command): its memory is left to the exit */
+	bool interrupt_kept;        /* internal: the host cleared the interrupt before
+	                             * the run (ingest_interrupt_clear, or a process
+	                             * that has run nothing), so the run keeps one sent
+	                             * since, where it forgets it as meant for an
+	                             * earlier run: a Ctrl-C, or a Python scan()
+	                             * dropped, before the run began stops it */
 };
+
+/* Clears ingest_interrupt()'s flag, for a host that sets interrupt_kept:
+ * from then on an interrupt stops its next run, even one sent before that
+ * run begins. */
+void ingest_interrupt_clear(void);
 
 /* What an option's value is (include/ingest.h lists them): a binding
  * (the Python module's keywords) takes each kind from its own types. */
