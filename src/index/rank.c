@@ -257,11 +257,10 @@ static void rank_matches(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_
                          int argc, sqlite3_value **argv)
 {
 	(void)argc;
-	(void)argv;
 	int inst = 0, rc = SQLITE_OK;
-	double weighted = 0.0;
+	double weighted = 0.0;   /* not asked for: no weights (argc 0) */
 	for (int p = 0, n = api->xPhraseCount(fts); rc == SQLITE_OK && p < n; p++)
-		rc = rank_phrase_matches(api, fts, p, 0, NULL, &inst, &weighted);
+		rc = rank_phrase_matches(api, fts, p, 0, argv, &inst, &weighted);
 	if (rc == SQLITE_OK)
 		sqlite3_result_int(cx, inst);
 	else
