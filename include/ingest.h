@@ -262,7 +262,10 @@ INGEST_API int ingest_search(const char *db_path, const char *query, int tsv, un
  * and return.  Async-signal-safe: call it from a SIGINT handler.  A run
  * forgets, as it begins, an interrupt that came before it (one meant for
  * an earlier run): to stop a run that another thread is only starting,
- * call it again until that ingest_run() has returned. */
+ * call it again until that ingest_run() has returned.  A run still
+ * waiting to begin (for the state's lock with state_wait, for a
+ * files_from pipe or FIFO, or standard input, that nobody writes to)
+ * sees it within 20 ms and returns having read nothing. */
 INGEST_API void ingest_interrupt(void);
 
 #ifdef __cplusplus

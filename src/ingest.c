@@ -200,23 +200,31 @@ static int run_open_state(struct run *run)
 	return r;
 }
 
+/* The --files-from list, read whole before the reader starts.  1 when a
+ * stopping signal or an interrupt came while it waited for a pipe or a
+ * FIFO that nobody wrote to (the run then does nothing), 0, or -errno. */
 static int run_setup_inputs(struct run *run)
 {
 	const struct ingest_options *o = run->o;
 	if (o->files_from) {
 		int fd = STDIN_FILENO;
 		if (strcmp(o->files_from, "-")) {
-			fd = sys_openat(AT_FDCWD, o->files_from, O_RDONLY | O_CLOEXEC, 0);
+			/* O_NONBLOCK: a FIFO's open would wait for a writer where
+			 * nothing looks at the stop; its reads wait in polls
+			 * (sys_read_stoppable), and a regular file ignores it */
+			fd = sys_openat(AT_FDCWD, o->files_from, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);
 			if (fd < 0) {
 				run_fail(run, fd, "cannot open the list", o->files_from);
 				return fd;
 			}
 		}
-		int r = walk_add_list(run->walk, fd, o->null_separated);
+		int r = walk_add_list(run->walk, fd, o->null_separated, &ingest_stop);
 		if (r >= 0 && !o->n_paths && !o->shard_n)
 			run->writer.total = walk_total(run->walk);
 		if (fd != STDIN_FILENO)
 			sys_close(fd);
+		if (r == -EINTR && atomic_load(&ingest_stop))
+			return 1;
 		if (r < 0) {
 			run_fail(run, r, "cannot read the list", o->files_from);
 			return r;
@@ -420,7 +428,8 @@ static int run_stdin_open(struct run *run, const char *what, const char *arg)
  * neither), and hashed for its id.  The file is the run's, closed at its
  * end: the process's fd 0 is left as it was (a library never takes a
  * descriptor it was not given).  Before the counted window, like the
- * roots' realpath. */
+ * roots' realpath.  1 when a stopping signal or an interrupt came while it
+ * waited for a writer (the run then does nothing), 0, or -errno. */
 static int run_take_stdin(struct run *run)
 {
 	int fd = run_stdin_open(run, "cannot read standard input", NULL);
@@ -432,8 +441,9 @@ static int run_take_stdin(struct run *run)
 	char buf[65536];
 	uint64_t h = HASH_FNV1A_INIT;
 	int r = 0;
+	bool may_block = sys_may_block(STDIN_FILENO);
 	for (;;) {
-		ssize_t n = sys_read_restart(STDIN_FILENO, buf, sizeof(buf));
+		ssize_t n = sys_read_stoppable(STDIN_FILENO, buf, sizeof(buf), may_block, &ingest_stop);
 		if (n <= 0) {
 			r = (int)n;
 			break;
@@ -449,6 +459,8 @@ static int run_take_stdin(struct run *run)
 	} else {
 		close(fd);
 	}
+	if (r == -EINTR && atomic_load(&ingest_stop))
+		return 1;
 	if (r < 0 && r != -ENOMEM)
 		run_fail(run, r, "cannot read standard input", NULL);
 	return r;

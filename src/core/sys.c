@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -151,6 +152,12 @@ int sys_sleep_ns_(const char *site, uint64_t ns)
 	SYS_DO(clock_nanosleep, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &t, NULL);
 }
 
+int sys_poll_in_(const char *site, int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	SYS_DO(poll, SYS_poll, &p, 1, timeout_ms);
+}
+
 int sys_sched_getaffinity_(const char *site, size_t size, void *mask)
 {
 	SYS_DO(sched_getaffinity, SYS_sched_getaffinity, 0, size, mask);
@@ -255,6 +262,34 @@ ssize_t sys_read_restart_(const char *site, int fd, void *buf, size_t n)
 {
 	struct sys_at at = { site, SC_read };
 	return sys_pread_restart_by(sys_at_call, &at, fd, buf, n, 0);
+}
+
+bool sys_may_block_(const char *site, int fd)
+{
+	struct stat st = { 0 };
+	/* a descriptor fstat cannot judge is polled: the poll reports it */
+	if (sys_fstat_(site, fd, &st) < 0)
+		return true;
+	return !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
+ssize_t sys_read_stoppable_(const char *site, int fd, void *buf, size_t n, bool may_block,
+                            const atomic_int *stop)
+{
+	for (;;) {
+		if (atomic_load(stop))
+			return -EINTR;
+		if (may_block) {
+			int p = sys_poll_in_(site, fd, SYS_STOP_POLL_MS);
+			if (p == 0 || p == -EINTR)
+				continue;
+			if (p < 0)
+				return p;
+		}
+		ssize_t r = sys_read_(site, fd, buf, n);
+		if (r != -EINTR && !(r == -EAGAIN && may_block))
+			return r;
+	}
 }
 
 ssize_t sys_getdents64_restart_(const char *site, int fd, void *buf, size_t n)

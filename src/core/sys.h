@@ -19,6 +19,8 @@
 #include "core/fault.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -52,7 +54,8 @@
 	X(fcntl)                  \
 	X(fchmod)                 \
 	X(madvise)                \
-	X(clock_nanosleep)
+	X(clock_nanosleep)         \
+	X(poll)
 
 enum sys_call {
 #define SYS_CALL_ENUM(name) SC_##name,
@@ -91,6 +94,7 @@ struct flock;
 int sys_fcntl_lock_(const char *site, int fd, int cmd, struct flock *l);
 int sys_fchmod_(const char *site, int fd, mode_t mode);
 int sys_sleep_ns_(const char *site, uint64_t ns);
+int sys_poll_in_(const char *site, int fd, int timeout_ms);
 int sys_sched_getaffinity_(const char *site, size_t size, void *mask);
 int sys_prlimit_nofile_(const char *site, uint64_t *soft, uint64_t *hard, uint64_t new_soft);
 int sys_set_thread_name_(const char *site, const char *name);
@@ -125,6 +129,10 @@ int sys_fault_(const char *site, enum sys_call c);
 /* clock_nanosleep on CLOCK_MONOTONIC: 0, or -EINTR when a signal ended it
  * (the --wait-state wait for the state's lock, io/state.c). */
 #define sys_sleep_ns(...) sys_sleep_ns_(FAULT_SITE, __VA_ARGS__)
+/* poll for POLLIN on one descriptor: 1 when it has news (data, the end,
+ * an error), 0 when timeout_ms passed, -EINTR when a signal ended it
+ * (sys_read_stoppable). */
+#define sys_poll_in(...) sys_poll_in_(FAULT_SITE, __VA_ARGS__)
 #define sys_sched_getaffinity(...) sys_sched_getaffinity_(FAULT_SITE, __VA_ARGS__)
 #define sys_prlimit_nofile(...) sys_prlimit_nofile_(FAULT_SITE, __VA_ARGS__)
 /* Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
@@ -162,7 +170,25 @@ int sys_write_full_(const char *site, int fd, const void *buf, size_t n);
  * with *written the bytes that went out either way. */
 int sys_writev_full_(const char *site, int fd, struct iovec *iov, int iovcnt, uint64_t *written);
 
+/* The inputs read whole before a run (a --files-from list, `ingest -`)
+ * may be a pipe, a FIFO or a terminal that nobody writes to, where a
+ * read would wait for ever and only a signal to this thread ends it; an
+ * interrupt from another thread (a library host's ingest_interrupt(), a
+ * Python scan dropped) sets a flag, which a blocked read never looks at.
+ * So for such a descriptor (may_block: sys_may_block) each read waits
+ * first in polls of SYS_STOP_POLL_MS, *stop looked at between them, and
+ * reads only once there is news; it returns what one read returns (-EINTR
+ * once *stop is set), a read that fails with EINTR or EAGAIN (a FIFO
+ * opened O_NONBLOCK so that its open does not wait for a writer) is
+ * waited for again.  A regular file never waits: it is read as it is. */
+#define SYS_STOP_POLL_MS 20
+bool sys_may_block_(const char *site, int fd);
+ssize_t sys_read_stoppable_(const char *site, int fd, void *buf, size_t n, bool may_block,
+                            const atomic_int *stop);
+
 #define sys_read_full(...) sys_read_full_(FAULT_SITE, __VA_ARGS__)
+#define sys_may_block(...) sys_may_block_(FAULT_SITE, __VA_ARGS__)
+#define sys_read_stoppable(...) sys_read_stoppable_(FAULT_SITE, __VA_ARGS__)
 #define sys_pread_full(...) sys_pread_full_(FAULT_SITE, __VA_ARGS__)
 #define sys_read_restart(...) sys_read_restart_(FAULT_SITE, __VA_ARGS__)
 #define sys_getdents64_restart(...) sys_getdents64_restart_(FAULT_SITE, __VA_ARGS__)

@@ -513,12 +513,13 @@ static bool walk_excluded(const struct walk *w, const struct walk_dir *d, const 
 	return false;
 }
 
-int walk_add_list(struct walk *w, int fd, bool nul_separated)
+int walk_add_list(struct walk *w, int fd, bool nul_separated, const atomic_int *stop)
 {
 	size_t cap = 64 * 1024, len = 0;
 	char *buf = xmalloc(cap);
 	if (!buf)
 		return -ENOMEM;
+	bool may_block = sys_may_block(fd);
 	for (;;) {
 		if (len == cap) {
 			char *nb = xrealloc(buf, cap * 2);
@@ -529,14 +530,14 @@ int walk_add_list(struct walk *w, int fd, bool nul_separated)
 			buf = nb;
 			cap *= 2;
 		}
-		ssize_t n = sys_read_full(fd, buf + len, cap - len);
+		ssize_t n = sys_read_stoppable(fd, buf + len, cap - len, may_block, stop);
 		if (n < 0) {
 			xfree(buf);
 			return (int)n;
 		}
-		len += (size_t)n;
-		if (len < cap)
+		if (n == 0)
 			break;
+		len += (size_t)n;
 	}
 	char sep = nul_separated ? '\0' : '\n';
 	size_t count = 0;

@@ -23,6 +23,7 @@
 #include "core/record.h"
 #include "core/arena.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -58,8 +59,10 @@ int walk_add_exclude(struct walk *w, const char *pattern);
  * input, shown as "-", whose id is derived from its content (content_hash:
  * 64-bit FNV-1a of the bytes), there being no file to name.  0 or -ENOMEM. */
 int walk_add_stdin(struct walk *w, int fd, uint64_t content_hash);
-/* Queues every name of a list (newline- or NUL-separated) read from fd. */
-int walk_add_list(struct walk *w, int fd, bool nul_separated);
+/* Queues every name of a list (newline- or NUL-separated) read from fd to
+ * its end, which may be a pipe or a FIFO that nobody writes to yet: 0,
+ * -EINTR once *stop is set while it waits (sys_read_stoppable), -errno. */
+int walk_add_list(struct walk *w, int fd, bool nul_separated, const atomic_int *stop);
 
 /* Keeps only the entries whose id hash falls in shard k of n (1 <= k <= n):
  * the other entries are never statted or read.  The hash is the record's

@@ -14,8 +14,10 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.dont_write_bytecode = True   # nothing written into the source tree
 from clilib import ARGS, fail, mkcorpus, records, run  # noqa: E402,F401  (test_hardening.py takes them from here)
@@ -1303,6 +1305,64 @@ def case_interrupt_before_run(tmp):
     if b"32 messages" not in p.stderr:
         fail(f"the run after the interrupted one did not index the 32 messages: {p.stderr[-400:]!r}")
     print(f"SIGINT at rt_sigaction #{at}: exit 130, no record; the next --index run indexed all")
+
+
+def case_interrupt_waiting_for_input(tmp):
+    """A Ctrl-C while the run waits for an input nobody writes: a
+    --files-from FIFO with no writer (its open waited, and the interrupt
+    became "cannot open the list", exit 1), and standard input as the list
+    or as `-` from a pipe whose writer neither writes nor closes (the read
+    went on, Ctrl-C ignored until the writer ended).  Each exits 130 at
+    once with no record; a FIFO whose writer comes later is still read."""
+    fifo = os.path.join(tmp, "list")
+    os.mkfifo(fifo)
+    silent = os.path.join(tmp, "silent")
+    os.mkfifo(silent)
+    # holds the write end of `silent` open for the whole case, writing nothing
+    holder = subprocess.Popen(["sh", "-c", f"sleep 60 > '{silent}'"])
+    try:
+        for what, argv, stdin_path in (
+                ("a --files-from FIFO with no writer", ["--files-from", fifo], None),
+                ("--files-from=- from a silent pipe", ["--files-from=-"], silent),
+                ("`-` from a silent pipe", ["-"], silent)):
+            stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+            proc = subprocess.Popen([ARGS.ingest] + argv, stdin=stdin, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+            if stdin_path:
+                stdin.close()
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            t0 = time.monotonic()
+            try:
+                out, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                fail(f"{what}: still running 10 s after SIGINT")
+            took = time.monotonic() - t0
+            if proc.returncode != 130 or out or b"cannot" in err:
+                fail(f"{what}: exit {proc.returncode}, {len(out)} bytes out, stderr {err[-300:]!r} "
+                     "(want 130, nothing, no error)")
+            # Counted, not timed: the wait ends at the interrupt, not when
+            # the writer goes (60 s on); 5 s is far from both.
+            if took > 5:
+                fail(f"{what}: exit took {took:.1f} s after SIGINT")
+    finally:
+        holder.kill()
+        holder.wait()
+    md = sample()
+    names = "".join(os.path.join(md, "cur", n) + "\n" for n in sorted(os.listdir(os.path.join(md, "cur"))))
+    proc = subprocess.Popen([ARGS.ingest, "--files-from", fifo], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    time.sleep(0.2)
+    with open(fifo, "w") as w:
+        w.write(names)
+    out, err = proc.communicate(timeout=60)
+    want = names.count("\n")
+    if proc.returncode != 0 or len(records(out)) != want:
+        fail(f"a FIFO written after the run began: exit {proc.returncode}, {len(records(out))} records "
+             f"of {want}: {err[-300:]!r}")
+    print(f"SIGINT while waiting for input: exit 130 three ways; a late writer's list gave {want} records")
 
 
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}

@@ -661,6 +661,36 @@ def test_scan_waiting_for_state_dropped(generated, tmp_path):
     assert len(list(ingest.scan(generated["maildir"], state=st))) == len(cli(generated["maildir"]))
 
 
+def test_scan_waiting_for_files_from_dropped(generated, tmp_path):
+    """A scan whose files_from is a FIFO nobody writes to stops when
+    dropped: its run once sat in the FIFO's open (and then in its read),
+    which the interrupt never reached, for as long as no writer came."""
+    import threading
+    fifo = str(tmp_path / "list")
+    os.mkfifo(fifo)
+
+    def unblock():
+        # a run still in the FIFO's open gets a writer and the end of
+        # the list, so that the test fails on the time rather than hangs
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass   # no reader left: the run is gone, as it should be
+    watchdog = threading.Timer(10, unblock)
+    watchdog.start()
+    try:
+        s = ingest.scan(files_from=fifo)
+        time.sleep(0.2)
+        t = time.monotonic()
+        del s
+        took = time.monotonic() - t
+    finally:
+        watchdog.cancel()
+    assert took < 5, took
+    # the run that was dropped has ended: another scan may start
+    assert len(list(ingest.scan(generated["maildir"]))) == len(cli(generated["maildir"]))
+
+
 def test_scan_two_threads(generated):
     """One scan iterated from two threads: the second gets ValueError, as a
     generator's would (it once deadlocked: the scan's lock and the GIL

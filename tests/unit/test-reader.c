@@ -61,6 +61,9 @@
 
 #include "helpers.h"
 
+/* a --files-from list's reads that nothing stops */
+static const atomic_int list_no_stop = 0;
+
 static enum reader_backend backend_sync = READER_SYNC;
 static enum reader_backend backend_uring = READER_URING;
 
@@ -541,7 +544,7 @@ static void test_reader_fifo_never_opened(void **state)
 	close(fds[1]);
 	w = walk_new();
 	assert_non_null(w);
-	assert_int_equal(walk_add_list(w, fds[0], false), 0);
+	assert_int_equal(walk_add_list(w, fds[0], false, &list_no_stop), 0);
 	close(fds[0]);
 	assert_true(read_all(be, w, NULL, &run, &why));
 	walk_free(w);
@@ -596,7 +599,7 @@ static void test_reader_symlink_and_dir_entries(void **state)
 	close(fds[1]);
 	struct walk *w = walk_new();
 	assert_non_null(w);
-	assert_int_equal(walk_add_list(w, fds[0], false), 0);
+	assert_int_equal(walk_add_list(w, fds[0], false, &list_no_stop), 0);
 	close(fds[0]);
 	const char *why;
 	assert_true(read_all(be, w, NULL, &run, &why));
@@ -638,7 +641,7 @@ static void test_reader_missing_path(void **state)
 	assert_int_equal(pipe(fds), 0);
 	t_write_all(fds[1], (const uint8_t *)p, strlen(p));     /* a missing list name */
 	close(fds[1]);
-	assert_int_equal(walk_add_list(w, fds[0], false), 0);
+	assert_int_equal(walk_add_list(w, fds[0], false, &list_no_stop), 0);
 	close(fds[0]);
 	struct run run;
 	const char *why;

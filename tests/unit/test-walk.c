@@ -23,8 +23,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdbool.h>
@@ -33,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -47,6 +50,9 @@ struct sb {
 	char *p;
 	size_t len, cap;
 };
+
+/* the stop flag of lists that nothing stops */
+static const atomic_int no_stop = 0;
 
 static void sb_printf(struct sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(struct sb *s, const char *fmt, ...)
@@ -961,7 +967,7 @@ static void add_list(struct walk *w, const char *bytes, size_t n, bool nul)
 	assert_true(n < 60000);          /* fits in the pipe: no writer thread */
 	assert_int_equal(write(fds[1], bytes, n), (ssize_t)n);
 	close(fds[1]);
-	assert_int_equal(walk_add_list(w, fds[0], nul), 0);
+	assert_int_equal(walk_add_list(w, fds[0], nul, &no_stop), 0);
 	close(fds[0]);
 }
 
@@ -1041,7 +1047,7 @@ static void test_walk_list_large_file(void **state)
 	assert_true(fd >= 0);
 	struct walk *w = walk_new();
 	assert_non_null(w);
-	assert_int_equal(walk_add_list(w, fd, false), 0);
+	assert_int_equal(walk_add_list(w, fd, false, &no_stop), 0);
 	close(fd);
 	for (int i = 0; i < N; i++) {
 		struct walk_entry *e;
@@ -1058,6 +1064,53 @@ static void test_walk_list_large_file(void **state)
 	walk_free(w);
 	free(p);
 	t_rmtree(base);
+}
+
+struct stop_later {
+	atomic_int stop;         /* what walk_add_list looks at */
+	atomic_int returned;     /* walk_add_list came back */
+	int writer;              /* the pipe's write end, held open */
+};
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&t, NULL);
+}
+
+/* Sets the stop after 50 ms, as another thread's interrupt does; closes
+ * the writer only if the list's read has not come back 3 s later, so
+ * that a read the stop cannot end fails the test rather than hanging. */
+static void *stop_later_main(void *arg)
+{
+	struct stop_later *s = arg;
+	sleep_ms(50);
+	atomic_store(&s->stop, 1);
+	for (int i = 0; i < 300 && !atomic_load(&s->returned); i++)
+		sleep_ms(10);
+	close(s->writer);
+	return NULL;
+}
+
+/* A list from a pipe whose writer never writes nor closes (a Python
+ * scan's files_from FIFO, nobody at the other end): the stop set from
+ * another thread ends the wait (-EINTR), which a blocked read never did. */
+static void test_walk_list_silent_pipe_stops(void **state)
+{
+	(void)state;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	struct stop_later s = { .writer = fds[1] };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, stop_later_main, &s), 0);
+	struct walk *w = walk_new();
+	assert_non_null(w);
+	int r = walk_add_list(w, fds[0], false, &s.stop);
+	atomic_store(&s.returned, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(r, -EINTR);
+	walk_free(w);
+	close(fds[0]);
 }
 
 /* Lists and PATHs mix, in the order they were added. */
@@ -1392,6 +1445,7 @@ int main(void)
 		cmocka_unit_test(test_walk_list_crlf),
 		cmocka_unit_test(test_walk_list_nul),
 		cmocka_unit_test(test_walk_list_large_file),
+		cmocka_unit_test(test_walk_list_silent_pipe_stops),
 		cmocka_unit_test(test_walk_list_and_paths),
 		cmocka_unit_test(test_walk_deep_beyond_path_max),
 		cmocka_unit_test(test_walk_unreadable_directory),
