@@ -410,17 +410,32 @@ static enum index_place run_place(void *ctx, struct str root, struct str path)
 	return walk_named(run->walk, root, path) ? INDEX_PLACE_NAMED : INDEX_PLACE_JUDGED;
 }
 
-/* Standard input, read as `-` or as the list of --files-from=-, must be
- * open before the run opens anything: closed, fd 0 is the next descriptor
- * made (the state's lock, the index's database), which would be read as
- * the input: a run reading an empty list would then delete every message
- * the state or the index knew.  0, or -EBADF with the run failed. */
-static int run_stdin_open(struct run *run, const char *what, const char *arg)
+/* Standard input and output, when the run reads or writes them, must be
+ * open before the run opens anything: closed, fd 0 or 1 is the next
+ * descriptor made (the state's lock, the index's database, the ring, the
+ * memory file of `-`).  Input read from there would be an empty list, and
+ * a run reading it would delete every message the state or the index
+ * knew; records written there would go into the state's lock file, while
+ * the state said them delivered.  0, or -EBADF with the run failed. */
+static int run_std_open(struct run *run, int fd, const char *what, const char *arg)
 {
-	if (fcntl(STDIN_FILENO, F_GETFD) >= 0)
+	if (fcntl(fd, F_GETFD) >= 0)
 		return 0;
 	run_fail(run, -EBADF, what, arg);
 	return -EBADF;
+}
+
+static int run_stdin_open(struct run *run, const char *what, const char *arg)
+{
+	return run_std_open(run, STDIN_FILENO, what, arg);
+}
+
+/* Whether the records go to the process's standard output (the writer's
+ * default: no sink, descriptor, file or index). */
+static bool run_writes_stdout(const struct ingest_options *o)
+{
+	return !o->sink && o->output_fd < 0 && !o->index && !o->split_bytes &&
+	       (!o->output || !strcmp(o->output, "-"));
 }
 
 /* `ingest -`: standard input is copied whole into a memory file, which the
@@ -623,6 +638,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	int r = 0;
 	if (!(run->walk = walk_new()))
 		r = -ENOMEM;
+	if (r == 0 && run_writes_stdout(o))
+		r = run_std_open(run, STDOUT_FILENO, "cannot write the output", "stdout");
 	bool have_stdin = false;
 	for (size_t i = 0; r == 0 && i < o->n_paths; i++) {
 		if (strcmp(o->paths[i], "-")) {

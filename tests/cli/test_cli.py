@@ -1365,6 +1365,33 @@ def case_interrupt_waiting_for_input(tmp):
     print(f"SIGINT while waiting for input: exit 130 three ways; a late writer's list gave {want} records")
 
 
+def case_stdout_closed(tmp):
+    """A run whose standard output is closed is refused before it opens
+    anything: fd 1 was the next descriptor made, so with --state the
+    records went into the state's lock file, exit 0, and the state said
+    them delivered (the next run printed nothing); without it the ring
+    took fd 1 ("Invalid argument").  An --index run writes no records
+    there and runs."""
+    md = sample()
+    st = os.path.join(tmp, "state")
+    for argv in (["--state", st, md], [md], ["--backend=sync", md]):
+        p = subprocess.run([ARGS.ingest] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           preexec_fn=lambda: os.close(1))
+        if p.returncode != 1 or b"cannot write the output 'stdout': Bad file descriptor" not in p.stderr:
+            fail(f"{argv} with stdout closed: exit {p.returncode}, {p.stderr[-300:]!r}")
+    if os.path.exists(st + ".lock") and os.path.getsize(st + ".lock"):
+        fail(f"the state's lock file holds {os.path.getsize(st + '.lock')} bytes")
+    got = records(run(["--state", st, md]).stdout)
+    if len(got) != 32:
+        fail(f"the run after the refused one wrote {len(got)} records, not the sample's 32")
+    db = os.path.join(tmp, "mail.db")
+    p = subprocess.run([ARGS.ingest, "--index", db, md], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
+    if p.returncode != 0:
+        fail(f"--index with stdout closed: exit {p.returncode}, {p.stderr[-300:]!r}")
+    print("stdout closed: refused (exit 1) before the state was touched; --index runs")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 # meson registers one test per case from `--list`: a case_ function is a
 # test, with these timeouts (seconds; 120 otherwise); SERIAL cases change
