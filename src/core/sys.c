@@ -152,9 +152,9 @@ int sys_sleep_ns_(const char *site, uint64_t ns)
 	SYS_DO(clock_nanosleep, SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &t, NULL);
 }
 
-int sys_poll_in_(const char *site, int fd, int timeout_ms)
+int sys_poll_(const char *site, int fd, short events, int timeout_ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = { .fd = fd, .events = events };
 	SYS_DO(poll, SYS_poll, &p, 1, timeout_ms);
 }
 
@@ -280,7 +280,7 @@ ssize_t sys_read_stoppable_(const char *site, int fd, void *buf, size_t n, bool 
 		if (atomic_load(stop))
 			return -EINTR;
 		if (may_block) {
-			int p = sys_poll_in_(site, fd, SYS_STOP_POLL_MS);
+			int p = sys_poll_(site, fd, POLLIN, SYS_STOP_POLL_MS);
 			if (p == 0 || p == -EINTR)
 				continue;
 			if (p < 0)
@@ -298,6 +298,16 @@ ssize_t sys_getdents64_restart_(const char *site, int fd, void *buf, size_t n)
 	return sys_pread_restart_by(sys_at_call, &at, fd, buf, n, 0);
 }
 
+/* A descriptor set O_NONBLOCK by whoever shares it (a parent's pipe)
+ * answers a full pipe with EAGAIN: waited for as a blocking write would
+ * wait, so that no record is cut at the pipe's size.  -errno when the
+ * poll itself fails. */
+static int sys_wait_writable(const char *site, int fd)
+{
+	int p = sys_poll_(site, fd, POLLOUT, -1);
+	return p < 0 && p != -EINTR ? p : 0;
+}
+
 int sys_write_full_(const char *site, int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
@@ -305,6 +315,12 @@ int sys_write_full_(const char *site, int fd, const void *buf, size_t n)
 		ssize_t w = sys_write_(site, fd, p, n);
 		if (w == -EINTR)
 			continue;
+		if (w == -EAGAIN) {
+			int r = sys_wait_writable(site, fd);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (w < 0)
 			return (int)w;
 		if (w == 0)
@@ -323,6 +339,12 @@ int sys_writev_full_(const char *site, int fd, struct iovec *iov, int iovcnt, ui
 		ssize_t r = sys_writev_(site, fd, iov, iovcnt);
 		if (r == -EINTR)
 			continue;
+		if (r == -EAGAIN) {
+			int w = sys_wait_writable(site, fd);
+			if (w < 0)
+				return w;
+			continue;
+		}
 		if (r < 0)
 			return (int)r;
 		*written += (uint64_t)r;

@@ -94,7 +94,7 @@ struct flock;
 int sys_fcntl_lock_(const char *site, int fd, int cmd, struct flock *l);
 int sys_fchmod_(const char *site, int fd, mode_t mode);
 int sys_sleep_ns_(const char *site, uint64_t ns);
-int sys_poll_in_(const char *site, int fd, int timeout_ms);
+int sys_poll_(const char *site, int fd, short events, int timeout_ms);
 int sys_sched_getaffinity_(const char *site, size_t size, void *mask);
 int sys_prlimit_nofile_(const char *site, uint64_t *soft, uint64_t *hard, uint64_t new_soft);
 int sys_set_thread_name_(const char *site, const char *name);
@@ -129,10 +129,10 @@ int sys_fault_(const char *site, enum sys_call c);
 /* clock_nanosleep on CLOCK_MONOTONIC: 0, or -EINTR when a signal ended it
  * (the --wait-state wait for the state's lock, io/state.c). */
 #define sys_sleep_ns(...) sys_sleep_ns_(FAULT_SITE, __VA_ARGS__)
-/* poll for POLLIN on one descriptor: 1 when it has news (data, the end,
- * an error), 0 when timeout_ms passed, -EINTR when a signal ended it
- * (sys_read_stoppable). */
-#define sys_poll_in(...) sys_poll_in_(FAULT_SITE, __VA_ARGS__)
+/* poll of one descriptor for events (POLLIN, POLLOUT): 1 when it has news
+ * (ready, the end, an error), 0 when timeout_ms passed (-1: no limit),
+ * -EINTR when a signal ended it (sys_read_stoppable, the write loops). */
+#define sys_poll(...) sys_poll_(FAULT_SITE, __VA_ARGS__)
 #define sys_sched_getaffinity(...) sys_sched_getaffinity_(FAULT_SITE, __VA_ARGS__)
 #define sys_prlimit_nofile(...) sys_prlimit_nofile_(FAULT_SITE, __VA_ARGS__)
 /* Names the calling thread (PR_SET_NAME; at most 15 bytes are kept).
@@ -164,7 +164,9 @@ ssize_t sys_pread_full_(const char *site, int fd, void *buf, size_t n, uint64_t 
  * do): a short count is returned as it is. */
 ssize_t sys_read_restart_(const char *site, int fd, void *buf, size_t n);
 ssize_t sys_getdents64_restart_(const char *site, int fd, void *buf, size_t n);
-/* Writes all n bytes: 0 or -errno (-EIO for a write that wrote nothing). */
+/* Writes all n bytes: 0 or -errno (-EIO for a write that wrote nothing).
+ * On a descriptor another process set O_NONBLOCK, EAGAIN is waited for
+ * (poll) as a blocking write waits. */
 int sys_write_full_(const char *site, int fd, const void *buf, size_t n);
 /* Writes all of iov, which it advances past what went out: 0 or -errno,
  * with *written the bytes that went out either way. */

@@ -1392,6 +1392,36 @@ def case_stdout_closed(tmp):
     print("stdout closed: refused (exit 1) before the state was touched; --index runs")
 
 
+def case_stdout_nonblocking(tmp):
+    """Standard output a pipe that its creator set O_NONBLOCK (a parent
+    sharing it, as Node.js does with its children's pipes), read slowly:
+    a full pipe is waited for, and every record arrives whole.  The run
+    failed with EAGAIN at the pipe's 64 KiB, mid-record, exit 1."""
+    md = sample()
+    want = run([md]).stdout
+    if len(want) <= 65536:
+        fail(f"the sample's output ({len(want)} bytes) no longer fills a pipe: use a larger corpus")
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    proc = subprocess.Popen([ARGS.ingest, md], stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    time.sleep(0.5)   # the pipe fills and stays full for a while
+    chunks = []
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        chunks.append(b)
+        time.sleep(0.001)
+    os.close(r)
+    err = proc.stderr.read()
+    proc.wait()
+    got = b"".join(chunks)
+    if proc.returncode != 0 or got != want:
+        fail(f"exit {proc.returncode}, {len(got)} of {len(want)} bytes, same: {got == want}: {err[-300:]!r}")
+    print(f"a non-blocking stdout read slowly: {len(got)} bytes, as a blocking one gets")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 # meson registers one test per case from `--list`: a case_ function is a
 # test, with these timeouts (seconds; 120 otherwise); SERIAL cases change
