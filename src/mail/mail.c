@@ -27,6 +27,7 @@
 #include "mail/encoded_word.h"
 #include "mail/header.h"
 #include "mail/mail_ctx.h"
+#include "mail/mbox.h"
 #include "mail/mime.h"
 #include "mail/msgid.h"
 #include "mail/sniff.h"
@@ -102,7 +103,7 @@ static bool field_at(const uint8_t *p, size_t n, size_t i)
 /* An mbox From_ line: "From " that is not the obsolete "From :" field. */
 static bool from_line_at(const uint8_t *p, size_t n, size_t i)
 {
-	return n - i >= 5 && memcmp(p + i, "From ", 5) == 0 && !field_at(p, n, i);
+	return mbox_from_prefix(p + i, n - i);
 }
 
 /* The first line is a header field or an mbox From_ line, after any stray

@@ -225,12 +225,22 @@ static bool mbox_date(const uint8_t *p, size_t n, size_t i, bool need_wday)
 	return mbox_day(p, w[0]) && mbox_month(p, w[1]) && mbox_year(p, w[2]) && mbox_time(p, w[3]);
 }
 
-/* The length of the line at p (its line end excluded) when it starts with
- * "From ", is at most MBOX_LINE_MAX bytes and holds no control bytes but
- * HTAB; else SIZE_MAX. */
-static size_t mbox_from_len(const uint8_t *p, size_t n)
+bool mbox_from_prefix(const uint8_t *p, size_t n)
 {
 	if (n < 5 || memcmp(p, "From ", 5))
+		return false;
+	size_t i = 5;
+	while (i < n && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	return i == n || p[i] != ':';
+}
+
+/* The length of the line at p (its line end excluded) when it starts with
+ * "From " (mbox_from_prefix), is at most MBOX_LINE_MAX bytes and holds no
+ * control bytes but HTAB; else SIZE_MAX. */
+static size_t mbox_from_len(const uint8_t *p, size_t n)
+{
+	if (!mbox_from_prefix(p, n))
 		return SIZE_MAX;
 	size_t len = mbox_line_len(p, n);
 	if (len && p[len - 1] == '\r')

@@ -45,8 +45,14 @@
  * that decide it, with their line ends, and the empty line before it. */
 #define MBOX_KEEP_MAX ((MBOX_PEEK_LINES + 1) * (MBOX_LINE_MAX + 2) + 3)
 
+/* True when the bytes at p start "From " and are not the obsolete syntax
+ * of the From field, "From" and blanks before its colon (RFC 5322
+ * 4.5.2, obs-from): the one rule that tells an mbox From_ line from a
+ * header field, for splitting archives and for a message's first line. */
+bool mbox_from_prefix(const uint8_t *p, size_t n);
+
 /* True when the line at p (a line start; at most n bytes, up to the first
- * '\n') starts an mbox: "From ", at most MBOX_LINE_MAX bytes, no control
+ * '\n') starts an mbox: mbox_from_prefix(), at most MBOX_LINE_MAX bytes, no control
  * bytes but HTAB; dated or not ("From - " as Netscape writes, "From
  * 1844...@xxx").  This is the check for the first line of a file (which
  * later lines separate is mbox_next()'s business), and for the line a

@@ -307,6 +307,25 @@ static void test_mbox_undated_separators(void **state)
 	assert_string_equal(got.m[1].text, "X-Foo: no known field\n\nafter\n");
 }
 
+/* "From :", the obsolete From field (RFC 5322 4.5.2), never starts an
+ * mbox: a file in a plain tree that began with it was split at byte 11,
+ * its From field lost, where mail_parse() of the same bytes kept it. */
+static void test_mbox_obsolete_from_field_is_no_separator(void **state)
+{
+	(void)state;
+	static const char *const fields[] = { "From : a@b\n", "From  :a@b\n", "From \t: a@b\n",
+	                                      "From :" };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const uint8_t *p = (const uint8_t *)fields[i];
+		assert_false(mbox_is_separator(p, strlen(fields[i])));
+		assert_false(mbox_from_prefix(p, strlen(fields[i])));
+	}
+	static const char *const lines[] = { "From a@b Mon Jun  3 12:50:27 1996\n", "From - \n",
+	                                     "From \n", "From a:b\n" };
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		assert_true(mbox_is_separator((const uint8_t *)lines[i], strlen(lines[i])));
+}
+
 /* Generated: a From line of every kind, after a body line or an empty
  * line, before every kind of next line, in LF and CRLF.  It splits only
  * as the rule says (mbox.c, top); every other combination is a body line
@@ -694,6 +713,7 @@ int main(void)
 		cmocka_unit_test(test_mbox_two_messages),
 		cmocka_unit_test(test_mbox_body_from_lines_do_not_split),
 		cmocka_unit_test(test_mbox_undated_separators),
+		cmocka_unit_test(test_mbox_obsolete_from_field_is_no_separator),
 		cmocka_unit_test(test_mbox_adversarial_bodies),
 		cmocka_unit_test(test_mbox_unquote_mboxrd),
 		cmocka_unit_test(test_mbox_unquote_mboxo),
