@@ -4,6 +4,7 @@
 #include "core/clock.h"
 #include "core/sys.h"
 #include "core/xalloc.h"
+#include "index/db_open.h"
 #include "index/fts_tokenizer.h"
 
 #include <errno.h>
@@ -146,8 +147,8 @@ int fts_build_open(const char *path, const char *create_sql, const char *insert_
 	pthread_cond_init(&fb->cv, NULL);
 	/* a file left by a run killed before it removed the name: replaced */
 	sys_unlinkat(AT_FDCWD, path, 0);
-	int rc = sqlite3_open_v2(path, &fb->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-	                         SQLITE_OPEN_NOMUTEX, NULL);
+	int rc = db_open_path(path, &fb->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	                      SQLITE_OPEN_NOMUTEX);
 	/* 64 KiB pages: the file is read and written a page a syscall, and
 	 * the end of a build writes its segments, reads them back and
 	 * copies them, alone on its thread (bench/INDEX.md).  The
@@ -263,14 +264,19 @@ int fts_build_finish(struct fts_build *fb, const char *dst, const char *delete_s
 	uint64_t t0 = clock_now_ns();
 	int rc = fts_build_exec(fb, "COMMIT", "cannot commit");
 	sqlite3_stmt *s = NULL;
+	char *dst_owned = NULL;
+	const char *dst_name = rc == SQLITE_OK ? db_file_name(dst, &dst_owned) : NULL;
+	if (rc == SQLITE_OK && !dst_name)
+		rc = SQLITE_NOMEM;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(fb->db, "ATTACH ?1 AS dst", -1, &s, NULL);
 	if (rc == SQLITE_OK) {
-		sqlite3_bind_text(s, 1, dst, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 1, dst_name, -1, SQLITE_STATIC);
 		rc = sqlite3_step(s);
 		rc = rc == SQLITE_DONE ? SQLITE_OK : fts_build_fail(fb, rc, "cannot open the database");
 	}
 	sqlite3_finalize(s);
+	xfree(dst_owned);
 	/* built aside as the database's writer built it: no journal, no
 	 * fsync (index.c, index_build_begin).  A message replaced or deleted
 	 * after its FTS row was handed over (the same identity met twice)

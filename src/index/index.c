@@ -22,6 +22,7 @@
  * keeps the previous entry: the next run sees the difference and reads it. */
 #include "index/index.h"
 #include "index/addresses.h"
+#include "index/db_open.h"
 #include "index/fts_build.h"
 #include "index/fts_tokenizer.h"
 #include "index/json_read.h"
@@ -740,8 +741,8 @@ int index_open(const char *path, struct index **out, const char **why)
 		xfree(ix->built);
 		ix->built = NULL;
 	}
-	int rc = sqlite3_open_v2(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
-	                         SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	int rc = db_open_path(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
+	                      SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
 	r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 	if (r == 0 && sqlite3_db_readonly(ix->db, "main") == 1)
 		r = -EROFS;

@@ -31,6 +31,7 @@
 #include "core/xalloc.h"
 #include "emit/emit.h"
 #include "emit/json.h"
+#include "index/db_open.h"
 #include "index/index.h"
 #include "index/rank.h"
 #include "io/maildir.h"
@@ -900,7 +901,8 @@ static int search_line_tsv(struct dynbuf *out, sqlite3_stmt *st)
  * not an error. */
 static int search_open_as(const char *name, int flags, sqlite3 **db)
 {
-	int rc = sqlite3_open_v2(name, db, flags, NULL);
+	int rc = flags & SQLITE_OPEN_URI ? sqlite3_open_v2(name, db, flags, NULL)
+	                                 : db_open_path(name, db, flags);
 	return rc == SQLITE_OK ? sqlite3_busy_timeout(*db, 5000) : rc;
 }
 

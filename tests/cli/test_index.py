@@ -2230,6 +2230,33 @@ def case_enospc(tmp):
         subprocess.run(["umount", mnt], capture_output=True)
 
 
+def case_uri_like_name(tmp):
+    """An index named like an SQLite URI (`--index=file:mail.db`, a path
+    relative to the working directory) is that file: SQLite, with URIs
+    enabled, opened a database named by the URI while ingest made and
+    renamed the literal path, so the first run failed ("cannot put the
+    index in place") leaving `mail.db.new` behind, and a search found
+    nothing.  Now both runs and the search use the file named."""
+    src = os.path.abspath(sample())
+    ingest = os.path.abspath(ARGS.ingest)
+    want = len([r for r in records(run([src]).stdout) if "error" not in r])
+    for i in range(2):   # a first run builds aside; the second updates
+        p = subprocess.run([ingest, "--index=file:mail.db", src], capture_output=True, cwd=tmp)
+        if p.returncode != 0:
+            fail(f"run {i + 1}: exit {p.returncode}: {p.stderr[-300:]!r}")
+    names = sorted(os.listdir(tmp))
+    if names != ["file:mail.db"]:
+        fail(f"the directory holds {names}, not the one index")
+    got = q(os.path.join(tmp, "file:mail.db"), "SELECT count(*) FROM messages")[0][0]
+    if got != want:
+        fail(f"{got} messages in the index, not {want}")
+    p = subprocess.run([ingest, "search", "file:mail.db", "*", "--limit=1000"], capture_output=True,
+                       cwd=tmp)
+    if p.returncode != 0 or len(records(p.stdout)) != want:
+        fail(f"search: exit {p.returncode}, {len(records(p.stdout))} hits of {want}: {p.stderr[-300:]!r}")
+    print(f"--index=file:mail.db: {got} messages in the file of that name, all found by search")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 # meson registers one test per case from `--list`: a case_ function is a
 # test, in the cli suite with a 120 s timeout unless named here.

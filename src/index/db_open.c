@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* The names of database files: see db_open.h. */
+#include "index/db_open.h"
+#include "core/xalloc.h"
+
+#include <string.h>
+
+const char *db_file_name(const char *path, char **owned)
+{
+	*owned = NULL;
+	if (strncmp(path, "file:", 5) != 0)
+		return path;
+	size_t n = strlen(path);
+	char *name = xmalloc(n + 3);
+	if (!name)
+		return NULL;
+	memcpy(name, "./", 2);
+	memcpy(name + 2, path, n + 1);
+	*owned = name;
+	return name;
+}
+
+int db_open_path(const char *path, sqlite3 **db, int flags)
+{
+	char *owned;
+	const char *name = db_file_name(path, &owned);
+	if (!name) {
+		*db = NULL;
+		return SQLITE_NOMEM;
+	}
+	int rc = sqlite3_open_v2(name, db, flags, NULL);
+	xfree(owned);
+	return rc;
+}
