@@ -297,6 +297,9 @@ struct index {
 	 * back: the file is dropped, never renamed). */
 	char *built, *final;
 	int build_fd;
+	/* The database in place, flocked for the whole run (index_lock):
+	 * one run writes an index at a time. */
+	int lock_fd;
 	bool broken;
 	/* The FTS rows of the open transaction, written at its commit
 	 * (index_fts_flush): per message a struct index_fts_head, then the
@@ -534,9 +537,14 @@ static int index_build_begin(struct index *ix, const char *path)
 	int fd = sys_openat(AT_FDCWD, ix->built, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return fd;
+	/* the file is ours (index_close removes it) only once it is locked:
+	 * another first run's build must not lose its name to our refusal */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		sys_close(fd);
+		return e;
+	}
 	ix->build_fd = fd;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK ? -EBUSY : -errno;
 	if (access(path, F_OK) == 0) {
 		/* another first run finished between our check and the lock */
 		sys_unlinkat(AT_FDCWD, ix->built, 0);
@@ -544,6 +552,50 @@ static int index_build_begin(struct index *ix, const char *path)
 	}
 	int r = sys_ftruncate(fd, 0);
 	return r < 0 ? r : 1;
+}
+
+/* Removes FILE-wal and FILE-shm if they are there: 0 or -errno. */
+static int index_drop_orphan_wal(const char *path)
+{
+	static const char *const ends[] = { "-wal", "-shm" };
+	size_t n = strlen(path);
+	char *name = xmalloc(n + 5);
+	if (!name)
+		return -ENOMEM;
+	int r = 0;
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]) && r == 0; i++) {
+		memcpy(name, path, n);
+		memcpy(name + n, ends[i], 5);
+		r = sys_unlinkat(AT_FDCWD, name, 0);
+		if (r == -ENOENT)
+			r = 0;
+	}
+	xfree(name);
+	return r;
+}
+
+/* One run writes an index at a time: two in place would each work from
+ * the files they loaded at the start, and interleave their batches (two
+ * runs over nested roots made a message two rows; a message one run read
+ * before another moved it went back under its old path).  The database
+ * in place is flocked for the whole run, the descriptor kept open until
+ * SQLite has closed its own (closing one would drop SQLite's record
+ * locks on the file; flock and record locks do not meet).  A first run
+ * holds FILE.new's flock, which the rename carries to FILE.  Readers
+ * (ingest search, sqlite3) take no flock and are not kept out.  0,
+ * -EBUSY when another run holds it, -errno. */
+static int index_lock(struct index *ix, const char *path)
+{
+	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		sys_close(fd);
+		return e;
+	}
+	ix->lock_fd = fd;
+	return 0;
 }
 
 /* Publishes a database built aside: the rollback journal becomes WAL (what
@@ -578,6 +630,13 @@ int index_finish(struct index *ix)
 	}
 	if (r == 0)
 		r = sys_fsync(ix->build_fd);
+	/* A -wal and -shm left beside no database (a run killed in place,
+	 * then the database removed by hand) would be taken for the new
+	 * file's: SQLite replays a -wal onto the database of its name, and
+	 * the index would be corrupt for good.  They belong to no database
+	 * now, and this run holds the only lock that creates one. */
+	if (r == 0)
+		r = index_drop_orphan_wal(ix->final);
 	if (r == 0)
 		r = sys_renameat(AT_FDCWD, ix->built, AT_FDCWD, ix->final);
 	if (r == 0) {
@@ -688,6 +747,9 @@ int index_open(const char *path, struct index **out, const char **why)
 	struct index *ix = xcalloc(1, sizeof(*ix));
 	if (!ix)
 		return -ENOMEM;
+	/* before any index_close: 0 is a descriptor (standard input) */
+	ix->build_fd = -1;
+	ix->lock_fd = -1;
 	dynbuf_init(&ix->scratch, 0);
 	dynbuf_init(&ix->fts_rows, 0);
 	dynbuf_init(&ix->fts_out, 0);
@@ -730,7 +792,6 @@ int index_open(const char *path, struct index **out, const char **why)
 		index_close(ix);
 		return w;
 	}
-	ix->build_fd = -1;
 	int r = there == -ENOENT ? index_build_begin(ix, path) : 0;
 	if (r < 0) {
 		*why = r == -EBUSY ? "another run is creating it" : "cannot create the database";
@@ -740,6 +801,13 @@ int index_open(const char *path, struct index **out, const char **why)
 	if (r == 0) {
 		xfree(ix->built);
 		ix->built = NULL;
+		r = index_lock(ix, path);
+		if (r < 0) {
+			*why = r == -EBUSY ? "another run is writing it (one run at a time)"
+			                   : "cannot open the database";
+			index_close(ix);
+			return r;
+		}
 	}
 	int rc = db_open_path(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
 	                      SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
@@ -828,6 +896,8 @@ void index_close(struct index *ix)
 		sys_unlinkat(AT_FDCWD, ix->built, 0);
 	if (ix->build_fd >= 0)
 		sys_close(ix->build_fd);
+	if (ix->lock_fd >= 0)
+		sys_close(ix->lock_fd);
 	xfree(ix->built);
 	xfree(ix->final);
 	dynbuf_release(&ix->fts_rows);

@@ -2257,6 +2257,76 @@ def case_uri_like_name(tmp):
     print(f"--index=file:mail.db: {got} messages in the file of that name, all found by search")
 
 
+def case_one_writer(tmp):
+    """One run writes an index at a time.  A run that waits for its
+    --files-from list (a FIFO) holds its database open; meanwhile a second
+    run is refused (exit 1) and the first, once fed, ends whole.  First
+    runs: the refused one removed the first's FILE.new as it left (its
+    descriptor was set before its lock failed), and the first failed at the
+    end ("cannot put the index in place").  In place: two runs interleaved
+    their batches, each from the files it loaded, and over nested roots
+    made one message two rows."""
+    src = sample()
+    fifo = os.path.join(tmp, "list")
+    os.mkfifo(fifo)
+    names = "".join(os.path.join(os.path.abspath(src), "cur", n) + "\n"
+                    for n in sorted(os.listdir(os.path.join(src, "cur"))))
+    db = os.path.join(tmp, "mail.db")
+    for what, marker in (("a first run", db + ".new"), ("a run in place", db)):
+        first = subprocess.Popen([ARGS.ingest, "--index=" + db, "--files-from=" + fifo],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(500):   # the database is open once its file is there
+            if os.path.exists(marker) or first.poll() is not None:
+                break
+            time.sleep(0.01)
+        time.sleep(0.1)
+        p = run(["--index=" + db, src], check_rc=1)
+        want = "another run is creating it" if what == "a first run" else "another run is writing it"
+        if want not in p.stderr.decode():
+            fail(f"{what}: the second run said {p.stderr[-300:]!r}")
+        with open(fifo, "w") as w:
+            w.write(names)
+        err = first.communicate(timeout=120)[1]
+        if first.returncode != 0:
+            fail(f"{what}: the first run, beside the refused one: exit {first.returncode}: {err[-300:]!r}")
+        if q(db, "PRAGMA integrity_check") != [("ok",)]:
+            fail(f"{what}: integrity_check failed")
+    completes_like_clean(tmp, db, src, "after the refused runs")
+    print("a second run refused beside a first run and beside a run in place; both first runs whole")
+
+
+def case_orphan_wal(tmp):
+    """A -wal and -shm left beside no database (a run killed in place,
+    then the database removed by hand, as README's "remove the file and
+    index again" says) are not the new database's: SQLite replayed that
+    -wal onto the file a first run renamed into place, which was then
+    corrupt for good ("database disk image is malformed")."""
+    src = sample()
+    db = os.path.join(tmp, "mail.db")
+    run(["--index=" + db, src])
+    # another connection's committed pages, never checkpointed: what a
+    # run killed in place leaves in the -wal
+    subprocess.run([sys.executable, "-c",
+                    "import os, sqlite3, sys\n"
+                    "c = sqlite3.connect(sys.argv[1])\n"
+                    "c.execute('PRAGMA wal_autocheckpoint = 0')\n"
+                    "c.execute('CREATE TABLE junk (x)')\n"
+                    "c.executemany('INSERT INTO junk VALUES (?)', [(i * 7919,) for i in range(20000)])\n"
+                    "c.execute('DELETE FROM messages')\n"
+                    "c.commit()\n"
+                    "os._exit(0)\n", db], check=True)
+    if not os.path.exists(db + "-wal") or os.path.getsize(db + "-wal") == 0:
+        fail("no -wal with pages was left to test with")
+    os.unlink(db)
+    run(["--index=" + db, src])
+    ok = q(db, "PRAGMA integrity_check")
+    tables = [t[0] for t in q(db, "SELECT name FROM sqlite_schema WHERE type = 'table'")]
+    if ok != [("ok",)] or "junk" in tables:
+        fail(f"the new database took the orphan -wal: integrity_check {ok[:3]}, tables {tables}")
+    completes_like_clean(tmp, db, src, "after an orphan -wal")
+    print("an orphan -wal beside no database: removed, the new index whole")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 # meson registers one test per case from `--list`: a case_ function is a
 # test, in the cli suite with a 120 s timeout unless named here.
