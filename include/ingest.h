@@ -220,7 +220,9 @@ struct ingest_result {
 /* Parses len bytes at buf as one message (as a .eml file: never split as
  * an mbox) with o's options (NULL: the defaults): format, fields, no-text,
  * max-text, headers, parse.  The record's path is "" and it has no root,
- * size or mtime: there is no file.  Malformed input is an error record,
+ * size or mtime: there is no file, and no identity (its id is 0; in
+ * es-bulk its action names no _id, so that the engine makes one, rather
+ * than every such document replacing the last).  Malformed input is an error record,
  * never a failure.  Returns 0, or -ENOMEM when even the result could not
  * be made.  Thread-safe: any number of threads may parse at once. */
 INGEST_API int ingest_parse(const void *buf, size_t len, const struct ingest_options *o,

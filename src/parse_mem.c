@@ -99,6 +99,7 @@ static void mem_item(void *arg, size_t i, unsigned w)
 	struct record rec;
 	memset(&rec, 0, sizeof(rec));
 	rec.io.kind = RECORD_MESSAGE;
+	rec.io.anonymous = true;
 	struct mail_message msg;
 	struct mail_ctx *mc = b->mctx ? b->mctx[w] : mem_thread_ctx();
 	if (b->stop && atomic_load_explicit(b->stop, memory_order_relaxed)) {

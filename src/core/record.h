@@ -58,6 +58,9 @@ struct record_io {
 	struct str path;      /* relative to root ("" for a file argument) */
 	struct str base;      /* root resolved: what ids and --state know */
 	uint64_t id;               /* the file's identity (record_file_id) */
+	bool anonymous;            /* bytes parsed from memory (ingest_parse): no
+	                              file, so no identity; id stays 0, and its
+	                              es-bulk action names no _id (emit/esbulk.c) */
 	bool have_stat;
 	uint64_t size;
 	int64_t mtime_sec;

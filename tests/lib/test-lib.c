@@ -581,6 +581,29 @@ static void test_lib_parse_is_the_runs_record(void **state)
 		free(f[i].p);
 }
 
+/* Bytes parsed from memory have no identity: their es-bulk action names
+ * no _id, so that the engine makes one.  Every such action said
+ * "_id":"0000000000000000", and a bulk upload kept only the last. */
+static void test_lib_parse_es_bulk_has_no_id(void **state)
+{
+	(void)state;
+	struct ingest_options *o = ingest_options_new();
+	assert_non_null(o);
+	assert_int_equal(ingest_options_set(o, "format", "es-bulk"), 0);
+	struct ingest_result res;
+	assert_int_equal(ingest_parse("From: a@example.org\nSubject: one\n\nx\n", 36, o, &res), 0);
+	assert_int_equal(res.kind, INGEST_KIND_MESSAGE);
+	static const char bare[] = "{\"index\":{}}\n{";
+	assert_true(strncmp(res.record, bare, strlen(bare)) == 0);
+	ingest_result_release(&res);
+	assert_int_equal(ingest_options_set(o, "es-index", "mail"), 0);
+	assert_int_equal(ingest_parse("From: a@example.org\nSubject: one\n\nx\n", 36, o, &res), 0);
+	static const char named[] = "{\"index\":{\"_index\":\"mail\"}}\n{";
+	assert_true(strncmp(res.record, named, strlen(named)) == 0);
+	ingest_result_release(&res);
+	ingest_options_free(o);
+}
+
 static void test_lib_parse_not_mail_and_empty(void **state)
 {
 	(void)state;
@@ -713,6 +736,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_runs_do_not_grow),
 		cmocka_unit_test(test_lib_parse_is_the_runs_record),
 		cmocka_unit_test(test_lib_parse_not_mail_and_empty),
+		cmocka_unit_test(test_lib_parse_es_bulk_has_no_id),
 		cmocka_unit_test(test_lib_parse_many_in_order),
 		cmocka_unit_test(test_lib_parse_many_from_threads),
 	};
