@@ -64,6 +64,13 @@ static int options_string(const char *v, char **slot)
 	return 0;
 }
 
+/* A file's name: NULL unsets it; "" names no file and is refused (read
+ * back, it would be the same "" as unset). */
+static int options_file(const char *v, char **slot)
+{
+	return !v || *v ? options_string(v, slot) : -EINVAL;
+}
+
 const char *ingest_version(void)
 {
 	return INGEST_VERSION;
@@ -249,9 +256,9 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		return 0;
 	}
 	if (!strcmp(name, "output"))
-		return options_string(v, &o->output);
+		return options_file(v, &o->output);
 	if (!strcmp(name, "state"))
-		return !v || *v ? options_string(v, &o->state) : -EINVAL;
+		return options_file(v, &o->state);
 	if (!strcmp(name, "wait-state") || !strcmp(name, "state-reset")) {
 		if ((r = options_flag(v, &b)) < 0)
 			return r;
@@ -259,9 +266,9 @@ static int options_set_one(struct ingest_options *o, const char *name, const cha
 		return 0;
 	}
 	if (!strcmp(name, "index"))
-		return !v || *v ? options_string(v, &o->index) : -EINVAL;
+		return options_file(v, &o->index);
 	if (!strcmp(name, "files-from"))
-		return options_string(v, &o->files_from);
+		return options_file(v, &o->files_from);
 	if (!strcmp(name, "null")) {
 		if ((r = options_flag(v, &b)) < 0)
 			return r;
