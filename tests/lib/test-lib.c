@@ -373,6 +373,34 @@ static void test_lib_progress_is_a_callback(void **state)
 	ingest_options_free(o);
 }
 
+/* A run refused or failed before its pipeline starts still tells the
+ * progress callback its end (done 1): a host that clears its display at
+ * done 1 never heard it. */
+static void test_lib_progress_ends_a_refused_run(void **state)
+{
+	(void)state;
+	static const char *const bad[][2] = {
+		{ "files-from", "/nonexistent/list" },   /* the list cannot be opened */
+		{ "format", "tsv" },                     /* with state: refused */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ingest_options *o = sample_options();
+		struct progress_seen seen = { 0 };
+		struct collect c = { 0 };
+		ingest_options_set_sink(o, collect_sink, &c);
+		assert_int_equal(ingest_options_set_progress(o, note_progress, &seen), 0);
+		assert_int_equal(ingest_options_set(o, bad[i][0], bad[i][1]), 0);
+		if (i == 1)
+			assert_int_equal(ingest_options_set(o, "state", "/nonexistent/state"), 0);
+		struct ingest_report *rep = NULL;
+		assert_true(ingest_run(o, &rep) < 0);
+		assert_int_equal(seen.done_calls, 1);
+		free(c.bytes);
+		ingest_report_free(rep);
+		ingest_options_free(o);
+	}
+}
+
 static void test_lib_version(void **state)
 {
 	(void)state;
@@ -729,6 +757,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_stdin_leaves_fd_0),
 		cmocka_unit_test(test_lib_search_error_optional),
 		cmocka_unit_test(test_lib_progress_is_a_callback),
+		cmocka_unit_test(test_lib_progress_ends_a_refused_run),
 		cmocka_unit_test(test_lib_version),
 		cmocka_unit_test(test_lib_unknown_option_is_einval_naming_it),
 		cmocka_unit_test(test_lib_options_get),
