@@ -463,7 +463,11 @@ static int index_check_schema(struct index *ix, const char **why)
 	if (r == 0)
 		r = index_pragma_int(ix, "SELECT count(*) FROM sqlite_master", &tables);
 	if (r == -EINVAL) {
-		*why = "not an SQLite database";
+		/* SQLite's words tell a file that is no database from one that
+		 * is damaged ("database disk image is malformed") */
+		*why = ix->error[0] && !strstr(ix->error, "not a database")
+		     ? "a damaged SQLite database (remove it, and its -wal and -shm, to index afresh): left as it is"
+		     : "not an SQLite database";
 		return r;
 	}
 	if (r < 0) {

@@ -2168,6 +2168,16 @@ def case_damaged(tmp):
     p = subprocess.run([ARGS.ingest, "search", db, "tag:seen"], capture_output=True)
     if p.returncode != 1 or b"malformed JSON" not in p.stderr or b"not a query" in p.stderr:
         fail(f"a search of damaged tags: exit {p.returncode}, {p.stderr!r}")
+    # an index cut to its first page is damaged, not "not an SQLite
+    # database", and left as it is
+    cut = os.path.join(tmp, "cut.db")
+    run(["-q", "--index=" + cut, sample()], check_rc=0)
+    with open(cut, "rb") as f:
+        page = int.from_bytes(f.read(18)[16:18], "big")
+    os.truncate(cut, page)
+    p = run(["--index=" + cut, sample()], check_rc=2)
+    if b"a damaged SQLite database" not in p.stderr or os.path.getsize(cut) != page:
+        fail(f"an index cut to one page: {p.stderr!r}, {os.path.getsize(cut)} bytes of {page}")
     print(f"a dropped table: {err.strip()}")
 
 
