@@ -452,6 +452,89 @@ static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
+static const char not_ours[] = "not an ingest index (another application's database): left as it is";
+static const char newer[] = "written by a newer ingest (a later schema_version): left as it is";
+
+static uint32_t index_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* A database that is not ours, judged by its header read raw before SQLite
+ * opens it: an open for writing rolls back another program's hot journal
+ * and checkpoints its WAL, changing the file that index_check_schema then
+ * refuses as "left as it is".  The header's application_id (offset 68)
+ * and user_version (60) are what index_check_schema asks SQLite; a file of
+ * one page holds no table (an empty database, ours to fill), unless its
+ * tables are in a WAL never checkpointed (index_refuse_by_wal).  0, or
+ * -EINVAL with why set. */
+static int index_refuse_by_header(int fd, const char **why)
+{
+	uint8_t h[100];
+	ssize_t n = sys_pread(fd, h, sizeof(h), 0);
+	struct stat st;
+	if (n <= 0 || sys_fstat(fd, &st) < 0)
+		return 0;   /* empty: a new database; a read error: SQLite's to say */
+	if (n < (ssize_t)sizeof(h) || memcmp(h, "SQLite format 3", 16) != 0) {
+		*why = "not an SQLite database";
+		return -EINVAL;
+	}
+	uint32_t page = (uint32_t)h[16] << 8 | h[17];
+	if (page == 1)
+		page = 65536;
+	uint32_t version = index_be32(h + 60), app = index_be32(h + 68);
+	if (app != INDEX_APPLICATION_ID && (uint64_t)st.st_size > page) {
+		*why = not_ours;
+		return -EINVAL;
+	}
+	if (app == INDEX_APPLICATION_ID && version > INDEX_SCHEMA_VERSION) {
+		*why = newer;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A database whose tables are all in its WAL (never checkpointed: the
+ * file is one page), judged by a read-only connection, which neither
+ * checkpoints nor removes the WAL when it closes.  0, or -EINVAL with why
+ * set; a database the connection cannot read is left to the open. */
+static int index_refuse_by_wal(const char *path, const char **why)
+{
+	size_t n = strlen(path);
+	char *wal = xmalloc(n + 5);
+	if (!wal)
+		return 0;
+	memcpy(wal, path, n);
+	memcpy(wal + n, "-wal", 5);
+	struct stat st;
+	bool any = stat(wal, &st) == 0 && st.st_size > 0;
+	xfree(wal);
+	if (!any)
+		return 0;
+	sqlite3 *db = NULL;
+	int r = 0;
+	if (db_open_path(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX) == SQLITE_OK) {
+		sqlite3_stmt *s = NULL;
+		if (sqlite3_prepare_v2(db, "SELECT (SELECT application_id FROM pragma_application_id),"
+		                       " (SELECT user_version FROM pragma_user_version),"
+		                       " (SELECT count(*) FROM sqlite_master)", -1, &s, NULL) == SQLITE_OK &&
+		    sqlite3_step(s) == SQLITE_ROW) {
+			int64_t app = sqlite3_column_int64(s, 0), version = sqlite3_column_int64(s, 1);
+			int64_t tables = sqlite3_column_int64(s, 2);
+			if (tables && app != INDEX_APPLICATION_ID) {
+				*why = not_ours;
+				r = -EINVAL;
+			} else if (version > INDEX_SCHEMA_VERSION) {
+				*why = newer;
+				r = -EINVAL;
+			}
+		}
+		sqlite3_finalize(s);
+	}
+	sqlite3_close(db);
+	return r;
+}
+
 /* Decides, reading only, whether the database is ours; then creates or
  * migrates the schema in one transaction, which also proves it writable. */
 static int index_check_schema(struct index *ix, const char **why)
@@ -475,11 +558,11 @@ static int index_check_schema(struct index *ix, const char **why)
 		return r;
 	}
 	if (tables && app != INDEX_APPLICATION_ID) {
-		*why = "not an ingest index (another application's database): left as it is";
+		*why = not_ours;
 		return -EINVAL;
 	}
 	if (version > INDEX_SCHEMA_VERSION) {
-		*why = "written by a newer ingest (a later schema_version): left as it is";
+		*why = newer;
 		return -EINVAL;
 	}
 	if (tables && version == 1) {
@@ -809,6 +892,11 @@ int index_open(const char *path, struct index **out, const char **why)
 		if (r < 0) {
 			*why = r == -EBUSY ? "another run is writing it (one run at a time)"
 			                   : "cannot open the database";
+			index_close(ix);
+			return r;
+		}
+		if ((r = index_refuse_by_header(ix->lock_fd, why)) < 0 ||
+		    (r = index_refuse_by_wal(path, why)) < 0) {
 			index_close(ix);
 			return r;
 		}

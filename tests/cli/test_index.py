@@ -2337,6 +2337,50 @@ def case_orphan_wal(tmp):
     print("an orphan -wal beside no database: removed, the new index whole")
 
 
+def case_refused_untouched(tmp):
+    """A database a run refuses is left as it was, byte for byte, its
+    journal or WAL included: the run opened it for writing before it
+    judged it, which rolled back another program's hot journal and
+    checkpointed (then removed) its WAL.  Its -shm aside: the WAL's index
+    in shared memory, which any reader may rebuild."""
+    src = sample()
+    cases = {
+        # tables in the WAL only: the file itself is one page
+        "wal": ("PRAGMA journal_mode=WAL", "PRAGMA wal_autocheckpoint=0"),
+        # a transaction cut short: a hot rollback journal beside the file
+        "journal": ("PRAGMA journal_mode=DELETE", "PRAGMA cache_size=1"),
+    }
+    for name, pragmas in cases.items():
+        db = os.path.join(tmp, name + ".db")
+        code = ("import os, sqlite3, sys\n"
+                "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                + "".join(f"c.execute({p!r})\n" for p in pragmas) +
+                "c.execute('CREATE TABLE t(x)')\n"
+                "for i in range(200): c.execute('INSERT INTO t VALUES (?)', ('z' * 1000,))\n"
+                + ("c.execute('BEGIN')\n"
+                   "c.execute('UPDATE t SET x = ?', ('y' * 1000,))\n"
+                   if name == "journal" else "") +
+                "os._exit(0)\n")
+        subprocess.run([sys.executable, "-c", code, db], check=True)
+        files = sorted(f for f in os.listdir(tmp) if f.startswith(name + ".db"))
+        extra = name + ".db-journal" if name == "journal" else name + ".db-wal"
+        if extra not in files:
+            fail(f"{name}: no {extra} to test with: {files}")
+        # the -shm is the WAL's index in shared memory, which any reader
+        # may rebuild: not the database's content
+        def contents():
+            return {f: open(os.path.join(tmp, f), "rb").read()
+                    for f in os.listdir(tmp) if f.startswith(name + ".db") and not f.endswith("-shm")}
+        before = contents()
+        p = run(["--index=" + db, src], check_rc=2)
+        after = contents()
+        if b"not an ingest index" not in p.stderr or after.keys() != before.keys() or \
+                any(after[f] != before[f] for f in before):
+            fail(f"{name}: {p.stderr!r}; files before {sorted(before)}, after {sorted(after)}, "
+                 f"changed {[f for f in before if after.get(f) != before[f]]}")
+    print("another program's database with a WAL or a hot journal: refused, byte for byte as it was")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 # meson registers one test per case from `--list`: a case_ function is a
 # test, in the cli suite with a 120 s timeout unless named here.
