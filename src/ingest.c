@@ -739,12 +739,11 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 			parse_stage_inline(&run->parse, run->held);
 		run->held = NULL;
 		writer_end(&run->writer);
-	} else if (run->parse.pool && !run->parse.started) {
-		writer_end(&run->writer);
-	} else if (!run->parse.pool) {
-		/* refused or stopped before the pipeline started: the progress
-		 * callback still hears of the end (done 1), as include/ingest.h
-		 * says */
+	} else if (!run->parse.pool || !run->parse.started) {
+		/* no parse thread to end the writing: this thread does, also
+		 * for a run refused or stopped before its pipeline started, so
+		 * that the progress callback hears of the end (done 1), as
+		 * include/ingest.h says */
 		writer_end(&run->writer);
 	}
 	/* The writer is the last stage: when it has drained, the counted
