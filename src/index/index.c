@@ -320,6 +320,7 @@ struct index {
 	/* the ENOENT rows of earlier runs (vanished.h); NULL: none */
 	struct vanished *vanished;
 	char error[256];
+	int error_rc;              /* SQLite's result code behind error */
 };
 
 static uint64_t index_now_ns(void)
@@ -348,6 +349,7 @@ static int index_errno(int rc)
 static int index_fail(struct index *ix, int rc)
 {
 	snprintf(ix->error, sizeof(ix->error), "%s", sqlite3_errmsg(ix->db));
+	ix->error_rc = rc;
 	ix->broken = ix->built != NULL;
 	/* SQLite's I/O errors name no cause; the system call's errno does
 	 * (a full disk as the -shm file is made is "disk I/O error").  EINVAL
@@ -452,8 +454,22 @@ static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
-static const char not_ours[] = "not an ingest index (another application's database): left as it is";
-static const char newer[] = "written by a newer ingest (a later schema_version): left as it is";
+/* Whether a database of this application_id and user_version, holding
+ * tables or not, is another program's or a newer ingest's: the one rule,
+ * asked of the header read raw, of a read-only connection and of the
+ * run's own.  0, or -EINVAL with why set. */
+static int index_judge(int64_t app, int64_t version, bool tables, const char **why)
+{
+	if (tables && app != INDEX_APPLICATION_ID) {
+		*why = "not an ingest index (another application's database): left as it is";
+		return -EINVAL;
+	}
+	if (version > INDEX_SCHEMA_VERSION) {
+		*why = "written by a newer ingest (a later schema_version): left as it is";
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static uint32_t index_be32(const uint8_t *p)
 {
@@ -482,22 +498,14 @@ static int index_refuse_by_header(int fd, const char **why)
 	uint32_t page = (uint32_t)h[16] << 8 | h[17];
 	if (page == 1)
 		page = 65536;
-	uint32_t version = index_be32(h + 60), app = index_be32(h + 68);
-	if (app != INDEX_APPLICATION_ID && (uint64_t)st.st_size > page) {
-		*why = not_ours;
-		return -EINVAL;
-	}
-	if (app == INDEX_APPLICATION_ID && version > INDEX_SCHEMA_VERSION) {
-		*why = newer;
-		return -EINVAL;
-	}
-	return 0;
+	return index_judge(index_be32(h + 68), index_be32(h + 60), (uint64_t)st.st_size > page, why);
 }
 
-/* A database whose tables are all in its WAL (never checkpointed: the
- * file is one page), judged by a read-only connection, which neither
- * checkpoints nor removes the WAL when it closes.  0, or -EINVAL with why
- * set; a database the connection cannot read is left to the open. */
+/* A database beside a WAL that is not empty (its tables may all be there,
+ * never checkpointed, the file one page), judged by a read-only
+ * connection, which neither checkpoints nor removes the WAL when it
+ * closes.  0, or -EINVAL with why set; a database the connection cannot
+ * read is left to the open. */
 static int index_refuse_by_wal(const char *path, const char **why)
 {
 	size_t n = strlen(path);
@@ -519,15 +527,8 @@ static int index_refuse_by_wal(const char *path, const char **why)
 		                       " (SELECT user_version FROM pragma_user_version),"
 		                       " (SELECT count(*) FROM sqlite_master)", -1, &s, NULL) == SQLITE_OK &&
 		    sqlite3_step(s) == SQLITE_ROW) {
-			int64_t app = sqlite3_column_int64(s, 0), version = sqlite3_column_int64(s, 1);
-			int64_t tables = sqlite3_column_int64(s, 2);
-			if (tables && app != INDEX_APPLICATION_ID) {
-				*why = not_ours;
-				r = -EINVAL;
-			} else if (version > INDEX_SCHEMA_VERSION) {
-				*why = newer;
-				r = -EINVAL;
-			}
+			r = index_judge(sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+			                sqlite3_column_int64(s, 2) > 0, why);
 		}
 		sqlite3_finalize(s);
 	}
@@ -546,10 +547,10 @@ static int index_check_schema(struct index *ix, const char **why)
 	if (r == 0)
 		r = index_pragma_int(ix, "SELECT count(*) FROM sqlite_master", &tables);
 	if (r == -EINVAL) {
-		/* SQLite's words tell a file that is no database from one that
-		 * is damaged ("database disk image is malformed") */
-		*why = ix->error[0] && !strstr(ix->error, "not a database")
-		     ? "a damaged SQLite database (remove it, and its -wal and -shm, to index afresh): left as it is"
+		/* a file that is no database, or one that is damaged (both
+		 * EINVAL, index_errno) */
+		*why = (ix->error_rc & 0xff) == SQLITE_CORRUPT
+		     ? "a damaged SQLite database (remove it, and its -journal, -wal and -shm, to index afresh): left as it is"
 		     : "not an SQLite database";
 		return r;
 	}
@@ -557,14 +558,8 @@ static int index_check_schema(struct index *ix, const char **why)
 		*why = "cannot read the database";
 		return r;
 	}
-	if (tables && app != INDEX_APPLICATION_ID) {
-		*why = not_ours;
-		return -EINVAL;
-	}
-	if (version > INDEX_SCHEMA_VERSION) {
-		*why = newer;
-		return -EINVAL;
-	}
+	if ((r = index_judge(app, version, tables > 0, why)) < 0)
+		return r;
 	if (tables && version == 1) {
 		/* its roots are spellings relative to a working directory it did
 		 * not record: nothing to migrate from */
@@ -641,18 +636,19 @@ static int index_build_begin(struct index *ix, const char *path)
 	return r < 0 ? r : 1;
 }
 
-/* Removes FILE-wal and FILE-shm if they are there: 0 or -errno. */
+/* Removes FILE-journal, FILE-wal and FILE-shm if they are there: 0 or
+ * -errno. */
 static int index_drop_orphan_wal(const char *path)
 {
-	static const char *const ends[] = { "-wal", "-shm" };
+	static const char *const ends[] = { "-journal", "-wal", "-shm" };
 	size_t n = strlen(path);
-	char *name = xmalloc(n + 5);
+	char *name = xmalloc(n + sizeof("-journal"));
 	if (!name)
 		return -ENOMEM;
 	int r = 0;
 	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]) && r == 0; i++) {
 		memcpy(name, path, n);
-		memcpy(name + n, ends[i], 5);
+		memcpy(name + n, ends[i], strlen(ends[i]) + 1);
 		r = sys_unlinkat(AT_FDCWD, name, 0);
 		if (r == -ENOENT)
 			r = 0;
@@ -717,11 +713,13 @@ int index_finish(struct index *ix)
 	}
 	if (r == 0)
 		r = sys_fsync(ix->build_fd);
-	/* A -wal and -shm left beside no database (a run killed in place,
-	 * then the database removed by hand) would be taken for the new
-	 * file's: SQLite replays a -wal onto the database of its name, and
-	 * the index would be corrupt for good.  They belong to no database
-	 * now, and this run holds the only lock that creates one. */
+	/* A -wal and -shm, or a -journal, left beside no database (a run
+	 * killed in place, another program's transaction cut short, then the
+	 * database removed by hand) would be taken for the new file's: SQLite
+	 * replays a -wal, and rolls a hot journal back, onto the database of
+	 * its name, and the index would be corrupt for good.  They belong to
+	 * no database now, and this run holds the only lock that creates
+	 * one. */
 	if (r == 0)
 		r = index_drop_orphan_wal(ix->final);
 	if (r == 0)

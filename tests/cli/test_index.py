@@ -2306,11 +2306,13 @@ def case_one_writer(tmp):
 
 
 def case_orphan_wal(tmp):
-    """A -wal and -shm left beside no database (a run killed in place,
-    then the database removed by hand, as README's "remove the file and
-    index again" says) are not the new database's: SQLite replayed that
-    -wal onto the file a first run renamed into place, which was then
-    corrupt for good ("database disk image is malformed")."""
+    """A -wal and -shm, or a -journal, left beside no database (a run
+    killed in place, another program's transaction cut short, then the
+    database removed by hand, as README's "remove the file and index
+    again" says) are not the new database's: SQLite replayed that -wal, or
+    rolled that journal back, onto the file a first run renamed into
+    place, which was then corrupt for good ("database disk image is
+    malformed")."""
     src = sample()
     db = os.path.join(tmp, "mail.db")
     run(["--index=" + db, src])
@@ -2334,7 +2336,28 @@ def case_orphan_wal(tmp):
     if ok != [("ok",)] or "junk" in tables:
         fail(f"the new database took the orphan -wal: integrity_check {ok[:3]}, tables {tables}")
     completes_like_clean(tmp, db, src, "after an orphan -wal")
-    print("an orphan -wal beside no database: removed, the new index whole")
+    # a hot journal beside no database: another program's transaction cut
+    # short, the database then removed; SQLite rolled it back onto the new
+    # file
+    other = os.path.join(tmp, "other.db")
+    subprocess.run([sys.executable, "-c",
+                    "import os, sqlite3, sys\n"
+                    "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                    "c.execute('PRAGMA cache_size = 1')\n"
+                    "c.execute('CREATE TABLE t (x)')\n"
+                    "for i in range(300): c.execute('INSERT INTO t VALUES (?)', ('z' * 1000,))\n"
+                    "c.execute('BEGIN')\n"
+                    "c.execute('UPDATE t SET x = ?', ('y' * 1000,))\n"
+                    "os._exit(0)\n", other], check=True)
+    if not os.path.exists(other + "-journal"):
+        fail("no hot journal was left to test with")
+    os.unlink(other)
+    run(["--index=" + other, src])
+    ok = q(other, "PRAGMA integrity_check")
+    if ok != [("ok",)] or os.path.exists(other + "-journal"):
+        fail(f"the new database took the orphan journal: integrity_check {ok[:3]}")
+    completes_like_clean(tmp, other, src, "after an orphan journal")
+    print("an orphan -wal and an orphan journal beside no database: removed, the new index whole")
 
 
 def case_refused_untouched(tmp):
