@@ -8,7 +8,9 @@
 const char *db_file_name(const char *path, char **owned)
 {
 	*owned = NULL;
-	if (strncmp(path, "file:", 5) != 0)
+	/* ":memory:" (and any name SQLite may give a meaning that starts
+	 * with ':') and "file:..." */
+	if (path[0] != ':' && strncmp(path, "file:", 5) != 0)
 		return path;
 	size_t n = strlen(path);
 	char *name = xmalloc(n + 3);

@@ -2,18 +2,21 @@
 /* The name SQLite is given for a file path the user gave.  SQLite reads a
  * name that starts with "file:" as a URI where URIs are enabled (Debian's
  * builds enable them at compile time, and no flag of sqlite3_open_v2 or
- * ATTACH turns them off): `--index=file:mail.db` opened a database named
- * by the URI while ingest's own calls made, renamed and removed the
- * literal path, so the run failed or left its index where no search would
- * find it.  Every open and ATTACH of a path goes through here. */
+ * ATTACH turns them off), and ":memory:" as a database in memory:
+ * `--index=file:mail.db` opened a database named by the URI, and
+ * `--index=:memory:` one in memory, while ingest's own calls made,
+ * renamed and removed the literal path, so the run failed or left its
+ * index where no search would find it (or nowhere).  Every open and
+ * ATTACH of a path goes through here. */
 #ifndef INGEST_INDEX_DB_OPEN_H
 #define INGEST_INDEX_DB_OPEN_H
 
 #include <sqlite3.h>
 
-/* path itself, or for a relative path that starts "file:" the same file
- * as "./file:...", which is no URI, in a new string left in *owned (NULL
- * otherwise; xfree it).  NULL without memory. */
+/* path itself, or for a relative path that starts "file:" or ':' the same
+ * file as "./file:..." or "./:...", which SQLite takes as a plain name, in
+ * a new string left in *owned (NULL otherwise; xfree it).  NULL without
+ * memory. */
 const char *db_file_name(const char *path, char **owned);
 
 /* sqlite3_open_v2(db_file_name(path), db, flags, NULL). */

@@ -2250,21 +2250,26 @@ def case_uri_like_name(tmp):
     src = os.path.abspath(sample())
     ingest = os.path.abspath(ARGS.ingest)
     want = len([r for r in records(run([src]).stdout) if "error" not in r])
-    for i in range(2):   # a first run builds aside; the second updates
-        p = subprocess.run([ingest, "--index=file:mail.db", src], capture_output=True, cwd=tmp)
-        if p.returncode != 0:
-            fail(f"run {i + 1}: exit {p.returncode}: {p.stderr[-300:]!r}")
-    names = sorted(os.listdir(tmp))
-    if names != ["file:mail.db"]:
-        fail(f"the directory holds {names}, not the one index")
-    got = q(os.path.join(tmp, "file:mail.db"), "SELECT count(*) FROM messages")[0][0]
-    if got != want:
-        fail(f"{got} messages in the index, not {want}")
-    p = subprocess.run([ingest, "search", "file:mail.db", "*", "--limit=1000"], capture_output=True,
-                       cwd=tmp)
-    if p.returncode != 0 or len(records(p.stdout)) != want:
-        fail(f"search: exit {p.returncode}, {len(records(p.stdout))} hits of {want}: {p.stderr[-300:]!r}")
-    print(f"--index=file:mail.db: {got} messages in the file of that name, all found by search")
+    for name in ("file:mail.db", ":memory:"):
+        where = os.path.join(tmp, name.replace(":", "_"))
+        os.mkdir(where)
+        for i in range(2):   # a first run builds aside; the second updates
+            p = subprocess.run([ingest, "--index=" + name, src], capture_output=True, cwd=where)
+            if p.returncode != 0:
+                fail(f"{name}, run {i + 1}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        names = sorted(os.listdir(where))
+        if names != [name]:
+            fail(f"{name}: the directory holds {names}, not the one index")
+        got = q(os.path.join(where, name), "SELECT count(*) FROM messages")[0][0]
+        if got != want:
+            fail(f"{name}: {got} messages in the index, not {want}")
+        p = subprocess.run([ingest, "search", name, "*", "--limit=1000"], capture_output=True,
+                           cwd=where)
+        if p.returncode != 0 or len(records(p.stdout)) != want:
+            fail(f"{name}: search: exit {p.returncode}, {len(records(p.stdout))} hits of {want}: "
+                 f"{p.stderr[-300:]!r}")
+    print(f"--index=file:mail.db and --index=:memory:: {want} messages in the file of that name, "
+          "all found by search")
 
 
 def case_one_writer(tmp):
