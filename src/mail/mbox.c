@@ -225,22 +225,12 @@ static bool mbox_date(const uint8_t *p, size_t n, size_t i, bool need_wday)
 	return mbox_day(p, w[0]) && mbox_month(p, w[1]) && mbox_year(p, w[2]) && mbox_time(p, w[3]);
 }
 
-bool mbox_from_prefix(const uint8_t *p, size_t n)
-{
-	if (n < 5 || memcmp(p, "From ", 5))
-		return false;
-	size_t i = 5;
-	while (i < n && (p[i] == ' ' || p[i] == '\t'))
-		i++;
-	return i == n || p[i] != ':';
-}
-
 /* The length of the line at p (its line end excluded) when it starts with
- * "From " (mbox_from_prefix), is at most MBOX_LINE_MAX bytes and holds no
- * control bytes but HTAB; else SIZE_MAX. */
+ * "From ", is at most MBOX_LINE_MAX bytes and holds no control bytes but
+ * HTAB; else SIZE_MAX. */
 static size_t mbox_from_len(const uint8_t *p, size_t n)
 {
-	if (!mbox_from_prefix(p, n))
+	if (n < 5 || memcmp(p, "From ", 5))
 		return SIZE_MAX;
 	size_t len = mbox_line_len(p, n);
 	if (len && p[len - 1] == '\r')
@@ -253,9 +243,20 @@ static size_t mbox_from_len(const uint8_t *p, size_t n)
 	return len;
 }
 
+bool mbox_from_prefix(const uint8_t *p, size_t n)
+{
+	if (n < 5 || memcmp(p, "From ", 5))
+		return false;
+	size_t i = 5;
+	while (i < n && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	/* "From :x@y Mon Jun  3 12:50:27 1996" is still a From_ line */
+	return i == n || p[i] != ':' || mbox_is_from_line(p, n);
+}
+
 bool mbox_is_separator(const uint8_t *p, size_t n)
 {
-	return mbox_from_len(p, n) != SIZE_MAX;
+	return mbox_from_prefix(p, n) && mbox_from_len(p, n) != SIZE_MAX;
 }
 
 bool mbox_is_from_line(const uint8_t *p, size_t n)

@@ -45,10 +45,13 @@
  * that decide it, with their line ends, and the empty line before it. */
 #define MBOX_KEEP_MAX ((MBOX_PEEK_LINES + 1) * (MBOX_LINE_MAX + 2) + 3)
 
-/* True when the bytes at p start "From " and are not the obsolete syntax
- * of the From field, "From" and blanks before its colon (RFC 5322
- * 4.5.2, obs-from): the one rule that tells an mbox From_ line from a
- * header field, for splitting archives and for a message's first line. */
+/* True when the first line of a file or message, at p, starts "From " and
+ * is not the obsolete syntax of the From field, "From" and blanks before
+ * its colon (RFC 5322 4.5.2, obs-from), unless a sender and a date follow
+ * as in a dated From_ line: the one rule that tells an mbox From_ line
+ * from a header field where a header may stand, for splitting a file as
+ * an archive and for a message's first line.  Inside an archive a line
+ * after an empty one is never a header: mbox_next() does not ask. */
 bool mbox_from_prefix(const uint8_t *p, size_t n);
 
 /* True when the line at p (a line start; at most n bytes, up to the first

@@ -321,9 +321,15 @@ static void test_mbox_obsolete_from_field_is_no_separator(void **state)
 		assert_false(mbox_from_prefix(p, strlen(fields[i])));
 	}
 	static const char *const lines[] = { "From a@b Mon Jun  3 12:50:27 1996\n", "From - \n",
-	                                     "From \n", "From a:b\n" };
+	                                     "From \n", "From a:b\n",
+	                                     "From :x@y Mon Jun  3 12:50:27 1996\n" };
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		assert_true(mbox_is_separator((const uint8_t *)lines[i], strlen(lines[i])));
+	/* inside an archive, a dated From_ line whose sender starts with ':'
+	 * still separates (the rule above once made it body text) */
+	split_all(FROM_A "Subject: a\n\nbody\n\nFrom :x@y Mon Jun  3 12:50:27 1996\nSubject: b\n\nb\n");
+	assert_int_equal(got.n, 2);
+	assert_string_equal(got.m[1].text, "Subject: b\n\nb\n");
 }
 
 /* Generated: a From line of every kind, after a body line or an empty
