@@ -264,13 +264,23 @@ ssize_t sys_read_restart_(const char *site, int fd, void *buf, size_t n)
 	return sys_pread_restart_by(sys_at_call, &at, fd, buf, n, 0);
 }
 
+static int sys_fcntl_getfl(const char *site, int fd)
+{
+	SYS_DO(fcntl, SYS_fcntl, fd, F_GETFL);
+}
+
 bool sys_may_block_(const char *site, int fd)
 {
 	struct stat st = { 0 };
 	/* a descriptor fstat cannot judge is polled: the poll reports it */
 	if (sys_fstat_(site, fd, &st) < 0)
 		return true;
-	return !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return false;
+	/* open for writing only (`0>&1` on a pipe): no poll would ever report
+	 * it readable; its read fails at once (EBADF), as it should */
+	int fl = sys_fcntl_getfl(site, fd);
+	return fl < 0 || (fl & O_ACCMODE) != O_WRONLY;
 }
 
 ssize_t sys_read_stoppable_(const char *site, int fd, void *buf, size_t n, bool may_block,

@@ -123,7 +123,8 @@ int sys_fault_(const char *site, enum sys_call c);
 #define sys_renameat(...) sys_renameat_(FAULT_SITE, __VA_ARGS__)
 #define sys_unlinkat(...) sys_unlinkat_(FAULT_SITE, __VA_ARGS__)
 #define sys_faccessat(...) sys_faccessat_(FAULT_SITE, __VA_ARGS__)
-/* fcntl's record locks only (F_SETLK, F_SETLKW, F_GETLK): the --state lock. */
+/* fcntl's record locks (F_SETLK, F_SETLKW, F_GETLK): the --state lock.  The
+ * one other fcntl, counted under the same name, is sys_may_block's F_GETFL. */
 #define sys_fcntl_lock(...) sys_fcntl_lock_(FAULT_SITE, __VA_ARGS__)
 #define sys_fchmod(...) sys_fchmod_(FAULT_SITE, __VA_ARGS__)
 /* clock_nanosleep on CLOCK_MONOTONIC: 0, or -EINTR when a signal ended it

@@ -1330,7 +1330,17 @@ def case_interrupt_waiting_for_input(tmp):
                                     stderr=subprocess.PIPE)
             if stdin_path:
                 stdin.close()
-            time.sleep(0.3)
+            # the handler installed (SigCgt), then a moment into the wait
+            for _ in range(1000):
+                try:
+                    with open(f"/proc/{proc.pid}/status") as f:
+                        caught = next(int(ln.split()[1], 16) for ln in f if ln.startswith("SigCgt:"))
+                except (OSError, StopIteration):
+                    caught = 0
+                if caught & (1 << (signal.SIGINT - 1)) or proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+            time.sleep(0.1)
             proc.send_signal(signal.SIGINT)
             t0 = time.monotonic()
             try:
@@ -1362,6 +1372,19 @@ def case_interrupt_waiting_for_input(tmp):
     if proc.returncode != 0 or len(records(out)) != want:
         fail(f"a FIFO written after the run began: exit {proc.returncode}, {len(records(out))} records "
              f"of {want}: {err[-300:]!r}")
+    # standard input open for writing only (`0>&1` on a pipe) is no input
+    # to wait for: its read fails at once, as before the wait was polled
+    for argv in (["-"], ["--files-from=-"]):
+        r, w = os.pipe()
+        try:
+            p = subprocess.run([ARGS.ingest] + argv, stdin=w, capture_output=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            fail(f"{argv} with a write-only standard input: still waiting after 10 s")
+        finally:
+            os.close(r)
+            os.close(w)
+        if p.returncode != 1 or b"Bad file descriptor" not in p.stderr:
+            fail(f"{argv} with a write-only standard input: exit {p.returncode}, {p.stderr[-200:]!r}")
     print(f"SIGINT while waiting for input: exit 130 three ways; a late writer's list gave {want} records")
 
 
