@@ -8,6 +8,7 @@ Usage: test_index.py --ingest PATH --mkcorpus PATH --source DIR --case NAME
 Exit 0 pass, 1 fail, 77 skip (with the reason on stdout)."""
 import concurrent.futures
 import contextlib
+import fcntl
 import glob
 import json
 import os
@@ -2290,11 +2291,20 @@ def case_one_writer(tmp):
     for what, marker in (("a first run", db + ".new"), ("a run in place", db)):
         first = subprocess.Popen([ARGS.ingest, "--index=" + db, "--files-from=" + fifo],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        for _ in range(500):   # the database is open once its file is there
-            if os.path.exists(marker) or first.poll() is not None:
+        # the first run holds its flock on the file (FILE.new, or FILE)
+        for _ in range(3000):
+            if first.poll() is not None:
+                fail(f"{what}: the first run ended before its list came: {first.stderr.read()!r}")
+            try:
+                with open(marker, "rb") as f:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
                 break
+            except FileNotFoundError:
+                pass
             time.sleep(0.01)
-        time.sleep(0.1)
+        else:
+            fail(f"{what}: the first run never locked {marker}")
         p = run(["--index=" + db, src], check_rc=1)
         want = "another run is creating it" if what == "a first run" else "another run is writing it"
         if want not in p.stderr.decode():
