@@ -86,7 +86,11 @@ INGEST_API void ingest_options_free(struct ingest_options *o);
  *   wait-state    flag (wait for another run's lock on the state)
  *   state-reset   flag (ignore what the state file holds)
  *   index         FILE (records into that SQLite database, not to output;
- *                 refused with an output, an output fd or a sink)
+ *                 refused with an output, an output fd or a sink; one
+ *                 run writes it at a time, and while it does, the host
+ *                 must hold no SQLite connection of its own to FILE:
+ *                 record locks are the process's, and the run's closing
+ *                 of its descriptors on FILE drops them)
  *   stats         "0", "human", "json"
  * SIZE takes K/M/G suffixes; a flag takes "1"/"0" (also true/false,
  * yes/no; NULL is "1").  An option with no value of its own by default

@@ -425,7 +425,7 @@ const char *state_load_error(const struct state *s)
 /* How often --wait-state tries the lock again: a run waits at most this
  * long after the holder lets go, or after an interrupt from another
  * thread. */
-#define STATE_LOCK_RETRY_NS (20 * 1000 * 1000)
+#define STATE_LOCK_RETRY_NS ((uint64_t)SYS_STOP_POLL_MS * 1000 * 1000)
 
 int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n)
 {

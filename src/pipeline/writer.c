@@ -383,8 +383,9 @@ static void progress_tell(struct writer *w, bool final)
 	uint64_t bytes = w->held_bytes, errors = w->held_errors, files = w->held_inputs;
 	if (w->writing)
 		files = report_records(w->rep, &bytes, &errors);
-	w->progress(w->progress_ctx, files, bytes, errors, w->total,
-	            now - report_started_ns(w->rep), final);
+	/* a run refused before it began has no start: 0 ns */
+	uint64_t t0 = report_started_ns(w->rep);
+	w->progress(w->progress_ctx, files, bytes, errors, w->total, t0 ? now - t0 : 0, final);
 }
 
 void writer_put(struct writer *w, struct batch *const *bs, size_t n)

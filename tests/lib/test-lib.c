@@ -274,6 +274,32 @@ static void test_lib_stdin_leaves_fd_0(void **state)
 	close(saved);
 }
 
+/* An index refused before it is opened (a directory) leaves the host's
+ * descriptors alone: the refusal closed descriptor 0, the zeroed build
+ * descriptor of the index's struct. */
+static void test_lib_refused_index_leaves_fd_0(void **state)
+{
+	(void)state;
+	char dir[256];
+	lib_tmpdir(dir, sizeof(dir), "refused");
+	int saved = dup(STDIN_FILENO);
+	if (saved < 0) {   /* no standard input here: give it one */
+		int fd = open("/dev/null", O_RDONLY);
+		assert_int_equal(fd, STDIN_FILENO);
+	}
+	struct ingest_options *o = sample_options();
+	assert_int_equal(ingest_options_set(o, "index", dir), 0);
+	struct ingest_report *rep = NULL;
+	assert_true(ingest_run(o, &rep) < 0);
+	assert_true(fcntl(STDIN_FILENO, F_GETFD) >= 0);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+	if (saved >= 0) {
+		assert_int_equal(dup2(saved, STDIN_FILENO), STDIN_FILENO);
+		close(saved);
+	}
+}
+
 /* ingest_search's error is optional: a query FTS5 cannot parse is -EINVAL
  * with or without it (it was written through unchecked); a missing
  * database or query is an error, with its reason. */
@@ -755,6 +781,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_output_fd_rejects_bad_fd),
 		cmocka_unit_test(test_lib_split_bytes_refused_with_fd_or_sink),
 		cmocka_unit_test(test_lib_stdin_leaves_fd_0),
+		cmocka_unit_test(test_lib_refused_index_leaves_fd_0),
 		cmocka_unit_test(test_lib_search_error_optional),
 		cmocka_unit_test(test_lib_progress_is_a_callback),
 		cmocka_unit_test(test_lib_progress_ends_a_refused_run),
