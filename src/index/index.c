@@ -597,6 +597,21 @@ static int index_check_schema(struct index *ix, const char **why)
 	return r;
 }
 
+/* path opened (flags: O_RDONLY, or O_RDWR | O_CREAT) and flocked: the
+ * descriptor, -EBUSY when another run holds the flock, or -errno. */
+static int index_open_flocked(const char *path, int flags)
+{
+	int fd = sys_openat(AT_FDCWD, path, flags | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		sys_close(fd);
+		return e;
+	}
+	return fd;
+}
+
 /* A new database is built aside, as FILE.new, with no journal and no
  * fsync, and renamed to FILE at the end (index_finish): a run killed
  * before that leaves no FILE, and the next run starts over, truncating
@@ -616,16 +631,11 @@ static int index_build_begin(struct index *ix, const char *path)
 	memcpy(ix->final, path, n + 1);
 	memcpy(ix->built, path, n);
 	memcpy(ix->built + n, ".new", 5);
-	int fd = sys_openat(AT_FDCWD, ix->built, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return fd;
 	/* the file is ours (index_close removes it) only once it is locked:
 	 * another first run's build must not lose its name to our refusal */
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		sys_close(fd);
-		return e;
-	}
+	int fd = index_open_flocked(ix->built, O_RDWR | O_CREAT);
+	if (fd < 0)
+		return fd;
 	ix->build_fd = fd;
 	if (access(path, F_OK) == 0) {
 		/* another first run finished between our check and the lock */
@@ -669,14 +679,9 @@ static int index_drop_orphan_wal(const char *path)
  * -EBUSY when another run holds it, -errno. */
 static int index_lock(struct index *ix, const char *path)
 {
-	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+	int fd = index_open_flocked(path, O_RDONLY);
 	if (fd < 0)
 		return fd;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		sys_close(fd);
-		return e;
-	}
 	ix->lock_fd = fd;
 	return 0;
 }
