@@ -214,7 +214,10 @@ struct ingest_result {
 	char *record;        /* the record in the options' format (JSONL: one line
 	                      * with its newline), NUL-terminated, malloc'd:
 	                      * ingest_result_release() frees it.  NULL only when
-	                      * there was no memory for it (kind ERROR, err ENOMEM) */
+	                      * there was no memory for it (kind ERROR, err ENOMEM);
+	                      * "" (len 0) for an error record (kind NOT_MAIL or
+	                      * ERROR) in es-bulk without es-errors, which leaves
+	                      * such records out as a run does */
 	size_t len;          /* its bytes, the NUL aside */
 	int kind;            /* enum ingest_kind */
 	int err;             /* kind ERROR: a positive errno; else 0 */
