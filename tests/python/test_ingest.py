@@ -634,6 +634,16 @@ def test_scan_dropped_at_once_stops_its_run(tmp_path):
     assert sum(1 for _ in ingest.scan(d)) == 3000   # and a run goes whole after
 
 
+def drop_time(make_scan):
+    """Seconds the drop of a scan takes, made by make_scan() and left
+    0.2 s to start its run (its only reference is dropped here)."""
+    s = make_scan()
+    time.sleep(0.2)
+    t = time.monotonic()
+    del s
+    return time.monotonic() - t
+
+
 def test_scan_waiting_for_state_dropped(generated, tmp_path):
     """A scan with wait_state=True waiting for another run's lock stops
     when dropped: its run once sat in a blocking fcntl that the interrupt
@@ -648,11 +658,7 @@ def test_scan_waiting_for_state_dropped(generated, tmp_path):
                               stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline().strip() == b"locked"
-        s = ingest.scan(generated["maildir"], state=st, wait_state=True)
-        time.sleep(0.2)
-        t = time.monotonic()
-        del s
-        took = time.monotonic() - t
+        took = drop_time(lambda: ingest.scan(generated["maildir"], state=st, wait_state=True))
     finally:
         holder.kill()
         holder.wait()
@@ -679,11 +685,7 @@ def test_scan_waiting_for_files_from_dropped(generated, tmp_path):
     watchdog = threading.Timer(10, unblock)
     watchdog.start()
     try:
-        s = ingest.scan(files_from=fifo)
-        time.sleep(0.2)
-        t = time.monotonic()
-        del s
-        took = time.monotonic() - t
+        took = drop_time(lambda: ingest.scan(files_from=fifo))
     finally:
         watchdog.cancel()
     assert took < 5, took
