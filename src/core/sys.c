@@ -308,14 +308,20 @@ ssize_t sys_getdents64_restart_(const char *site, int fd, void *buf, size_t n)
 	return sys_pread_restart_by(sys_at_call, &at, fd, buf, n, 0);
 }
 
-/* A descriptor set O_NONBLOCK by whoever shares it (a parent's pipe)
- * answers a full pipe with EAGAIN: waited for as a blocking write would
- * wait, so that no record is cut at the pipe's size.  -errno when the
- * poll itself fails. */
-static int sys_wait_writable(const char *site, int fd)
+/* What a write loop does after a write that returned r: 1 to write
+ * again (EINTR; EAGAIN once the descriptor can take more), 0 to go on
+ * with r, -errno when the poll itself fails.  A descriptor set O_NONBLOCK
+ * by whoever shares it (a parent's pipe) answers a full pipe with EAGAIN:
+ * waited for as a blocking write would wait, so that no record is cut at
+ * the pipe's size. */
+static int sys_write_again(const char *site, int fd, ssize_t r)
 {
+	if (r == -EINTR)
+		return 1;
+	if (r != -EAGAIN)
+		return 0;
 	int p = sys_poll_(site, fd, POLLOUT, -1);
-	return p < 0 && p != -EINTR ? p : 0;
+	return p < 0 && p != -EINTR ? p : 1;
 }
 
 int sys_write_full_(const char *site, int fd, const void *buf, size_t n)
@@ -323,14 +329,11 @@ int sys_write_full_(const char *site, int fd, const void *buf, size_t n)
 	const char *p = buf;
 	while (n) {
 		ssize_t w = sys_write_(site, fd, p, n);
-		if (w == -EINTR)
+		int again = sys_write_again(site, fd, w);
+		if (again < 0)
+			return again;
+		if (again)
 			continue;
-		if (w == -EAGAIN) {
-			int r = sys_wait_writable(site, fd);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		if (w < 0)
 			return (int)w;
 		if (w == 0)
@@ -347,14 +350,11 @@ int sys_writev_full_(const char *site, int fd, struct iovec *iov, int iovcnt, ui
 	*written = 0;
 	while (iovcnt > 0) {
 		ssize_t r = sys_writev_(site, fd, iov, iovcnt);
-		if (r == -EINTR)
+		int again = sys_write_again(site, fd, r);
+		if (again < 0)
+			return again;
+		if (again)
 			continue;
-		if (r == -EAGAIN) {
-			int w = sys_wait_writable(site, fd);
-			if (w < 0)
-				return w;
-			continue;
-		}
 		if (r < 0)
 			return (int)r;
 		*written += (uint64_t)r;
