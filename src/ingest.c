@@ -326,7 +326,6 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 		return r;
 	ro->state = run->state;
 	run->writer.index = run->index;
-	run->writer.index_path = o->index;
 	return 0;
 }
 
@@ -428,14 +427,6 @@ static int run_std_open(struct run *run, int fd, const char *what, const char *a
 static int run_stdin_open(struct run *run, const char *what, const char *arg)
 {
 	return run_std_open(run, STDIN_FILENO, what, arg);
-}
-
-/* Whether the records go to the process's standard output (the writer's
- * default: no sink, descriptor, file or index). */
-static bool run_writes_stdout(const struct ingest_options *o)
-{
-	return !o->sink && o->output_fd < 0 && !o->index && !o->split_bytes &&
-	       (!o->output || !strcmp(o->output, "-"));
 }
 
 /* `ingest -`: standard input is copied whole into a memory file, which the
@@ -616,6 +607,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		.progress = o->progress, .progress_ctx = o->progress_ctx, .fd = -1,
 		.given_fd = o->output_fd, .sink = o->sink, .sink_ctx = o->sink_ctx,
 		.split_bytes = o->split_bytes, .es_bulk = o->emit.format == EMIT_ES_BULK,
+		.index_path = o->index,
 		.durable = o->state != NULL,
 	};
 	*report = run->rep = report_new();
@@ -638,7 +630,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 	int r = 0;
 	if (!(run->walk = walk_new()))
 		r = -ENOMEM;
-	if (r == 0 && run_writes_stdout(o))
+	if (r == 0 && writer_to_stdout(&run->writer))
 		r = run_std_open(run, STDOUT_FILENO, "cannot write the output", "stdout");
 	bool have_stdin = false;
 	for (size_t i = 0; r == 0 && i < o->n_paths; i++) {

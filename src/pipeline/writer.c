@@ -439,6 +439,11 @@ void writer_end(struct writer *w)
 	atomic_store(&w->exited, 1);
 }
 
+bool writer_to_stdout(const struct writer *w)
+{
+	return !w->sink && w->given_fd < 0 && !w->split_bytes && !w->index_path && !output_named(w);
+}
+
 int writer_open(struct writer *w)
 {
 	w->fd = STDOUT_FILENO;

@@ -60,7 +60,7 @@ struct writer {
 	                              * record (a record larger is a file alone) */
 	bool es_bulk;                /* records are _bulk actions (where to cut) */
 	struct index *index;         /* --index: batches go there, not to fd */
-	const char *index_path;
+	const char *index_path;      /* --index's FILE, set with the rest */
 	uint64_t total;              /* inputs, when known before the end */
 	bool durable;                /* --state: a file output reaches the disk
 	                              * before the run ends (writer_finish) */
@@ -84,6 +84,10 @@ struct writer {
 	atomic_int exited;           /* ...and its last syscall has returned */
 };
 
+/* Whether the records will go to the process's standard output (no sink,
+ * descriptor, split files, named output or index): what writer_open()
+ * chooses, asked before anything is opened. */
+bool writer_to_stdout(const struct writer *w);
 /* Opens the output (or takes standard output).  0 or -errno, in which case
  * w->fail has been told. */
 int writer_open(struct writer *w);
