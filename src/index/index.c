@@ -454,6 +454,19 @@ static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
+/* path with suffix after it (FILE.new, FILE-wal, ...), malloc'd, or NULL
+ * without memory. */
+static char *index_sibling(const char *path, const char *suffix)
+{
+	size_t n = strlen(path), k = strlen(suffix);
+	char *s = xmalloc(n + k + 1);
+	if (s) {
+		memcpy(s, path, n);
+		memcpy(s + n, suffix, k + 1);
+	}
+	return s;
+}
+
 /* Whether a database of this application_id and user_version, holding
  * tables or not, is another program's or a newer ingest's: the one rule,
  * asked of the header read raw, of a read-only connection and of the
@@ -482,14 +495,13 @@ static uint32_t index_be32(const uint8_t *p)
  * refuses as "left as it is".  The header's application_id (offset 68)
  * and user_version (60) are what index_check_schema asks SQLite; a file of
  * one page holds no table (an empty database, ours to fill), unless its
- * tables are in a WAL never checkpointed (index_refuse_by_wal).  0, or
- * -EINVAL with why set. */
-static int index_refuse_by_header(int fd, const char **why)
+ * tables are in a WAL never checkpointed (index_refuse_by_wal).  size: the
+ * file's, from index_open's stat.  0, or -EINVAL with why set. */
+static int index_refuse_by_header(int fd, uint64_t size, const char **why)
 {
 	uint8_t h[100];
 	ssize_t n = sys_pread(fd, h, sizeof(h), 0);
-	struct stat st;
-	if (n <= 0 || sys_fstat(fd, &st) < 0)
+	if (n <= 0)
 		return 0;   /* empty: a new database; a read error: SQLite's to say */
 	if (n < (ssize_t)sizeof(h) || memcmp(h, "SQLite format 3", 16) != 0) {
 		*why = "not an SQLite database";
@@ -498,7 +510,7 @@ static int index_refuse_by_header(int fd, const char **why)
 	uint32_t page = (uint32_t)h[16] << 8 | h[17];
 	if (page == 1)
 		page = 65536;
-	return index_judge(index_be32(h + 68), index_be32(h + 60), (uint64_t)st.st_size > page, why);
+	return index_judge(index_be32(h + 68), index_be32(h + 60), size > page, why);
 }
 
 /* A database beside a WAL that is not empty (its tables may all be there,
@@ -508,12 +520,9 @@ static int index_refuse_by_header(int fd, const char **why)
  * read is left to the open. */
 static int index_refuse_by_wal(const char *path, const char **why)
 {
-	size_t n = strlen(path);
-	char *wal = xmalloc(n + 5);
+	char *wal = index_sibling(path, "-wal");
 	if (!wal)
 		return 0;
-	memcpy(wal, path, n);
-	memcpy(wal + n, "-wal", 5);
 	struct stat st;
 	bool any = stat(wal, &st) == 0 && st.st_size > 0;
 	xfree(wal);
@@ -623,14 +632,10 @@ static int index_open_flocked(const char *path, int flags)
  * appeared meanwhile (open it as it is), -errno. */
 static int index_build_begin(struct index *ix, const char *path)
 {
-	size_t n = strlen(path);
-	ix->built = xmalloc(n + 5);
-	ix->final = xmalloc(n + 1);
+	ix->built = index_sibling(path, ".new");
+	ix->final = xstrdup(path);
 	if (!ix->built || !ix->final)
 		return -ENOMEM;
-	memcpy(ix->final, path, n + 1);
-	memcpy(ix->built, path, n);
-	memcpy(ix->built + n, ".new", 5);
 	/* the file is ours (index_close removes it) only once it is locked:
 	 * another first run's build must not lose its name to our refusal */
 	int fd = index_open_flocked(ix->built, O_RDWR | O_CREAT);
@@ -648,22 +653,17 @@ static int index_build_begin(struct index *ix, const char *path)
 
 /* Removes FILE-journal, FILE-wal and FILE-shm if they are there: 0 or
  * -errno. */
-static int index_drop_orphan_wal(const char *path)
+static int index_drop_orphans(const char *path)
 {
 	static const char *const ends[] = { "-journal", "-wal", "-shm" };
-	size_t n = strlen(path);
-	char *name = xmalloc(n + sizeof("-journal"));
-	if (!name)
-		return -ENOMEM;
 	int r = 0;
 	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]) && r == 0; i++) {
-		memcpy(name, path, n);
-		memcpy(name + n, ends[i], strlen(ends[i]) + 1);
-		r = sys_unlinkat(AT_FDCWD, name, 0);
+		char *name = index_sibling(path, ends[i]);
+		r = name ? sys_unlinkat(AT_FDCWD, name, 0) : -ENOMEM;
+		xfree(name);
 		if (r == -ENOENT)
 			r = 0;
 	}
-	xfree(name);
 	return r;
 }
 
@@ -726,7 +726,7 @@ int index_finish(struct index *ix)
 	 * no database now, and this run holds the only lock that creates
 	 * one. */
 	if (r == 0)
-		r = index_drop_orphan_wal(ix->final);
+		r = index_drop_orphans(ix->final);
 	if (r == 0)
 		r = sys_renameat(AT_FDCWD, ix->built, AT_FDCWD, ix->final);
 	if (r == 0) {
@@ -898,7 +898,10 @@ int index_open(const char *path, struct index **out, const char **why)
 			index_close(ix);
 			return r;
 		}
-		if ((r = index_refuse_by_header(ix->lock_fd, why)) < 0 ||
+		/* the size stat gave; a file that appeared since (another first
+		 * run put it in place) is taken to hold tables */
+		uint64_t size = there == 0 ? (uint64_t)st.st_size : UINT64_MAX;
+		if ((r = index_refuse_by_header(ix->lock_fd, size, why)) < 0 ||
 		    (r = index_refuse_by_wal(path, why)) < 0) {
 			index_close(ix);
 			return r;
@@ -944,13 +947,9 @@ int index_open(const char *path, struct index **out, const char **why)
 		/* the text index built in a file and on a thread of its own
 		 * (fts_build.h), FILE.new-fts, whose name goes as soon as it is
 		 * open; if that fails, in the database, as when written in place */
-		size_t n = strlen(ix->built);
-		char *aux = xmalloc(n + sizeof("-fts"));
-		if (aux) {
-			memcpy(aux, ix->built, n);
-			memcpy(aux + n, "-fts", sizeof("-fts"));
+		char *aux = index_sibling(ix->built, "-fts");
+		if (aux)
 			fts_build_open(aux, INDEX_FTS_BUILDER, index_sql[ST_INSERT_FTS], &ix->fts);
-		}
 		xfree(aux);
 		/* with no journal, a failure here cannot be undone: the
 		 * build is dropped.  Most of what the database then takes is
