@@ -130,6 +130,21 @@ static int addr_push(struct arena *a, struct addr_vec *vec, struct mail_addr m)
 	return 0;
 }
 
+/* Closes a group: appends it, with the members gathered so far, to the
+ * top-level list, and empties the members for the next group. */
+static int addr_push_group(struct arena *a, struct addr_vec *top, struct str name,
+                           struct addr_vec *members)
+{
+	struct mail_addr g = {
+		.name = name, .address = { "", 0 }, .is_group = true,
+		.members = members->v, .n_members = members->n,
+	};
+	int r = addr_push(a, top, g);
+	if (r == 0)
+		*members = (struct addr_vec){ 0 };
+	return r;
+}
+
 /* Appends the content of a quoted string or comment (delimiters removed,
  * quoted-pairs resolved, RFC 5322 3.2.1) to d. */
 static size_t addr_unquote(const uint8_t *p, size_t s, size_t e, char *d)
@@ -532,14 +547,9 @@ int address_parse_list(struct mail_ctx *ctx, struct str in,
 		}
 		if (t.type == ADDR_END || (in_group && t.type == ADDR_SPECIAL && t.ch == ';')) {
 			if (in_group) {
-				struct mail_addr g = {
-					.name = group_name, .address = { "", 0 }, .is_group = true,
-					.members = members.v, .n_members = members.n,
-				};
-				if ((r = addr_push(&ctx->arena, &top, g)) < 0)
+				if ((r = addr_push_group(&ctx->arena, &top, group_name, &members)) < 0)
 					return r;
 				in_group = false;
-				members = (struct addr_vec){ 0 };
 			}
 			if (t.type == ADDR_END)
 				break;
@@ -579,15 +589,9 @@ int address_parse_list(struct mail_ctx *ctx, struct str in,
 				struct str name;
 				if ((r = addr_phrase(ctx, p, en.start, en.end, &name, warnings)) < 0)
 					return r;
-				if (in_group) {
-					struct mail_addr g = {
-						.name = group_name, .address = { "", 0 }, .is_group = true,
-						.members = members.v, .n_members = members.n,
-					};
-					if ((r = addr_push(&ctx->arena, &top, g)) < 0)
-						return r;
-					members = (struct addr_vec){ 0 };
-				}
+				if (in_group &&
+				    (r = addr_push_group(&ctx->arena, &top, group_name, &members)) < 0)
+					return r;
 				in_group = true;
 				group_name = name.p ? name : (struct str){ "", 0 };
 			} else {
