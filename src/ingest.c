@@ -183,7 +183,7 @@ static int run_open_state(struct run *run)
 		run_fail_state(run, r, why[0] ? text : NULL);
 		return r;
 	}
-	r = state_load(o->state_reset ? NULL : o->state, &run->state);
+	r = state_load(o->state, o->state_reset, &run->state);
 	if (r < 0) {
 		const char *bad = state_load_error(run->state);
 		if (r == -EINVAL && bad)

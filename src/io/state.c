@@ -91,7 +91,6 @@ struct state {
 	struct slots new_by_id;    /* indexes into the chunks' entries */
 	struct walk *walk;         /* what it could not list is not gone */
 	mode_t mode;               /* the loaded file's permissions, kept on save */
-	bool mode_known;           /* FILE was looked at (not --state-reset) */
 	char why[256];             /* why loading failed, "" if it did not */
 	const char *old_run;       /* the previous run's description, in old_bytes */
 	size_t old_run_n;
@@ -357,19 +356,18 @@ static int state_parse(struct state *s, char *p, size_t n)
 	return 0;
 }
 
-int state_load(const char *path, struct state **out)
+int state_load(const char *path, bool reset, struct state **out)
 {
 	struct state *s = xcalloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	*out = s;
 	s->mode = 0600;
-	if (!path)
-		return 0;   /* --state-reset: what FILE holds is not looked at */
-	s->mode_known = true;
 	/* A symlink at FILE is refused (README, "Incremental runs"): the state would
-	 * otherwise be renamed over whatever it points to. */
-	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0);
+	 * otherwise be renamed over whatever it points to.  O_NONBLOCK: a FIFO's
+	 * open would wait for a writer, where nothing looks at a stop; a regular
+	 * file ignores it. */
+	int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd == -ENOENT)
 		return 0;   /* the first run */
 	if (fd == -ELOOP) {
@@ -381,12 +379,18 @@ int state_load(const char *path, struct state **out)
 	struct stat st;
 	int r = sys_fstat(fd, &st);
 	if (r == 0 && !S_ISREG(st.st_mode)) {
-		/* not damage: --state-reset could not replace it either */
+		/* not damage, and not replaced by --state-reset either: the
+		 * save's rename would put the state where a device, a FIFO or
+		 * a directory was */
 		snprintf(s->why, sizeof(s->why), "not a regular file");
 		r = -EISDIR;
 	}
 	if (r == 0)
 		s->mode = st.st_mode & 07777;
+	if (r == 0 && reset) {
+		sys_close(fd);
+		return 0;   /* --state-reset: what FILE holds is not looked at */
+	}
 	size_t cap = 1 << 20, n = 0;
 	char *buf = r == 0 ? xmalloc(cap) : NULL;
 	if (r == 0 && !buf)
@@ -1275,13 +1279,6 @@ static int state_format_stopped(struct state *s, struct state_out *out)
 int state_save(struct state *s, const char *path, bool complete)
 {
 	char *tmp = NULL;
-	if (!s->mode_known) {
-		/* --state-reset did not read FILE: its mode is still kept */
-		struct statx stx;
-		if (sys_statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MODE, &stx) == 0 &&
-		    S_ISREG(stx.stx_mode))
-			s->mode = stx.stx_mode & 07777;
-	}
 	int fd = state_create_tmp(path, s->mode, &tmp);
 	if (fd < 0)
 		return fd;

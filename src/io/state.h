@@ -48,12 +48,13 @@ enum state_verdict { STATE_NEW, STATE_UNCHANGED, STATE_CHANGED, STATE_RENAMED };
 int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n);
 /* Releases the lock (closes fd; accepts -1). */
 void state_unlock(int fd);
-/* Loads FILE (a missing file is an empty state; path NULL: an empty state
- * whatever FILE holds, for --state-reset).  0 or -errno: -EINVAL for a
- * file that is not a state file, -ELOOP for a symlink at FILE, both
- * refused rather than overwritten; state_load_error() then says why
- * ("line 7: a second entry for the same file"). */
-int state_load(const char *path, struct state **out);
+/* Loads FILE (a missing file is an empty state; reset: an empty state
+ * whatever a regular FILE holds, for --state-reset).  0 or -errno: -EINVAL
+ * for a file that is not a state file, -ELOOP for a symlink at FILE,
+ * -EISDIR for anything but a regular file (reset or not), all refused
+ * rather than overwritten; state_load_error() then says why ("line 7: a
+ * second entry for the same file"). */
+int state_load(const char *path, bool reset, struct state **out);
 /* What made state_load() refuse the file, or NULL. */
 const char *state_load_error(const struct state *s);
 /* The same from a buffer in the file format (state_format_*), which it

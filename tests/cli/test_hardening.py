@@ -12,6 +12,7 @@ import zlib
 import random
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -164,7 +165,9 @@ def case_state_tmp_symlink(tmp):
 def case_state_symlink(tmp):
     """A symlink at FILE is refused (exit 2), never replaced by a regular
     file behind the user's back, and its target is left alone; so is a
-    directory."""
+    directory, and a FIFO, at once (its open used to wait for a writer, for
+    good, deaf to Ctrl-C); --state-reset refuses them too (its save renamed
+    the new state over a FIFO or a device node, /dev/null for root)."""
     d = state_corpus(tmp)
     real = os.path.join(tmp, "real.state")
     run(["--state=" + real, "-o", os.devnull, d], check_rc=0)
@@ -182,6 +185,21 @@ def case_state_symlink(tmp):
     q = run(["--state=" + dirstate, "-o", os.devnull, d], check_rc=2)
     if f"state '{dirstate}' is not a regular file".encode() not in q.stderr:
         fail(f"a directory as the state: {q.stderr!r}")
+    fifo = os.path.join(tmp, "a-fifo")
+    os.mkfifo(fifo)
+    for path, why in ((link, b"symbolic link"), (dirstate, b"not a regular file"),
+                      (fifo, b"not a regular file")):
+        for reset in ([], ["--state-reset"]):
+            try:
+                r = subprocess.run([test_cli.ARGS.ingest, "--state=" + path, *reset, "-o", os.devnull, d],
+                                   capture_output=True, timeout=30)
+            except subprocess.TimeoutExpired:
+                fail(f"--state={path} {reset}: still running after 30 s")
+            if r.returncode != 2 or why not in r.stderr:
+                fail(f"--state={path} {reset}: exit {r.returncode}, {r.stderr!r}")
+    if not os.path.islink(link) or not os.path.isdir(dirstate) or \
+            not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        fail("a refused state path was replaced")
     print(p.stderr.decode().strip())
 
 

@@ -67,15 +67,22 @@ static enum state_verdict check(struct state *s, const struct record_io *io, str
 	return v;
 }
 
-static struct state *load(const char *path)
+/* The state at path (or, with reset, an empty one whatever a regular file
+ * there holds); NULL: an empty state, no file looked at. */
+static struct state *load_as(const char *path, bool reset)
 {
 	struct state *s = NULL;
-	int r = state_load(path, &s);
+	int r = state_load(path ? path : "/nonexistent/ingest-state", reset, &s);
 	if (r < 0)
 		print_message("state_load: %d %s\n", r, state_load_error(s) ? state_load_error(s) : "");
 	assert_int_equal(r, 0);
 	assert_null(state_load_error(s));
 	return s;
+}
+
+static struct state *load(const char *path)
+{
+	return load_as(path, false);
 }
 
 static void bind(struct state *s, const char *run)
@@ -416,7 +423,7 @@ static void test_state_reset_and_mode(void **state)
 	const char *dir = fx->dir, *path = fx->path;
 	t_put_text(dir, "st", "garbage\n");
 	assert_int_equal(chmod(path, 0640), 0);
-	struct state *s = load(NULL);
+	struct state *s = load_as(path, true);
 	bind(s, RUN);
 	struct record_io a = io_of("/r", "a", 0xa, 1, 10, false);
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
@@ -482,7 +489,7 @@ static int load_file(const char *p, size_t n, struct state **s)
 	t_put(dir, "st", p, n);
 	char *path = t_asprintf("%s/st", dir);
 	*s = NULL;
-	int r = state_load(path, s);
+	int r = state_load(path, false, s);
 	free(path);
 	t_rmtree(dir);
 	return r;
@@ -614,13 +621,42 @@ static void test_state_not_a_file(void **state)
 	char *path = t_asprintf("%s/st", dir), *real = t_asprintf("%s/real", dir);
 	assert_int_equal(symlink(real, path), 0);
 	struct state *s = NULL;
-	assert_int_equal(state_load(path, &s), -ELOOP);
+	assert_int_equal(state_load(path, false, &s), -ELOOP);
 	assert_string_equal(state_load_error(s), "a symbolic link (give the path of the file itself)");
 	state_free(s);
 	s = NULL;
-	assert_int_equal(state_load(dir, &s), -EISDIR);
+	assert_int_equal(state_load(dir, false, &s), -EISDIR);
 	assert_string_equal(state_load_error(s), "not a regular file");
 	state_free(s);
+	/* --state-reset refuses them too: its save would rename the new state
+	 * over the link, the directory or a device */
+	s = NULL;
+	assert_int_equal(state_load(path, true, &s), -ELOOP);
+	state_free(s);
+	s = NULL;
+	assert_int_equal(state_load(dir, true, &s), -EISDIR);
+	state_free(s);
+	/* a FIFO nobody writes is refused at once, not waited for (the alarm
+	 * ends a test that would hang) */
+	char *fifo = t_asprintf("%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10);
+	for (int reset = 0; reset <= 1; reset++) {
+		s = NULL;
+		assert_int_equal(state_load(fifo, reset, &s), -EISDIR);
+		assert_string_equal(state_load_error(s), "not a regular file");
+		state_free(s);
+	}
+	alarm(0);
+	free(fifo);
+	/* a corrupt regular file is what --state-reset is for */
+	s = NULL;
+	t_put_text(dir, "bad", "not a state\n");
+	char *bad = t_asprintf("%s/bad", dir);
+	assert_int_equal(state_load(bad, true, &s), 0);
+	assert_null(state_load_error(s));
+	state_free(s);
+	free(bad);
 	/* a missing file is the first run */
 	char *none = t_asprintf("%s/none", dir);
 	s = load(none);
@@ -643,7 +679,7 @@ static int unlisted_child(void *arg, int out)
 {
 	const struct unlisted_child *c = arg;
 	struct state *s = NULL;
-	if (state_load(c->path, &s) < 0)
+	if (state_load(c->path, false, &s) < 0)
 		return 1;
 	struct walk *w = walk_new();
 	if (!w || walk_add_path(w, c->base) < 0)
@@ -862,7 +898,7 @@ static int fault_child(const char *dir, int e)
 	int status = 1, r;
 	int fd = r = state_lock(path, false, &stop, why, sizeof(why));
 	if (r >= 0)
-		r = state_load(path, &s);
+		r = state_load(path, false, &s);
 	if (r >= 0)
 		r = state_bind_run(s, RUN, strlen(RUN), why, sizeof(why));
 	struct record_io a = io_of("/r", "cur/1.M1:2,S", 0x11, 101, 10, true);
