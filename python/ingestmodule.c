@@ -44,51 +44,79 @@
 
 /* ---- options ------------------------------------------------------------ */
 
+/* What a keyword of each kind takes, for its TypeError. */
+static const char *option_takes(enum options_kind kind)
+{
+	switch (kind) {
+	case OPTIONS_FILE:
+		return "str, bytes or os.PathLike";
+	case OPTIONS_NUMBER:
+		return "int or str";
+	case OPTIONS_FLAG:
+		return "bool";
+	default:
+		return "str or a list of str";
+	}
+}
+
 /* A keyword's value as ingest_options_set() takes it: a flag from a bool,
  * a number from an int, a list of fields joined by commas, a path from str
- * or bytes (os.fsencode's form).  A file's option takes no int and no bool
- * (state=5 would name the file "5", state=True "1"), a number no bool
- * (max_text=True would keep one character): the kind is options.c's. */
+ * or bytes (os.fsencode's form).  The kind (options.c's) decides the
+ * types: a file takes no int and no bool (state=5 would name the file
+ * "5", state=True "1") and no list (state=["a", "b"] would name "a,b"), a
+ * number no bool (max_text=True would keep one character) and no path, a
+ * word no path; a NUL inside would end the value early ("x\0" would be
+ * "x").  Every refusal names the keyword. */
 static PyObject *option_text(const char *key, const char *name, PyObject *v)
 {
 	enum options_kind kind = options_kind(name);
-	if ((PyBool_Check(v) && (kind == OPTIONS_FILE || kind == OPTIONS_NUMBER)) ||
-	    (PyLong_Check(v) && kind == OPTIONS_FILE)) {
-		PyErr_Format(PyExc_TypeError, "option '%s' takes %s, not %.100s", key,
-		             kind == OPTIONS_FILE ? "str, bytes or os.PathLike" : "int or str",
+	bool text = PyUnicode_Check(v) || PyBytes_Check(v);
+	bool list = PyList_Check(v) || PyTuple_Check(v);
+	bool ok = text || (kind == OPTIONS_FILE && PyObject_HasAttrString(v, "__fspath__")) ||
+	          (kind == OPTIONS_NUMBER && PyLong_Check(v) && !PyBool_Check(v)) ||
+	          (kind == OPTIONS_FLAG && PyLong_Check(v)) || (kind == OPTIONS_TEXT && list);
+	if (!ok) {
+		PyErr_Format(PyExc_TypeError, "option '%s' takes %s, not %.100s", key, option_takes(kind),
 		             Py_TYPE(v)->tp_name);
 		return NULL;
 	}
-	if (v == Py_True)
-		return PyBytes_FromString("1");
-	if (v == Py_False)
-		return PyBytes_FromString("0");
-	if (PyLong_Check(v)) {
+	PyObject *b = NULL;
+	if (v == Py_True || v == Py_False) {
+		b = PyBytes_FromString(v == Py_True ? "1" : "0");
+	} else if (PyLong_Check(v)) {
 		/* the number's own digits, not a subclass's __str__ */
 		PyObject *i = PyNumber_Index(v);
 		PyObject *s = i ? PyLong_Type.tp_str(i) : NULL;
 		Py_XDECREF(i);
-		PyObject *b = s ? PyUnicode_AsUTF8String(s) : NULL;
+		b = s ? PyUnicode_AsUTF8String(s) : NULL;
 		Py_XDECREF(s);
-		return b;
-	}
-	if (PyList_Check(v) || PyTuple_Check(v)) {
+	} else if (list) {
+		for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(v); j++) {
+			PyObject *item = PySequence_Fast_GET_ITEM(v, j);
+			if (!PyUnicode_Check(item)) {
+				PyErr_Format(PyExc_TypeError, "option '%s' takes %s, not a list holding %.100s",
+				             key, option_takes(kind), Py_TYPE(item)->tp_name);
+				return NULL;
+			}
+		}
 		PyObject *comma = PyUnicode_FromString(",");
 		PyObject *joined = comma ? PyUnicode_Join(comma, v) : NULL;
 		Py_XDECREF(comma);
-		PyObject *b = joined ? PyUnicode_AsUTF8String(joined) : NULL;
+		b = joined ? PyUnicode_AsUTF8String(joined) : NULL;
 		Py_XDECREF(joined);
-		return b;
+	} else {
+		PyObject *path = PyOS_FSPath(v);
+		if (path && PyUnicode_Check(path))
+			b = PyUnicode_EncodeFSDefault(path);
+		else if (path && PyBytes_Check(path))
+			b = Py_NewRef(path);
+		Py_XDECREF(path);
 	}
-	PyObject *b = NULL;
-	if (PyUnicode_Check(v) || PyBytes_Check(v) || PyObject_CheckBuffer(v) || PyObject_HasAttrString(v, "__fspath__")) {
-		if (!PyUnicode_FSConverter(v, &b))
-			return NULL;
-		return b;
+	if (b && strlen(PyBytes_AS_STRING(b)) != (size_t)PyBytes_GET_SIZE(b)) {
+		PyErr_Format(PyExc_ValueError, "invalid value for '%s': %.200R (a NUL character)", key, v);
+		Py_CLEAR(b);
 	}
-	PyErr_Format(PyExc_TypeError, "an option takes str, bytes, int, bool or a list, not %.100s",
-	             Py_TYPE(v)->tp_name);
-	return NULL;
+	return b;
 }
 
 /* scan()'s batches: the command's 6 MiB is for its syscalls a message at

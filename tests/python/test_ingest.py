@@ -14,6 +14,7 @@ directory on PYTHONPATH and these variables:
 import gc
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -290,6 +291,23 @@ def test_option_types(tmp_path, monkeypatch):
             ingest.scan(str(tmp_path), **kw)
     for kw in ({"threads": True}, {"max_size": True}):
         with pytest.raises(TypeError, match="takes int or str, not bool"):
+            ingest.scan(str(tmp_path), **kw)
+    # a list is no file (state=["a", "b"] once named "a,b"), a float, a
+    # buffer or a path no number, a path or a set no word list; a list's
+    # item is a str; a NUL would end the value early ("x\0" was "x")
+    for kw, takes in (({"state": ["a", "b"]}, "str, bytes or os.PathLike, not list"),
+                      ({"files_from": ("x",)}, "str, bytes or os.PathLike, not tuple"),
+                      ({"threads": 1.5}, "int or str, not float"),
+                      ({"max_size": memoryview(b"2")}, "int or str, not memoryview"),
+                      ({"threads": pathlib.Path("2")}, "int or str, not PosixPath"),
+                      ({"exclude": {"x"}}, "str or a list of str, not set"),
+                      ({"shard": [1, 2]}, "str or a list of str, not a list holding int")):
+        with pytest.raises(TypeError, match=f"option '{next(iter(kw))}' takes {re.escape(takes)}"):
+            ingest.scan(str(tmp_path), **kw)
+    with pytest.raises(TypeError, match="option 'fields' takes str or a list of str, not PosixPath"):
+        ingest.parse(msg, fields=pathlib.Path("subject"))
+    for kw in ({"max_text": "1\0K"}, {"exclude": ["ok", "x\0"]}, {"state": "st\0x"}):
+        with pytest.raises(ValueError, match=f"invalid value for '{next(iter(kw))}'.*a NUL character"):
             ingest.scan(str(tmp_path), **kw)
     assert os.listdir(tmp_path) == []
     with pytest.raises(TypeError, match="unknown option 'feilds'"):
