@@ -825,6 +825,15 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			*old_base = (struct str){ old->root, old->root_n };
 		}
 	}
+	/* A run that stops early saves the old entries (state_format_stopped),
+	 * and this run's record of the file (a rename's update, a changed
+	 * file's text) may be downstream, or not: the next run reads the file
+	 * again wherever it is, or one renamed or written back as it was
+	 * would be judged unchanged against the old entry, its document left
+	 * as this run made it.  An archive's offsets say what it wrote
+	 * instead. */
+	if (old && (*v == STATE_RENAMED || *v == STATE_CHANGED) && !old->n_offs)
+		old->reread = true;
 	struct state_entry *e = state_add_indexed(s, io);
 	if (!e)
 		return -ENOMEM;
@@ -1051,6 +1060,11 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
 		if (left && left->kept)
 			continue;
+		/* A run that stops early saves the old entries: its deletion
+		 * may have removed the document, so the next run reads the
+		 * file again if it is back (moved away and back), rather
+		 * than judge it unchanged. */
+		e->reread = true;
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
 			.maildir = e->maildir, .replaced = e->replaced,

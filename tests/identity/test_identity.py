@@ -887,6 +887,44 @@ def case_stopped_run_then_changes(ctx):
         print("%s: %d deletes answered not_found" % (how, index.not_found))
 
 
+def case_stopped_run_undone(ctx):
+    """A run stopped after it wrote renames (flag changes) or deletions
+    (files moved out of the root), then the change undone (flags back,
+    files moved back), then a complete run: the documents equal a clean
+    run's.  The stopped run kept the old entries, and the files, back as
+    they were, were judged unchanged: every document kept the flags and
+    path of a name that no longer existed, or was gone for good.  Such
+    entries are now saved to be read again."""
+    many = 2000
+    for change in ("flags", "moved away"):
+        for how in ("closed", "interrupted"):
+            fresh_tree(ctx)
+            make_maildir(ctx.md)
+            os.makedirs(os.path.join(ctx.work, "away"), exist_ok=True)
+            names = [name(n, "S") for n in range(100, 100 + many)]
+            for n, base in zip(range(100, 100 + many), names):
+                with open(os.path.join(ctx.md, "cur", base), "wb") as f:
+                    f.write(message(n))
+            index = Index(not_found_ok=True)
+            index.apply(ctx.run(["Maildir"]).stdout)
+            if change == "flags":
+                there = [os.path.join(ctx.md, "cur", b[:-1] + "RS") for b in names]
+            else:
+                there = [os.path.join(ctx.work, "away", b) for b in names]
+            for b, t in zip(names, there):
+                os.rename(os.path.join(ctx.md, "cur", b), t)
+            took = stopped_run(ctx, how, 10, extra=())
+            index.apply(took)
+            check(took.count(b'{"update"' if change == "flags" else b'{"delete"') >= 5,
+                  "%s, %s: the stopped run wrote few of its records: %r" % (change, how, took[:200]))
+            for b, t in zip(names, there):
+                os.rename(t, os.path.join(ctx.md, "cur", b))
+            index.apply(ctx.run(["Maildir"]).stdout)
+            equal_to_clean(ctx, index, "%s, %s, then undone" % (change, how))
+            check_index(ctx, index, "%s, %s, then undone" % (change, how))
+            shutil.rmtree(os.path.join(ctx.work, "away"))
+
+
 def case_stopped_run_kinds(ctx):
     """Stopped runs whose written records changed what a file was: an
     mbox read whole of which only some records went out; a file that was
