@@ -190,18 +190,44 @@ static void records_out(struct writer *w, struct batch *const *bs, struct group_
 	}
 }
 
+/* The name of a split output's file number k. */
+static int split_name(const struct writer *w, unsigned k, char name[PATH_MAX])
+{
+	int n = snprintf(name, PATH_MAX, "%s.%03u", w->path, k);
+	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
 /* Opens path.NNN, the next file of a split output. */
 static int split_open(struct writer *w)
 {
 	char name[PATH_MAX];
-	int n = snprintf(name, sizeof(name), "%s.%03u", w->path, w->file_no);
-	if (n < 0 || (size_t)n >= sizeof(name))
-		return -ENAMETOOLONG;
-	int fd = sys_openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int r = split_name(w, w->file_no, name);
+	int fd = r < 0 ? r : sys_openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return fd;
 	w->fd = fd;
 	w->file_bytes = 0;
+	return 0;
+}
+
+/* The files an earlier run split its output into go when this run opens
+ * its first, as -o truncates its file: left, PREFIX.001 of a run of three
+ * files beside the PREFIX.000 of a run of one would be sent again by the
+ * loop that sends PREFIX.[0-9]* (README), and bring back what this run
+ * deleted.  They run from .001 without a gap; the first name missing
+ * ends them. */
+static int split_remove_stale(const struct writer *w)
+{
+	char name[PATH_MAX];
+	for (unsigned k = 1; k < UINT_MAX; k++) {
+		int r = split_name(w, k, name);
+		if (r == 0)
+			r = sys_unlinkat(AT_FDCWD, name, 0);
+		if (r == -ENOENT)
+			return 0;
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -462,7 +488,11 @@ int writer_open(struct writer *w)
 			return r;
 		}
 		w->regular = true;
-		return 0;
+		r = split_remove_stale(w);
+		if (r < 0)
+			w->fail(w->fail_ctx, r, "cannot remove the files an earlier run split its output into",
+			        w->path);
+		return r;
 	}
 	if (output_named(w)) {
 		int fd = sys_openat(AT_FDCWD, w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -490,6 +490,14 @@ def case_split_bytes(ctx):
     whole_now = ctx.run(["Maildir"], state=None).stdout
     check(joined == whole_now, "the files together are the unsplit output")
     check_index(ctx, index, "split files applied")
+    # the prefix of the many files again, with nothing to say (nothing
+    # changed since the incremental run): the earlier run's files go, as
+    # -o truncates its file, or README's loop over PREFIX.[0-9]* would
+    # send them again and bring back what the state's runs deleted
+    ctx.run(["Maildir"], extra=["--split-bytes=%d" % size, "-o", os.path.join(ctx.work, "part")])
+    left = sorted(p for p in os.listdir(ctx.work) if p.startswith("part."))
+    check(left == ["part.000"] and os.path.getsize(os.path.join(ctx.work, "part.000")) == 0,
+          "an unchanged run's split output: %s" % left)
     r = ctx.run(["Maildir"], state=None, extra=["--split-bytes=1K"], want_rc=2)
     check(b"-o" in r.stderr, "--split-bytes without -o is refused: %s" % r.stderr.decode())
 
