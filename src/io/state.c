@@ -947,13 +947,23 @@ void state_named_missing(struct state *s, const struct record_io *io)
 	/* every entry of the id: one file filed under two roots by two runs
 	 * (a directory, then the file named) has two */
 	size_t k;
-	bool known = false;
-	for (struct slots_probe p = slots_probe(&s->by_id, io->id); (k = slots_next(&p));)
-		if (s->old[k - 1].id == io->id)
-			known = s->old[k - 1].replaced = true;
-	/* new to the state: its error record (JSON Lines, --es-errors) is
-	 * kept as one (out of memory, left out: its deletion is never said) */
-	if (!known)
+	bool document = false;
+	for (struct slots_probe p = slots_probe(&s->by_id, io->id); (k = slots_next(&p));) {
+		struct state_entry *old = &s->old[k - 1];
+		if (old->id != io->id)
+			continue;
+		old->replaced = true;
+		document |= !old->n_offs && !old->no_document;
+	}
+	/* Its error record (JSON Lines, --es-errors) is kept as one, so that
+	 * the run that finds the file again, or no longer names it, deletes
+	 * it, unless an old entry stands for a document under the file's id,
+	 * which the error record replaced and a later record replaces again.
+	 * An archive's documents are its messages', and an error entry stands
+	 * for none: the file's id was free, and the error record's document
+	 * stayed for good once an archive came back (out of memory, left
+	 * out: its deletion is never said). */
+	if (!document)
 		(void)state_add_error(s, io);
 }
 
