@@ -254,6 +254,13 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	bool eof = false, first = true, skipping = false;
 	uint64_t skip_from = 0;   /* skipping: where that message starts */
 	bool first_message = true;   /* stream_message_item */
+	/* The file changed while read (written to, cut): the messages past
+	 * its stat size note grew, the last one before an end short of it
+	 * shrank (the records keep the stat size: those before were sent
+	 * with it), and the next run reads it again (state_mark_reread), as
+	 * one read whole.  last: the batch in hand's last message. */
+	uint64_t file_end = UINT64_MAX;
+	struct batch_item *last = NULL;
 	while (!eof || pend_len) {
 		/* Ctrl-C: the messages already cut are written, no more are read */
 		if (atomic_load_explicit(io->stop, memory_order_relaxed))
@@ -280,6 +287,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 					if ((err = stream_send(r, io, bp)) < 0)
 						break;
 					stream_forget(r, &pend, pend_len);
+					last = NULL;
 				}
 				if (!budget_acquire(io->budget, need)) {
 					err = -ECANCELED;
@@ -305,10 +313,13 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				                      ? stream_item(*bp, e, st, &err) : NULL;
 				if (it)
 					reader_item_fail(it, (int)got);
+				eof = false;   /* its end is not known: nothing vanished, nothing shrank */
 				break;
 			}
 			r->c.st.bytes += (uint64_t)got;
 			eof = (size_t)got < ask;
+			if (eof)
+				file_end = pend_off + kept + (uint64_t)got;
 			buf = nbuf;
 			len = kept + (size_t)got;
 			if (first) {
@@ -379,6 +390,11 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			stream_list_offset(st, base + m.start);
 			it->io.length = m.end - m.start;
 			it->io.read_to = base + next;
+			if (base + m.end > st->io.size) {
+				it->io.notes |= RECORD_GREW;
+				state_mark_reread(st->state);
+			}
+			last = it;
 			it->data = buf + m.start;
 			it->len = m.end - m.start;
 			pos = next;
@@ -394,6 +410,7 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 		if (full || ((*bp)->n && (*bp)->budget >= chunk && (!eof || pend_len))) {
 			if ((err = stream_send(r, io, bp)) < 0)
 				break;
+			last = NULL;
 			stream_forget(r, &pend, pend_len);
 			if (full && pend_len) {
 				/* whole messages may follow: read on from pend_off
@@ -406,6 +423,11 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			}
 			batch_from = pend_off;
 		}
+	}
+	if (err == 0 && eof && file_end < st->io.size) {
+		if (last)
+			last->io.notes |= RECORD_SHRANK;
+		state_mark_reread(st->state);
 	}
 	if (err == 0 && eof && !pend_len && !atomic_load_explicit(io->stop, memory_order_relaxed)) {
 		struct stream_vanished v = { r, io, bp, e, st };

@@ -1275,6 +1275,60 @@ def case_state_changed_while_read(tmp):
     print("a file that grew while read: read again by each run")
 
 
+def case_mbox_streamed_changed_while_read(tmp):
+    """A streamed archive written to while read: every message past its
+    stat size notes "grew" (the records keep the stat size; those before
+    went out with it), and one cut short while read notes "shrank" on its
+    last message.  Both had no note at all, a half-written last message an
+    ordinary record.  A thread appends for the whole run, from before it
+    starts; the truncation is made once the run has written its first
+    records."""
+    import threading
+    box = os.path.join(tmp, "a.mbox")
+
+    def msg(n):
+        return b"From a Mon Jan  1 00:00:00 2024\nSubject: m%d\n\n" % n + b"x" * 900 + b"\n\n"
+    with open(box, "wb") as f:
+        f.write(b"".join(msg(n) for n in range(20000)))
+    args = [ARGS.ingest, "--fields=size,offset,length,notes", "--batch-bytes=64K", "--max-inflight=1M", box]
+    done = threading.Event()
+
+    def append():
+        n = 100000
+        with open(box, "ab") as f:
+            while not done.is_set():
+                f.write(msg(n))
+                f.flush()
+                n += 1
+    t = threading.Thread(target=append)
+    with open(box, "ab") as f:
+        f.write(msg(99999))
+    t.start()
+    try:
+        out = subprocess.run(args, capture_output=True, timeout=120).stdout
+    finally:
+        done.set()
+        t.join()
+    recs = [json.loads(line) for line in out.splitlines()]
+    past = [r for r in recs if r["offset"] + r["length"] > r["size"]]
+    noted = [r for r in recs if r.get("notes")]
+    if not past or noted != past or any(r["notes"] != ["grew"] for r in noted):
+        fail(f"grew: {len(past)} records past the stat size, {len(noted)} noted: {noted[:3]}")
+    with open(box, "wb") as f:
+        f.write(b"".join(msg(n) for n in range(20000)))
+    p = subprocess.Popen(args, stdout=subprocess.PIPE)
+    first = p.stdout.readline()
+    os.truncate(box, 5_000_037)
+    recs = [json.loads(line) for line in (first + p.stdout.read()).splitlines()]
+    p.wait(timeout=120)
+    noted = [r for r in recs if r.get("notes")]
+    if recs[-1]["offset"] + recs[-1]["length"] <= 5_000_037 and noted != [recs[-1]]:
+        fail(f"shrank: the last record {recs[-1]}, noted {noted[:3]}")
+    if noted and (noted != [recs[-1]] or noted[0]["notes"] != ["shrank"]):
+        fail(f"shrank: noted {noted[:3]}, the last record {recs[-1]}")
+    print(f"{len(past)} messages past the stat size noted grew; cut short: {noted}")
+
+
 def case_interrupt_before_run(tmp):
     """A Ctrl-C after the command installed its handler and before the run
     began stops the run at once (exit 130, no record; an --index keeps no
