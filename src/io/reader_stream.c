@@ -273,6 +273,32 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 			 * carrying it over costs linear copying, not quadratic. */
 			size_t want = pend_len > chunk ? pend_len : want_next;
 			want_next = chunk;
+			/* The buffers of a batch that holds no message yet
+			 * (reading a long message, or skipping one too large)
+			 * go back before the next is taken, pend read again
+			 * rather than copied: they would all stay in the batch's
+			 * arena until it is sent.  A long message's batch is sent
+			 * on first, so that it is read whole into one buffer, and
+			 * never further than shows that it cannot fit --max-size:
+			 * its From_ line, --max-size, and what the separator's
+			 * decision needs beyond (the skip below).  One message
+			 * too large to be read held up to four times --max-size
+			 * in flight (a 40 MiB one 63 MiB at --max-size=20M). */
+			if (pend_len > chunk) {
+				if ((*bp)->n) {
+					if ((err = stream_send(r, io, bp)) < 0)
+						break;
+					last = NULL;
+					batch_from = pend_off;
+				}
+				uint64_t most = r->c.o.max_size + MBOX_LINE_MAX + MBOX_KEEP_MAX + 6;
+				if (most > pend_len && want > most - pend_len)
+					want = (size_t)(most - pend_len);
+			}
+			if (!(*bp)->n) {
+				stream_forget(r, &pend, pend_len);
+				reader_batch_drop_charge(io, *bp);
+			}
 			/* Over --max-size, only an mbox is read at all: a few KiB
 			 * are enough to recognise one. */
 			if (first && st->io.size > r->c.o.max_size)

@@ -435,7 +435,18 @@ def case_mbox_oversized_messages(tmp):
                 ("d.mbox", None), ("e.mbox", None)]
         if got != want:
             fail(f"{backend}: records {got}, want {want}")
-    print("oversized streamed messages: too-large records, the run goes on")
+    # a message too large to be read is held no further than shows it:
+    # doubling its read held up to twice --max-size
+    box = os.path.join(tmp, "one.mbox")
+    with open(box, "wb") as f:
+        f.write(head + b"small\n\n" + head + (b"y" * 76 + b"\n") * ((40 << 20) // 77) + b"\n" + head + b"after\n")
+    p = run(["--max-size=20M", "--batch-bytes=1M", "--stats=json", "-o", os.devnull, box], check_rc=0)
+    stats = [json.loads(line) for line in p.stderr.splitlines() if line.startswith(b"{")]
+    inflight = stats[0]["peak_inflight_bytes"]
+    if inflight > (20 << 20) + (4 << 20):
+        fail(f"a 40 MiB message over --max-size=20M held {inflight} bytes in flight")
+    print("oversized streamed messages: too-large records, the run goes on; "
+          f"a 40 MiB one took {inflight} bytes in flight")
 
 
 def case_mbox_max_size_any_read(tmp):
