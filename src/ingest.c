@@ -38,6 +38,7 @@
 #include "core/sys.h"
 #include "core/xalloc.h"
 #include "io/walk.h"
+#include "mail/mbox.h"
 #include "io/reader.h"
 #include "io/state.h"
 #include "index/index.h"
@@ -445,9 +446,11 @@ static int run_take_stdin(struct run *run)
 	if (fd < 0)
 		return -errno;
 	char buf[65536];
-	uint64_t h = HASH_FNV1A_INIT;
+	uint8_t head[4096];
+	size_t head_n = 0;
+	uint64_t h = HASH_FNV1A_INIT, total = 0;
 	int r = 0;
-	bool may_block = sys_may_block(STDIN_FILENO);
+	bool may_block = sys_may_block(STDIN_FILENO), keep = true;
 	for (;;) {
 		ssize_t n = sys_read_stoppable(STDIN_FILENO, buf, sizeof(buf), may_block, &ingest_stop);
 		if (n <= 0) {
@@ -455,10 +458,22 @@ static int run_take_stdin(struct run *run)
 			break;
 		}
 		h = hash_fnv1a(h, buf, (size_t)n);
-		r = sys_write_full(fd, buf, (size_t)n);
-		if (r < 0)
+		size_t more = (size_t)n < sizeof(head) - head_n ? (size_t)n : sizeof(head) - head_n;
+		memcpy(head + head_n, buf, more);
+		head_n += more;
+		/* Past --max-size, what is no mbox is a too-large record that
+		 * is never read: the rest is hashed, for the id, and counted,
+		 * for the record's size (the file's length set at the end,
+		 * with no memory behind it), not kept.  An mbox is kept whole,
+		 * to be streamed. */
+		if (keep && total + (uint64_t)n > run->o->reader.max_size && !mbox_is_separator(head, head_n))
+			keep = false;
+		if (keep && (r = sys_write_full(fd, buf, (size_t)n)) < 0)
 			break;
+		total += (uint64_t)n;
 	}
+	if (r == 0 && !keep)
+		r = sys_ftruncate(fd, (off_t)total);
 	if (r == 0) {
 		run->stdin_fd = fd;
 		r = walk_add_stdin(run->walk, fd, h);

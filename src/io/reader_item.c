@@ -214,7 +214,12 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 			it->io.message = "out of memory in --state";
 			return 0;
 		}
-	} else if (rc->o.state) {
+	} else if (rc->o.state && !(it->entry && walk_entry_is_stdin(it->entry))) {
+		/* Standard input is not kept: it has no place to be judged
+		 * at or found gone from, and a state of every message ever
+		 * piped in (an MDA's) would grow for good, loaded whole by
+		 * every delivery; it is emitted every time, as without
+		 * --state. */
 		enum state_verdict v;
 		struct state_entry *se;
 		if (state_check(rc->o.state, &it->io, &v, &it->io.old_path, &it->io.old_base,

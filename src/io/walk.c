@@ -1786,6 +1786,11 @@ bool walk_entry_in_maildir(const struct walk_entry *e)
 	return e->dir->in_maildir;
 }
 
+bool walk_entry_is_stdin(const struct walk_entry *e)
+{
+	return e->shown != NULL;
+}
+
 /* One vanished entry of walk_find_renamed: its unique part, and what the
  * listings gave for it so far. */
 struct walk_wanted {

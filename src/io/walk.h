@@ -112,6 +112,8 @@ struct walk_renamed {
 int walk_find_renamed(struct walk *w, struct walk_renamed *v, size_t n, struct arena *a);
 /* True when e is a message of a Maildir's cur/ or new/. */
 bool walk_entry_in_maildir(const struct walk_entry *e);
+/* True when e is standard input (walk_add_stdin). */
+bool walk_entry_is_stdin(const struct walk_entry *e);
 
 /* fd to open the entry relative to (AT_FDCWD for explicit paths). */
 int walk_entry_dirfd(const struct walk_entry *e);

@@ -180,6 +180,27 @@ def case_stdin(tmp):
     recs = records(run(["-"], stdin=box, check_rc=0).stdout)
     if [r.get("subject") for r in recs] != ["1", "2"] or len({r["id"] for r in recs}) != 2:
         fail(f"an mbox on standard input: {recs}")
+    # past --max-size, what is no mbox is not kept (it was copied whole
+    # into memory whatever --max-size said): a too-large record of its
+    # whole size, under the id of all its bytes; an mbox is kept whole
+    big = os.urandom(3 << 20)
+    small_max, large_max = (records(run(["--max-size=" + m, "--fields=size,error,id", "-"], stdin=big,
+                                        check_rc=0).stdout) for m in ("1M", "4M"))
+    if small_max[0].get("size") != 3 << 20 or small_max[0].get("error", {}).get("reason") != "too-large" \
+            or small_max[0]["id"] != large_max[0]["id"]:
+        fail(f"3 MiB over --max-size=1M on standard input: {small_max}, read whole {large_max}")
+    many = (box + b"\n") * 20000
+    recs = records(run(["--max-size=1M", "--fields=subject", "-"], stdin=many, check_rc=0).stdout)
+    if len(recs) != 40000:
+        fail(f"an mbox of {len(many)} bytes over --max-size on standard input: {len(recs)} records")
+    # --state keeps no entry for it (no place to judge it at or find it
+    # gone from: a state of every message piped in would grow for good)
+    state = os.path.join(tmp, "stdin.state")
+    for n in range(2):
+        if len(records(run(["--state=" + state, "-"], stdin=msg, check_rc=0).stdout)) != 1:
+            fail(f"--state, run {n + 1}: standard input not emitted")
+    if not open(state, "rb").read().endswith(b"end 0\n"):
+        fail(f"--state kept standard input: {open(state, 'rb').read()[-200:]!r}")
     for args, why in ((["--files-from=-", "-"], b"exclude each other"), (["-", "-"], b"given twice")):
         p = run(args, stdin=b"", check_rc=2)
         if why not in p.stderr:
