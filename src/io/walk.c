@@ -1535,7 +1535,12 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 		if ((r = walk_explicit_parse(e, &x)) < 0)
 			return r;
 		io->id = x.id;
-		io->base = walk_copy(a, d->base, d->base_len, &r);
+		/* Standard input's place is its content's ("stdin:" and the
+		 * hash): an index keeps each message piped in, as a file of
+		 * its own, where under one place ("-" in the working
+		 * directory) each replaced the last. */
+		io->base = e->shown ? walk_copy(a, e->base, strlen(e->base), &r)
+		                    : walk_copy(a, d->base, d->base_len, &r);
 		if (x.maildir) {
 			io->maildir = true;
 			io->folder = walk_copy(a, x.folder.p, x.folder.n, &r);

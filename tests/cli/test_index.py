@@ -2419,6 +2419,24 @@ def case_refused_untouched(tmp):
     print("another program's database with a WAL or a hot journal: refused, byte for byte as it was")
 
 
+def case_stdin_messages(tmp):
+    """Messages piped in one by one (an MDA's `ingest --index=FILE -`)
+    each stay in the index, a second delivery of the same bytes as one:
+    every one was filed under one place, "-" in the working directory,
+    and replaced the one before, so the index held only the last."""
+    db = os.path.join(tmp, "mail.db")
+    for subject in ("first", "first", "second", "third"):
+        msg = b"From: a@example.org\nSubject: " + subject.encode() + b"\n\nbody\n"
+        clilib.run(["--index=" + db, "-"], stdin=msg, check_rc=0)
+    got = sorted(r[0] for r in q(db, "SELECT subject FROM messages"))
+    if got != ["first", "second", "third"]:
+        fail(f"messages piped in: {got}")
+    hits = records(run(["search", db, "*"]).stdout)
+    if sorted(h["subject"] for h in hits) != got:
+        fail(f"searched: {hits}")
+    print(f"three messages piped in, one twice: {got}")
+
+
 CASES = {k[5:]: v for k, v in globals().items() if k.startswith("case_")}
 # meson registers one test per case from `--list`: a case_ function is a
 # test, in the cli suite with a 120 s timeout unless named here.
