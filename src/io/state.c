@@ -83,7 +83,7 @@ struct state_chunk {
 
 struct state {
 	struct state_entry *old;
-	size_t n_old;
+	size_t n_old, cap_old;
 	char *old_bytes;           /* the loaded file: old strings point into it */
 	struct slots by_id;        /* indexes into old */
 	struct state_chunk **chunks;      /* this run's entries, in order */
@@ -261,6 +261,82 @@ static int state_parse_end(struct state *s, char *p, size_t n, size_t at, size_t
 	return 0;
 }
 
+/* One entry at *at in p[0, n): its numbers line, then its root, path, id
+ * and offsets, ended by a newline; *at and *line move past it.  0,
+ * -ENOMEM, or -EINVAL with *why and *why_line saying what is wrong (*why
+ * may be what, STATE_WHAT_N bytes). */
+#define STATE_WHAT_N 128
+static int state_parse_entry(char *p, size_t n, size_t *at, size_t *line, struct state_entry *out,
+                             const char **why, size_t *why_line, char *what)
+{
+	*why_line = *line;
+	char *nl = memchr(p + *at, '\n', n - *at);
+	if (!nl)
+		return *why = "the file ends inside an entry", -EINVAL;
+	*nl = '\0';
+	struct state_entry e = { 0 };
+	uint64_t f[8];
+	const char *bad = state_parse_numbers(p + *at, f, 8, 3);
+	if (bad)
+		return *why = bad, -EINVAL;
+	e.dev = f[0];
+	e.ino = f[1];
+	e.size = f[2];
+	e.mtime_sec = (int64_t)f[3];
+	e.mtime_nsec = (uint32_t)f[4];
+	if (f[4] >= 1000000000u) {
+		snprintf(what, STATE_WHAT_N, "nanoseconds of %" PRIu64 " (at most 999999999)", f[4]);
+		return *why = what, -EINVAL;
+	}
+	size_t a = (size_t)(nl - p) + 1, left = n - a;
+	if (f[5] > left || f[6] > left - f[5] || f[7] > left - f[5] - f[6] || f[5] + f[6] + f[7] == left) {
+		snprintf(what, STATE_WHAT_N, "lengths %" PRIu64 " %" PRIu64 " %" PRIu64
+		         " run past the end of the file", f[5], f[6], f[7]);
+		return *why = what, -EINVAL;
+	}
+	size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
+	*why_line = *line + 1;
+	if (p[a + rn + pn + in] != '\n')
+		return *why = "the entry's bytes do not end with a newline where its lengths say", -EINVAL;
+	e.root = p + a;
+	e.root_n = rn;
+	e.path = p + a + rn;
+	e.path_n = pn;
+	size_t dir_n, name;
+	e.maildir = maildir_split(e.path, pn, &dir_n, &name);
+	e.line = *line;
+	int r = state_hex_id(p + a + rn + pn, in, &e.id);
+	if (r == 0)
+		r = state_parse_offsets(&e, p + a + rn + pn + STATE_ID_HEX, in - STATE_ID_HEX);
+	if (r < 0) {
+		xfree(e.offs);
+		if (r == -ENOMEM)
+			return r;
+		return *why = "a malformed id or message offsets", -EINVAL;
+	}
+	*line += 2 + state_newlines(p + a, rn + pn + in);
+	*at = a + rn + pn + in + 1;
+	*out = e;
+	return 0;
+}
+
+/* Appends e to the old entries (not indexed). */
+static int state_push_old(struct state *s, const struct state_entry *e)
+{
+	if (s->n_old == s->cap_old) {
+		size_t cap = s->cap_old ? s->cap_old * 2 : 1024;
+		struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
+		if (!v) {
+			xfree(e->offs);
+			return -ENOMEM;
+		}
+		s->old = v;
+		s->cap_old = cap;
+	}
+	s->old[s->n_old++] = *e;
+	return 0;
+}
+
 static int state_parse(struct state *s, char *p, size_t n)
 {
 	size_t ml = strlen(STATE_MAGIC);
@@ -270,7 +346,7 @@ static int state_parse(struct state *s, char *p, size_t n)
 		                       ? "a state of an older ingest (format 1; --state-reset starts afresh)"
 		                       : "not an ingest state file (no \"ingest-state 3\" header)");
 	bool ended = format2;
-	size_t cap = 0, at = ml;
+	size_t at = ml;
 	if (state_parse_run(s, p, n, &at) < 0)
 		return state_bad(s, 2, "the run's description is missing or cut short");
 	/* line 2 says "run N", the description's lines follow */
@@ -283,64 +359,14 @@ static int state_parse(struct state *s, char *p, size_t n)
 			ended = true;
 			break;
 		}
-		char *nl = memchr(p + at, '\n', n - at);
-		if (!nl)
-			return state_bad(s, line, "the file ends inside an entry");
-		*nl = '\0';
-		struct state_entry e = { 0 };
-		uint64_t f[8];
-		const char *bad = state_parse_numbers(p + at, f, 8, 3);
-		if (bad)
-			return state_bad(s, line, bad);
-		e.dev = f[0];
-		e.ino = f[1];
-		e.size = f[2];
-		e.mtime_sec = (int64_t)f[3];
-		e.mtime_nsec = (uint32_t)f[4];
-		if (f[4] >= 1000000000u) {
-			char what[64];
-			snprintf(what, sizeof(what), "nanoseconds of %" PRIu64 " (at most 999999999)", f[4]);
-			return state_bad(s, line, what);
-		}
-		at = (size_t)(nl - p) + 1;
-		size_t left = n - at;
-		if (f[5] > left || f[6] > left - f[5] || f[7] > left - f[5] - f[6] ||
-		    f[5] + f[6] + f[7] == left) {
-			char what[128];
-			snprintf(what, sizeof(what), "lengths %" PRIu64 " %" PRIu64 " %" PRIu64
-			         " run past the end of the file", f[5], f[6], f[7]);
-			return state_bad(s, line, what);
-		}
-		size_t rn = (size_t)f[5], pn = (size_t)f[6], in = (size_t)f[7];
-		if (p[at + rn + pn + in] != '\n')
-			return state_bad(s, line + 1, "the entry's bytes do not end with a newline where "
-			                 "its lengths say");
-		e.root = p + at;
-		e.root_n = rn;
-		e.path = p + at + rn;
-		e.path_n = pn;
-		size_t dir_n, name;
-		e.maildir = maildir_split(e.path, pn, &dir_n, &name);
-		e.line = line;
-		r = state_hex_id(p + at + rn + pn, in, &e.id);
-		if (r == 0)
-			r = state_parse_offsets(&e, p + at + rn + pn + STATE_ID_HEX, in - STATE_ID_HEX);
-		if (r < 0) {
-			xfree(e.offs);
-			return state_bad(s, line + 1, "a malformed id or message offsets");
-		}
-		if (s->n_old == cap) {
-			cap = cap ? cap * 2 : 1024;
-			struct state_entry *v = xrealloc(s->old, cap * sizeof(*v));
-			if (!v) {
-				xfree(e.offs);
-				return -ENOMEM;
-			}
-			s->old = v;
-		}
-		s->old[s->n_old++] = e;
-		line += 2 + state_newlines(p + at, rn + pn + in);
-		at += rn + pn + in + 1;
+		struct state_entry e;
+		const char *bad = NULL;
+		size_t bad_line = line;
+		char what[STATE_WHAT_N];
+		if ((r = state_parse_entry(p, n, &at, &line, &e, &bad, &bad_line, what)) < 0)
+			return bad ? state_bad(s, bad_line, bad) : r;
+		if ((r = state_push_old(s, &e)) < 0)
+			return r;
 	}
 	if (!ended)
 		return state_bad(s, line, "the file ends without its last line (end N): cut short");
