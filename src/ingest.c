@@ -198,7 +198,23 @@ static int run_open_state(struct run *run)
 	r = run_bind_state(run);
 	if (r < 0 && r != -EINVAL)
 		run_fail(run, r, "cannot use the state", o->state);
-	return r;
+	if (r < 0)
+		return r;
+	/* what a killed run's journal says is taken in before anything is
+	 * judged; this run's is written before its records go out */
+	r = state_journal_open(run->state, o->state, !o->state_reset);
+	if (r < 0) {
+		const char *bad = state_load_error(run->state);
+		if (bad) {
+			snprintf(text, sizeof(text), "state '%s' is %s", o->state, bad);
+			run_fail_state(run, r, text);
+		} else {
+			run_fail(run, r, "cannot use the state's journal", o->state);
+		}
+		return r;
+	}
+	run->writer.state = run->state;
+	return 0;
 }
 
 /* The --files-from list, read whole before the reader starts.  1 when a

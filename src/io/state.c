@@ -96,6 +96,9 @@ struct state {
 	size_t old_run_n;
 	char *run;                 /* this run's, saved with the entries */
 	size_t run_n;
+	int journal_fd;            /* FILE.journal (state_journal_open), or -1 */
+	char *journal_path;
+	char *journal_bytes;       /* the last run's journal: old entries point into it */
 };
 
 static int state_hex_id(const char *p, size_t n, uint64_t *id)
@@ -388,6 +391,7 @@ int state_load(const char *path, bool reset, struct state **out)
 	if (!s)
 		return -ENOMEM;
 	*out = s;
+	s->journal_fd = -1;
 	s->mode = 0600;
 	/* A symlink at FILE is refused (README, "Incremental runs"): the state would
 	 * otherwise be renamed over whatever it points to.  O_NONBLOCK: a FIFO's
@@ -529,6 +533,7 @@ int state_load_bytes(char *buf, size_t n, struct state **out)
 		return -ENOMEM;
 	}
 	*out = s;
+	s->journal_fd = -1;
 	s->old_bytes = buf;
 	return state_parse(s, buf, n);
 }
@@ -578,6 +583,10 @@ void state_free(struct state *s)
 		xfree(s->old[i].offs);
 	xfree(s->old);
 	xfree(s->old_bytes);
+	xfree(s->journal_bytes);
+	xfree(s->journal_path);
+	if (s->journal_fd >= 0)
+		sys_close(s->journal_fd);
 	slots_free(&s->by_id);
 	slots_free(&s->new_by_id);
 	xfree(s->run);
@@ -1067,9 +1076,26 @@ int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t
 	return 0;
 }
 
+static int state_journal_format(struct dynbuf *b, const struct state_entry *e, const uint64_t *offs,
+                                size_t n_offs, bool no_document);
+static int state_merge_offsets(struct state_entry *to, const struct state_entry *from);
+
+/* An old entry state_deleted says is gone: the root its records show, and
+ * whether only its rows go (record_io.place_only). */
+struct state_gone {
+	size_t i;
+	struct str shown;
+	bool place_only;
+};
+
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
-	for (size_t i = 0; i < s->n_old; i++) {
+	struct state_gone *gone_v = NULL;
+	size_t n_gone = 0, cap_gone = 0;
+	struct dynbuf journal;
+	dynbuf_init(&journal, 0);
+	int r = 0;
+	for (size_t i = 0; i < s->n_old && r == 0; i++) {
 		struct state_entry *e = &s->old[i];
 		if (e->seen)
 			continue;
@@ -1079,10 +1105,9 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		 * take it for new. */
 		if (s->walk && !walk_judged(s->walk, root, path, &shown)) {
 			if (!state_keep(s, e))
-				return -ENOMEM;
+				r = -ENOMEM;
 			continue;
 		}
-		int r = 0;
 		/* Its id is another file's in this run (two files that share a
 		 * unique name, one of them gone): the document stands for the
 		 * one left, and a delete of the id would remove it.  The copy
@@ -1096,26 +1121,46 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
 		if (left && left->kept)
 			continue;
+		if (n_gone == cap_gone) {
+			size_t cap = cap_gone ? 2 * cap_gone : 64;
+			struct state_gone *v = xrealloc(gone_v, cap * sizeof(*v));
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			gone_v = v;
+			cap_gone = cap;
+		}
+		gone_v[n_gone++] = (struct state_gone){ i, shown, left != NULL };
 		/* A run that stops early saves the old entries: its deletion
 		 * may have removed the document, so the next run reads the
 		 * file again if it is back (moved away and back), rather
-		 * than judge it unchanged. */
+		 * than judge it unchanged; so does the run after one killed,
+		 * from the journal, written before any deletion goes out. */
 		e->reread = true;
+		if (s->journal_fd >= 0)
+			r = state_journal_format(&journal, e, e->offs, e->n_offs, e->no_document);
+	}
+	if (r == 0)
+		r = state_journal_write(s, &journal);
+	dynbuf_release(&journal);
+	for (size_t k = 0; k < n_gone && r >= 0; k++) {
+		const struct state_entry *e = &s->old[gone_v[k].i];
 		struct record_io gone = {
-			.kind = RECORD_DELETED, .root = shown, .base = root, .path = path, .id = e->id,
-			.maildir = e->maildir, .replaced = e->replaced,
-			.known = !e->n_offs && !e->no_document, .place_only = left != NULL,
+			.kind = RECORD_DELETED, .root = gone_v[k].shown, .base = { e->root, e->root_n },
+			.path = { e->path, e->path_n }, .id = e->id, .maildir = e->maildir,
+			.replaced = e->replaced, .known = !e->n_offs && !e->no_document,
+			.place_only = gone_v[k].place_only,
 		};
 		/* an mbox archive: each message was a document */
 		gone.in_mbox = e->n_offs > 0;
-		for (size_t k = 0; r >= 0 && k < (e->n_offs ? e->n_offs : 1); k++) {
-			gone.offset = e->n_offs ? e->offs[k] : 0;
+		for (size_t j = 0; r >= 0 && j < (e->n_offs ? e->n_offs : 1); j++) {
+			gone.offset = e->n_offs ? e->offs[j] : 0;
 			r = fn(ctx, &gone);
 		}
-		if (r < 0)
-			return r;
 	}
-	return 0;
+	xfree(gone_v);
+	return r < 0 ? r : 0;
 }
 
 /* One entry, as state_parse() reads it: the numbers line, then root, path
@@ -1180,6 +1225,133 @@ struct state_out {
 	int fd;
 	size_t count;
 };
+
+/* ---- the journal ---------------------------------------------------------
+ *
+ * A run that is killed saves no state, yet its records may be downstream:
+ * before they go out, what a stopped run would save for them (its entries
+ * read again next run: no inode) is appended to FILE.journal, and the next
+ * run takes it into the old entries as it loads FILE: an old entry at the
+ * same place is read again (its offsets widened), one the old state lacks
+ * is added.  A state saved removes the journal.  Appends are whole
+ * write(2)s with O_APPEND (the reader's deletions, the writer's batches);
+ * a kill within one leaves a cut entry at the end, which is dropped.  It
+ * is not synced: it keeps what a dead process wrote, not what a crash of
+ * the machine loses. */
+
+/* e as the journal says it: no inode, offs (n_offs) its messages. */
+static int state_journal_format(struct dynbuf *b, const struct state_entry *e, const uint64_t *offs,
+                                size_t n_offs, bool no_document)
+{
+	/* field by field: a streamed archive's entry takes offsets on the
+	 * reader's thread while the writer's journals its messages */
+	const struct state_entry t = {
+		.root = e->root, .root_n = e->root_n, .path = e->path, .path_n = e->path_n, .id = e->id,
+		.size = e->size, .mtime_sec = e->mtime_sec, .mtime_nsec = e->mtime_nsec,
+		.offs = (uint64_t *)(uintptr_t)offs, .n_offs = n_offs,
+	};
+	return state_format_entry(b, &t, no_document);
+}
+
+int state_journal_record(struct dynbuf *b, const struct state_entry *e)
+{
+	return state_journal_format(b, e, e->offs, e->n_offs, e->no_document || e->unread);
+}
+
+int state_journal_messages(struct dynbuf *b, const struct state_entry *archive, const uint64_t *offs,
+                           size_t n_offs)
+{
+	return state_journal_format(b, archive, offs, n_offs, false);
+}
+
+int state_journal_write(struct state *s, const struct dynbuf *b)
+{
+	if (s->journal_fd < 0 || !b->len)
+		return 0;
+	return sys_write_full(s->journal_fd, b->p, b->len);
+}
+
+/* Takes the journal's entry j into the old ones. */
+static int state_journal_take(struct state *s, struct state_entry *j)
+{
+	struct state_entry *old = state_old_at(s, j->id, (struct str){ j->root, j->root_n },
+	                                       (struct str){ j->path, j->path_n }, false);
+	if (old) {
+		old->dev = old->ino = 0;
+		old->no_document = old->no_document && j->no_document;
+		int r = state_merge_offsets(old, j);
+		xfree(j->offs);
+		return r;
+	}
+	int r = state_push_old(s, j);
+	if (r == 0 && slots_full(&s->by_id)) {
+		struct slots t;
+		if ((r = slots_init(&t, 2 * s->n_old)) == 0) {
+			slots_free(&s->by_id);
+			s->by_id = t;
+			for (size_t i = 0; i + 1 < s->n_old; i++)
+				slots_put(&s->by_id, s->old[i].id, i);
+		}
+	}
+	if (r == 0)
+		slots_put(&s->by_id, j->id, s->n_old - 1);
+	return r;
+}
+
+int state_journal_open(struct state *s, const char *path, bool take)
+{
+	size_t pl = strlen(path);
+	char *jp = xmalloc(pl + sizeof(".journal"));
+	if (!jp)
+		return -ENOMEM;
+	memcpy(jp, path, pl);
+	memcpy(jp + pl, ".journal", sizeof(".journal"));
+	int fd = sys_openat(AT_FDCWD, jp, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+	                    s->mode & 0600);
+	struct stat st;
+	int r = fd < 0 ? fd : sys_fstat(fd, &st);
+	if (r == 0 && !S_ISREG(st.st_mode))
+		r = -EISDIR;
+	if (r == -ELOOP || r == -EISDIR)
+		snprintf(s->why, sizeof(s->why), "unusable: its journal %s is %s", jp,
+		         r == -ELOOP ? "a symbolic link" : "not a regular file");
+	char *buf = NULL;
+	size_t n = r == 0 && take ? (size_t)st.st_size : 0;
+	if (n && !(buf = xmalloc(n)))
+		r = -ENOMEM;
+	if (n && r == 0) {
+		ssize_t got = sys_pread_full(fd, buf, n, 0);
+		r = got < 0 ? (int)got : 0;
+		n = got < 0 ? 0 : (size_t)got;
+	}
+	/* what the last run's kill cut short, or anything else unreadable,
+	 * ends it: the entries before stand */
+	size_t at = 0, line = 1;
+	while (r == 0 && at < n) {
+		struct state_entry e;
+		const char *bad;
+		size_t bad_line;
+		char what[STATE_WHAT_N];
+		int p = state_parse_entry(buf, n, &at, &line, &e, &bad, &bad_line, what);
+		if (p == -ENOMEM)
+			r = p;
+		else if (p < 0)
+			break;
+		else
+			r = state_journal_take(s, &e);
+	}
+	if (r < 0) {
+		if (fd >= 0)
+			sys_close(fd);
+		xfree(jp);
+		xfree(buf);
+		return r;
+	}
+	s->journal_fd = fd;
+	s->journal_path = jp;
+	s->journal_bytes = buf;
+	return 0;
+}
 
 /* One entry into the save.  reread: saved with no inode, so that the next
  * run reads the file again whatever its size and mtime (a file this run
@@ -1374,6 +1546,10 @@ int state_save(struct state *s, const char *path, bool complete)
 		r = sys_renameat(AT_FDCWD, tmp, AT_FDCWD, path);
 	if (r < 0)
 		sys_unlinkat(AT_FDCWD, tmp, 0);
+	/* the state in place says what the journal said: the run after reads
+	 * it alone (a journal left, by a failed unlink, is only read again) */
+	if (r == 0 && s->journal_path)
+		sys_unlinkat(AT_FDCWD, s->journal_path, 0);
 	xfree(tmp);
 	/* the rename itself is durable once the directory is */
 	char *dir = r == 0 ? xdirname(path) : NULL;

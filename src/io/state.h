@@ -55,6 +55,22 @@ void state_unlock(int fd);
  * rather than overwritten; state_load_error() then says why ("line 7: a
  * second entry for the same file"). */
 int state_load(const char *path, bool reset, struct state **out);
+/* The journal, FILE.journal: what a run that stops early would save for
+ * the records about to go out, appended before they do, so that the run
+ * after one killed (which saved nothing) reads those files again and
+ * deletes what of them has gone.  state_journal_open() opens it (created
+ * if missing) and, with take, takes what a killed run left into the old
+ * entries; state_save() removes it.  Call it after state_load(). 0 or
+ * -errno (-ELOOP, -EISDIR: refused, state_load_error() says why). */
+int state_journal_open(struct state *s, const char *path, bool take);
+/* Appends to b the journal's entry for the records of e's file (with no
+ * inode: read again). */
+int state_journal_record(struct dynbuf *b, const struct state_entry *e);
+/* The same for the messages of a streamed archive at offs (n_offs). */
+int state_journal_messages(struct dynbuf *b, const struct state_entry *archive, const uint64_t *offs,
+                           size_t n_offs);
+/* Appends b to the journal (nothing without one): 0 or -errno. */
+int state_journal_write(struct state *s, const struct dynbuf *b);
 /* What made state_load() refuse the file, or NULL. */
 const char *state_load_error(const struct state *s);
 /* The same from a buffer in the file format (state_format_*), which it

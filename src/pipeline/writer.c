@@ -8,6 +8,7 @@
 #include "pipeline/writer.h"
 #include "core/clock.h"
 #include "core/sys.h"
+#include "core/xalloc.h"
 #include "emit/emit.h"
 #include "index/index.h"
 #include "sched/batch.h"
@@ -397,6 +398,55 @@ static int write_group(struct writer *w, struct batch *const *bs, size_t nb)
 	}
 }
 
+/* --state's journal (io/state.h): what a run that stops early would save
+ * for the records of these batches, appended before any of them goes out,
+ * so that the run after one killed reads their files again.  A streamed
+ * archive's messages are one entry, with their offsets, for each run of
+ * them. */
+/* One more offset of a streamed archive's messages (journal_group). */
+static int journal_offset(struct writer *w, size_t *n, uint64_t off)
+{
+	if (*n == w->journal_offs_cap) {
+		size_t cap = *n ? 2 * *n : 256;
+		uint64_t *v = xrealloc(w->journal_offs, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		w->journal_offs = v;
+		w->journal_offs_cap = cap;
+	}
+	w->journal_offs[(*n)++] = off;
+	return 0;
+}
+
+static int journal_group(struct writer *w, struct batch *const *bs, size_t nb)
+{
+	dynbuf_reset(&w->journal);
+	const struct state_entry *archive = NULL;
+	size_t n_offs = 0;
+	int r = 0;
+	for (size_t g = 0; g < nb && r == 0; g++) {
+		for (size_t i = 0; i < bs[g]->n && r == 0; i++) {
+			const struct batch_item *it = &bs[g]->items[i];
+			if (!it->out_records)
+				continue;
+			if (archive && it->archive_state != archive) {
+				r = state_journal_messages(&w->journal, archive, w->journal_offs, n_offs);
+				archive = NULL;
+				n_offs = 0;
+			}
+			if (r == 0 && it->archive_state) {
+				archive = it->archive_state;
+				r = journal_offset(w, &n_offs, it->io.offset);
+			} else if (r == 0 && it->state) {
+				r = state_journal_record(&w->journal, it->state);
+			}
+		}
+	}
+	if (r == 0 && archive)
+		r = state_journal_messages(&w->journal, archive, w->journal_offs, n_offs);
+	return r == 0 ? state_journal_write(w->state, &w->journal) : r;
+}
+
 /* Progress: told at most ten times a second by the writer, which knows
  * what is done; nothing at all unless the embedder asked (the command asks
  * when stderr is a terminal, a check it makes before the run). */
@@ -434,7 +484,13 @@ void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 			}
 		}
 	} else if (w->writing && !atomic_load(w->failed)) {
-		output_result(w, write_group(w, bs, n));
+		int r = w->state ? journal_group(w, bs, n) : 0;
+		if (r < 0) {
+			w->fail(w->fail_ctx, r, "cannot write the state's journal", NULL);
+			w->writing = false;
+		} else {
+			output_result(w, write_group(w, bs, n));
+		}
 	}
 	if (w->progress)
 		progress_tell(w, false);
@@ -475,6 +531,7 @@ int writer_open(struct writer *w)
 	w->fd = STDOUT_FILENO;
 	w->writing = true;
 	dynbuf_init(&w->sink_buf, 0);
+	dynbuf_init(&w->journal, 0);
 	if (w->sink)
 		return 0;
 	if (w->given_fd >= 0) {
@@ -548,4 +605,8 @@ void writer_finish(struct writer *w)
 		output_failed(w, r);
 	w->regular = false;
 	dynbuf_release(&w->sink_buf);
+	dynbuf_release(&w->journal);
+	xfree(w->journal_offs);
+	w->journal_offs = NULL;
+	w->journal_offs_cap = 0;
 }

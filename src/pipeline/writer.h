@@ -55,6 +55,9 @@ struct writer {
 	ingest_progress_fn *progress; /* told how the run goes; or NULL */
 	void *progress_ctx;
 	struct dynbuf sink_buf;      /* a batch's records made contiguous for the sink */
+	struct dynbuf journal;       /* the journal's entries of the batches in hand */
+	uint64_t *journal_offs;      /* ... the offsets of one streamed archive's messages */
+	size_t journal_offs_cap;
 	uint64_t split_bytes;        /* > 0: files path.000, .001, ... of at most
 	                              * this many bytes, each ending on a whole
 	                              * record (a record larger is a file alone) */
@@ -64,6 +67,8 @@ struct writer {
 	uint64_t total;              /* inputs, when known before the end */
 	bool durable;                /* --state: a file output reaches the disk
 	                              * before the run ends (writer_finish) */
+	struct state *state;         /* --state with a file: its journal is
+	                              * written before records go out */
 
 	/* the writer's own */
 	int fd;

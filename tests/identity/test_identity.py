@@ -829,8 +829,9 @@ def stopped_run(ctx, how, lines, extra=("--batch-bytes=4K",), roots=("Maildir",)
     """A --state run that stops early, seen by its consumer: `lines` output
     lines read (or, a function, lines until it says so of what was read),
     then the consumer goes away ("closed": exit 141), or the run is
-    interrupted and the consumer takes what the pipe still holds
-    ("interrupted": exit 130).  Returns what the consumer took."""
+    interrupted ("interrupted": exit 130) or killed ("killed": SIGKILL,
+    no state saved) and the consumer takes what the pipe still holds.
+    Returns what the consumer took."""
     args = [ctx.ingest, "--backend=" + ctx.backend, "--format=es-bulk", "-q",
             "--state=" + os.path.join(ctx.work, "state")] + list(extra) + list(roots)
     p = subprocess.Popen(args, cwd=ctx.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -843,11 +844,18 @@ def stopped_run(ctx, how, lines, extra=("--batch-bytes=4K",), roots=("Maildir",)
     if how == "closed":
         p.stdout.close()
     else:
-        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGKILL if how == "killed" else signal.SIGINT)
         took += p.stdout.read()
     p.wait(timeout=60)
-    check(p.returncode == (141 if how == "closed" else 130), "%s run: exit %d: %s" % (
+    want = {"closed": 141, "interrupted": 130, "killed": -signal.SIGKILL}[how]
+    check(p.returncode == want, "%s run: exit %d: %s" % (
         how, p.returncode, p.stderr.read().decode(errors="replace")))
+    if how == "killed":
+        # a kill may cut a write: the consumer keeps whole actions only
+        lines = took.split(b"\n")[:-1]
+        if lines and (lines[-1].startswith(b'{"index"') or lines[-1].startswith(b'{"update"')):
+            lines.pop()
+        took = b"".join(line + b"\n" for line in lines)
     p.stderr.close()
     return took
 
@@ -872,8 +880,9 @@ def case_stopped_run_then_changes(ctx):
     Until this, a stopped run saved nothing, and what it had written stayed
     in the index for good once its files went.  What the run wrote into the
     pipe and its consumer never took is deleted too, answered not_found
-    (counted, allowed here)."""
-    for how in ("closed", "interrupted"):
+    (counted, allowed here).  A killed run saves no state: what its journal
+    said before its records went out stands in for it."""
+    for how in ("closed", "interrupted", "killed"):
         fresh_tree(ctx)
         make_maildir(ctx.md)
         box = os.path.join(ctx.md, "archive.mbox")
@@ -916,7 +925,7 @@ def case_stopped_run_undone(ctx):
     entries are now saved to be read again."""
     many = 2000
     for change in ("flags", "moved away"):
-        for how in ("closed", "interrupted"):
+        for how in ("closed", "interrupted", "killed"):
             fresh_tree(ctx)
             make_maildir(ctx.md)
             os.makedirs(os.path.join(ctx.work, "away"), exist_ok=True)
@@ -942,6 +951,40 @@ def case_stopped_run_undone(ctx):
             equal_to_clean(ctx, index, "%s, %s, then undone" % (change, how))
             check_index(ctx, index, "%s, %s, then undone" % (change, how))
             shutil.rmtree(os.path.join(ctx.work, "away"))
+
+
+def case_killed_run_streamed_archive(ctx):
+    """A run killed while it streams an archive that grew (no state saved:
+    its journal speaks for it), then the archive cut back below where it
+    had grown, and a complete run: the messages the killed run wrote past
+    the cut are deleted, as a clean run has none.  Without the journal they
+    stayed in the index for good: the state before knew none of their
+    offsets.  Also a killed run's journal cut inside an entry (a kill during
+    its write) is read up to that entry."""
+    stream = ["--batch-bytes=16K", "--max-inflight=256K"]
+    for journal_cut in (False, True):
+        fresh_tree(ctx)
+        box = os.path.join(ctx.md, "big.mbox")
+        with open(box, "wb") as f:
+            f.write(b"".join(mbox_message(n) for n in range(100)))
+        index = Index(not_found_ok=True)
+        index.apply(ctx.run(["Maildir"], extra=stream).stdout)
+        with open(box, "ab") as f:
+            f.write(b"".join(mbox_message(n) + b"filler " * 40 + b"\n\n" for n in range(100, 3000)))
+        took = stopped_run(ctx, "killed", 400, extra=stream)
+        index.apply(took)
+        check(took.count(b'{"index"') > 150, "the killed run wrote few records: %d" % took.count(b'{"index"'))
+        journal = os.path.join(ctx.work, "state.journal")
+        check(os.path.getsize(journal) > 0, "the killed run left no journal")
+        if journal_cut:
+            with open(journal, "ab") as f:
+                f.write(b"0 0 12 3 4 5 6")
+        with open(box, "wb") as f:
+            f.write(b"".join(mbox_message(n) for n in range(50)))
+        index.apply(ctx.run(["Maildir"], extra=stream).stdout)
+        equal_to_clean(ctx, index, "killed while streaming, then cut back%s" % (
+            ", its journal cut" if journal_cut else ""), extra=stream)
+        check(not os.path.exists(journal), "the journal is left after a complete run")
 
 
 def case_stopped_run_kinds(ctx):

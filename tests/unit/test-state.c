@@ -443,6 +443,51 @@ static void test_state_reset_and_mode(void **state)
 	assert_int_equal(tmp_files(dir), 0);
 }
 
+/* A killed run's journal: taken into the old entries by the next run (an
+ * old entry it names is read again, one the state lacks added), up to an
+ * entry the kill cut short; removed once the next state is saved. */
+static void test_state_journal(void **state)
+{
+	const struct dir_case *fx = *state;
+	struct state *s = load(fx->path);
+	bind(s, RUN);
+	assert_int_equal(state_journal_open(s, fx->path, true), 0);
+	struct record_io a = io_of("/r", "a", 0xa, 1, 10, false);
+	assert_int_equal(check(s, &a, NULL, NULL), STATE_NEW);
+	assert_int_equal(state_save(s, fx->path, true), 0);
+	state_free(s);
+	char *jp = t_asprintf("%s.journal", fx->path);
+	assert_int_equal(access(jp, F_OK), -1);
+	/* what a killed run wrote: a's record, c's (new), and a cut entry */
+	struct dynbuf j;
+	dynbuf_init(&j, 0);
+	assert_int_equal(state_format_file(&j, (struct str){ "/r", 2 }, (struct str){ "a", 1 }, 0xa, 0, 0,
+	                                   10, 1700000000, 5, false), 0);
+	assert_int_equal(state_format_file(&j, (struct str){ "/r", 2 }, (struct str){ "c", 1 }, 0xc, 0, 0,
+	                                   20, 1700000000, 5, false), 0);
+	assert_int_equal(dynbuf_puts(&j, "0 0 12 1700000000 5 2 1 16\n/rd"), 0);
+	assert_int_equal(dynbuf_putc(&j, '\0'), 0);
+	t_put_text(fx->dir, "st.journal", j.p);
+	dynbuf_release(&j);
+	s = load(fx->path);
+	bind(s, RUN);
+	assert_int_equal(state_journal_open(s, fx->path, true), 0);
+	/* a, unchanged on disk, is read again; c, not met, is gone */
+	assert_int_equal(check(s, &a, NULL, NULL), STATE_CHANGED);
+	assert_deleted(s, "/r|c|000000000000000c 0\n");
+	assert_int_equal(state_save(s, fx->path, true), 0);
+	state_free(s);
+	assert_int_equal(access(jp, F_OK), -1);
+	/* the journal gone, a is unchanged again; --state-reset reads none */
+	t_put_text(fx->dir, "st.journal", "garbage that is never read\n");
+	s = load(fx->path);
+	bind(s, RUN);
+	assert_int_equal(state_journal_open(s, fx->path, false), 0);
+	assert_int_equal(check(s, &a, NULL, NULL), STATE_UNCHANGED);
+	state_free(s);
+	free(jp);
+}
+
 /* --- the run it was made by --- */
 
 static void bind_refused(const char *saved, const char *run, const char *why_want)
@@ -1079,6 +1124,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_state_respelled, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_unread_kept, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_state_reset_and_mode, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_state_journal, dir_setup, dir_teardown),
 		cmocka_unit_test(test_state_bind_run),
 		cmocka_unit_test(test_state_corrupt),
 		cmocka_unit_test(test_state_not_a_file),
