@@ -990,6 +990,49 @@ static PyObject *scan_next_locked(struct scan *s)
 	return NULL;
 }
 
+/* close(): what dropping the iterator does, said when the caller wants it
+ * (a loop left with break, a `with` block's end) rather than when the
+ * last reference goes, which a traceback or a cycle may keep. */
+static PyObject *scan_close(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	struct scan *s = (struct scan *)self;
+	if (s->in_next) {
+		PyErr_SetString(PyExc_ValueError, "scan() iterator already executing");
+		return NULL;
+	}
+	if (scan_running == s && !s->started)
+		scan_running = NULL;   /* one whose thread never started */
+	scan_stop(s, true);
+	s->joined = true;   /* next() ends the iteration */
+	Py_RETURN_NONE;
+}
+
+static PyObject *scan_enter(PyObject *self, PyObject *unused)
+{
+	(void)unused;
+	return Py_NewRef(self);
+}
+
+static PyObject *scan_exit(PyObject *self, PyObject *args)
+{
+	(void)args;
+	PyObject *r = scan_close(self, NULL);
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_FALSE;
+}
+
+static PyMethodDef scan_methods[] = {
+	{ "close", scan_close, METH_NOARGS,
+	  "Stops the run, as dropping the iterator does: the records not taken are not yielded,\n"
+	  "and a state= keeps them for the next run.  next() then ends the iteration." },
+	{ "__enter__", scan_enter, METH_NOARGS, NULL },
+	{ "__exit__", scan_exit, METH_VARARGS, "close()" },
+	{ NULL, NULL, 0, NULL },
+};
+
 PyDoc_STRVAR(scan_doc,
 "scan(*paths, **options) -> iterator of dict\n\n"
 "A whole run in-process (walk, io_uring reader, pool, parser), one dict per\n"
@@ -1008,6 +1051,7 @@ static PyTypeObject scan_type = {
 	.tp_doc = "The iterator scan() returns.",
 	.tp_iter = PyObject_SelfIter,
 	.tp_iternext = scan_next,
+	.tp_methods = scan_methods,
 };
 
 static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)

@@ -442,6 +442,33 @@ def test_scan_state_only_what_was_taken(tmp_path):
     assert list(ingest.scan(str(d), state=state)) == []
 
 
+def test_scan_close_and_with(tmp_path):
+    """close() stops the run as dropping does, at once, whoever still holds
+    the iterator (a traceback, a cycle): the next scan starts without
+    EBUSY, a state= keeps what was not taken, next() then ends the
+    iteration; a `with` block closes it at its end; closing twice is
+    nothing more."""
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(300):
+        (d / f"m{i:03d}.eml").write_bytes(b"Subject: m%d\n\n" % i + b"text " * 300)
+    state = str(tmp_path / "state")
+    it = ingest.scan(str(d), state=state)
+    first = next(it)
+    kept = [it]   # a reference that dropping would wait for
+    it.close()
+    assert next(it, None) is None
+    it.close()
+    again = list(ingest.scan(str(d), state=state))
+    assert sorted(r["path"] for r in again) == sorted(p.name for p in d.iterdir())
+    assert first["path"] in {r["path"] for r in again}
+    with ingest.scan(str(d)) as s:
+        for _ in s:
+            break
+    assert next(s, None) is None and len(list(ingest.scan(str(d)))) == 300
+    del kept
+
+
 def test_scan_state_change_records(tmp_path):
     """The change records of an incremental run (a Maildir message renamed
     and one deleted, two messages of an mbox gone, a file with a non-UTF-8
