@@ -226,7 +226,7 @@ static int state_parse_offsets(struct state_entry *e, const char *p, size_t n)
 }
 
 /* "run <len>\n<bytes>\n" after the version line. */
-static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
+static int state_parse_run_at(char *p, size_t n, size_t *at, const char **run, size_t *run_n)
 {
 	char *nl = memchr(p + *at, '\n', n - *at);
 	if (!nl || nl - (p + *at) < 5 || memcmp(p + *at, "run ", 4))
@@ -238,10 +238,15 @@ static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
 	size_t start = (size_t)(nl - p) + 1;
 	if (len > n - start || start + len >= n || p[start + len] != '\n')
 		return -EINVAL;
-	s->old_run = p + start;
-	s->old_run_n = (size_t)len;
+	*run = p + start;
+	*run_n = (size_t)len;
 	*at = start + (size_t)len + 1;
 	return 0;
+}
+
+static int state_parse_run(struct state *s, char *p, size_t n, size_t *at)
+{
+	return state_parse_run_at(p, n, at, &s->old_run, &s->old_run_n);
 }
 
 /* The last line of a format 3 state at p[at..n): "end N", N the entries
@@ -1050,25 +1055,35 @@ static bool state_run_same_key(const char *b, size_t bn, struct str line,
 	return false;
 }
 
+/* Whether the run described by (was, wn) is another than (run, n), and
+ * if so why[] names the first difference, `what` ("the state") made by
+ * the first. */
+static bool state_run_other(const char *was, size_t wn, const char *run, size_t n, const char *what,
+                            char *why, size_t why_n)
+{
+	if (wn == n && !memcmp(was, run, n))
+		return false;
+	struct str line, other;
+	if (state_run_missing(was, wn, run, n, &line)) {
+		if (state_run_same_key(run, n, line, &other))
+			snprintf(why, why_n, "%s was made with %.*s, this run has %.*s", what,
+			         (int)line.n, line.p, (int)other.n, other.p);
+		else
+			snprintf(why, why_n, "%s was made with %.*s, this run is not", what,
+			         (int)line.n, line.p);
+	} else if (state_run_missing(run, n, was, wn, &line)) {
+		snprintf(why, why_n, "this run has %.*s, %s was made without it", (int)line.n, line.p,
+		         what);
+	} else {
+		snprintf(why, why_n, "%s was made by another run", what);
+	}
+	return true;
+}
+
 int state_bind_run(struct state *s, const char *run, size_t n, char *why, size_t why_n)
 {
-	if (s->old_run && (s->old_run_n != n || memcmp(s->old_run, run, n))) {
-		struct str line, other;
-		if (state_run_missing(s->old_run, s->old_run_n, run, n, &line)) {
-			if (state_run_same_key(run, n, line, &other))
-				snprintf(why, why_n, "the state was made with %.*s, this run has %.*s",
-				         (int)line.n, line.p, (int)other.n, other.p);
-			else
-				snprintf(why, why_n, "the state was made with %.*s, this run is not",
-				         (int)line.n, line.p);
-		} else if (state_run_missing(run, n, s->old_run, s->old_run_n, &line)) {
-			snprintf(why, why_n, "this run has %.*s, the state was made without it",
-			         (int)line.n, line.p);
-		} else {
-			snprintf(why, why_n, "the state was made by another run");
-		}
+	if (s->old_run && state_run_other(s->old_run, s->old_run_n, run, n, "the state", why, why_n))
 		return -EINVAL;
-	}
 	if (!(s->run = xmalloc(n + 1)))
 		return -ENOMEM;
 	memcpy(s->run, run, n);
@@ -1298,6 +1313,57 @@ static int state_journal_take(struct state *s, struct state_entry *j)
 	return r;
 }
 
+#define STATE_JOURNAL_MAGIC "ingest-journal 1\n"
+
+/* The journal's head: its magic and the run's description, as FILE's. */
+static int state_journal_head(const struct state *s, struct dynbuf *b)
+{
+	int r = dynbuf_puts(b, STATE_JOURNAL_MAGIC);
+	if (r == 0)
+		r = dynbuf_printf(b, "run %zu\n", s->run_n);
+	if (r == 0)
+		r = dynbuf_append(b, s->run, s->run_n);
+	return r == 0 ? dynbuf_putc(b, '\n') : r;
+}
+
+/* Takes in the journal's n bytes at p (a killed run's): its entries, if
+ * it was made by this run (state_bind_run's description, or refused as a
+ * state of another run is).  *whole: where its last whole entry ends, 0
+ * when its head is cut. */
+static int state_journal_read(struct state *s, const char *jp, char *p, size_t n, size_t *whole)
+{
+	size_t at = strlen(STATE_JOURNAL_MAGIC);
+	const char *run;
+	size_t run_n;
+	*whole = 0;
+	if (n < at || memcmp(p, STATE_JOURNAL_MAGIC, at) || state_parse_run_at(p, n, &at, &run, &run_n) < 0)
+		return 0;   /* cut before its first entry: nothing was written after it */
+	char other[200];
+	if (state_run_other(run, run_n, s->run, s->run_n, "its journal", other, sizeof(other))) {
+		/* a long path may cut the message: still the refusal's */
+		if (snprintf(s->why, sizeof(s->why), "refused: %s (a killed run's, %s; --state-reset starts "
+		             "afresh)", other, jp) >= (int)sizeof(s->why))
+			s->why[sizeof(s->why) - 2] = '.';
+		return -EINVAL;
+	}
+	/* what the last run's kill cut short, or anything else unreadable,
+	 * ends it: the entries before stand */
+	size_t line = 3 + state_newlines(run, run_n);
+	int r = 0;
+	while (r == 0 && at < n) {
+		struct state_entry e;
+		const char *bad;
+		size_t bad_line;
+		char what[STATE_WHAT_N];
+		int p_r = state_parse_entry(p, n, &at, &line, &e, &bad, &bad_line, what);
+		if (p_r == -EINVAL)
+			break;
+		r = p_r < 0 ? p_r : state_journal_take(s, &e);
+	}
+	*whole = at;
+	return r;
+}
+
 int state_journal_open(struct state *s, const char *path, bool take)
 {
 	size_t pl = strlen(path);
@@ -1312,33 +1378,29 @@ int state_journal_open(struct state *s, const char *path, bool take)
 	int r = fd < 0 ? fd : sys_fstat(fd, &st);
 	if (r == 0 && !S_ISREG(st.st_mode))
 		r = -EISDIR;
-	if (r == -ELOOP || r == -EISDIR)
-		snprintf(s->why, sizeof(s->why), "unusable: its journal %s is %s", jp,
-		         r == -ELOOP ? "a symbolic link" : "not a regular file");
+	if (r < 0)
+		snprintf(s->why, sizeof(s->why), "unusable: its journal %s %s", jp,
+		         r == -ELOOP ? "is a symbolic link" : r == -EISDIR ? "is not a regular file" : strerror(-r));
 	char *buf = NULL;
-	size_t n = r == 0 && take ? (size_t)st.st_size : 0;
-	if (n && !(buf = xmalloc(n)))
+	size_t n = r == 0 ? (size_t)st.st_size : 0, whole = 0;
+	if (n && take && !(buf = xmalloc(n)))
 		r = -ENOMEM;
-	if (n && r == 0) {
+	if (n && take && r == 0) {
 		ssize_t got = sys_pread_full(fd, buf, n, 0);
-		r = got < 0 ? (int)got : 0;
-		n = got < 0 ? 0 : (size_t)got;
+		r = got < 0 ? (int)got : state_journal_read(s, jp, buf, (size_t)got, &whole);
 	}
-	/* what the last run's kill cut short, or anything else unreadable,
-	 * ends it: the entries before stand */
-	size_t at = 0, line = 1;
-	while (r == 0 && at < n) {
-		struct state_entry e;
-		const char *bad;
-		size_t bad_line;
-		char what[STATE_WHAT_N];
-		int p = state_parse_entry(buf, n, &at, &line, &e, &bad, &bad_line, what);
-		if (p == -ENOMEM)
-			r = p;
-		else if (p < 0)
-			break;
-		else
-			r = state_journal_take(s, &e);
+	/* Appends go after the last whole entry: after a cut one, they would
+	 * be read as its rest, and lost.  --state-reset, loading nothing,
+	 * starts it afresh. */
+	if (r == 0 && whole < n)
+		r = sys_ftruncate(fd, whole);
+	if (r == 0 && !whole) {
+		struct dynbuf head;
+		dynbuf_init(&head, 0);
+		r = state_journal_head(s, &head);
+		if (r == 0)
+			r = sys_write_full(fd, head.p, head.len);
+		dynbuf_release(&head);
 	}
 	if (r < 0) {
 		if (fd >= 0)

@@ -203,6 +203,31 @@ def case_state_symlink(tmp):
     print(p.stderr.decode().strip())
 
 
+def case_state_journal_of_another_run(tmp):
+    """A first run killed (no state saved, only its journal) under other
+    options than the next run's, a shard 1/2 then a shard 2/2: the journal
+    is refused (exit 2, named), as the state of another run is, where it
+    was taken in and the next shard's run deleted the first's documents."""
+    d = state_corpus(tmp, count=2000)
+    st = os.path.join(tmp, "state")
+    p = subprocess.Popen([test_cli.ARGS.ingest, "--format=es-bulk", "--batch-bytes=4K", "--shard=1/2",
+                          "--state=" + st, d], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        p.stdout.readline()
+    p.kill()
+    p.wait()
+    p.stdout.close()
+    if os.path.exists(st) or not os.path.getsize(st + ".journal"):
+        fail("the killed first run left a state, or no journal")
+    q = run(["--format=es-bulk", "--shard=2/2", "--state=" + st, "-o", os.devnull, d], check_rc=2)
+    if b"its journal was made with shard=1/2, this run has shard=2/2" not in q.stderr:
+        fail(f"a journal of another shard: {q.stderr!r}")
+    run(["--format=es-bulk", "--shard=1/2", "--state=" + st, "-o", os.devnull, d], check_rc=0)
+    if os.path.exists(st + ".journal"):
+        fail("the journal is left after its own run's complete run")
+    print(q.stderr.decode().strip())
+
+
 def case_state_lock(tmp):
     """One run at a time per state file: a second run fails at once (exit 2,
     the holder's pid in the message) before reading any input, or waits

@@ -458,26 +458,55 @@ static void test_state_journal(void **state)
 	state_free(s);
 	char *jp = t_asprintf("%s.journal", fx->path);
 	assert_int_equal(access(jp, F_OK), -1);
-	/* what a killed run wrote: a's record, c's (new), and a cut entry */
+	/* what a killed run wrote: its head (the run), a's record, c's
+	 * (new), and a cut entry */
 	struct dynbuf j;
 	dynbuf_init(&j, 0);
+	assert_int_equal(dynbuf_printf(&j, "ingest-journal 1\nrun %zu\n%s\n", strlen(RUN), RUN), 0);
+	size_t head = j.len;
 	assert_int_equal(state_format_file(&j, (struct str){ "/r", 2 }, (struct str){ "a", 1 }, 0xa, 0, 0,
 	                                   10, 1700000000, 5, false), 0);
 	assert_int_equal(state_format_file(&j, (struct str){ "/r", 2 }, (struct str){ "c", 1 }, 0xc, 0, 0,
 	                                   20, 1700000000, 5, false), 0);
+	size_t whole = j.len;
 	assert_int_equal(dynbuf_puts(&j, "0 0 12 1700000000 5 2 1 16\n/rd"), 0);
 	assert_int_equal(dynbuf_putc(&j, '\0'), 0);
+	/* made by another run (the first, killed, had other options): refused,
+	 * as a state of another run is */
+	char *fresh = t_asprintf("%s/fresh", fx->dir);
+	t_put_text(fx->dir, "fresh.journal", j.p);
+	struct state *other = load(fresh);
+	bind(other, "root=/r\nformat=es-bulk");
+	assert_int_equal(state_journal_open(other, fresh, true), -EINVAL);
+	assert_non_null(strstr(state_load_error(other), "its journal was made with format=jsonl, "
+	                                                "this run has format=es-bulk"));
+	state_free(other);
+	free(fresh);
 	t_put_text(fx->dir, "st.journal", j.p);
-	dynbuf_release(&j);
 	s = load(fx->path);
 	bind(s, RUN);
 	assert_int_equal(state_journal_open(s, fx->path, true), 0);
+	/* the cut entry is cut off: this run's appends follow whole ones */
+	struct stat st;
+	assert_int_equal(stat(jp, &st), 0);
+	assert_int_equal((size_t)st.st_size, whole);
 	/* a, unchanged on disk, is read again; c, not met, is gone */
 	assert_int_equal(check(s, &a, NULL, NULL), STATE_CHANGED);
 	assert_deleted(s, "/r|c|000000000000000c 0\n");
 	assert_int_equal(state_save(s, fx->path, true), 0);
 	state_free(s);
 	assert_int_equal(access(jp, F_OK), -1);
+	/* a journal cut inside its head holds nothing: started afresh */
+	j.p[head / 2] = '\0';
+	t_put_text(fx->dir, "st.journal", j.p);
+	dynbuf_release(&j);
+	s = load(fx->path);
+	bind(s, RUN);
+	assert_int_equal(state_journal_open(s, fx->path, true), 0);
+	assert_int_equal(stat(jp, &st), 0);
+	assert_int_equal((size_t)st.st_size, head);
+	state_free(s);
+	assert_int_equal(unlink(jp), 0);
 	/* the journal gone, a is unchanged again; --state-reset reads none */
 	t_put_text(fx->dir, "st.journal", "garbage that is never read\n");
 	s = load(fx->path);
