@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 
@@ -985,6 +986,50 @@ def case_killed_run_streamed_archive(ctx):
         equal_to_clean(ctx, index, "killed while streaming, then cut back%s" % (
             ", its journal cut" if journal_cut else ""), extra=stream)
         check(not os.path.exists(journal), "the journal is left after a complete run")
+
+
+def case_killed_file_becomes_archive(ctx):
+    """A file that was one message and is an archive now, read by a run
+    killed after its journal said so and before its records reached
+    anyone (its output a full pipe), then complete runs: the file's old
+    document is deleted, as a clean run has none.  The journal's offsets,
+    merged into the entry that stood for that document, made it look like
+    an archive's, whose own id is no document: the delete never came."""
+    import fcntl
+    fresh_tree(ctx)
+    head = b"From sender@example.org Mon Jan  1 00:00:00 2024\n"
+    box = os.path.join(ctx.md, "f.box")
+    with open(box, "wb") as f:
+        f.write(message(1))
+    os.utime(box, ns=(0, 1_700_000_000 * 10**9))
+    index = Index(not_found_ok=True)
+    index.apply(ctx.run(["Maildir"]).stdout)
+    with open(box, "wb") as f:
+        f.write(head + message(2) + b"\n" + head + message(3))
+    os.utime(box, ns=(0, 1_700_000_100 * 10**9))
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    fcntl.fcntl(w, fcntl.F_SETFL, 0)
+    p = subprocess.Popen([ctx.ingest, "--backend=" + ctx.backend, "--format=es-bulk", "-q",
+                          "--state=" + os.path.join(ctx.work, "state"), "Maildir"], cwd=ctx.work, stdout=w)
+    os.close(w)
+    journal = os.path.join(ctx.work, "state.journal")
+    for _ in range(1000):
+        if os.path.exists(journal) and b"f.box" in open(journal, "rb").read():
+            break
+        time.sleep(0.01)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    os.close(r)   # the pipe's contents die with it
+    check(b"f.box" in open(journal, "rb").read(), "the killed run journaled nothing")
+    for step in ("a complete run", "another"):
+        index.apply(ctx.run(["Maildir"]).stdout)
+        equal_to_clean(ctx, index, "a file become an archive, its run killed, then %s" % step)
 
 
 def case_stopped_run_kinds(ctx):
