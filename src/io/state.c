@@ -761,6 +761,23 @@ bool state_had_document(const struct state *s, const struct state_entry *e)
 	return true;
 }
 
+bool state_had_message(const struct state_entry *e, uint64_t off)
+{
+	const struct state_entry *old = e ? e->was : NULL;
+	if (!old || !old->n_offs)
+		return false;
+	/* in file order (listed as read, merged in order) */
+	size_t lo = 0, hi = old->n_offs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (old->offs[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < old->n_offs && old->offs[lo] == off;
+}
+
 bool state_had_error_record(const struct state_entry *e)
 {
 	const struct state_entry *old = e ? e->was : NULL;

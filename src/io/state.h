@@ -145,6 +145,12 @@ int state_add_mbox_offset(struct state_entry *e, uint64_t off);
  * Used to delete what an error record of that id replaces where errors are
  * no documents (es-bulk without --es-errors). */
 bool state_had_document(const struct state *s, const struct state_entry *e);
+/* Whether the last run listed a message at offset off of e's archive (e
+ * changed since), of which it may have made a document: an error record
+ * at that offset now replaces it where errors are no documents (es-bulk
+ * without --es-errors), so it is deleted.  Any thread: the last run's
+ * entries do not change during a run. */
+bool state_had_message(const struct state_entry *e, uint64_t off);
 /* Whether e's file was an error record in the last run and nothing else:
  * no archive (its messages' ids are their own).  For an archive it now
  * is, that record's document, made under the file's id with

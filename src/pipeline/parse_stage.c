@@ -207,6 +207,12 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		/* a streamed archive's message, read or too large to read (no
 		 * data): the first carries what the file's record was */
 		parse_file_record_gone(s, w, &rec, it, out);
+		/* a message of the last run at this offset whose record is an
+		 * error now: its document goes (emit_es_error); one too large
+		 * to read goes as a vanished one, its offset not kept
+		 * (stream_too_large) */
+		rec.io.known = rec.io.reason != RECORD_TOO_LARGE &&
+		               state_had_message(it->archive_state, rec.io.offset);
 		parse_record(s, w, rec, data, data ? mbox_unquote(data, it->len) : 0, out, notes, it, NULL,
 		             true);
 	} else if (s->parse && data && rec.io.reason == RECORD_NONE &&
@@ -218,6 +224,9 @@ static void parse_item(void *ctx, size_t i, unsigned w)
 		while (pos < it->len && mbox_next_max(data, it->len, pos, true, s->max_size, &m, &next)) {
 			rec.io.offset = m.start;
 			rec.io.length = m.end - m.start;
+			/* a message of the last run at this offset whose record is an
+			 * error now: its document goes (emit_es_error) */
+			rec.io.known = state_had_message(it->state, m.start);
 			/* An input read whole is at most --max-size (reader_item.c
 			 * caps the read), so none of its messages is over it: the
 			 * too-large rule is the stream's (record_mbox_too_large). */

@@ -400,6 +400,30 @@ def case_mbox(ctx, extra=()):
                 what, subjects(index), want))
 
 
+def case_mbox_message_becomes_no_mail(ctx):
+    """An archive rewritten so that the bytes at a message's offset are no
+    mail any more: that offset's record is an error, which es-bulk without
+    --es-errors writes no document of, and the offset is still one of the
+    archive's, so nothing deleted the message's document; it stayed for
+    good.  Now the error record deletes it.  Read whole and streamed."""
+    head = b"From sender@example.org Mon Jan  1 00:00:00 2024\n"
+    for extra in ([], ["--batch-bytes=16K", "--max-inflight=256K"]):
+        fresh_tree(ctx)
+        box = os.path.join(ctx.md, "b.mbox")
+        filler = b"".join(mbox_message(n) + b"filler " * 60 + b"\n\n" for n in range(300, 700))
+        with open(box, "wb") as f:
+            f.write(head + message(1) + b"\n" + head + message(2) + b"\n" + filler)
+        os.utime(box, ns=(0, 1_700_000_000 * 10**9))
+        index = Index()
+        index.apply(ctx.run(["Maildir"], extra=extra).stdout)
+        with open(box, "wb") as f:
+            f.write(head + b"garbage, not mail \x00\x01\n\n" + filler)
+        os.utime(box, ns=(0, 1_700_000_100 * 10**9))
+        index.apply(ctx.run(["Maildir"], extra=extra).stdout)
+        equal_to_clean(ctx, index, "a message's bytes no mail any more%s" % (
+            " (streamed)" if extra else ""), extra=extra)
+
+
 def case_mbox_streamed(ctx):
     """The same when the archive is streamed in chunks (past --max-size,
     an mbox is streamed: README, "mbox archives")."""
