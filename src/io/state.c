@@ -1311,11 +1311,13 @@ static int state_journal_take(struct state *s, struct state_entry *j)
 	if (old) {
 		old->dev = old->ino = 0;
 		/* An entry that stands for a document under the file's id keeps
-		 * saying so, as a stopped run's save does (superseded): a file
-		 * that became an archive then deletes that document before its
-		 * first message.  The archive's offsets the killed run wrote are
-		 * not kept (one entry cannot say both): those of its messages
-		 * that go before the next run keep their documents. */
+		 * saying so: a file that became an archive then deletes that
+		 * document before its first message.  The archive's offsets the
+		 * killed run wrote are not kept (one entry cannot say both; a
+		 * stopped run's save, which knows what went out, keeps the new
+		 * kind instead): those of its messages that go before the next
+		 * run keep their documents, as the file's document does where
+		 * an archive became one message (README, "Incremental runs"). */
 		bool document = !old->n_offs && !old->no_document;
 		old->no_document = old->no_document && j->no_document;
 		int r = document ? 0 : state_merge_offsets(old, j);
