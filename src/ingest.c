@@ -446,6 +446,46 @@ static int run_stdin_open(struct run *run, const char *what, const char *arg)
 	return run_std_open(run, STDIN_FILENO, what, arg);
 }
 
+/* `ingest - < archive.mbox`: standard input that is a regular file, read
+ * from its start, needs no copy (which would hold a whole archive in
+ * memory): a duplicate of fd 0 is the input, opened again by the reader
+ * as /dev/fd/N, and hashed for its id by a pass of reads at offsets (fd
+ * 0's own offset is left as it was).  0, -errno, or -ENOTSUP for any
+ * other standard input (a pipe, a terminal, a file read part-way), which
+ * is copied. */
+static int run_stdin_file(struct run *run)
+{
+	struct stat st;
+	if (fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode) || lseek(STDIN_FILENO, 0, SEEK_CUR) != 0)
+		return -ENOTSUP;
+	int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -ENOTSUP;
+	char buf[65536];
+	uint64_t h = HASH_FNV1A_INIT, off = 0;
+	ssize_t n;
+	while ((n = sys_pread_full(fd, buf, sizeof(buf), off)) > 0) {
+		h = hash_fnv1a(h, buf, (size_t)n);
+		off += (uint64_t)n;
+		if (atomic_load(&ingest_stop))
+			break;
+	}
+	int r = n < 0 ? (int)n : 0;
+	if (r == 0 && atomic_load(&ingest_stop)) {
+		close(fd);
+		return 1;
+	}
+	if (r == 0) {
+		run->stdin_fd = fd;
+		r = walk_add_stdin(run->walk, fd, h);
+	} else {
+		close(fd);
+	}
+	if (r < 0 && r != -ENOMEM)
+		run_fail(run, r, "cannot read standard input", NULL);
+	return r;
+}
+
 /* `ingest -`: standard input is copied whole into a memory file, which the
  * reader opens as /dev/fd/N, a regular file of known size (a pipe has
  * neither), and hashed for its id.  The file is the run's, closed at its
@@ -457,6 +497,9 @@ static int run_take_stdin(struct run *run)
 {
 	int fd = run_stdin_open(run, "cannot read standard input", NULL);
 	if (fd < 0)
+		return fd;
+	fd = run_stdin_file(run);
+	if (fd != -ENOTSUP)
 		return fd;
 	fd = memfd_create("ingest-stdin", MFD_CLOEXEC);
 	if (fd < 0)
