@@ -446,6 +446,24 @@ static int run_stdin_open(struct run *run, const char *what, const char *arg)
 	return run_std_open(run, STDIN_FILENO, what, arg);
 }
 
+/* Standard input taken on fd (its content's hash h), or r < 0 why not: the
+ * walk's input, or the run failed.  1 when a stopping signal or an
+ * interrupt came meanwhile (the run then does nothing), 0, or -errno. */
+static int run_stdin_taken(struct run *run, int fd, uint64_t h, int r)
+{
+	if (r == 0) {
+		run->stdin_fd = fd;
+		r = walk_add_stdin(run->walk, fd, h);
+	} else {
+		close(fd);
+	}
+	if (r == -EINTR && atomic_load(&ingest_stop))
+		return 1;
+	if (r < 0 && r != -ENOMEM)
+		run_fail(run, r, "cannot read standard input", NULL);
+	return r;
+}
+
 /* `ingest - < archive.mbox`: standard input that is a regular file, read
  * from its start, needs no copy (which would hold a whole archive in
  * memory): a duplicate of fd 0 is the input, opened again by the reader
@@ -470,20 +488,8 @@ static int run_stdin_file(struct run *run)
 		if (atomic_load(&ingest_stop))
 			break;
 	}
-	int r = n < 0 ? (int)n : 0;
-	if (r == 0 && atomic_load(&ingest_stop)) {
-		close(fd);
-		return 1;
-	}
-	if (r == 0) {
-		run->stdin_fd = fd;
-		r = walk_add_stdin(run->walk, fd, h);
-	} else {
-		close(fd);
-	}
-	if (r < 0 && r != -ENOMEM)
-		run_fail(run, r, "cannot read standard input", NULL);
-	return r;
+	int r = n < 0 ? (int)n : atomic_load(&ingest_stop) ? -EINTR : 0;
+	return run_stdin_taken(run, fd, h, r);
 }
 
 /* `ingest -`: standard input is copied whole into a memory file, which the
@@ -533,17 +539,7 @@ static int run_take_stdin(struct run *run)
 	}
 	if (r == 0 && !keep)
 		r = sys_ftruncate(fd, (off_t)total);
-	if (r == 0) {
-		run->stdin_fd = fd;
-		r = walk_add_stdin(run->walk, fd, h);
-	} else {
-		close(fd);
-	}
-	if (r == -EINTR && atomic_load(&ingest_stop))
-		return 1;
-	if (r < 0 && r != -ENOMEM)
-		run_fail(run, r, "cannot read standard input", NULL);
-	return r;
+	return run_stdin_taken(run, fd, h, r);
 }
 
 static int run_cmp_str(const void *a, const void *b)
