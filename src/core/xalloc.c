@@ -73,6 +73,17 @@ char *xdirname_(const char *site, const char *path)
 	return d;
 }
 
+char *xsuffixed_(const char *site, const char *path, const char *suffix)
+{
+	size_t n = strlen(path), k = strlen(suffix);
+	char *s = xmalloc_(site, n + k + 1);
+	if (s) {
+		memcpy(s, path, n);
+		memcpy(s + n, suffix, k + 1);
+	}
+	return s;
+}
+
 void xfree(void *p)
 {
 	free(p);

@@ -23,6 +23,8 @@ char *xstrdup_(const char *site, const char *s);
 /* The directory a path names a file in: "." for a bare name, "/" for
  * "/name" (dirname(3) without touching path). */
 char *xdirname_(const char *site, const char *path);
+/* path with suffix after it: a file's sibling ("FILE.lock", "FILE-wal"). */
+char *xsuffixed_(const char *site, const char *path, const char *suffix);
 void xfree(void *p);
 
 #define xmalloc(n) xmalloc_(FAULT_SITE, (n))
@@ -31,5 +33,6 @@ void xfree(void *p);
 #define xmemalign(align, n) xmemalign_(FAULT_SITE, (align), (n))
 #define xstrdup(s) xstrdup_(FAULT_SITE, (s))
 #define xdirname(path) xdirname_(FAULT_SITE, (path))
+#define xsuffixed(path, suffix) xsuffixed_(FAULT_SITE, (path), (suffix))
 
 #endif

@@ -454,19 +454,6 @@ static int index_pragma_int(struct index *ix, const char *sql, int64_t *v)
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : index_fail(ix, rc);
 }
 
-/* path with suffix after it (FILE.new, FILE-wal, ...), malloc'd, or NULL
- * without memory. */
-static char *index_sibling(const char *path, const char *suffix)
-{
-	size_t n = strlen(path), k = strlen(suffix);
-	char *s = xmalloc(n + k + 1);
-	if (s) {
-		memcpy(s, path, n);
-		memcpy(s + n, suffix, k + 1);
-	}
-	return s;
-}
-
 /* Whether a database of this application_id and user_version, holding
  * tables or not, is another program's or a newer ingest's: the one rule,
  * asked of the header read raw, of a read-only connection and of the
@@ -520,7 +507,7 @@ static int index_refuse_by_header(int fd, uint64_t size, const char **why)
  * read is left to the open. */
 static int index_refuse_by_wal(const char *path, const char **why)
 {
-	char *wal = index_sibling(path, "-wal");
+	char *wal = xsuffixed(path, "-wal");
 	if (!wal)
 		return 0;
 	struct stat st;
@@ -632,7 +619,7 @@ static int index_open_flocked(const char *path, int flags)
  * appeared meanwhile (open it as it is), -errno. */
 static int index_build_begin(struct index *ix, const char *path)
 {
-	ix->built = index_sibling(path, ".new");
+	ix->built = xsuffixed(path, ".new");
 	ix->final = xstrdup(path);
 	if (!ix->built || !ix->final)
 		return -ENOMEM;
@@ -658,7 +645,7 @@ static int index_drop_orphans(const char *path)
 	static const char *const ends[] = { "-journal", "-wal", "-shm" };
 	int r = 0;
 	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]) && r == 0; i++) {
-		char *name = index_sibling(path, ends[i]);
+		char *name = xsuffixed(path, ends[i]);
 		r = name ? sys_unlinkat(AT_FDCWD, name, 0) : -ENOMEM;
 		xfree(name);
 		if (r == -ENOENT)
@@ -947,7 +934,7 @@ int index_open(const char *path, struct index **out, const char **why)
 		/* the text index built in a file and on a thread of its own
 		 * (fts_build.h), FILE.new-fts, whose name goes as soon as it is
 		 * open; if that fails, in the database, as when written in place */
-		char *aux = index_sibling(ix->built, "-fts");
+		char *aux = xsuffixed(ix->built, "-fts");
 		if (aux)
 			fts_build_open(aux, INDEX_FTS_BUILDER, index_sql[ST_INSERT_FTS], &ix->fts);
 		xfree(aux);

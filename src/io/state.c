@@ -469,13 +469,10 @@ const char *state_load_error(const struct state *s)
 int state_lock(const char *path, bool wait, const atomic_int *stop, char *why, size_t why_n)
 {
 	why[0] = '\0';
-	size_t pl = strlen(path);
-	char *lp = xmalloc(pl + 6);
+	char *lp = xsuffixed(path, ".lock");
 	char *dir = xdirname(path);
 	int fd = lp && dir ? 0 : -ENOMEM;
 	if (fd == 0) {
-		memcpy(lp, path, pl);
-		memcpy(lp + pl, ".lock", 6);
 		/* The state is saved by a rename in its directory: refused now,
 		 * before any input is read, when that could not be done. */
 		fd = sys_faccessat(AT_FDCWD, dir, W_OK | X_OK);
@@ -1392,12 +1389,9 @@ static int state_journal_read(struct state *s, const char *jp, char *p, size_t n
 
 int state_journal_open(struct state *s, const char *path, bool take)
 {
-	size_t pl = strlen(path);
-	char *jp = xmalloc(pl + sizeof(".journal"));
+	char *jp = xsuffixed(path, ".journal");
 	if (!jp)
 		return -ENOMEM;
-	memcpy(jp, path, pl);
-	memcpy(jp + pl, ".journal", sizeof(".journal"));
 	int fd = sys_openat(AT_FDCWD, jp, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
 	                    s->mode & 0600);
 	struct stat st;
