@@ -1119,9 +1119,8 @@ struct state_gone {
 
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
-	struct state_gone *gone_v = NULL;
-	size_t n_gone = 0, cap_gone = 0;
-	struct dynbuf journal;
+	struct dynbuf gone_v, journal;   /* gone_v: struct state_gone */
+	dynbuf_init(&gone_v, 0);
 	dynbuf_init(&journal, 0);
 	int r = 0;
 	for (size_t i = 0; i < s->n_old && r == 0; i++) {
@@ -1150,17 +1149,9 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
 		if (left && left->kept)
 			continue;
-		if (n_gone == cap_gone) {
-			size_t cap = cap_gone ? 2 * cap_gone : 64;
-			struct state_gone *v = xrealloc(gone_v, cap * sizeof(*v));
-			if (!v) {
-				r = -ENOMEM;
-				break;
-			}
-			gone_v = v;
-			cap_gone = cap;
-		}
-		gone_v[n_gone++] = (struct state_gone){ i, shown, left != NULL };
+		const struct state_gone g = { i, shown, left != NULL };
+		if ((r = dynbuf_append(&gone_v, &g, sizeof(g))) < 0)
+			break;
 		/* A run that stops early saves the old entries: its deletion
 		 * may have removed the document, so the next run reads the
 		 * file again if it is back (moved away and back), rather
@@ -1173,13 +1164,14 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 	if (r == 0)
 		r = state_journal_write(s, &journal);
 	dynbuf_release(&journal);
-	for (size_t k = 0; k < n_gone && r >= 0; k++) {
-		const struct state_entry *e = &s->old[gone_v[k].i];
+	const struct state_gone *gv = (const struct state_gone *)(const void *)gone_v.p;
+	for (size_t k = 0; k < gone_v.len / sizeof(*gv) && r >= 0; k++) {
+		const struct state_entry *e = &s->old[gv[k].i];
 		struct record_io gone = {
-			.kind = RECORD_DELETED, .root = gone_v[k].shown, .base = { e->root, e->root_n },
+			.kind = RECORD_DELETED, .root = gv[k].shown, .base = { e->root, e->root_n },
 			.path = { e->path, e->path_n }, .id = e->id, .maildir = e->maildir,
 			.replaced = e->replaced, .known = !e->n_offs && !e->no_document,
-			.place_only = gone_v[k].place_only,
+			.place_only = gv[k].place_only,
 		};
 		/* an mbox archive: each message was a document */
 		gone.in_mbox = e->n_offs > 0;
@@ -1188,7 +1180,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			r = fn(ctx, &gone);
 		}
 	}
-	xfree(gone_v);
+	dynbuf_release(&gone_v);
 	return r < 0 ? r : 0;
 }
 

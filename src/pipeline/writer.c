@@ -8,7 +8,6 @@
 #include "pipeline/writer.h"
 #include "core/clock.h"
 #include "core/sys.h"
-#include "core/xalloc.h"
 #include "emit/emit.h"
 #include "index/index.h"
 #include "sched/batch.h"
@@ -403,26 +402,21 @@ static int write_group(struct writer *w, struct batch *const *bs, size_t nb)
  * so that the run after one killed reads their files again.  A streamed
  * archive's messages are one entry, with their offsets, for each run of
  * them. */
-/* One more offset of a streamed archive's messages (journal_group). */
-static int journal_offset(struct writer *w, size_t *n, uint64_t off)
+/* The journal's entry for the run of archive's messages gathered in
+ * journal_offs, which it empties. */
+static int journal_messages(struct writer *w, const struct state_entry *archive)
 {
-	if (*n == w->journal_offs_cap) {
-		size_t cap = *n ? 2 * *n : 256;
-		uint64_t *v = xrealloc(w->journal_offs, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		w->journal_offs = v;
-		w->journal_offs_cap = cap;
-	}
-	w->journal_offs[(*n)++] = off;
-	return 0;
+	const uint64_t *offs = (const uint64_t *)(const void *)w->journal_offs.p;
+	int r = state_journal_messages(&w->journal, archive, offs, w->journal_offs.len / sizeof(*offs));
+	dynbuf_reset(&w->journal_offs);
+	return r;
 }
 
 static int journal_group(struct writer *w, struct batch *const *bs, size_t nb)
 {
 	dynbuf_reset(&w->journal);
+	dynbuf_reset(&w->journal_offs);
 	const struct state_entry *archive = NULL;
-	size_t n_offs = 0;
 	int r = 0;
 	for (size_t g = 0; g < nb && r == 0; g++) {
 		for (size_t i = 0; i < bs[g]->n && r == 0; i++) {
@@ -430,20 +424,19 @@ static int journal_group(struct writer *w, struct batch *const *bs, size_t nb)
 			if (!it->out_records)
 				continue;
 			if (archive && it->archive_state != archive) {
-				r = state_journal_messages(&w->journal, archive, w->journal_offs, n_offs);
+				r = journal_messages(w, archive);
 				archive = NULL;
-				n_offs = 0;
 			}
 			if (r == 0 && it->archive_state) {
 				archive = it->archive_state;
-				r = journal_offset(w, &n_offs, it->io.offset);
+				r = dynbuf_append(&w->journal_offs, &it->io.offset, sizeof(it->io.offset));
 			} else if (r == 0 && it->state) {
 				r = state_journal_record(&w->journal, it->state);
 			}
 		}
 	}
 	if (r == 0 && archive)
-		r = state_journal_messages(&w->journal, archive, w->journal_offs, n_offs);
+		r = journal_messages(w, archive);
 	return r == 0 ? state_journal_write(w->state, &w->journal) : r;
 }
 
@@ -532,6 +525,7 @@ int writer_open(struct writer *w)
 	w->writing = true;
 	dynbuf_init(&w->sink_buf, 0);
 	dynbuf_init(&w->journal, 0);
+	dynbuf_init(&w->journal_offs, 0);
 	if (w->sink)
 		return 0;
 	if (w->given_fd >= 0) {
@@ -606,7 +600,5 @@ void writer_finish(struct writer *w)
 	w->regular = false;
 	dynbuf_release(&w->sink_buf);
 	dynbuf_release(&w->journal);
-	xfree(w->journal_offs);
-	w->journal_offs = NULL;
-	w->journal_offs_cap = 0;
+	dynbuf_release(&w->journal_offs);
 }

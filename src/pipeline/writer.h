@@ -56,8 +56,7 @@ struct writer {
 	void *progress_ctx;
 	struct dynbuf sink_buf;      /* a batch's records made contiguous for the sink */
 	struct dynbuf journal;       /* the journal's entries of the batches in hand */
-	uint64_t *journal_offs;      /* ... the offsets of one streamed archive's messages */
-	size_t journal_offs_cap;
+	struct dynbuf journal_offs;  /* ... the offsets (uint64_t) of one streamed archive's messages */
 	uint64_t split_bytes;        /* > 0: files path.000, .001, ... of at most
 	                              * this many bytes, each ending on a whole
 	                              * record (a record larger is a file alone) */
