@@ -258,9 +258,8 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	 * its stat size note grew, the last one before an end short of it
 	 * shrank (the records keep the stat size: those before were sent
 	 * with it), and the next run reads it again (state_mark_reread), as
-	 * one read whole.  last: the batch in hand's last message. */
+	 * one read whole. */
 	uint64_t file_end = UINT64_MAX;
-	struct batch_item *last = NULL;
 	while (!eof || pend_len) {
 		/* Ctrl-C: the messages already cut are written, no more are read */
 		if (atomic_load_explicit(io->stop, memory_order_relaxed))
@@ -288,7 +287,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				if ((*bp)->n) {
 					if ((err = stream_send(r, io, bp)) < 0)
 						break;
-					last = NULL;
 					batch_from = pend_off;
 				}
 				uint64_t most = r->c.o.max_size + MBOX_LINE_MAX + MBOX_KEEP_MAX + 6;
@@ -313,7 +311,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 					if ((err = stream_send(r, io, bp)) < 0)
 						break;
 					stream_forget(r, &pend, pend_len);
-					last = NULL;
 				}
 				if (!budget_acquire(io->budget, need)) {
 					err = -ECANCELED;
@@ -420,7 +417,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 				it->io.notes |= RECORD_GREW;
 				state_mark_reread(st->state);
 			}
-			last = it;
 			it->data = buf + m.start;
 			it->len = m.end - m.start;
 			pos = next;
@@ -436,7 +432,6 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 		if (full || ((*bp)->n && (*bp)->budget >= chunk && (!eof || pend_len))) {
 			if ((err = stream_send(r, io, bp)) < 0)
 				break;
-			last = NULL;
 			stream_forget(r, &pend, pend_len);
 			if (full && pend_len) {
 				/* whole messages may follow: read on from pend_off
@@ -451,7 +446,10 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 		}
 	}
 	if (err == 0 && eof && file_end < st->io.size) {
-		if (last)
+		/* the last message, if the batch in hand holds it (one sent on
+		 * is another thread's now) */
+		struct batch_item *last = (*bp)->n ? &(*bp)->items[(*bp)->n - 1] : NULL;
+		if (last && last->entry == e)
 			last->io.notes |= RECORD_SHRANK;
 		state_mark_reread(st->state);
 	}
