@@ -4,6 +4,10 @@
  * file (size + 1 bytes, one read when it fits), close.  Prints
  * "files N bytes B errors E" on stdout so that the harness can verify it.
  *
+ * naive_read --stat-only LIST: one stat of every path and nothing else, the
+ * floor of a re-run that must look at every file to find what changed (the
+ * index benchmark's reference); "bytes" is then the sum of the sizes.
+ *
  * naive_read --memcpy BYTES: the harness's machine control: copies BYTES
  * through a 16 MiB buffer (nothing to do with files or ingest), so its drift
  * across rounds is the machine's own noise. */
@@ -37,18 +41,20 @@ static int memcpy_control(unsigned long long total)
 
 int main(int argc, char **argv)
 {
-	int sep = '\n';
+	int sep = '\n', stat_only = 0;
 	const char *list = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-0"))
 			sep = 0;
+		else if (!strcmp(argv[i], "--stat-only"))
+			stat_only = 1;
 		else if (!strcmp(argv[i], "--memcpy") && i + 1 < argc)
 			return memcpy_control(strtoull(argv[++i], NULL, 10));
 		else
 			list = argv[i];
 	}
 	if (!list) {
-		fputs("usage: naive_read [-0] LIST | naive_read --memcpy BYTES\n", stderr);
+		fputs("usage: naive_read [-0] [--stat-only] LIST | naive_read --memcpy BYTES\n", stderr);
 		return 2;
 	}
 	FILE *lf = strcmp(list, "-") ? fopen(list, "r") : stdin;
@@ -66,8 +72,15 @@ int main(int argc, char **argv)
 		if (!len)
 			continue;
 		files++;
-		int fd = open(name, O_RDONLY | O_CLOEXEC);
 		struct stat st;
+		if (stat_only) {
+			if (stat(name, &st) < 0)
+				errors++;
+			else
+				bytes += (unsigned long long)st.st_size;
+			continue;
+		}
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			errors++;
 			if (fd >= 0)
