@@ -8,6 +8,7 @@ the merging of partial runs follow from this table.
 salted is not in the table: it runs only with --salted=N (ctx.salted).
 """
 
+from .index import suite_index
 from .io_stages import suite_io
 from .memory import suite_memory
 from .parse import suite_parse
@@ -29,6 +30,7 @@ SUITES = {
     "io": suite_io,
     "memory": suite_memory,
     "python": suite_python,
+    "index": suite_index,
 }
 
 SALTED = suite_salted
