@@ -126,6 +126,12 @@ int sys_renameat_(const char *site, int olddir, const char *oldpath, int newdir,
 	SYS_DO(renameat, SYS_renameat, olddir, oldpath, newdir, newpath);
 }
 
+int sys_linkat_(const char *site, int olddir, const char *oldpath, int newdir, const char *newpath,
+                int flags)
+{
+	SYS_DO(linkat, SYS_linkat, olddir, oldpath, newdir, newpath, flags);
+}
+
 int sys_unlinkat_(const char *site, int dirfd, const char *path, int flags)
 {
 	SYS_DO(unlinkat, SYS_unlinkat, dirfd, path, flags);

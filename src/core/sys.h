@@ -41,6 +41,7 @@
 	X(lseek)                  \
 	X(fsync)                  \
 	X(renameat)               \
+	X(linkat)                 \
 	X(unlinkat)               \
 	X(io_uring_setup)         \
 	X(io_uring_enter)         \
@@ -88,6 +89,8 @@ int sys_fsync_(const char *site, int fd);
 int sys_madvise_(const char *site, void *addr, size_t len, int advice);
 int sys_renameat_(const char *site, int olddir, const char *oldpath, int newdir,
                   const char *newpath);
+int sys_linkat_(const char *site, int olddir, const char *oldpath, int newdir,
+                const char *newpath, int flags);
 int sys_unlinkat_(const char *site, int dirfd, const char *path, int flags);
 int sys_faccessat_(const char *site, int dirfd, const char *path, int mode);
 struct flock;
@@ -121,6 +124,9 @@ int sys_fault_(const char *site, enum sys_call c);
  * not ingest's and are not counted. */
 #define sys_madvise(...) sys_madvise_(FAULT_SITE, __VA_ARGS__)
 #define sys_renameat(...) sys_renameat_(FAULT_SITE, __VA_ARGS__)
+/* Names the state's unnamed new file (O_TMPFILE) once it is whole
+ * (io/state.c, state_save). */
+#define sys_linkat(...) sys_linkat_(FAULT_SITE, __VA_ARGS__)
 #define sys_unlinkat(...) sys_unlinkat_(FAULT_SITE, __VA_ARGS__)
 #define sys_faccessat(...) sys_faccessat_(FAULT_SITE, __VA_ARGS__)
 /* fcntl's record locks (F_SETLK, F_SETLKW, F_GETLK): the --state lock.  The

@@ -1446,27 +1446,41 @@ static int state_put(struct state_out *out, const struct state_entry *e, bool no
 	return r;
 }
 
+/* A name for the new state beside path, unused at its making: the pid and
+ * the clock, the i-th try. */
+static void state_tmp_name(char *name, size_t cap, const char *path, unsigned i)
+{
+	snprintf(name, cap, "%s.tmp.%ld.%llx", path, (long)getpid(),
+	         (unsigned long long)(clock_now_ns() + i) & 0xffffffffffull);
+}
+
+/* The umask narrowed a new file's mode; the old file's group and other
+ * bits are kept as they were, never widened past them. */
+static int state_tmp_mode(int fd, mode_t mode)
+{
+	if ((mode & 07777) == (mode & 0600))
+		return 0;
+	return sys_fchmod(fd, mode & 07777);
+}
+
 /* A fresh temporary file next to path: O_EXCL and O_NOFOLLOW, so that
  * nothing planted at its name (a symlink in a shared directory) is ever
- * opened; the name carries the pid and the clock, and is tried again on a
- * collision.  *tmp gets the name. */
+ * opened; tried again under another name on a collision.  *tmp gets the
+ * name. */
 static int state_create_tmp(const char *path, mode_t mode, char **tmp)
 {
-	size_t pl = strlen(path);
-	char *name = xmalloc(pl + 48);
+	size_t cap = strlen(path) + 48;
+	char *name = xmalloc(cap);
 	if (!name)
 		return -ENOMEM;
 	int fd = -EEXIST;
 	for (unsigned i = 0; i < 64 && fd == -EEXIST; i++) {
-		snprintf(name, pl + 48, "%s.tmp.%ld.%llx", path, (long)getpid(),
-		         (unsigned long long)(clock_now_ns() + i) & 0xffffffffffull);
+		state_tmp_name(name, cap, path, i);
 		fd = sys_openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
 		                mode & 0600);
 	}
-	/* the umask narrowed it; the old file's group and other bits are
-	 * kept as they were, never widened past them */
-	if (fd >= 0 && (mode & 07777) != (mode & 0600)) {
-		int r = sys_fchmod(fd, mode & 07777);
+	if (fd >= 0) {
+		int r = state_tmp_mode(fd, mode);
 		if (r < 0) {
 			sys_close(fd);
 			sys_unlinkat(AT_FDCWD, name, 0);
@@ -1479,6 +1493,55 @@ static int state_create_tmp(const char *path, mode_t mode, char **tmp)
 	}
 	*tmp = name;
 	return fd;
+}
+
+/* An unnamed new file in path's directory (O_TMPFILE), named by
+ * state_name_tmp once it is whole: a run killed while it writes or syncs
+ * the state leaves nothing behind, where a named temporary file stayed, a
+ * whole copy of the state.  A negative errno where it cannot be had (no
+ * /proc to name it through, a file system without O_TMPFILE): the caller
+ * then makes a named one. */
+static int state_open_unnamed(const char *path, mode_t mode)
+{
+	/* linkat names an unnamed file through /proc/self/fd; by its
+	 * descriptor alone (AT_EMPTY_PATH) it needs CAP_DAC_READ_SEARCH */
+	int r = sys_faccessat(AT_FDCWD, "/proc/self/fd", F_OK);
+	if (r < 0)
+		return r;
+	char *dir = xdirname(path);
+	if (!dir)
+		return -ENOMEM;
+	int fd = sys_openat(AT_FDCWD, dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode & 0600);
+	xfree(dir);
+	if (fd >= 0 && (r = state_tmp_mode(fd, mode)) < 0) {
+		sys_close(fd);
+		fd = r;
+	}
+	return fd;
+}
+
+/* Gives the unnamed file fd a fresh name next to path (linkat never
+ * follows or replaces what is at the new name), for the rename over path.
+ * *tmp gets the name. */
+static int state_name_tmp(const char *path, int fd, char **tmp)
+{
+	size_t cap = strlen(path) + 48;
+	char *name = xmalloc(cap);
+	if (!name)
+		return -ENOMEM;
+	char self[48];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	int r = -EEXIST;
+	for (unsigned i = 0; i < 64 && r == -EEXIST; i++) {
+		state_tmp_name(name, cap, path, i);
+		r = sys_linkat(AT_FDCWD, self, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
+	}
+	if (r < 0) {
+		xfree(name);
+		return r;
+	}
+	*tmp = name;
+	return 0;
 }
 
 void state_mark_written(struct state_entry *e)
@@ -1575,7 +1638,10 @@ static int state_format_stopped(struct state *s, struct state_out *out)
 int state_save(struct state *s, const char *path, bool complete)
 {
 	char *tmp = NULL;
-	int fd = state_create_tmp(path, s->mode, &tmp);
+	int fd = state_open_unnamed(path, s->mode);
+	bool unnamed = fd >= 0;
+	if (!unnamed)
+		fd = state_create_tmp(path, s->mode, &tmp);
 	if (fd < 0)
 		return fd;
 	struct state_out out = { .fd = fd };
@@ -1613,12 +1679,14 @@ int state_save(struct state *s, const char *path, bool complete)
 	/* durable before it replaces the old state */
 	if (r == 0)
 		r = sys_fsync(fd);
+	if (r == 0 && unnamed)
+		r = state_name_tmp(path, fd, &tmp);
 	int c = sys_close(fd);
 	if (r == 0)
 		r = c;
 	if (r == 0)
 		r = sys_renameat(AT_FDCWD, tmp, AT_FDCWD, path);
-	if (r < 0)
+	if (r < 0 && tmp)
 		sys_unlinkat(AT_FDCWD, tmp, 0);
 	/* the state in place says what the journal said: the run after reads
 	 * it alone (a journal left, by a failed unlink, is only read again) */

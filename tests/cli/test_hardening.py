@@ -162,6 +162,49 @@ def case_state_tmp_symlink(tmp):
     print("FILE.tmp symlink not followed; mode 600, an existing 640 kept")
 
 
+def case_state_killed_while_saved(tmp):
+    """A run killed while it writes or syncs the new state (SIGKILL at the
+    state file's fsync, injected by strace) leaves nothing beside it: the new
+    state is an unnamed file (O_TMPFILE) until it is whole, where a named
+    FILE.tmp.PID.N, a whole copy of the state, stayed for good. The old state
+    and the journal stay in place, and the next run completes."""
+    import shutil
+    if not shutil.which("strace"):
+        print("SKIP: strace not installed")
+        sys.exit(77)
+    d = state_corpus(tmp)
+    st = os.path.join(tmp, "state")
+    out = os.path.join(tmp, "out.jsonl")
+    run(["--state=" + st, "-o", out, d], check_rc=0)
+    before = open(st, "rb").read()
+    os.rename(os.path.join(d, "cur", sorted(os.listdir(os.path.join(d, "cur")))[0]),
+              os.path.join(d, "new", "moved-by-the-test"))
+    # which fsync is the state's: the output's comes first, the directory's last
+    args = [test_cli.ARGS.ingest, "--state=" + st, "-o", out, d]
+    trace = os.path.join(tmp, "trace")
+    subprocess.run(["strace", "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync"] + args,
+                   capture_output=True, check=True)
+    open(st, "wb").write(before)   # back where the first run left it
+    calls = [ln for ln in open(trace) if "fsync(" in ln]
+    which = [i for i, ln in enumerate(calls, 1) if "<" + out + ">" not in ln and "<" + tmp + ">" not in ln]
+    if len(which) != 1:
+        fail(f"expected one fsync of the new state, saw {calls}")
+    p = subprocess.run(["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync",
+                        "-e", f"inject=fsync:signal=KILL:when={which[0]}"] + args, capture_output=True)
+    if p.returncode not in (-signal.SIGKILL, 128 + signal.SIGKILL):
+        fail(f"the run was not killed at the state's fsync: exit {p.returncode}, {p.stderr[-300:]!r}")
+    if leftovers(st):
+        fail(f"a run killed while saving its state left {leftovers(st)}")
+    if open(st, "rb").read() != before:
+        fail("the old state changed under a run killed while saving")
+    if not os.path.exists(st + ".journal"):
+        fail("the killed run's journal is gone")
+    run(["--state=" + st, "-o", out, d], check_rc=0)
+    if os.path.exists(st + ".journal") or leftovers(st):
+        fail(f"the next run left {leftovers(st)} or the journal")
+    print(f"killed at fsync {which[0]} of {len(calls)}: nothing left beside the state")
+
+
 def case_state_symlink(tmp):
     """A symlink at FILE is refused (exit 2), never replaced by a regular
     file behind the user's back, and its target is left alone; so is a

@@ -160,6 +160,7 @@ SYS_ERRNOS = {
     'lseek': ('EIO', 'EINVAL'),
     'fsync': ('EIO', 'ENOSPC', 'EINTR'),
     'renameat': ('EIO', 'EXDEV', 'ENOSPC'),
+    'linkat': ('EIO', 'ENOSPC', 'EDQUOT'),
     'unlinkat': ('EIO', 'ENOENT'),
     'io_uring_setup': ('EIO', 'EPERM', 'ENOSYS', 'ENOMEM'),
     'io_uring_register': ('EIO', 'EPERM', 'ENOMEM'),
