@@ -7,7 +7,9 @@
 - libingest exports exactly the functions the header declares, each in the
   version node INGEST_1.0 of src/libingest.map, and its soname is
   libingest.so.1;
-- the man page libingest(3) names every one of them."""
+- the man page libingest(3) names every one of them;
+- the Python module, where built, exports PyInit_ingest alone: the
+  internal library it links keeps its ingest_* to itself."""
 import argparse
 import os
 import re
@@ -21,6 +23,7 @@ ap.add_argument("--lib", required=True)
 ap.add_argument("--cc", required=True)
 ap.add_argument("--cxx", default="")
 ap.add_argument("--man", help="libingest.3: must name every function of the header")
+ap.add_argument("--pymodule", default="", help="the built Python module (empty: not built)")
 args = ap.parse_args()
 
 failures = []
@@ -75,6 +78,16 @@ if args.man:
     unnamed = sorted(n for n in declared if n not in man)
     if unnamed:
         failures.append(f"not in libingest(3): {unnamed}")
+
+if args.pymodule:
+    out = subprocess.run(["nm", "-D", "--defined-only", args.pymodule], capture_output=True, text=True,
+                         check=True).stdout
+    names = sorted(ln.split()[-1] for ln in out.splitlines() if len(ln.split()) == 3 and ln.split()[1] != "A")
+    if names != ["PyInit_ingest"]:
+        failures.append(f"the Python module exports {names[:10]}{'...' if len(names) > 10 else ''}, "
+                        "not PyInit_ingest alone")
+    else:
+        print("ok: the Python module exports PyInit_ingest alone")
 
 dyn = subprocess.run(["objdump", "-p", args.lib], capture_output=True, text=True,
                      check=True).stdout
