@@ -8,6 +8,10 @@
   version node INGEST_1.0 of src/libingest.map, and its soname is
   libingest.so.1;
 - the man page libingest(3) names every one of them;
+- every option name src/options.c takes is listed in the header's comment
+  of ingest_options_set();
+- the version is one: meson's project version, the header's
+  INGEST_VERSION_* macros and pyproject.toml's (pip's) agree;
 - the Python module, where built, exports PyInit_ingest alone: the
   internal library it links keeps its ingest_* to itself."""
 import argparse
@@ -23,6 +27,9 @@ ap.add_argument("--lib", required=True)
 ap.add_argument("--cc", required=True)
 ap.add_argument("--cxx", default="")
 ap.add_argument("--man", help="libingest.3: must name every function of the header")
+ap.add_argument("--options-c", help="src/options.c: its option names must be in the header")
+ap.add_argument("--version", help="meson's project version")
+ap.add_argument("--pyproject", help="pyproject.toml: its version must be --version")
 ap.add_argument("--pymodule", default="", help="the built Python module (empty: not built)")
 args = ap.parse_args()
 
@@ -78,6 +85,29 @@ if args.man:
     unnamed = sorted(n for n in declared if n not in man)
     if unnamed:
         failures.append(f"not in libingest(3): {unnamed}")
+
+if args.options_c:
+    table = open(args.options_c).read().split("options_names[] = {", 1)[1].split("};", 1)[0]
+    names = re.findall(r'\{ "([a-z-]+)", OPTIONS_', table)
+    # the comment before ingest_options_set(), where the header lists them
+    doc = header.split("INGEST_API int ingest_options_set(", 1)[0].rsplit("/* Sets an option", 1)[1]
+    missing = sorted(n for n in names if not re.search(r"(^|\s)" + re.escape(n) + r"\s", doc))
+    if len(names) < 20 or missing:
+        failures.append(f"options not listed in ingest.h ({len(names)} in options.c): {missing}")
+    else:
+        print(f"ok: the {len(names)} option names of options.c are listed in ingest.h")
+
+if args.version:
+    macros = [re.search(r"#define INGEST_VERSION_%s (\d+)" % k, header) for k in ("MAJOR", "MINOR", "MICRO")]
+    versions = {"meson.build": args.version,
+                "ingest.h": ".".join(m.group(1) if m else "?" for m in macros)}
+    if args.pyproject:
+        m = re.search(r"^version = '([^']+)'", open(args.pyproject).read(), re.M)
+        versions["pyproject.toml"] = m.group(1) if m else "?"
+    if len(set(versions.values())) != 1:
+        failures.append(f"the version differs: {versions}")
+    else:
+        print(f"ok: version {args.version} in {', '.join(versions)}")
 
 if args.pymodule:
     out = subprocess.run(["nm", "-D", "--defined-only", args.pymodule], capture_output=True, text=True,
