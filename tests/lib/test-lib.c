@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -512,6 +513,63 @@ static int nested_run_sink(void *ctx, const char *records, size_t len, size_t co
 	return 0;
 }
 
+/* A run started by another thread while one goes on (here, while the
+ * first sits in its sink) is refused too, with no report, and the first
+ * one goes on undisturbed. */
+struct other_run {
+	bool tried;
+	int result;
+	struct collect c;
+};
+
+static void *other_thread_run(void *arg)
+{
+	int *result = arg;
+	struct ingest_options *o = sample_options();
+	struct collect c = { 0 };
+	ingest_options_set_sink(o, collect_sink, &c);
+	struct ingest_report *rep = (struct ingest_report *)1;
+	*result = ingest_run(o, &rep);
+	if (rep)
+		*result = 1;   /* a refused run's report is NULL */
+	free(c.bytes);
+	ingest_options_free(o);
+	return NULL;
+}
+
+static int other_thread_sink(void *ctx, const char *records, size_t len, size_t count)
+{
+	struct other_run *x = ctx;
+	if (!x->tried) {
+		x->tried = true;
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, other_thread_run, &x->result), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+	}
+	return collect_sink(&x->c, records, len, count);
+}
+
+static void test_lib_run_from_another_thread_is_ebusy(void **state)
+{
+	(void)state;
+	struct ingest_options *o = sample_options();
+	struct other_run x = { 0 };
+	ingest_options_set_sink(o, other_thread_sink, &x);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	assert_true(x.tried);
+	assert_int_equal(x.result, -EBUSY);
+	/* the first run's records are all there */
+	struct collect alone = { 0 };
+	run_to_sink(sample_options(), &alone);
+	assert_int_equal(x.c.records, alone.records);
+	assert_true(x.c.records > 0);
+	free(x.c.bytes);
+	free(alone.bytes);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+}
+
 static void test_lib_concurrent_run_is_ebusy(void **state)
 {
 	(void)state;
@@ -789,6 +847,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lib_unknown_option_is_einval_naming_it),
 		cmocka_unit_test(test_lib_options_get),
 		cmocka_unit_test(test_lib_concurrent_run_is_ebusy),
+		cmocka_unit_test(test_lib_run_from_another_thread_is_ebusy),
 		cmocka_unit_test(test_lib_runs_do_not_grow),
 		cmocka_unit_test(test_lib_parse_is_the_runs_record),
 		cmocka_unit_test(test_lib_parse_not_mail_and_empty),
