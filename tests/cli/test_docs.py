@@ -4,11 +4,15 @@
 README document: each long option in main.c's getopt table must appear in
 all three, and --help must fit a screen (40 lines of at most 80 columns).
 
-With --cc and --libdir, README's "Library" example is compiled against
-include/ingest.h and the built libingest and run on the sample Maildir; with
+With --cc and --build, the build is installed as README says (`meson
+install`, here into a scratch DESTDIR) and README's "Library" example is
+compiled with README's command line, `pkg-config --cflags --libs ingest`
+against that installed copy (warnings are errors), and run on the sample
+Maildir; with
 --python and --pythonpath, its "Python" example is run with the built
 module.  Each must do what README says it does."""
 import argparse
+import glob
 import json
 import os
 import re
@@ -34,12 +38,30 @@ def readme_block(readme, section, lang):
 
 def check_library_example(a, readme):
     code = readme_block(readme, "Library", "c")
+    if "meson install" not in readme[readme.index("\n## Library\n"):readme.index("\n## Python\n")]:
+        fail("README's Library section gives no install command")
     sample = os.path.join(a.source, "tests", "sample", "Maildir")
     with tempfile.TemporaryDirectory() as d:
+        dest = os.path.join(d, "dest")
+        subprocess.run(["meson", "install", "-C", a.build, "--no-rebuild", "--quiet", "--destdir", dest],
+                       check=True, stdout=subprocess.DEVNULL)
+        pcs = glob.glob(os.path.join(dest, "**", "pkgconfig", "ingest.pc"), recursive=True)
+        if len(pcs) != 1:
+            fail(f"meson install put {len(pcs)} ingest.pc under DESTDIR")
+        # the installed copy is under DESTDIR: its prefix moved there
+        prefix = re.search(r"^prefix=(.*)$", open(pcs[0]).read(), re.M).group(1)
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pcs[0]))
+        flags = subprocess.run(["pkg-config", "--define-variable=prefix=" + dest + prefix, "--cflags",
+                                "--libs", "ingest"], env=env, capture_output=True, text=True,
+                               check=True).stdout.split()
+        libdirs = [f[2:] for f in flags if f.startswith("-L")]
+        if not libdirs or not libdirs[0].startswith(dest) or \
+                not any(f.startswith("-I" + dest) for f in flags):
+            fail(f"pkg-config's flags do not name the installed copy: {flags}")
         src, exe = os.path.join(d, "example.c"), os.path.join(d, "example")
         open(src, "w").write(code)
-        subprocess.run([a.cc, src, "-o", exe, "-I", os.path.join(a.source, "include"),
-                        "-L", a.libdir, "-Wl,-rpath," + a.libdir, "-lingest"] +
+        subprocess.run([a.cc, src, "-o", exe, "-Wall", "-Wextra", "-Werror"] + flags +
+                       ["-Wl,-rpath," + libdirs[0]] +
                        (["-fsanitize=" + a.sanitize] if a.sanitize else []), check=True)
         got = subprocess.run([exe, sample], capture_output=True, check=True).stdout
     want = subprocess.run([a.ingest, "-q", "--fields=path,subject", sample], capture_output=True,
@@ -47,7 +69,8 @@ def check_library_example(a, readme):
     want += json.dumps({"path": "", "subject": "hello"}, separators=(",", ":")).encode() + b"\n"
     if got != want:
         fail(f"README's Library example printed {got[-300:]!r}, not {want[-300:]!r}")
-    print(f"README's Library example: {len(got.splitlines())} records, as the command's")
+    print(f"README's Library example, built with pkg-config against an installed copy: "
+          f"{len(got.splitlines())} records, as the command's")
 
 
 def check_python_example(a, readme):
@@ -69,7 +92,7 @@ def main():
     ap.add_argument("--ingest", required=True)
     ap.add_argument("--source", required=True, help="the source tree")
     ap.add_argument("--cc", help="compile README's Library example with this")
-    ap.add_argument("--libdir", help="where the built libingest.so is")
+    ap.add_argument("--build", help="the build directory, installed into a scratch DESTDIR")
     ap.add_argument("--python", help="run README's Python example with this interpreter")
     ap.add_argument("--pythonpath", help="where the built module is")
     ap.add_argument("--sanitize", help="the build's -fsanitize= list, for the example's link")
@@ -100,7 +123,7 @@ def main():
     if "Examples" not in helptext:
         fail("--help shows no examples")
     print(f"{len(options)} options documented in --help ({len(lines)} lines), the man page and README")
-    if a.cc and a.libdir:
+    if a.cc and a.build:
         check_library_example(a, readme)
     if a.python and a.pythonpath:
         check_python_example(a, readme)
