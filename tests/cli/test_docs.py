@@ -8,7 +8,7 @@ With --cc and --build, the build is installed as README says (`meson
 install`, here into a scratch DESTDIR) and README's "Library" example is
 compiled with README's command line, `pkg-config --cflags --libs ingest`
 against that installed copy (warnings are errors), and run on the sample
-Maildir; with
+Maildir; each function's name is a man3 page leading to libingest(3); with
 --python and --pythonpath, its "Python" example is run with the built
 module.  Each must do what README says it does."""
 import argparse
@@ -45,6 +45,16 @@ def check_library_example(a, readme):
         dest = os.path.join(d, "dest")
         subprocess.run(["meson", "install", "-C", a.build, "--no-rebuild", "--quiet", "--destdir", dest],
                        check=True, stdout=subprocess.DEVNULL)
+        # `man 3 NAME` for every function of the header opens libingest(3)
+        header = open(os.path.join(a.source, "include", "ingest.h")).read()
+        functions = re.findall(r"INGEST_API[^;(]*?\b(ingest_\w+)\s*\(", header)
+        pages = glob.glob(os.path.join(dest, "**", "man3", "libingest.3"), recursive=True)
+        if len(pages) != 1 or len(functions) < 20:
+            fail(f"meson install put {len(pages)} libingest.3; {len(functions)} functions in ingest.h")
+        unlinked = [f for f in functions
+                    if os.path.realpath(os.path.join(os.path.dirname(pages[0]), f + ".3")) != pages[0]]
+        if unlinked:
+            fail(f"no man3 page leads to libingest(3) for {unlinked}")
         pcs = glob.glob(os.path.join(dest, "**", "pkgconfig", "ingest.pc"), recursive=True)
         if len(pcs) != 1:
             fail(f"meson install put {len(pcs)} ingest.pc under DESTDIR")

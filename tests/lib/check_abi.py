@@ -7,7 +7,8 @@
 - libingest exports exactly the functions the header declares, each in the
   version node INGEST_1.0 of src/libingest.map, and its soname is
   libingest.so.1;
-- the man page libingest(3) names every one of them;
+- the man page libingest(3) names every one of them, and its SYNOPSIS gives
+  every prototype and callback type as the header declares them;
 - every option name src/options.c takes is listed in the header's comment
   of ingest_options_set();
 - the version is one: meson's project version, the header's
@@ -85,6 +86,16 @@ if args.man:
     unnamed = sorted(n for n in declared if n not in man)
     if unnamed:
         failures.append(f"not in libingest(3): {unnamed}")
+    # its SYNOPSIS gives every prototype and callback type as the header does
+    synopsis = " ".join(man.split(".SH SYNOPSIS", 1)[-1].split(".SH ", 1)[0].split())
+    decls = [" ".join(d.split()) + ";" for d in
+             re.findall(r"INGEST_API\s+([^;]*?\bingest_\w+\s*\([^;]*?\))\s*;", header, re.S) +
+             re.findall(r"(typedef [^;]*?\bingest_\w+_fn\s*\([^;]*?\))\s*;", header, re.S)]
+    stale = [d for d in decls if d not in synopsis]
+    if len(decls) < len(declared) + 2 or stale:
+        failures.append(f"libingest(3)'s SYNOPSIS differs from ingest.h ({len(decls)} declarations): {stale}")
+    else:
+        print(f"ok: libingest(3)'s SYNOPSIS gives the header's {len(decls)} declarations")
 
 if args.options_c:
     table = open(args.options_c).read().split("options_names[] = {", 1)[1].split("};", 1)[0]
