@@ -1401,45 +1401,51 @@ static int index_thread(struct index *ix, int64_t docid)
 {
 	sqlite3_stmt *s = ix->st[ST_THREAD_LINKS];
 	int64_t found[16], thread = docid;
-	size_t nf = 0;
-	int rc;
-	index_bind_field(ix, s, 1, IF_MESSAGE_ID);
-	index_bind_field(ix, s, 2, IF_IN_REPLY_TO);
-	index_bind_field(ix, s, 3, IF_REFERENCES);
-	sqlite3_bind_int64(s, 7, docid);
-	/* found: the smallest distinct threads, ascending */
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(s, 0);
-		size_t at = 0;
-		while (at < nf && found[at] < t)
-			at++;
-		if (at < nf && found[at] == t)
-			continue;
-		if (at < sizeof(found) / sizeof(found[0])) {
-			nf -= nf == sizeof(found) / sizeof(found[0]);
-			memmove(found + at + 1, found + at, (nf - at) * sizeof(found[0]));
-			found[at] = t;
-			nf++;
+	bool more;
+	do {
+		size_t nf = 0;
+		int rc;
+		more = false;
+		index_bind_field(ix, s, 1, IF_MESSAGE_ID);
+		index_bind_field(ix, s, 2, IF_IN_REPLY_TO);
+		index_bind_field(ix, s, 3, IF_REFERENCES);
+		sqlite3_bind_int64(s, 7, docid);
+		/* found: the smallest distinct threads, ascending */
+		while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+			int64_t t = sqlite3_column_int64(s, 0);
+			size_t at = 0;
+			while (at < nf && found[at] < t)
+				at++;
+			if (at < nf && found[at] == t)
+				continue;
+			more = more || nf == sizeof(found) / sizeof(found[0]);
+			if (at < sizeof(found) / sizeof(found[0])) {
+				nf -= nf == sizeof(found) / sizeof(found[0]);
+				memmove(found + at + 1, found + at, (nf - at) * sizeof(found[0]));
+				found[at] = t;
+				nf++;
+			}
+			if (t < thread)
+				thread = t;
 		}
-		if (t < thread)
-			thread = t;
-	}
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	if (rc != SQLITE_DONE)
-		return index_fail(ix, rc);
-	/* more than 16 threads linked by one message: the 16 smallest merge,
-	 * the rest when their next message comes (each merge is permanent,
-	 * so none is lost beyond that) */
-	for (size_t i = 0; i < nf; i++) {
-		if (found[i] == thread)
-			continue;
-		sqlite3_bind_int64(ix->st[ST_THREAD_MERGE], 1, thread);
-		sqlite3_bind_int64(ix->st[ST_THREAD_MERGE], 2, found[i]);
-		int r = index_run(ix, ST_THREAD_MERGE);
-		if (r < 0)
-			return r;
-	}
+		sqlite3_reset(s);
+		sqlite3_clear_bindings(s);
+		if (rc != SQLITE_DONE)
+			return index_fail(ix, rc);
+		/* the 16 smallest merge; a message that links more threads
+		 * than that merges the rest on the next pass, which finds the
+		 * merged ones as one (notmuch merges every thread a message
+		 * links) */
+		for (size_t i = 0; i < nf; i++) {
+			if (found[i] == thread)
+				continue;
+			sqlite3_bind_int64(ix->st[ST_THREAD_MERGE], 1, thread);
+			sqlite3_bind_int64(ix->st[ST_THREAD_MERGE], 2, found[i]);
+			int r = index_run(ix, ST_THREAD_MERGE);
+			if (r < 0)
+				return r;
+		}
+	} while (more);
 	sqlite3_bind_int64(ix->st[ST_THREAD_SET], 1, docid);
 	sqlite3_bind_int64(ix->st[ST_THREAD_SET], 2, thread);
 	return index_run(ix, ST_THREAD_SET);

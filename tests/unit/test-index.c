@@ -323,6 +323,33 @@ static void test_index_threads_merge(void **state)
 	assert_string_equal(query("SELECT messages FROM threads"), "4");
 }
 
+/* A message that links more threads than one pass merges (20 roots, each
+ * its own thread) joins them all, as notmuch does: 16 merged and the
+ * other 4 left apart before. */
+static void test_index_threads_merge_many(void **state)
+{
+	(void)state;
+	struct index *ix = open_existing();
+	char path[64], rec[2048], refs[1024] = "";
+	struct record_io io = maildir_io("cur/0.M0.h:2,");
+	for (int i = 1; i <= 20; i++) {
+		snprintf(path, sizeof(path), "cur/%d.M%d.h:2,", i, i);
+		io.path = (struct str){ path, strlen(path) };
+		snprintf(rec, sizeof(rec), "{\"path\":\"%s\",\"id\":\"%016x\",\"message_id\":\"r%d@x\"}\n",
+		         path, i, i);
+		add(ix, &io, rec);
+		snprintf(refs + strlen(refs), sizeof(refs) - strlen(refs), "%s\"r%d@x\"", i > 1 ? "," : "", i);
+	}
+	assert_string_equal(query("SELECT count(DISTINCT thread_id) FROM messages"), "20");
+	io.path = S("cur/99.M99.h:2,");
+	snprintf(rec, sizeof(rec), "{\"path\":\"cur/99.M99.h:2,\",\"id\":\"0000000000000099\","
+	         "\"message_id\":\"all@x\",\"references\":[%s]}\n", refs);
+	add(ix, &io, rec);
+	finish(ix);
+	assert_string_equal(query("SELECT count(DISTINCT thread_id) FROM messages"), "1");
+	assert_string_equal(query("SELECT count(*) || ' ' || max(messages) FROM threads"), "1 21");
+}
+
 /* FTS5's own check over the database: every index entry matches the
  * content, and the content every row. */
 static void fts_integrity_ok(void)
@@ -593,6 +620,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_threads_merge_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_fts_rows_at_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_built_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_built_deletes_by_value, setup, teardown),
