@@ -15,7 +15,7 @@ stat of every file in a C loop over the corpus' file list (bench/naive_read.c
 `--stat-only`, no walk, no database; the fastest of three), the re-run after 1% of the messages changed flags
 and 1% were added (on a hard-linked copy of the corpus), the index size on disk,
 peak RSS (GNU time's maximum resident size), and search latency: the median of
-100 queries (50 words from subjects, 50 From addresses, drawn with a fixed seed
+100 queries of each kind (words from subjects, From addresses, drawn with a fixed seed
 from the index), each a whole command (`ingest search`, `notmuch search`,
 `mu find`), process start included.
 
@@ -194,8 +194,8 @@ class Mairix:
 
 
 def search_queries(db):
-    """The latency queries: 50 words of five letters or more from the
-    subjects and 50 From addresses, drawn with seed 1 from an ingest index,
+    """The latency queries: 100 words of five letters or more from the
+    subjects and 100 From addresses, drawn with seed 1 from an ingest index,
     as (kind, value) with kind "word" or "from" (bench/search_ab.py draws
     the same)."""
     c = sqlite3.connect(db)
@@ -203,8 +203,8 @@ def search_queries(db):
     vocab = sorted({w for (s,) in c.execute("SELECT subject FROM messages") for w in re.findall(r"[a-z]{5,}", s or "")})
     senders = sorted({x for (x,) in c.execute("SELECT address FROM addresses WHERE role = 'from'") if x})
     c.close()
-    return [("word", w) for w in rnd.sample(vocab, min(50, len(vocab)))] + \
-           [("from", x) for x in rnd.sample(senders, min(50, len(senders)))]
+    return [("word", w) for w in rnd.sample(vocab, min(100, len(vocab)))] + \
+           [("from", x) for x in rnd.sample(senders, min(100, len(senders)))]
 
 
 def med(xs):
@@ -407,7 +407,8 @@ def main():
             f"ingest against {p.name} {ratio(p.name, tools[0].name, cpu)}" for p in tools[1:]) + ".",
     ] if len(tools) > 1 else []) + [
         "",
-        "Search latency, median of 50 queries of each kind (ms, whole command):",
+        f"Search latency, median of {sum(k == 'word' for k, _ in queries)} word and "
+        f"{sum(k == 'from' for k, _ in queries)} `from:` queries (ms, whole command):",
         "",
         "| tool | word query | from: query |",
         "|---|---:|---:|",

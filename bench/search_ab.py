@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Two `ingest search` binaries on one index, query by query.
 
-The 50 word and 50 From-address queries of bench/index_bench.py (drawn the
+The 100 word and 100 From-address queries of bench/index_bench.py (drawn the
 same way, seed 1), each a whole command (`ingest search DB Q --limit=20`,
 process start included) spawned with subprocess, binary A then B for each
 query, PASSES times over the list; medians of wall time (perf_counter around
