@@ -42,6 +42,7 @@
 #include "io/reader.h"
 #include "io/state.h"
 #include "index/index.h"
+#include "index/db_io.h"
 #include "emit/emit.h"
 #include "sched/batch.h"
 #include "sched/budget.h"
@@ -326,6 +327,7 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 		return -EINVAL;
 	}
 	const char *why;
+	db_io_reset();
 	int r = index_open(o->index, &run->index, &why);
 	if (r == 0 && (r = index_load_state(run->index, &run->state)) < 0)
 		why = "cannot read the index's state";
@@ -856,6 +858,16 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		index_stats_get(run->index, &is);
 		report_set_index(run->rep, is.transactions, is.messages, is.errors, is.deleted, is.renamed,
 		                 is.ns);
+		/* the database's file operations, its closing checkpoint's
+		 * included */
+		index_close(run->index);
+		run->index = NULL;
+		struct db_io_counts io;
+		db_io_get(&io);
+		const char *names[DB_IO__COUNT];
+		for (int i = 0; i < DB_IO__COUNT; i++)
+			names[i] = db_io_op_name((enum db_io_op)i);
+		report_set_index_io(run->rep, names, io.n, DB_IO__COUNT);
 	}
 	index_close(run->index);
 	state_free(run->state);

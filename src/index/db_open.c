@@ -2,6 +2,7 @@
 /* The names of database files: see db_open.h. */
 #include "index/db_open.h"
 #include "core/xalloc.h"
+#include "index/db_io.h"
 
 #include <string.h>
 
@@ -30,7 +31,7 @@ int db_open_path(const char *path, sqlite3 **db, int flags)
 		*db = NULL;
 		return SQLITE_NOMEM;
 	}
-	int rc = sqlite3_open_v2(name, db, flags, NULL);
+	int rc = sqlite3_open_v2(name, db, flags, db_io_vfs());
 	xfree(owned);
 	return rc;
 }

@@ -19,7 +19,8 @@
  * memory. */
 const char *db_file_name(const char *path, char **owned);
 
-/* sqlite3_open_v2(db_file_name(path), db, flags, NULL). */
+/* sqlite3_open_v2(db_file_name(path), db, flags), through the VFS that
+ * counts the database's file operations (db_io.h). */
 int db_open_path(const char *path, sqlite3 **db, int flags);
 
 #endif

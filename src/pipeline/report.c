@@ -48,6 +48,9 @@ struct ingest_report {
 	uint64_t errors;
 	bool have_index;
 	uint64_t index[6];                   /* report_set_index's, in order */
+	unsigned index_io_n;                 /* report_set_index_io's */
+	const char *index_io_names[REPORT_INDEX_IO];
+	uint64_t index_io[REPORT_INDEX_IO];
 };
 
 
@@ -222,6 +225,16 @@ void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t m
 	memcpy(r->index, v, sizeof(v));
 }
 
+void report_set_index_io(struct ingest_report *r, const char *const names[], const uint64_t n[],
+                         unsigned count)
+{
+	r->index_io_n = count < REPORT_INDEX_IO ? count : REPORT_INDEX_IO;
+	for (unsigned i = 0; i < r->index_io_n; i++) {
+		r->index_io_names[i] = names[i];
+		r->index_io[i] = n[i];
+	}
+}
+
 const char *ingest_report_error(const struct ingest_report *r)
 {
 	return r && r->error[0] ? r->error : NULL;
@@ -357,8 +370,15 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 		dynbuf_puts(b, "  index       ");
 		for (int i = 0; i < 5; i++)
 			dynbuf_printf(b, " %llu %s,", (unsigned long long)r->index[i], report_index_names[i]);
-		dynbuf_printf(b, " %.1f ms in SQLite (its syscalls are not counted above)\n",
-		              (double)r->index[5] / 1e6);
+		dynbuf_printf(b, " %.1f ms in SQLite\n", (double)r->index[5] / 1e6);
+		dynbuf_puts(b, "  database    ");
+		uint64_t all = 0;
+		for (unsigned i = 0; i < r->index_io_n; i++) {
+			all += r->index_io[i];
+			dynbuf_printf(b, " %s=%llu", r->index_io_names[i], (unsigned long long)r->index_io[i]);
+		}
+		dynbuf_printf(b, " (total %llu: SQLite's file operations, each a syscall or none, "
+		              "not in the syscalls above)\n", (unsigned long long)all);
 	}
 }
 
@@ -429,7 +449,11 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 		dynbuf_puts(b, "},\"index\":{");
 		for (int i = 0; i < 5; i++)
 			dynbuf_printf(b, "\"%s\":%llu,", report_index_names[i], (unsigned long long)r->index[i]);
-		dynbuf_printf(b, "\"sqlite_ms\":%.3f", (double)r->index[5] / 1e6);
+		dynbuf_printf(b, "\"sqlite_ms\":%.3f,\"sqlite_io\":{", (double)r->index[5] / 1e6);
+		for (unsigned i = 0; i < r->index_io_n; i++)
+			dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", r->index_io_names[i],
+			              (unsigned long long)r->index_io[i]);
+		dynbuf_putc(b, '}');
 	}
 	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu,"
 	              "\"io_uring_cq_overflow\":%llu,\"io_uring_cqe_retries\":%llu}\n",

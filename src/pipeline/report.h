@@ -41,5 +41,10 @@ void report_set_flags(struct ingest_report *r, bool output_closed, bool interrup
  * per-file syscalls, so they are reported here, apart). */
 void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t messages,
                       uint64_t errors, uint64_t deleted, uint64_t renamed, uint64_t ns);
+/* --index: the database's own file operations by name (index/db_io.h),
+ * count of them at most REPORT_INDEX_IO. */
+#define REPORT_INDEX_IO 16
+void report_set_index_io(struct ingest_report *r, const char *const names[], const uint64_t n[],
+                         unsigned count);
 
 #endif

@@ -1282,6 +1282,57 @@ def case_logs_current(ctx):
 
 # ------------------------------------------------------------------- main ---
 
+# ------------------------------------------------------------------ index ---
+
+def case_index_agree(ctx):
+    """--index: the database's own file operations, which --stats reports
+    apart from ingest's syscalls (sqlite_io), are the ones strace sees on the
+    database's files: every pread64 and pwrite64 on a file beside the index
+    (the database, its -wal, FILE.new and the text index's file) is one read
+    or write of SQLite's, and none of them is in ingest's own counts.  The
+    -shm file's are left out: SQLite maps it, and allocates its pages with a
+    one-byte write each inside a shm_map.  A first run (built aside) and a
+    run into the database after changes; each sync SQLite reports is an
+    fdatasync or fsync there."""
+    need_strace()
+    d = os.path.join(ctx.tmp, 'md')
+    make_maildir(d, 2000)
+    where = os.path.join(ctx.tmp, 'db')
+    os.makedirs(where)
+    db = os.path.join(where, 'mail.db')
+    fail = ctx.fail
+    for step in ('first', 'again'):
+        if step == 'again':
+            cur = os.path.join(d, 'cur')
+            for name in sorted(os.listdir(cur))[:100]:
+                os.unlink(os.path.join(cur, name))
+        log = os.path.join(ctx.tmp, step + '.strace')
+        p = subprocess.run(['strace', '-f', '-y', '-qq', '-o', log, '-e',
+                            'trace=pread64,pwrite64,fsync,fdatasync', ctx.ingest, '-q', '--stats=json',
+                            '--index=' + db, d], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            fail.check(False, f'{step}: exit {p.returncode}: {p.stderr[-300:]}')
+            return
+        stats = json.loads(p.stderr)
+        io = stats['index']['sqlite_io']
+        seen = collections.Counter()
+        for line in open(log):
+            m = re.search(r'\b(pread64|pwrite64|fsync|fdatasync)\(\d+<([^>]*)>', line)
+            if m and m.group(2).startswith(where + '/') and not m.group(2).endswith('-shm'):
+                seen[m.group(1)] += 1
+        note(f'{step}: sqlite_io {io}; strace on the database\'s files {dict(seen)}')
+        fail.check(io['read'] > 0 and io['write'] > 0, f'{step}: no reads or writes counted: {io}')
+        # ingest's own: the header of an existing file, read to tell an
+        # index from another file before SQLite opens it
+        ours = stats['syscalls'].get('pread64', 0)
+        fail.check(seen['pread64'] == io['read'] + ours, f'{step}: strace shows {seen["pread64"]} pread64 on '
+                   f'the database\'s files, --stats {io["read"]} reads of SQLite\'s and {ours} of ingest\'s')
+        fail.check(seen['pwrite64'] == io['write'], f'{step}: strace shows {seen["pwrite64"]} pwrite64 on '
+                   f'the database\'s files, --stats {io["write"]} writes')
+        syncs = seen['fsync'] + seen['fdatasync']
+        fail.check(io['sync'] <= syncs, f'{step}: --stats says {io["sync"]} syncs, strace shows {syncs}')
+
+
 CASES = {
     'uring-flat-N1000': lambda c: case_uring_flat(c, 1000),
     'uring-flat-N10000': lambda c: case_uring_flat(c, 10000),
@@ -1298,6 +1349,7 @@ CASES = {
     'startup': case_startup,
     'no-record-lost': case_no_record_lost,
     'logs-current': case_logs_current,
+    'index-agree': case_index_agree,
 }
 
 

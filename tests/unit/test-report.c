@@ -75,6 +75,9 @@ static struct ingest_report *fixed_report(void)
 	report_set_written(r, 6);
 	report_set_flags(r, true, false);
 	report_set_index(r, 2, 5, 1, 1, 0, 1500000);
+	static const char *const io_names[] = { "read", "write", "sync" };
+	static const uint64_t io_n[] = { 7, 9, 1 };
+	report_set_index_io(r, io_names, io_n, 3);
 	report_finish(r, NULL, NULL, NULL, &bu, 1000000, 0, 0);
 	return r;
 }
@@ -125,7 +128,9 @@ static void test_report_human(void **state)
 		"  syscalls     close=1 faccessat=3 (total 4, 0.5714 per file)\n"
 		"  ring ops     statx=0 openat=0 read=2 close=0 other=1; io_uring_enter=0\n"
 		"  index        2 transactions, 5 messages, 1 errors, 1 deleted, 0 renamed, 1.5 ms in "
-		"SQLite (its syscalls are not counted above)\n";
+		"SQLite\n"
+		"  database     read=7 write=9 sync=1 (total 17: SQLite's file operations, each a syscall or "
+		"none, not in the syscalls above)\n";
 	assert_string_equal(text, want);
 	free(text);
 	ingest_report_free(r);
@@ -164,7 +169,7 @@ static void test_report_json(void **state)
 		"\"wait_ms\":{\"reader_on_budget\":2.500,\"parser_on_reader\":1.000,\"writer_on_parser\":0.000},"
 		"\"syscalls\":{%s},\"ring_ops\":{\"statx\":0,\"openat\":0,\"read\":2,\"close\":0,\"other\":1},"
 		"\"index\":{\"transactions\":2,\"messages\":5,\"errors\":1,\"deleted\":1,\"renamed\":0,"
-		"\"sqlite_ms\":1.500},\"io_uring_enter\":0,\"io_uring_enter_retries\":0,"
+		"\"sqlite_ms\":1.500,\"sqlite_io\":{\"read\":7,\"write\":9,\"sync\":1}},\"io_uring_enter\":0,\"io_uring_enter_retries\":0,"
 		"\"io_uring_cq_overflow\":0,\"io_uring_cqe_retries\":0}\n", sys);
 	assert_string_equal(text, want);
 	free(want);
