@@ -929,6 +929,16 @@ int index_open(const char *path, struct index **out, const char **why)
 			r = index_fail(ix, rc);
 			*why = "cannot prepare the statements";
 		}
+		if (rc == SQLITE_ERROR) {
+			/* the schema_version's tables, one missing or changed
+			 * (by hand, by another program): refused as one not
+			 * ours is, with SQLite's words for what differs */
+			snprintf(index_open_why, sizeof(index_open_why),
+			         "an ingest index whose tables were changed (SQLite: %s): left as it is (remove it to"
+			         " index again)", ix->error);
+			*why = index_open_why;
+			r = -EINVAL;
+		}
 	}
 	if (r == 0 && ix->built) {
 		/* the text index built in a file and on a thread of its own

@@ -187,6 +187,31 @@ static void test_index_refuses_foreign(void **state)
 	refused_untouched(bytes, n, "older ingest");
 }
 
+/* An index of this schema_version with a table dropped (by hand, by
+ * another program) is refused as one not ours is (-EINVAL: exit 2), its
+ * reason naming what differs, the file as it was; it used to fail as an
+ * I/O error, exit 1. */
+static void test_index_refuses_changed_tables(void **state)
+{
+	(void)state;
+	finish(open_index());
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE refs", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	static char before[1 << 20], after[1 << 20];
+	size_t n = read_file(db_path, before, sizeof(before));
+	assert_true(n > 0 && n < sizeof(before));
+	struct index *ix;
+	const char *why;
+	assert_int_equal(index_open(db_path, &ix, &why), -EINVAL);
+	assert_null(ix);
+	assert_non_null(strstr(why, "tables were changed"));
+	assert_non_null(strstr(why, "refs"));
+	assert_int_equal(read_file(db_path, after, sizeof(after)), n);
+	assert_memory_equal(before, after, n);
+}
+
 /* A database the run creates is FILE.new until index_finish renames it;
  * closed unfinished (a failed run), nothing of it stays. */
 static void test_index_built_aside(void **state)
@@ -619,6 +644,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_built_rollback_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_message_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_error_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_refuses_changed_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_threads_merge_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_fts_rows_at_commit, setup, teardown),
