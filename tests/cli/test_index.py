@@ -56,7 +56,9 @@ RUN_NOTES = ("grew", "shrank")   # notes of what one run met while it read a fil
 def dump(db, run_notes=True):
     """Every table's rows, without the docids and thread numbers a run
     chooses: messages by id, their children by message id, threads as the
-    partition of message ids they make.  run_notes False: without the
+    partition of message ids they make; and the children and FTS rows of
+    no message (a deletion that left them behind: the joins by message
+    hide them, and a clean run has none).  run_notes False: without the
     notes that say what a run met while it read (a file that grew as a
     client rewrote it), which a clean run after it does not meet."""
     c = sqlite3.connect(db)
@@ -73,13 +75,19 @@ def dump(db, run_notes=True):
 
             rows = [r[:w] + (kept(r[w]),) + r[w + 1:] for r in rows]
         out = {"messages": sorted(rows)}
+        # rows of no message, by table (the joins below leave them out)
+        orphans = c.execute("SELECT 'mail_fts', subject, \"from\", \"to\", text, attachments FROM mail_fts"
+                            " WHERE rowid NOT IN (SELECT docid FROM messages)").fetchall()
         for t in ("addresses", "attachments", "refs"):
             tc = [r[1] for r in c.execute(f"PRAGMA table_info({t})") if r[1] != "message"]
             out[t] = sorted(c.execute(
                 "SELECT m.id, " + ", ".join(f'x."{x}"' for x in tc) + f" FROM {t} x"
                 f" JOIN messages m ON m.docid = x.message").fetchall(), key=repr)
+            orphans += c.execute(f"SELECT '{t}', " + ", ".join(f'x."{x}"' for x in tc) + f" FROM {t} x"
+                                 " WHERE x.message NOT IN (SELECT docid FROM messages)").fetchall()
         out["fts"] = sorted(c.execute("SELECT m.id, f.subject, f.\"from\", f.\"to\", f.text, f.attachments"
                                       " FROM mail_fts f JOIN messages m ON m.docid = f.rowid").fetchall())
+        out["orphans"] = sorted(orphans, key=repr)
         out["errors"] = sorted(c.execute("SELECT root, path, offset, reason, errno, message FROM errors"
                                          ).fetchall(), key=repr)
         out["files"] = sorted(c.execute("SELECT root, path, size FROM files").fetchall())
