@@ -5,11 +5,11 @@
  * system call it made. */
 #include "index/db_io.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stddef.h>
-
-#define DB_IO_VFS_NAME "ingest-counting"
+#include <stdio.h>
 
 static _Atomic uint64_t db_io_n[DB_IO__COUNT];
 
@@ -198,10 +198,20 @@ static int db_io_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int f
 	p->real = (sqlite3_file *)(p + 1);
 	db_io_count(DB_IO_open);
 	sqlite3_vfs *under = db_io_under(vfs);
+	p->real->pMethods = NULL;
 	int rc = under->xOpen(under, name, p->real, flags, out_flags);
-	if (rc == SQLITE_OK && p->real->pMethods) {
-		int v = p->real->pMethods->iVersion;
-		p->base.pMethods = &db_io_methods[(v < 1 ? 1 : v > 3 ? 3 : v) - 1];
+	/* a failed open that left its methods set wants its xClose (SQLite's
+	 * contract): ours forwards it */
+	const sqlite3_io_methods *m = p->real->pMethods;
+	if (m) {
+		/* the methods of the version whose methods the real file has:
+		 * SQLite asks the version, then calls what it promises */
+		int v = m->iVersion < 1 ? 1 : m->iVersion > 3 ? 3 : m->iVersion;
+		if (v == 3 && (!m->xFetch || !m->xUnfetch))
+			v = 2;
+		if (v == 2 && (!m->xShmMap || !m->xShmLock || !m->xShmBarrier || !m->xShmUnmap))
+			v = 1;
+		p->base.pMethods = &db_io_methods[v - 1];
 	}
 	return rc;
 }
@@ -286,19 +296,27 @@ static int db_io_current_time64(sqlite3_vfs *vfs, sqlite3_int64 *out)
 }
 
 static sqlite3_vfs db_io_vfs_;
+/* Its name: one per copy of this code in the process (a host's
+ * libingest.so.1 and the Python module's own copy each register theirs),
+ * since SQLite finds a VFS by name and a later one shadows an earlier. */
+static char db_io_vfs_name[48];
 static atomic_int db_io_state;   /* 0: not yet; 1: registered; -1: cannot be */
+/* Ours: a static mutex of SQLite's (SQLITE_MUTEX_STATIC_APP1) is the
+ * host's, and held by it while this registers would deadlock. */
+static pthread_mutex_t db_io_register_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const char *db_io_vfs(void)
 {
 	int st = atomic_load_explicit(&db_io_state, memory_order_acquire);
-	if (st == 0 && sqlite3_initialize() == SQLITE_OK) {
-		sqlite3_mutex *m = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_APP1);
-		sqlite3_mutex_enter(m);
+	if (st == 0) {
+		pthread_mutex_lock(&db_io_register_lock);
 		st = atomic_load_explicit(&db_io_state, memory_order_relaxed);
 		if (st == 0) {
-			sqlite3_vfs *under = sqlite3_vfs_find(NULL);
+			sqlite3_vfs *under = sqlite3_initialize() == SQLITE_OK ? sqlite3_vfs_find(NULL) : NULL;
 			st = -1;
 			if (under) {
+				snprintf(db_io_vfs_name, sizeof(db_io_vfs_name), "ingest-counting-%p",
+				         (void *)&db_io_vfs_);
 				/* version 2: the interface of the system-call
 				 * hooks (version 3) is the unix VFS's own, and
 				 * SQLite asks for it by the VFS it opened with */
@@ -306,7 +324,7 @@ const char *db_io_vfs(void)
 					.iVersion = 2,
 					.szOsFile = (int)sizeof(struct db_io_file) + under->szOsFile,
 					.mxPathname = under->mxPathname,
-					.zName = DB_IO_VFS_NAME,
+					.zName = db_io_vfs_name,
 					.pAppData = under,
 					.xOpen = db_io_open,
 					.xDelete = db_io_delete,
@@ -327,7 +345,21 @@ const char *db_io_vfs(void)
 			}
 			atomic_store_explicit(&db_io_state, st, memory_order_release);
 		}
-		sqlite3_mutex_leave(m);
+		pthread_mutex_unlock(&db_io_register_lock);
 	}
-	return st > 0 ? DB_IO_VFS_NAME : NULL;
+	return st > 0 ? db_io_vfs_name : NULL;
+}
+
+bool db_io_counting(void)
+{
+	return atomic_load_explicit(&db_io_state, memory_order_acquire) > 0;
+}
+
+/* A copy of this code unloaded (dlclose of a libingest, of the Python
+ * module) takes its VFS out of SQLite's list, which would otherwise point
+ * into unmapped memory for the host's next open. */
+__attribute__((destructor)) static void db_io_unregister(void)
+{
+	if (atomic_load_explicit(&db_io_state, memory_order_acquire) > 0)
+		sqlite3_vfs_unregister(&db_io_vfs_);
 }

@@ -6,11 +6,13 @@
  * "ingest-counting", which hands every call to the default VFS (unix) and
  * counts the ones that are a system call there: a read is a pread64, a
  * write a pwrite64, a sync an fdatasync or fsync, and so on.  The VFS is
- * registered once per process and never made the default: a program
+ * registered once per copy of this code, under a name of its own, never
+ * made the default, and taken out when its code is unloaded: a program
  * hosting libingest keeps its own SQLite configuration. */
 #ifndef INGEST_INDEX_DB_IO_H
 #define INGEST_INDEX_DB_IO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define DB_IO_OPS(X) X(read) X(write) X(sync) X(truncate) X(size) X(open) X(close) X(delete) \
@@ -30,9 +32,12 @@ struct db_io_counts {
 /* The VFS's name for sqlite3_open_v2, registering it on first use; NULL
  * (SQLite's default, uncounted) when it cannot be registered. */
 const char *db_io_vfs(void);
+/* Whether it was registered: the counts mean something. */
+bool db_io_counting(void);
 
 /* The counts since the last reset, process-wide: one run at a time writes
- * an index (ingest_run's rule), and nothing else opens through the VFS. */
+ * an index (ingest_run's rule), and nothing else opens through the VFS
+ * (db_open_path_counted, the index's connections only). */
 void db_io_reset(void);
 void db_io_get(struct db_io_counts *out);
 const char *db_io_op_name(enum db_io_op op);

@@ -23,7 +23,7 @@ const char *db_file_name(const char *path, char **owned)
 	return name;
 }
 
-int db_open_path(const char *path, sqlite3 **db, int flags)
+static int db_open_with(const char *path, sqlite3 **db, int flags, const char *vfs)
 {
 	char *owned;
 	const char *name = db_file_name(path, &owned);
@@ -31,7 +31,17 @@ int db_open_path(const char *path, sqlite3 **db, int flags)
 		*db = NULL;
 		return SQLITE_NOMEM;
 	}
-	int rc = sqlite3_open_v2(name, db, flags, db_io_vfs());
+	int rc = sqlite3_open_v2(name, db, flags, vfs);
 	xfree(owned);
 	return rc;
+}
+
+int db_open_path(const char *path, sqlite3 **db, int flags)
+{
+	return db_open_with(path, db, flags, NULL);
+}
+
+int db_open_path_counted(const char *path, sqlite3 **db, int flags)
+{
+	return db_open_with(path, db, flags, db_io_vfs());
 }

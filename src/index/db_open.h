@@ -19,8 +19,12 @@
  * memory. */
 const char *db_file_name(const char *path, char **owned);
 
-/* sqlite3_open_v2(db_file_name(path), db, flags), through the VFS that
- * counts the database's file operations (db_io.h). */
+/* sqlite3_open_v2(db_file_name(path), db, flags), with SQLite's default
+ * VFS (a search, a host's own use). */
 int db_open_path(const char *path, sqlite3 **db, int flags);
+
+/* The same through the VFS that counts the database's file operations
+ * (db_io.h): the connections of an --index run, and only those. */
+int db_open_path_counted(const char *path, sqlite3 **db, int flags);
 
 #endif

@@ -147,7 +147,7 @@ int fts_build_open(const char *path, const char *create_sql, const char *insert_
 	pthread_cond_init(&fb->cv, NULL);
 	/* a file left by a run killed before it removed the name: replaced */
 	sys_unlinkat(AT_FDCWD, path, 0);
-	int rc = db_open_path(path, &fb->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	int rc = db_open_path_counted(path, &fb->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	                      SQLITE_OPEN_NOMUTEX);
 	/* 64 KiB pages: the file is read and written a page a syscall, and
 	 * the end of a build writes its segments, reads them back and

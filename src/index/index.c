@@ -517,7 +517,7 @@ static int index_refuse_by_wal(const char *path, const char **why)
 		return 0;
 	sqlite3 *db = NULL;
 	int r = 0;
-	if (db_open_path(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX) == SQLITE_OK) {
+	if (db_open_path_counted(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX) == SQLITE_OK) {
 		sqlite3_stmt *s = NULL;
 		if (sqlite3_prepare_v2(db, "SELECT (SELECT application_id FROM pragma_application_id),"
 		                       " (SELECT user_version FROM pragma_user_version),"
@@ -894,7 +894,7 @@ int index_open(const char *path, struct index **out, const char **why)
 			return r;
 		}
 	}
-	int rc = db_open_path(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
+	int rc = db_open_path_counted(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
 	                      SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
 	r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 	if (r == 0 && sqlite3_db_readonly(ix->db, "main") == 1)

@@ -371,6 +371,8 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 		for (int i = 0; i < 5; i++)
 			dynbuf_printf(b, " %llu %s,", (unsigned long long)r->index[i], report_index_names[i]);
 		dynbuf_printf(b, " %.1f ms in SQLite\n", (double)r->index[5] / 1e6);
+	}
+	if (r->index_io_n) {
 		dynbuf_puts(b, "  database    ");
 		uint64_t all = 0;
 		for (unsigned i = 0; i < r->index_io_n; i++) {
@@ -449,11 +451,14 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 		dynbuf_puts(b, "},\"index\":{");
 		for (int i = 0; i < 5; i++)
 			dynbuf_printf(b, "\"%s\":%llu,", report_index_names[i], (unsigned long long)r->index[i]);
-		dynbuf_printf(b, "\"sqlite_ms\":%.3f,\"sqlite_io\":{", (double)r->index[5] / 1e6);
-		for (unsigned i = 0; i < r->index_io_n; i++)
-			dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", r->index_io_names[i],
-			              (unsigned long long)r->index_io[i]);
-		dynbuf_putc(b, '}');
+		dynbuf_printf(b, "\"sqlite_ms\":%.3f", (double)r->index[5] / 1e6);
+		if (r->index_io_n) {
+			dynbuf_puts(b, ",\"sqlite_io\":{");
+			for (unsigned i = 0; i < r->index_io_n; i++)
+				dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", r->index_io_names[i],
+				              (unsigned long long)r->index_io[i]);
+			dynbuf_putc(b, '}');
+		}
 	}
 	dynbuf_printf(b, "},\"io_uring_enter\":%llu,\"io_uring_enter_retries\":%llu,"
 	              "\"io_uring_cq_overflow\":%llu,\"io_uring_cqe_retries\":%llu}\n",

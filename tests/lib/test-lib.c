@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 static const char *sample;   /* the sample Maildir, argv[1] */
 
@@ -488,6 +489,48 @@ static void test_lib_options_get(void **state)
 	ingest_options_free(o);
 }
 
+/* An --index run in a host that uses SQLite itself: the host holding
+ * SQLite's application mutex (SQLITE_MUTEX_STATIC_APP1, the host's by
+ * SQLite's rules) does not block the run, which took it to register its
+ * counting VFS and waited for good; the host's default VFS is still the
+ * default, and the run's is registered under a name of its own. */
+static void test_lib_index_beside_host_sqlite(void **state)
+{
+	(void)state;
+	char dir[256], db[300];
+	lib_tmpdir(dir, sizeof(dir), "hostsql");
+	snprintf(db, sizeof(db), "%s/mail.db", dir);
+	assert_int_equal(sqlite3_initialize(), SQLITE_OK);
+	const char *before = sqlite3_vfs_find(NULL)->zName;
+	sqlite3_mutex *m = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_APP1);
+	sqlite3_mutex_enter(m);
+	struct ingest_options *o = sample_options();
+	assert_int_equal(ingest_options_set(o, "index", db), 0);
+	assert_int_equal(ingest_options_set(o, "stats", "json"), 0);
+	struct ingest_report *rep = NULL;
+	assert_int_equal(ingest_run(o, &rep), 0);
+	sqlite3_mutex_leave(m);
+	char *text = NULL;
+	size_t n = 0;
+	assert_int_equal(ingest_report_format(rep, 1, &text, &n), 0);
+	assert_non_null(strstr(text, "\"sqlite_io\":{\"read\":"));
+	free(text);
+	assert_string_equal(sqlite3_vfs_find(NULL)->zName, before);
+	int named = 0;
+	for (sqlite3_vfs *v = sqlite3_vfs_find(NULL); v; v = v->pNext)
+		named += strncmp(v->zName, "ingest-counting-", 16) == 0;
+	assert_int_equal(named, 1);
+	ingest_report_free(rep);
+	ingest_options_free(o);
+	char path[400];
+	static const char *const leave[] = { "", "-wal", "-shm" };
+	for (size_t i = 0; i < sizeof(leave) / sizeof(leave[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", db, leave[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 /* A run started from inside a run (here, from its sink) is refused. */
 static int nested_run_sink(void *ctx, const char *records, size_t len, size_t count)
 {
@@ -833,6 +876,8 @@ int main(int argc, char **argv)
 	}
 	sample = argv[1];
 	const struct CMUnitTest tests[] = {
+		/* first: the run registers its VFS while the host holds the mutex */
+		cmocka_unit_test(test_lib_index_beside_host_sqlite),
 		cmocka_unit_test(test_lib_sink_gets_whole_records_in_order),
 		cmocka_unit_test(test_lib_sink_error_stops_the_run),
 		cmocka_unit_test(test_lib_sink_epipe_is_a_closed_output),
