@@ -929,10 +929,13 @@ int index_open(const char *path, struct index **out, const char **why)
 			r = index_fail(ix, rc);
 			*why = "cannot prepare the statements";
 		}
-		if (rc == SQLITE_ERROR) {
+		if (rc == SQLITE_ERROR && (strstr(ix->error, "no such table") || strstr(ix->error, "no such column") ||
+		                           strstr(ix->error, "has no column named"))) {
 			/* the schema_version's tables, one missing or changed
 			 * (by hand, by another program): refused as one not
-			 * ours is, with SQLite's words for what differs */
+			 * ours is, with SQLite's words for what differs (and
+			 * only then: an SQLite without FTS5, "no such module",
+			 * is no fault of the file) */
 			snprintf(index_open_why, sizeof(index_open_why),
 			         "an ingest index whose tables were changed (SQLite: %s): left as it is (remove it to"
 			         " index again)", ix->error);
