@@ -202,7 +202,22 @@ def case_state_killed_while_saved(tmp):
     run(["--state=" + st, "-o", out, d], check_rc=0)
     if os.path.exists(st + ".journal") or leftovers(st):
         fail(f"the next run left {leftovers(st)} or the journal")
-    print(f"killed at fsync {which[0]} of {len(calls)}: nothing left beside the state")
+    # with no /proc to name an unnamed file through (the faccessat of
+    # /proc/self/fd made to fail), the state goes to a named FILE.tmp.PID.N
+    # from the start, made with O_EXCL, and is renamed into place
+    os.chmod(st, 0o640)
+    trace = os.path.join(tmp, "trace-named")
+    # (the second faccessat: the first asks whether FILE's directory is writable)
+    p = subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e", "trace=faccessat,openat,renameat,linkat",
+                        "-e", "inject=faccessat:error=ENOENT:when=2"] + args, capture_output=True)
+    lines = open(trace).read()
+    if p.returncode != 0 or '"/proc/self/fd", F_OK) = -1 ENOENT' not in lines or "O_EXCL" not in lines or \
+            ".tmp." not in lines or "linkat(" in lines or "O_TMPFILE" in lines:
+        fail(f"without /proc: exit {p.returncode}, {lines[-600:]!r}")
+    if leftovers(st) or os.stat(st).st_mode & 0o777 != 0o640:
+        fail(f"without /proc: left {leftovers(st)}, mode {os.stat(st).st_mode & 0o777:o}")
+    print(f"killed at fsync {which[0]} of {len(calls)}: nothing left beside the state; "
+          "without /proc, a named temporary file renamed into place")
 
 
 def case_state_symlink(tmp):
