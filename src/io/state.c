@@ -1463,40 +1463,46 @@ static int state_tmp_mode(int fd, mode_t mode)
 	return sys_fchmod(fd, mode & 07777);
 }
 
-/* A fresh temporary file next to path: O_EXCL and O_NOFOLLOW, so that
- * nothing planted at its name (a symlink in a shared directory) is ever
- * opened; tried again under another name on a collision.  *tmp gets the
- * name. */
-static int state_create_tmp(const char *path, mode_t mode, char **tmp)
+/* A fresh temporary name next to path, in *tmp, made by creating a file
+ * there (unnamed < 0: O_EXCL and O_NOFOLLOW, so that nothing planted at
+ * the name, a symlink in a shared directory, is ever opened; its
+ * descriptor is returned) or by linking the unnamed file there (linkat
+ * never follows or replaces what is at the new name; 0 is returned);
+ * tried again under another name on a collision. */
+static int state_tmp_make(const char *path, int unnamed, mode_t mode, char **tmp)
 {
 	size_t cap = strlen(path) + 48;
 	char *name = xmalloc(cap);
 	if (!name)
 		return -ENOMEM;
-	int fd = -EEXIST;
-	for (unsigned i = 0; i < 64 && fd == -EEXIST; i++) {
+	char self[48];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", unnamed);
+	int r = -EEXIST;
+	for (unsigned i = 0; i < 64 && r == -EEXIST; i++) {
 		state_tmp_name(name, cap, path, i);
-		fd = sys_openat(AT_FDCWD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-		                mode & 0600);
+		r = unnamed >= 0 ? sys_linkat(AT_FDCWD, self, AT_FDCWD, name, AT_SYMLINK_FOLLOW)
+		                 : sys_openat(AT_FDCWD, name,
+		                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+		                              mode & 0600);
 	}
-	if (fd >= 0) {
-		int r = state_tmp_mode(fd, mode);
-		if (r < 0) {
-			sys_close(fd);
+	if (r >= 0 && unnamed < 0) {
+		int m = state_tmp_mode(r, mode);
+		if (m < 0) {
+			sys_close(r);
 			sys_unlinkat(AT_FDCWD, name, 0);
-			fd = r;
+			r = m;
 		}
 	}
-	if (fd < 0) {
+	if (r < 0) {
 		xfree(name);
-		return fd;
+		return r;
 	}
 	*tmp = name;
-	return fd;
+	return r;
 }
 
 /* An unnamed new file in path's directory (O_TMPFILE), named by
- * state_name_tmp once it is whole: a run killed while it writes or syncs
+ * state_tmp_make once it is whole: a run killed while it writes or syncs
  * the state leaves nothing behind, where a named temporary file stayed, a
  * whole copy of the state.  A negative errno where it cannot be had (no
  * /proc to name it through, a file system without O_TMPFILE): the caller
@@ -1518,30 +1524,6 @@ static int state_open_unnamed(const char *path, mode_t mode)
 		fd = r;
 	}
 	return fd;
-}
-
-/* Gives the unnamed file fd a fresh name next to path (linkat never
- * follows or replaces what is at the new name), for the rename over path.
- * *tmp gets the name. */
-static int state_name_tmp(const char *path, int fd, char **tmp)
-{
-	size_t cap = strlen(path) + 48;
-	char *name = xmalloc(cap);
-	if (!name)
-		return -ENOMEM;
-	char self[48];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	int r = -EEXIST;
-	for (unsigned i = 0; i < 64 && r == -EEXIST; i++) {
-		state_tmp_name(name, cap, path, i);
-		r = sys_linkat(AT_FDCWD, self, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
-	}
-	if (r < 0) {
-		xfree(name);
-		return r;
-	}
-	*tmp = name;
-	return 0;
 }
 
 void state_mark_written(struct state_entry *e)
@@ -1641,7 +1623,7 @@ int state_save(struct state *s, const char *path, bool complete)
 	int fd = state_open_unnamed(path, s->mode);
 	bool unnamed = fd >= 0;
 	if (!unnamed)
-		fd = state_create_tmp(path, s->mode, &tmp);
+		fd = state_tmp_make(path, -1, s->mode, &tmp);
 	if (fd < 0)
 		return fd;
 	struct state_out out = { .fd = fd };
@@ -1680,7 +1662,7 @@ int state_save(struct state *s, const char *path, bool complete)
 	if (r == 0)
 		r = sys_fsync(fd);
 	if (r == 0 && unnamed)
-		r = state_name_tmp(path, fd, &tmp);
+		r = state_tmp_make(path, fd, s->mode, &tmp);
 	int c = sys_close(fd);
 	if (r == 0)
 		r = c;
