@@ -864,11 +864,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		run->index = NULL;
 		struct db_io_counts io;
 		db_io_get(&io);
-		const char *names[DB_IO__COUNT];
-		for (int i = 0; i < DB_IO__COUNT; i++)
-			names[i] = db_io_op_name((enum db_io_op)i);
 		if (db_io_counting())
-			report_set_index_io(run->rep, names, io.n, DB_IO__COUNT);
+			report_set_index_io(run->rep, db_io_op_names, io.n, DB_IO__COUNT);
 	}
 	index_close(run->index);
 	state_free(run->state);

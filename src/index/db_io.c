@@ -30,15 +30,11 @@ void db_io_get(struct db_io_counts *out)
 		out->n[i] = atomic_load_explicit(&db_io_n[i], memory_order_relaxed);
 }
 
-const char *db_io_op_name(enum db_io_op op)
-{
-	static const char *const names[] = {
+const char *const db_io_op_names[DB_IO__COUNT] = {
 #define DB_IO_NAME(name) #name,
-		DB_IO_OPS(DB_IO_NAME)
+	DB_IO_OPS(DB_IO_NAME)
 #undef DB_IO_NAME
-	};
-	return (unsigned)op < DB_IO__COUNT ? names[op] : "?";
-}
+};
 
 /* An open file: ours, then the real VFS's right after it (szOsFile). */
 struct db_io_file {

@@ -40,6 +40,7 @@ bool db_io_counting(void);
  * (db_open_path_counted, the index's connections only). */
 void db_io_reset(void);
 void db_io_get(struct db_io_counts *out);
-const char *db_io_op_name(enum db_io_op op);
+/* Each operation's name, in enum db_io_op's order (--stats prints them). */
+extern const char *const db_io_op_names[DB_IO__COUNT];
 
 #endif
