@@ -278,17 +278,19 @@ int fts_build_finish(struct fts_build *fb, const char *dst, const char *delete_s
 	sqlite3_finalize(s);
 	xfree(dst_owned);
 	/* built aside as the database's writer built it: no journal, no
-	 * fsync (index.c, index_build_begin).  A message replaced or deleted
-	 * after its FTS row was handed over (the same identity met twice)
-	 * left a row with no message: it goes, by its values from the
-	 * content, and FTS5 commits its deletion before the rows are
-	 * copied */
+	 * fsync (index.c, index_build_begin) */
 	if (rc == SQLITE_OK)
-		rc = fts_build_exec(fb, "PRAGMA dst.journal_mode = OFF; PRAGMA dst.synchronous = OFF; BEGIN",
-		                    "cannot drop the rows of replaced messages");
-	if (rc == SQLITE_OK)
+		rc = fts_build_exec(fb, "PRAGMA dst.journal_mode = OFF; PRAGMA dst.synchronous = OFF",
+		                    "cannot open the database");
+	/* A message replaced or deleted after its FTS row was handed over
+	 * (the same identity met twice) left a row with no message: it goes,
+	 * by its values from the content, and FTS5 commits its deletion
+	 * before the rows are copied */
+	if (rc == SQLITE_OK && delete_sql)
+		rc = fts_build_exec(fb, "BEGIN", "cannot drop the rows of replaced messages");
+	if (rc == SQLITE_OK && delete_sql)
 		rc = fts_build_exec(fb, delete_sql, "cannot drop the rows of replaced messages");
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK && delete_sql)
 		rc = fts_build_exec(fb, "DELETE FROM " FTS_BUILD_GONE "; COMMIT",
 		                    "cannot drop the rows of replaced messages");
 	if (rc == SQLITE_OK)

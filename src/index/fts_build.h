@@ -72,12 +72,12 @@ int fts_build_content_open(sqlite3 *db, sqlite3_stmt **insert);
 int fts_build_put(struct fts_build *fb, struct dynbuf *b);
 /* Waits for the thread, commits, deletes the rows of messages gone from
  * the table (delete_sql: by their values from FTS_BUILD_GONE, as a
- * contentless table wants) and from dst's content, copies the table's
- * index into the table of the same name in the database at dst (closed by
- * its writer, its index empty but for the totals deletions through it
- * rewrote), makes the content written beside it the table's own, then
- * turns dst to WAL.  SQLITE_OK or a code, with fts_build_error saying what
- * failed. */
+ * contentless table wants; NULL when the caller knows there are none) and
+ * from dst's content, copies the table's index into the table of the same
+ * name in the database at dst (closed by its writer, its index empty but
+ * for the totals deletions through it rewrote), makes the content written
+ * beside it the table's own, then turns dst to WAL.  SQLITE_OK or a code,
+ * with fts_build_error saying what failed. */
 int fts_build_finish(struct fts_build *fb, const char *dst, const char *delete_sql);
 /* Stops the thread and closes; what was not copied is gone. */
 void fts_build_close(struct fts_build *fb);
