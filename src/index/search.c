@@ -35,6 +35,7 @@
 #include "index/index.h"
 #include "index/rank.h"
 #include "io/maildir.h"
+#include "mail/date.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -193,7 +194,8 @@ static int search_2digits(const char *v)
 
 /* A prefix of the stored dates' form, YYYY-MM-DDTHH:MM:SS (UTC), cut after
  * the year, month, day, hour, minute or second, each field in its range
- * (a day 01-31 whatever the month: as a bound, 02-30 is still a bound).
+ * (a day 01-31 whatever the month: as a range's bound, 02-30 is still a
+ * bound; a day alone is checked against its month, search_date).
  * Anything else (notmuch's "yesterday", a month 13) would match nothing,
  * silently. */
 static bool search_date_valid(const char *v, size_t n)
@@ -227,6 +229,16 @@ static int search_date(struct search *s, bool negate, const char *v, size_t n)
 		         "date: '%.*s' is not a date (YYYY, YYYY-MM, YYYY-MM-DD, then THH, :MM, :SS)",
 		         (int)(bad == v ? lon : hin), bad);
 		return -EINVAL;
+	}
+	/* a day alone (no range) past its month's end names no day, and
+	 * would match nothing, silently */
+	if (lon == n && lon >= 10) {
+		int y = search_2digits(v) * 100 + search_2digits(v + 2), m = search_2digits(v + 5);
+		if (search_2digits(v + 8) > date_days_in_month(y, m)) {
+			snprintf(s->error, sizeof(s->error), "date: '%.10s' is not a date: %.7s has %d days",
+			         v, v, date_days_in_month(y, m));
+			return -EINVAL;
+		}
 	}
 	/* a date at or after A (to A's length) and at or before B (to B's)
 	 * exists unless A is past B where both have digits */

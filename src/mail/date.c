@@ -303,7 +303,7 @@ static int64_t date_days_from_civil(int64_t y, int m, int d)
 	return era * 146097 + doe - 719468;
 }
 
-static int date_days_in_month(int y, int m)
+int date_days_in_month(int y, int m)
 {
 	static const int dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
 	if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0))

@@ -11,5 +11,8 @@
 
 /* 0 and *utc (seconds since the epoch) on success; -EINVAL when unparseable. */
 int date_parse(struct str in, int64_t *utc);
+/* The days of month m (1-12) of year y in the proleptic Gregorian
+ * calendar. */
+int date_days_in_month(int y, int m);
 
 #endif

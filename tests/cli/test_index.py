@@ -1691,6 +1691,9 @@ def case_search(tmp):
     n["date"] = expect("date:", ["date:2009-11-17..2009-11-18"],
                        lambda r: r.get("date") and "2009-11-17" <= r["date"][:10] <= "2009-11-18")
     n["month"] = expect("date: month", ["date:2009-11"], lambda r: (r.get("date") or "")[:7] == "2009-11")
+    # as a range's bound a day past its month's end still bounds
+    n["bound"] = expect("date: a bound past the month's end", ["date:2009-11-18..2009-11-31"],
+                        lambda r: "2009-11-18" <= (r.get("date") or "")[:10] <= "2009-11-31")
     n["attach"] = expect("has:attachment", ["has:attachment"], lambda r: bool(r.get("attachments")))
     mid = next(r["message_id"] for r in recs if r.get("references"))
     n["id"] = expect("id:", ["id:" + mid], lambda r: r.get("message_id") == mid)
@@ -1823,6 +1826,8 @@ def case_search(tmp):
                    ("date:yesterday..", b"'yesterday' is not a date"),
                    ("date:2009..2010-02-32", b"'2010-02-32' is not a date"),
                    ("date:2009-11-18T24", b"'2009-11-18T24' is not a date"),
+                   ("date:2009-11-31", b"'2009-11-31' is not a date: 2009-11 has 30 days"),
+                   ("date:2009-02-29T10", b"'2009-02-29' is not a date: 2009-02 has 28 days"),
                    ("has:attachments", b"has: knows has:attachment only"),
                    ("from:carl OR *", b"cannot join with AND, OR or NOT"),
                    ("* OR from:carl", b"cannot join with AND, OR or NOT"),
