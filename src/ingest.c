@@ -136,12 +136,12 @@ static void run_fail_cb(void *ctx, int err, const char *what, const char *arg)
 }
 
 /* The state's failures the user must act on (exit 2 in the command):
- * another run holds it, it is corrupt or a symlink, or its directory
- * cannot take the new state. */
+ * another run holds it, it is corrupt, a symlink or no regular file, or
+ * its directory cannot take the new state. */
 static bool run_state_refusal(int err)
 {
 	return err == -EAGAIN || err == -EINVAL || err == -ELOOP || err == -EACCES || err == -EPERM ||
-	       err == -EROFS || err == -ENOENT || err == -ENOTDIR || err == -EISDIR;
+	       err == -EROFS || err == -ENOENT || err == -ENOTDIR || err == -EISDIR || err == -ENOTSUP;
 }
 
 /* text: the whole message, or NULL for "cannot use the state 'FILE'" and

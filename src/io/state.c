@@ -117,6 +117,15 @@ static int state_hex_id(const char *p, size_t n, uint64_t *id)
 	return 0;
 }
 
+/* The refusal of a state or journal of this mode (not a regular file):
+ * -EISDIR for a directory, -ENOTSUP for a FIFO, a socket or a device,
+ * which an errno of directories would misname (the Python module raises
+ * the OSError subclass of the errno); -EINVAL says corrupt. */
+static int state_not_regular(mode_t mode)
+{
+	return S_ISDIR(mode) ? -EISDIR : -ENOTSUP;
+}
+
 /* Why the state could not be loaded, for the message (state_load_error):
  * "line N: what" (line 0: no line). */
 static int state_bad(struct state *s, size_t line, const char *what)
@@ -418,7 +427,7 @@ int state_load(const char *path, bool reset, struct state **out)
 		 * save's rename would put the state where a device, a FIFO or
 		 * a directory was */
 		snprintf(s->why, sizeof(s->why), "not a regular file");
-		r = -EISDIR;
+		r = state_not_regular(st.st_mode);
 	}
 	if (r == 0)
 		s->mode = st.st_mode & 07777;
@@ -1388,11 +1397,12 @@ int state_journal_open(struct state *s, const char *path, bool take)
 	                    s->mode & 0600);
 	struct stat st;
 	int r = fd < 0 ? fd : sys_fstat(fd, &st);
-	if (r == 0 && !S_ISREG(st.st_mode))
-		r = -EISDIR;
+	bool irregular = r == 0 && !S_ISREG(st.st_mode);
+	if (irregular)
+		r = state_not_regular(st.st_mode);
 	if (r < 0)
 		snprintf(s->why, sizeof(s->why), "unusable: its journal %s %s", jp,
-		         r == -ELOOP ? "is a symbolic link" : r == -EISDIR ? "is not a regular file" : strerror(-r));
+		         r == -ELOOP ? "is a symbolic link" : irregular ? "is not a regular file" : strerror(-r));
 	char *buf = NULL;
 	size_t n = r == 0 ? (size_t)st.st_size : 0, whole = 0;
 	if (n && take && !(buf = xmalloc(n)))

@@ -51,7 +51,8 @@ void state_unlock(int fd);
 /* Loads FILE (a missing file is an empty state; reset: an empty state
  * whatever a regular FILE holds, for --state-reset).  0 or -errno: -EINVAL
  * for a file that is not a state file, -ELOOP for a symlink at FILE,
- * -EISDIR for anything but a regular file (reset or not), all refused
+ * -EISDIR for a directory and -ENOTSUP for anything else but a regular
+ * file (reset or not), all refused
  * rather than overwritten; state_load_error() then says why ("line 7: a
  * second entry for the same file"). */
 int state_load(const char *path, bool reset, struct state **out);
@@ -61,7 +62,8 @@ int state_load(const char *path, bool reset, struct state **out);
  * deletes what of them has gone.  state_journal_open() opens it (created
  * if missing) and, with take, takes what a killed run left into the old
  * entries; state_save() removes it.  Call it after state_load(). 0 or
- * -errno (-ELOOP, -EISDIR: refused, state_load_error() says why). */
+ * -errno (-ELOOP, -EISDIR, -ENOTSUP as state_load's: refused,
+ * state_load_error() says why). */
 int state_journal_open(struct state *s, const char *path, bool take);
 /* Appends to b the journal's entry for the records of e's file (with no
  * inode: read again). */

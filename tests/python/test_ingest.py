@@ -513,6 +513,21 @@ def test_scan_failure_is_oserror(tmp_path):
         list(ingest.scan(str(tmp_path), state=str(tmp_path / "no" / "such" / "dir" / "state")))
 
 
+def test_scan_state_not_a_file_by_its_kind(tmp_path):
+    """A state that is not a regular file is refused with the errno of
+    what it is: a directory is IsADirectoryError, a FIFO a plain OSError
+    (ENOTSUP), never called a directory."""
+    import errno
+    (tmp_path / "mail").mkdir()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(IsADirectoryError, match="not a regular file"):
+        list(ingest.scan(str(tmp_path / "mail"), state=str(tmp_path)))
+    with pytest.raises(OSError, match="not a regular file") as e:
+        list(ingest.scan(str(tmp_path / "mail"), state=str(fifo)))
+    assert type(e.value) is OSError and e.value.errno == errno.ENOTSUP
+
+
 INTERRUPT = r"""
 import os, signal, sys, threading, time, ingest
 d = sys.argv[1]

@@ -717,7 +717,7 @@ static void test_state_not_a_file(void **state)
 	alarm(10);
 	for (int reset = 0; reset <= 1; reset++) {
 		s = NULL;
-		assert_int_equal(state_load(fifo, reset, &s), -EISDIR);
+		assert_int_equal(state_load(fifo, reset, &s), -ENOTSUP);
 		assert_string_equal(state_load_error(s), "not a regular file");
 		state_free(s);
 	}
