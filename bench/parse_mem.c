@@ -10,8 +10,9 @@
  * With --threads=N the same work goes through the real pool (sched/pool.h)
  * the way the pipeline's parse stage drives it: messages cut into batches
  * by the reader's rule (--batch-bytes, LIMIT_BATCH_FILES), batches grouped
- * while the byte gate would leave workers idle (ingest.c, parse_main; here
- * every batch is already "waiting"), one pool_run per group.  That isolates
+ * as the parse stage groups the batches queued for it, up to
+ * LIMIT_PIPELINE_DEPTH (pipeline/parse_stage.c; here every batch is
+ * already waiting), one pool_run per group.  That isolates
  * the scheduler's scaling from reading, which on a 2-core machine competes
  * with the workers for the same cores.  Wall time is then what counts.
  *
@@ -133,8 +134,9 @@ static void pool_pass(struct pool *pool, struct job *j, size_t n, uint64_t batch
 	for (size_t i = 0; i < n;) {
 		size_t end;
 		uint64_t bytes = next_batch(j->in, n, i, batch_bytes, &end);
-		/* the parse stage groups up to its pipeline depth (4) of batches */
-		for (int g = 1; g < 4 && end < n && pool_wants_more(pool, end - i, bytes); g++) {
+		/* the parse stage takes every batch queued behind the first, up
+		 * to the pipeline's depth */
+		for (int g = 1; g < LIMIT_PIPELINE_DEPTH && end < n; g++) {
 			size_t e2;
 			bytes += next_batch(j->in, n, end, batch_bytes, &e2);
 			end = e2;

@@ -7,9 +7,9 @@
  * of the pool per group rather than per batch, and a batch of one 768 KiB
  * message gets the workers its group's bytes call for rather than one.  A
  * batch that is not there yet is never waited for, so grouping adds no
- * syscall.  (Grouping only while pool_wants_more() held, as before, made
- * a pool run per batch: 2.6 futex a batch of the 3.0 at 10,000 realistic
- * messages.)  Records keep their order: items are numbered across the
+ * syscall.  (Grouping only while the byte gate would have left workers
+ * idle, as before, made a pool run per batch: 2.6 futex a batch of the 3.0
+ * at 10,000 realistic messages.)  bench/parse_mem.c groups as this does.  Records keep their order: items are numbered across the
  * group in batch order, and the batches are written in that order.
  *
  * Which inputs are split as mbox archives is mbox_never_split()'s and

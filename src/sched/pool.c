@@ -475,11 +475,6 @@ unsigned pool_workers_for(const struct pool *p, size_t items, uint64_t bytes)
 	return (unsigned)n;
 }
 
-bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes)
-{
-	return pool_workers_for(p, items, bytes) < p->threads;
-}
-
 unsigned pool_run(struct pool *p, size_t items, uint64_t bytes, pool_fn fn, void *ctx)
 {
 	return pool_run_max(p, items, bytes, p->threads, fn, ctx);

@@ -64,13 +64,6 @@ void pool_free(struct pool *p);
  * LIMIT_BYTES_PER_WORKER)); 0 for 0 items. */
 unsigned pool_workers_for(const struct pool *p, size_t items, uint64_t bytes);
 
-/* Whether a run of `items` items and `bytes` bytes would leave threads
- * idle (the byte gate gives it fewer workers than the pool has).
- * bench/parse_mem.c groups batches while this holds (the parse stage takes
- * every queued batch: pipeline/parse_stage.c).  (Also asking for two items a worker was
- * tried: no gain on 16 x 768 KiB in memory, 1.67x either way.) */
-bool pool_wants_more(const struct pool *p, size_t items, uint64_t bytes);
-
 /* Runs fn(ctx, i, worker) for every i in [0, items) exactly once, using
  * pool_workers_for(p, items, bytes) workers, and returns once all have run.
  * Everything fn wrote is visible to the caller on return.  Returns the
