@@ -310,7 +310,9 @@ struct index {
 	struct fts_build *fts;
 	sqlite3_stmt *fts_content;   /* with fts: the rows' content (fts_build_content_open) */
 	struct dynbuf fts_out;
-	uint64_t fts_handed;         /* with fts: the rows handed over, all transactions */
+	/* with fts: the rows handed over, all transactions (counted as they
+	 * are queued; a failure after that breaks the build) */
+	uint64_t fts_handed;
 	struct dynbuf scratch;
 	/* the fields of the message record being stored (index_record) */
 	struct index_value rec[IF__COUNT];
@@ -678,10 +680,11 @@ static int index_lock(struct index *ix, const char *path)
  * were handed over (replaced or deleted later in the run).  Each message
  * stored had its row handed over at its transaction's commit, and no docid
  * is used twice (AUTOINCREMENT), so the rows of messages gone are the rows
- * handed over beyond the messages there are.  A first index meets most
- * identities once: then there is nothing to delete, and looking for it
- * would read the whole content table twice (bench/INDEX.md).  True when
- * the count cannot be had. */
+ * handed over beyond the messages there are.  When the two are equal
+ * (most first indexes: a message replaced within its own transaction hands
+ * no row over) there is nothing to delete, and looking for it would read
+ * the whole content table twice (bench/INDEX.md).  True when the count
+ * cannot be had. */
 static bool index_fts_may_hold_gone(struct index *ix)
 {
 	sqlite3_stmt *s = NULL;
