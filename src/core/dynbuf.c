@@ -117,22 +117,40 @@ int dynbuf_put_u64(struct dynbuf *b, uint64_t v)
 	return dynbuf_put(b, q, (size_t)(e - q));
 }
 
+int dynbuf_vprintf(struct dynbuf *b, const char *fmt, va_list ap)
+{
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	int r = n < 0 ? -EINVAL : dynbuf_reserve(b, (size_t)n);
+	if (r == 0) {
+		vsnprintf(b->p + b->len, (size_t)n + 1, fmt, again);
+		b->len += (size_t)n;
+	}
+	va_end(again);
+	return r;
+}
+
 int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int r = dynbuf_vprintf(b, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	int r = dynbuf_reserve(b, (size_t)n);
-	if (r < 0)
-		return r;
+	return r;
+}
+
+char *dynbuf_format(const char *fmt, ...)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	int r = dynbuf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
+	char *p = r == 0 ? dynbuf_take(&b, NULL) : NULL;
+	dynbuf_release(&b);
+	return p;
 }
 
 char *dynbuf_take(struct dynbuf *b, size_t *len)
