@@ -169,7 +169,7 @@ static int run_bind_state(struct run *run);
 static int run_open_state(struct run *run)
 {
 	const struct ingest_options *o = run->o;
-	char why[256], text[640];
+	char why[256];
 	if (o->emit.format == EMIT_TSV) {
 		run_fail(run, -EINVAL, "--state reports deletions and renames, which TSV cannot carry: use jsonl or es-bulk", NULL);
 		return -EINVAL;
@@ -178,22 +178,24 @@ static int run_open_state(struct run *run)
 	if (r == -EINTR && atomic_load(&ingest_stop))
 		return 1;
 	if (r < 0) {
-		if (r == -EAGAIN)
-			snprintf(text, sizeof(text), "state '%s' is %s (--wait-state waits for it)", o->state, why);
-		else
-			snprintf(text, sizeof(text), "state '%s': %s", o->state, why);
-		run_fail_state(run, r, why[0] ? text : NULL);
+		/* the paths whole (a message's own buffer would cut the reason
+		 * off a long one); out of memory, the shorter words */
+		char *text = !why[0] ? NULL
+		           : r == -EAGAIN ? dynbuf_format("state '%s' is %s (--wait-state waits for it)", o->state, why)
+		           : dynbuf_format("state '%s': %s", o->state, why);
+		run_fail_state(run, r, text);
+		xfree(text);
 		return r;
 	}
 	r = state_load(o->state, o->state_reset, &run->state);
 	if (r < 0) {
 		const char *bad = state_load_error(run->state);
-		if (r == -EINVAL && bad)
-			snprintf(text, sizeof(text), "state '%s' is corrupt: %s (--state-reset starts it afresh)",
-			         o->state, bad);
-		else if (bad)
-			snprintf(text, sizeof(text), "state '%s' is %s", o->state, bad);
-		run_fail_state(run, r, bad ? text : NULL);
+		char *text = !bad ? NULL
+		           : r == -EINVAL ? dynbuf_format("state '%s' is corrupt: %s (--state-reset starts it afresh)",
+		                                          o->state, bad)
+		           : dynbuf_format("state '%s' is %s", o->state, bad);
+		run_fail_state(run, r, text);
+		xfree(text);
 		return r;
 	}
 	r = run_bind_state(run);
@@ -207,8 +209,9 @@ static int run_open_state(struct run *run)
 	if (r < 0) {
 		const char *bad = state_load_error(run->state);
 		if (bad) {
-			snprintf(text, sizeof(text), "state '%s' is %s", o->state, bad);
+			char *text = dynbuf_format("state '%s' is %s", o->state, bad);
 			run_fail_state(run, r, text);
+			xfree(text);
 		} else {
 			run_fail(run, r, "cannot use the state's journal", o->state);
 		}
@@ -299,10 +302,9 @@ static int run_bind_index(struct run *run)
 	}
 	if (r < 0) {
 		const char *e = index_error(run->index);
-		char what[320];
-		snprintf(what, sizeof(what), "%s: cannot keep the index's settings: %s", o->index,
-		         e ? e : "SQLite");
-		run_fail(run, r, what, NULL);
+		char *what = dynbuf_format("%s: cannot keep the index's settings: %s", o->index, e ? e : "SQLite");
+		run_fail(run, r, what ? what : "cannot keep the index's settings", NULL);
+		xfree(what);
 	}
 	return r;
 }
@@ -332,9 +334,9 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 	if (r == 0 && (r = index_load_state(run->index, &run->state)) < 0)
 		why = "cannot read the index's state";
 	if (r < 0) {
-		char what[256];
-		snprintf(what, sizeof(what), "%s: %s", o->index, why ? why : "cannot open the index");
-		run_fail(run, r, what, NULL);
+		char *what = dynbuf_format("%s: %s", o->index, why ? why : "cannot open the index");
+		run_fail(run, r, what ? what : "cannot open the index", NULL);
+		xfree(what);
 		/* a database or directory this user cannot write: the caller's
 		 * to change, as for the state (exit 2) */
 		if (r == -EACCES || r == -EPERM || r == -EROFS)

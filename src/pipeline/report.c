@@ -28,8 +28,10 @@
 #define REPORT_SAMPLES 10
 
 struct ingest_report {
-	/* Why the run failed, "" if it did not: a buffer of its own, not an
-	 * allocation, so that running out of memory can still be told. */
+	/* Why the run failed: error_text, whole, or, where that could not be
+	 * allocated, error, a buffer of its own, cut to fit, so that running
+	 * out of memory can still be told; "" and NULL if it did not. */
+	char *error_text;
 	char error[640];
 	bool output_closed, interrupted;
 	bool refused;                        /* a usage error found by the run */
@@ -59,17 +61,22 @@ struct ingest_report *report_new(void)
 	return xcalloc(1, sizeof(struct ingest_report));
 }
 
-/* text, escaped for a terminal (it names files), into r->error, cut to
- * fit.  Out of memory, every byte that could be a control or not ASCII
- * becomes '?': the reason must still be told. */
+/* text, escaped for a terminal (it names files), into r->error_text,
+ * whole: a path the user gave may be as long as PATH_MAX, and the reason
+ * comes after it.  Out of memory, into r->error, cut to fit, every byte
+ * that could be a control or not ASCII becoming '?': the reason must
+ * still be told. */
 static void report_put_error(struct ingest_report *r, const char *text)
 {
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
 	size_t n = strlen(text);
-	if (emit_escape_terminal(&b, text, n) == 0 && dynbuf_putc(&b, '\0') == 0) {
-		snprintf(r->error, sizeof(r->error), "%s", b.p);
-	} else {
+	xfree(r->error_text);
+	r->error_text = NULL;
+	r->error[0] = '\0';
+	if (emit_escape_terminal(&b, text, n) == 0)
+		r->error_text = dynbuf_take(&b, NULL);
+	if (!r->error_text) {
 		size_t k = n < sizeof(r->error) - 1 ? n : sizeof(r->error) - 1;
 		for (size_t i = 0; i < k; i++) {
 			unsigned char c = (unsigned char)text[i];
@@ -82,28 +89,44 @@ static void report_put_error(struct ingest_report *r, const char *text)
 	dynbuf_release(&b);
 }
 
+/* The text of fmt and ap, then ": " and strerror(-err) unless err is 0,
+ * into r: whole, or out of memory cut to what a buffer of its own holds. */
+static void report_put_formatted(struct ingest_report *r, int err, const char *fmt, va_list ap)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 0);
+	va_list again;
+	va_copy(again, ap);
+	int e = dynbuf_vprintf(&b, fmt, ap);
+	if (e == 0 && err)
+		e = dynbuf_printf(&b, ": %s", strerror(-err));
+	if (e == 0 && dynbuf_putc(&b, '\0') == 0) {
+		report_put_error(r, b.p);
+	} else {
+		char text[sizeof(r->error)];
+		int n = vsnprintf(text, sizeof(text), fmt, again);
+		if (err && n >= 0 && (size_t)n < sizeof(text))
+			snprintf(text + n, sizeof(text) - (size_t)n, ": %s", strerror(-err));
+		report_put_error(r, text);
+	}
+	va_end(again);
+	dynbuf_release(&b);
+}
+
 void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 {
-	char head[512], text[640];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(head, sizeof(head), fmt, ap);
+	report_put_formatted(r, err, fmt, ap);   /* err 0: the text says it all */
 	va_end(ap);
-	if (err)
-		snprintf(text, sizeof(text), "%s: %s", head, strerror(-err));
-	else
-		snprintf(text, sizeof(text), "%s", head);   /* the text says it all */
-	report_put_error(r, text);
 }
 
 void report_set_message(struct ingest_report *r, const char *fmt, ...)
 {
-	char text[640];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	report_put_formatted(r, 0, fmt, ap);
 	va_end(ap);
-	report_put_error(r, text);
 }
 
 void report_set_refused(struct ingest_report *r)
@@ -237,7 +260,7 @@ void report_set_index_io(struct ingest_report *r, const char *const names[], con
 
 const char *ingest_report_error(const struct ingest_report *r)
 {
-	return r && r->error[0] ? r->error : NULL;
+	return !r ? NULL : r->error_text ? r->error_text : r->error[0] ? r->error : NULL;
 }
 
 int ingest_report_output_closed(const struct ingest_report *r)
@@ -286,6 +309,7 @@ void ingest_report_free(struct ingest_report *r)
 		return;
 	for (unsigned i = 0; i < r->n_samples; i++)
 		xfree(r->samples[i]);
+	xfree(r->error_text);
 	xfree(r);
 }
 
