@@ -337,9 +337,10 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 		char *what = dynbuf_format("%s: %s", o->index, why ? why : "cannot open the index");
 		run_fail(run, r, what ? what : "cannot open the index", NULL);
 		xfree(what);
-		/* a database or directory this user cannot write: the caller's
-		 * to change, as for the state (exit 2) */
-		if (r == -EACCES || r == -EPERM || r == -EROFS)
+		/* a database or directory this user cannot write, or a path
+		 * longer than SQLite opens: the caller's to change, as for the
+		 * state (exit 2) */
+		if (r == -EACCES || r == -EPERM || r == -EROFS || r == -ENAMETOOLONG)
 			report_set_refused(run->rep);
 		return r;
 	}

@@ -4,7 +4,9 @@
 #include "core/xalloc.h"
 #include "index/db_io.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *db_file_name(const char *path, char **owned)
 {
@@ -21,6 +23,23 @@ const char *db_file_name(const char *path, char **owned)
 	memcpy(name + 2, path, n + 1);
 	*owned = name;
 	return name;
+}
+
+bool db_path_too_long(const char *path, size_t *full, int *max)
+{
+	sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+	*max = vfs ? vfs->mxPathname : 0;
+	char *owned;
+	const char *name = db_file_name(path, &owned);
+	*full = name ? strlen(name) : strlen(path);
+	xfree(owned);
+	if (path[0] != '/') {
+		/* relative: SQLite puts the working directory before it */
+		char *cwd = getcwd(NULL, 0);
+		*full += cwd ? strlen(cwd) + 1 : 0;
+		free(cwd);
+	}
+	return *max > 0 && *full + 1 > (size_t)*max;
 }
 
 static int db_open_with(const char *path, sqlite3 **db, int flags, const char *vfs)

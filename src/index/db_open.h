@@ -12,12 +12,20 @@
 #define INGEST_INDEX_DB_OPEN_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 /* path itself, or for a relative path that starts "file:" or ':' the same
  * file as "./file:..." or "./:...", which SQLite takes as a plain name, in
  * a new string left in *owned (NULL otherwise; xfree it).  NULL without
  * memory. */
 const char *db_file_name(const char *path, char **owned);
+
+/* Whether SQLite's unix VFS cannot open path for its length alone: it
+ * makes the name absolute and refuses one of its mxPathname bytes or more
+ * with SQLITE_CANTOPEN, whose words ("unable to open database file") say
+ * nothing of why.  *full is the absolute name's length, *max the limit. */
+bool db_path_too_long(const char *path, size_t *full, int *max);
 
 /* sqlite3_open_v2(db_file_name(path), db, flags), with SQLite's default
  * VFS (a search, a host's own use). */

@@ -923,6 +923,16 @@ int index_open(const char *path, struct index **out, const char **why)
 	r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 	if (r == 0 && sqlite3_db_readonly(ix->db, "main") == 1)
 		r = -EROFS;
+	size_t full;
+	int max;
+	if (r < 0 && rc == SQLITE_CANTOPEN && db_path_too_long(ix->built ? ix->built : path, &full, &max)) {
+		snprintf(index_open_why, sizeof(index_open_why),
+		         "cannot open the database: its absolute path has %zu bytes%s, SQLite takes %d at most",
+		         full, ix->built ? " as built (FILE.new)" : "", max - 1);
+		*why = index_open_why;
+		index_close(ix);
+		return -ENAMETOOLONG;
+	}
 	if (r < 0)
 		*why = "cannot open the database";
 	if (r == 0) {

@@ -1014,6 +1014,8 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	enum search_opened how = SEARCH_READ;
 	bool ours = false;
 	if (r == 0) {
+		size_t full;
+		int max;
 		rc = search_open(db_path, there, &db, &how);
 		sqlite3_stmt *chk = NULL;
 		/* A search reads most pages once: SQLite's default 2 MB page
@@ -1039,6 +1041,13 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 			why = "a run's -wal file is beside it, and its -shm file cannot be made here"
 			      " (a directory or file system this process cannot write)";
 			r = -EACCES;
+		} else if ((rc & 0xff) == SQLITE_CANTOPEN && db_path_too_long(db_path, &full, &max)) {
+			/* SQLite's words and errno would say the file is not
+			 * there */
+			snprintf(s.error, sizeof(s.error), "its absolute path has %zu bytes, SQLite takes %d at most",
+			         full, max - 1);
+			why = s.error;
+			r = -ENAMETOOLONG;
 		} else if (rc != SQLITE_OK && sqlite3_system_errno(db) > 0) {
 			/* a file that is not there, or cannot be read: the
 			 * system's reason (SQLite's says "unable to open

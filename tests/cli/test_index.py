@@ -758,6 +758,38 @@ def case_read_only(tmp):
     print("read-only file and directory refused before reading")
 
 
+def case_long_paths(tmp):
+    """A path of thousands of bytes (PATH_MAX allows 4,096): each refusal
+    tells its reason whole, after the path.  SQLite opens no database whose
+    absolute path is longer than its VFS takes (512 bytes): said as such,
+    not as "unable to open database file: No such file or directory"; a
+    state at a FIFO there keeps "is not a regular file" (a message's fixed
+    buffer once cut the reason off such a path)."""
+    deep = os.path.join(tmp, *(["d" * 200] * 14))
+    os.makedirs(deep)
+    db = os.path.join(deep, "mail.db")
+    p = run(["--index=" + db, "--stats=json", sample()], check_rc=2)
+    err = p.stderr.decode(errors="replace")
+    if not re.search(r"mail\.db: cannot open the database: its absolute path has \d+ bytes as built"
+                     r" \(FILE\.new\), SQLite takes \d+ at most: File name too long\n", err) or \
+            stats(p)["walk"]["entries"]:
+        fail(f"index at a long path: {err[-300:]!r}")
+    if sorted(os.listdir(deep)):
+        fail(f"index at a long path left {sorted(os.listdir(deep))}")
+    short = os.path.join(tmp, "mail.db")
+    run(["--index=" + short, sample()])
+    shutil.copy(short, db)
+    p = run(["search", db, "notmuch"], check_rc=1)
+    if not re.search(rb"mail\.db': its absolute path has \d+ bytes, SQLite takes \d+ at most\n$", p.stderr):
+        fail(f"search at a long path: {p.stderr[-300:]!r}")
+    os.unlink(db)
+    os.mkfifo(db)
+    p = run(["--state=" + db, "-o", os.devnull, sample()], check_rc=2)
+    if not p.stderr.endswith(b"/mail.db' is not a regular file\n") or len(p.stderr) < len(db):
+        fail(f"state at a long path: {p.stderr[-300:]!r}")
+    print(f"a {len(db)}-byte path: index, search and state refused with their reasons whole")
+
+
 def case_settings(tmp):
     """The index keeps what decides its rows (--no-text, --max-text,
     --headers), as a state file does: a run with others is refused before
