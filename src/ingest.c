@@ -58,6 +58,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,22 +113,38 @@ struct run {
 	atomic_int failed;            /* -errno of the first fatal error */
 };
 
-/* The first fatal error wins; every stage then stops at its next step. */
-static void run_fail(struct run *run, int err, const char *what, const char *arg)
+/* The first fatal error wins, its text fmt's (then strerror(-shown)
+ * unless shown is 0), whole however long the paths it names; every stage
+ * then stops at its next step. */
+static void run_failv(struct run *run, int err, int shown, bool refused, const char *fmt, va_list ap)
 {
 	int expected = 0;
 	if (atomic_compare_exchange_strong(&run->failed, &expected, err)) {
-		/* -EINVAL before any input was read: the run was refused for what
-		 * it was asked, which the caller must change (the command exits 2);
-		 * the message says why, and strerror's "Invalid argument" after it
-		 * would only repeat it less clearly */
-		bool refused = err == -EINVAL && !run->reader;
-		report_set_error(run->rep, refused ? 0 : err, "%s%s%s%s", what, arg ? " '" : "",
-		                 arg ? arg : "", arg ? "'" : "");
+		report_set_errorv(run->rep, shown, fmt, ap);
 		if (refused)
 			report_set_refused(run->rep);
 	}
 	budget_cancel(&run->budget);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void run_failf(struct run *run, int err, const char *fmt, ...)
+{
+	/* -EINVAL before any input was read: the run was refused for what it
+	 * was asked, which the caller must change (the command exits 2); the
+	 * message says why, and strerror's "Invalid argument" after it would
+	 * only repeat it less clearly */
+	bool refused = err == -EINVAL && !run->reader;
+	va_list ap;
+	va_start(ap, fmt);
+	run_failv(run, err, refused ? 0 : err, refused, fmt, ap);
+	va_end(ap);
+}
+
+/* run_failf's "what 'arg'", arg NULL for what alone. */
+static void run_fail(struct run *run, int err, const char *what, const char *arg)
+{
+	run_failf(run, err, "%s%s%s%s", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
 static void run_fail_cb(void *ctx, int err, const char *what, const char *arg)
@@ -144,18 +161,15 @@ static bool run_state_refusal(int err)
 	       err == -EROFS || err == -ENOENT || err == -ENOTDIR || err == -EISDIR || err == -ENOTSUP;
 }
 
-/* text: the whole message, or NULL for "cannot use the state 'FILE'" and
- * strerror. */
-static void run_fail_state(struct run *run, int err, const char *text)
+/* A failure of the state: fmt's text, then strerror(-shown) unless shown
+ * is 0. */
+__attribute__((format(printf, 4, 5)))
+static void run_fail_state(struct run *run, int err, int shown, const char *fmt, ...)
 {
-	int expected = 0;
-	if (atomic_compare_exchange_strong(&run->failed, &expected, err)) {
-		if (text)
-			report_set_message(run->rep, "%s", text);
-		else
-			report_set_error(run->rep, err, "cannot use the state '%s'", run->o->state);
-	}
-	budget_cancel(&run->budget);
+	va_list ap;
+	va_start(ap, fmt);
+	run_failv(run, err, shown, false, fmt, ap);
+	va_end(ap);
 	if (run_state_refusal(err))
 		report_set_refused(run->rep);
 }
@@ -178,24 +192,24 @@ static int run_open_state(struct run *run)
 	if (r == -EINTR && atomic_load(&ingest_stop))
 		return 1;
 	if (r < 0) {
-		/* the paths whole (a message's own buffer would cut the reason
-		 * off a long one); out of memory, the shorter words */
-		char *text = !why[0] ? NULL
-		           : r == -EAGAIN ? dynbuf_format("state '%s' is %s (--wait-state waits for it)", o->state, why)
-		           : dynbuf_format("state '%s': %s", o->state, why);
-		run_fail_state(run, r, text);
-		xfree(text);
+		if (!why[0])
+			run_fail_state(run, r, r, "cannot use the state '%s'", o->state);
+		else if (r == -EAGAIN)
+			run_fail_state(run, r, 0, "state '%s' is %s (--wait-state waits for it)", o->state, why);
+		else
+			run_fail_state(run, r, 0, "state '%s': %s", o->state, why);
 		return r;
 	}
 	r = state_load(o->state, o->state_reset, &run->state);
 	if (r < 0) {
 		const char *bad = state_load_error(run->state);
-		char *text = !bad ? NULL
-		           : r == -EINVAL ? dynbuf_format("state '%s' is corrupt: %s (--state-reset starts it afresh)",
-		                                          o->state, bad)
-		           : dynbuf_format("state '%s' is %s", o->state, bad);
-		run_fail_state(run, r, text);
-		xfree(text);
+		if (!bad)
+			run_fail_state(run, r, r, "cannot use the state '%s'", o->state);
+		else if (r == -EINVAL)
+			run_fail_state(run, r, 0, "state '%s' is corrupt: %s (--state-reset starts it afresh)",
+			               o->state, bad);
+		else
+			run_fail_state(run, r, 0, "state '%s' is %s", o->state, bad);
 		return r;
 	}
 	r = run_bind_state(run);
@@ -209,9 +223,7 @@ static int run_open_state(struct run *run)
 	if (r < 0) {
 		const char *bad = state_load_error(run->state);
 		if (bad) {
-			char *text = dynbuf_format("state '%s' is %s", o->state, bad);
-			run_fail_state(run, r, text);
-			xfree(text);
+			run_fail_state(run, r, 0, "state '%s' is %s", o->state, bad);
 		} else {
 			run_fail(run, r, "cannot use the state's journal", o->state);
 		}
@@ -302,9 +314,7 @@ static int run_bind_index(struct run *run)
 	}
 	if (r < 0) {
 		const char *e = index_error(run->index);
-		char *what = dynbuf_format("%s: cannot keep the index's settings: %s", o->index, e ? e : "SQLite");
-		run_fail(run, r, what ? what : "cannot keep the index's settings", NULL);
-		xfree(what);
+		run_failf(run, r, "%s: cannot keep the index's settings: %s", o->index, e ? e : "SQLite");
 	}
 	return r;
 }
@@ -334,9 +344,7 @@ static int run_open_index(struct run *run, struct reader_options *ro)
 	if (r == 0 && (r = index_load_state(run->index, &run->state)) < 0)
 		why = "cannot read the index's state";
 	if (r < 0) {
-		char *what = dynbuf_format("%s: %s", o->index, why ? why : "cannot open the index");
-		run_fail(run, r, what ? what : "cannot open the index", NULL);
-		xfree(what);
+		run_failf(run, r, "%s: %s", o->index, why ? why : "cannot open the index");
 		/* a database or directory this user cannot write, or a path
 		 * longer than SQLite opens: the caller's to change, as for the
 		 * state (exit 2) */

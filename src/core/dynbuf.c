@@ -140,19 +140,6 @@ int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 	return r;
 }
 
-char *dynbuf_format(const char *fmt, ...)
-{
-	struct dynbuf b;
-	dynbuf_init(&b, 0);
-	va_list ap;
-	va_start(ap, fmt);
-	int r = dynbuf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	char *p = r == 0 ? dynbuf_take(&b, NULL) : NULL;
-	dynbuf_release(&b);
-	return p;
-}
-
 char *dynbuf_take(struct dynbuf *b, size_t *len)
 {
 	if (dynbuf_reserve(b, 0) < 0)

@@ -63,9 +63,6 @@ int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int dynbuf_vprintf(struct dynbuf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
-/* fmt's text as a string of its own (xfree it), whatever its length; NULL
- * out of memory. */
-char *dynbuf_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Hands out the bytes (NUL-terminated) and empties the buffer. */
 char *dynbuf_take(struct dynbuf *b, size_t *len);
 

@@ -91,7 +91,7 @@ static void report_put_error(struct ingest_report *r, const char *text)
 
 /* The text of fmt and ap, then ": " and strerror(-err) unless err is 0,
  * into r: whole, or out of memory cut to what a buffer of its own holds. */
-static void report_put_formatted(struct ingest_report *r, int err, const char *fmt, va_list ap)
+void report_set_errorv(struct ingest_report *r, int err, const char *fmt, va_list ap)
 {
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
@@ -117,7 +117,7 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	report_put_formatted(r, err, fmt, ap);   /* err 0: the text says it all */
+	report_set_errorv(r, err, fmt, ap);   /* err 0: the text says it all */
 	va_end(ap);
 }
 
@@ -125,7 +125,7 @@ void report_set_message(struct ingest_report *r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	report_put_formatted(r, 0, fmt, ap);
+	report_set_errorv(r, 0, fmt, ap);
 	va_end(ap);
 }
 

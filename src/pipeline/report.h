@@ -6,6 +6,7 @@
 
 #include "ingest.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@ void report_set_error(struct ingest_report *r, int err, const char *fmt, ...)
 /* Records why the run failed, the text alone (no strerror). */
 void report_set_message(struct ingest_report *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* report_set_error for a caller that takes the format itself. */
+void report_set_errorv(struct ingest_report *r, int err, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 /* The failure is the caller's to mend (ingest_report_usage_error). */
 void report_set_refused(struct ingest_report *r);
 void report_start(struct ingest_report *r);
