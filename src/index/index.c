@@ -918,14 +918,15 @@ int index_open(const char *path, struct index **out, const char **why)
 			return r;
 		}
 	}
-	int rc = db_open_path_counted(ix->built ? ix->built : path, &ix->db, SQLITE_OPEN_READWRITE |
-	                      SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+	const char *file = ix->built ? ix->built : path;
+	int rc = db_open_path_counted(file, &ix->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	                              SQLITE_OPEN_NOMUTEX);
 	r = rc == SQLITE_OK ? 0 : index_fail(ix, rc);
 	if (r == 0 && sqlite3_db_readonly(ix->db, "main") == 1)
 		r = -EROFS;
 	size_t full;
 	int max;
-	if (r < 0 && rc == SQLITE_CANTOPEN && db_path_too_long(ix->built ? ix->built : path, &full, &max)) {
+	if (r < 0 && rc == SQLITE_CANTOPEN && db_path_too_long(file, &full, &max)) {
 		snprintf(index_open_why, sizeof(index_open_why),
 		         "cannot open the database: its absolute path has %zu bytes%s, SQLite takes %d at most",
 		         full, ix->built ? " as built (FILE.new)" : "", max - 1);
