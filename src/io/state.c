@@ -1485,8 +1485,9 @@ static int state_tmp_make(const char *path, int unnamed, mode_t mode, char **tmp
 	char *name = xmalloc(cap);
 	if (!name)
 		return -ENOMEM;
-	char self[48];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", unnamed);
+	char self[48] = "";
+	if (unnamed >= 0)
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", unnamed);
 	int r = -EEXIST;
 	for (unsigned i = 0; i < 64 && r == -EEXIST; i++) {
 		state_tmp_name(name, cap, path, i);
