@@ -867,8 +867,8 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 			run_fail(run, ir, "cannot put the index in place", o->index);
 		struct index_stats is;
 		index_stats_get(run->index, &is);
-		report_set_index(run->rep, is.transactions, is.messages, is.errors, is.deleted, is.renamed,
-		                 is.ns);
+		report_set_index(run->rep, is.transactions, is.messages, is.unchanged, is.errors, is.deleted,
+		                 is.renamed, is.ns);
 		/* the database's file operations, its closing checkpoint's
 		 * included */
 		index_close(run->index);

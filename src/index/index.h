@@ -111,6 +111,7 @@ int index_add_batch(struct index *ix, const struct batch *b);
  * written by kind, nanoseconds spent inside SQLite. */
 struct index_stats {
 	uint64_t transactions, messages, errors, deleted, renamed;
+	uint64_t unchanged;   /* messages read again and found as stored (kept) */
 	uint64_t ns;
 };
 void index_stats_get(const struct index *ix, struct index_stats *out);

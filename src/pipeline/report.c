@@ -49,7 +49,7 @@ struct ingest_report {
 	unsigned n_samples;
 	uint64_t errors;
 	bool have_index;
-	uint64_t index[6];                   /* report_set_index's, in order */
+	uint64_t index[REPORT_INDEX_COUNTS + 1];   /* report_set_index's, in order */
 	unsigned index_io_n;                 /* report_set_index_io's */
 	const char *index_io_names[REPORT_INDEX_IO];
 	uint64_t index_io[REPORT_INDEX_IO];
@@ -241,10 +241,11 @@ void report_set_written(struct ingest_report *r, uint64_t records)
 }
 
 void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t messages,
-                      uint64_t errors, uint64_t deleted, uint64_t renamed, uint64_t ns)
+                      uint64_t unchanged, uint64_t errors, uint64_t deleted, uint64_t renamed,
+                      uint64_t ns)
 {
 	r->have_index = true;
-	uint64_t v[6] = { transactions, messages, errors, deleted, renamed, ns };
+	uint64_t v[REPORT_INDEX_COUNTS + 1] = { transactions, messages, unchanged, errors, deleted, renamed, ns };
 	memcpy(r->index, v, sizeof(v));
 }
 
@@ -324,9 +325,9 @@ static const char *report_kind_name(unsigned k)
 	return k == RECORD_NONE ? "ok" : record_reason_name((enum record_reason)k);
 }
 
-/* report_set_index's counters, in order (the sixth is SQLite's time) */
-static const char *const report_index_names[] = {
-	"transactions", "messages", "errors", "deleted", "renamed",
+/* report_set_index's counters, in order (SQLite's time follows them) */
+static const char *const report_index_names[REPORT_INDEX_COUNTS] = {
+	"transactions", "messages", "unchanged", "errors", "deleted", "renamed",
 };
 
 static void report_human(const struct ingest_report *r, struct dynbuf *b)
@@ -392,9 +393,9 @@ static void report_human(const struct ingest_report *r, struct dynbuf *b)
 	dynbuf_putc(b, '\n');
 	if (r->have_index) {
 		dynbuf_puts(b, "  index       ");
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < REPORT_INDEX_COUNTS; i++)
 			dynbuf_printf(b, " %llu %s,", (unsigned long long)r->index[i], report_index_names[i]);
-		dynbuf_printf(b, " %.1f ms in SQLite\n", (double)r->index[5] / 1e6);
+		dynbuf_printf(b, " %.1f ms in SQLite\n", (double)r->index[REPORT_INDEX_COUNTS] / 1e6);
 	}
 	if (r->index_io_n) {
 		dynbuf_puts(b, "  database    ");
@@ -473,9 +474,9 @@ static void report_json(const struct ingest_report *r, struct dynbuf *b)
 		dynbuf_printf(b, "%s\"%s\":%llu", i ? "," : "", ops[i], (unsigned long long)r->counts.ring[i]);
 	if (r->have_index) {
 		dynbuf_puts(b, "},\"index\":{");
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < REPORT_INDEX_COUNTS; i++)
 			dynbuf_printf(b, "\"%s\":%llu,", report_index_names[i], (unsigned long long)r->index[i]);
-		dynbuf_printf(b, "\"sqlite_ms\":%.3f", (double)r->index[5] / 1e6);
+		dynbuf_printf(b, "\"sqlite_ms\":%.3f", (double)r->index[REPORT_INDEX_COUNTS] / 1e6);
 		if (r->index_io_n) {
 			dynbuf_puts(b, ",\"sqlite_io\":{");
 			for (unsigned i = 0; i < r->index_io_n; i++)

@@ -42,9 +42,12 @@ uint64_t report_started_ns(const struct ingest_report *r);
 void report_set_written(struct ingest_report *r, uint64_t records);
 void report_set_flags(struct ingest_report *r, bool output_closed, bool interrupted);
 /* --index: what the database sink did (its SQLite calls are not ingest's
- * per-file syscalls, so they are reported here, apart). */
+ * per-file syscalls, so they are reported here, apart): messages written,
+ * and those read again and kept as stored (unchanged). */
+#define REPORT_INDEX_COUNTS 6
 void report_set_index(struct ingest_report *r, uint64_t transactions, uint64_t messages,
-                      uint64_t errors, uint64_t deleted, uint64_t renamed, uint64_t ns);
+                      uint64_t unchanged, uint64_t errors, uint64_t deleted, uint64_t renamed,
+                      uint64_t ns);
 /* --index: the database's own file operations by name (index/db_io.h),
  * count of them at most REPORT_INDEX_IO. */
 #define REPORT_INDEX_IO 16

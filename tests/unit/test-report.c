@@ -74,7 +74,7 @@ static struct ingest_report *fixed_report(void)
 	stats_count_ring(STATS_OP_other, 1);
 	report_set_written(r, 6);
 	report_set_flags(r, true, false);
-	report_set_index(r, 2, 5, 1, 1, 0, 1500000);
+	report_set_index(r, 2, 5, 3, 1, 1, 0, 1500000);
 	static const char *const io_names[] = { "read", "write", "sync" };
 	static const uint64_t io_n[] = { 7, 9, 1 };
 	report_set_index_io(r, io_names, io_n, 3);
@@ -127,8 +127,8 @@ static void test_report_human(void **state)
 		"  waits (ms)   reader on budget 2.5, parser on reader 1.0, writer on parser 0.0\n"
 		"  syscalls     close=1 faccessat=3 (total 4, 0.5714 per file)\n"
 		"  ring ops     statx=0 openat=0 read=2 close=0 other=1; io_uring_enter=0\n"
-		"  index        2 transactions, 5 messages, 1 errors, 1 deleted, 0 renamed, 1.5 ms in "
-		"SQLite\n"
+		"  index        2 transactions, 5 messages, 3 unchanged, 1 errors, 1 deleted, 0 renamed, 1.5 ms"
+		" in SQLite\n"
 		"  database     read=7 write=9 sync=1 (total 17: SQLite's file operations, each a syscall or "
 		"none, not in the syscalls above)\n";
 	assert_string_equal(text, want);
@@ -168,7 +168,7 @@ static void test_report_json(void **state)
 		"\"pool\":{\"threads_started\":0,\"batches\":0,\"inline_batches\":0,\"workers_per_batch\":{}},"
 		"\"wait_ms\":{\"reader_on_budget\":2.500,\"parser_on_reader\":1.000,\"writer_on_parser\":0.000},"
 		"\"syscalls\":{%s},\"ring_ops\":{\"statx\":0,\"openat\":0,\"read\":2,\"close\":0,\"other\":1},"
-		"\"index\":{\"transactions\":2,\"messages\":5,\"errors\":1,\"deleted\":1,\"renamed\":0,"
+		"\"index\":{\"transactions\":2,\"messages\":5,\"unchanged\":3,\"errors\":1,\"deleted\":1,\"renamed\":0,"
 		"\"sqlite_ms\":1.500,\"sqlite_io\":{\"read\":7,\"write\":9,\"sync\":1}},\"io_uring_enter\":0,\"io_uring_enter_retries\":0,"
 		"\"io_uring_cq_overflow\":0,\"io_uring_cqe_retries\":0}\n", sys);
 	assert_string_equal(text, want);
