@@ -46,7 +46,8 @@ def sh(cmd, env=None, check=True):
 
 
 def timed(cmd, env=None):
-    """Wall seconds, peak RSS (KiB) and CPU seconds of one command.  The
+    """Wall seconds and peak RSS (KiB) of one command; its CPU seconds in
+    timed.cpu and its standard error in timed.stderr.  The
     peak comes from GNU time: a child forked from this Python process
     starts its ru_maxrss at the parent's size (the kernel keeps the high
     mark across exec), so wait4's own figure is a floor, not the tool's."""
@@ -60,6 +61,7 @@ def timed(cmd, env=None):
     if os.waitstatus_to_exitcode(status):
         sys.exit(f"{cmd}: exit {os.waitstatus_to_exitcode(status)}: {err[-400:]}")
     timed.cpu = ru.ru_utime + ru.ru_stime
+    timed.stderr = err
     m = re.findall(r"^maxrss (\d+)$", err, re.M)
     return wall, int(m[-1]) if m else ru.ru_maxrss
 
