@@ -44,6 +44,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+/* header only: the record's hash (index_record_read) */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 enum index_stmt {
 	ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
@@ -52,7 +55,7 @@ enum index_stmt {
 	ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_REREAD_FILE, ST_FILE_ID, ST_RENAME_MESSAGES,
-	ST_RENAME_FILE, ST__COUNT
+	ST_RENAME_FILE, ST_FIND_ID, ST_KEEP_MESSAGE, ST_DELETE_ID, ST__COUNT
 };
 
 /* No statement below makes a temporary table (a CTE used more than once, a
@@ -112,9 +115,9 @@ static const char *const index_sql[ST__COUNT] = {
 	[ST_INSERT_MESSAGE] =
 		"INSERT OR REPLACE INTO messages(id, root, path, folder, subdir, flags, tags, \"offset\","
 		" length, size, mtime, message_id, in_reply_to, date, date_raw, subject, list_id,"
-		" content_type, parts, warnings, notes, text_truncated, headers)"
+		" content_type, parts, warnings, notes, text_truncated, headers, record_hash)"
 		" VALUES (?4, ?2, ?3, ?5, ?6, ?7, ingest_tags(?6, ?7), ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-		" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+		" ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
 	/* the record's top-level members, in one pass over it (index_record) */
 	[ST_RECORD_FIELDS] = "SELECT key, value FROM json_each(?1)",
 	/* an address row as addresses.h reads it: ?1 the docid, then the
@@ -194,6 +197,18 @@ static const char *const index_sql[ST__COUNT] = {
 	[ST_RENAME_FILE] =
 		"UPDATE OR REPLACE files SET root = ?2, path = ?3, dev = ?5, ino = ?6, size = ?7,"
 		" mtime_sec = ?8, mtime_nsec = ?9 WHERE root = ?10 AND path = ?4",
+	/* a message read again: its row by id, and the hash of what it stored
+	 * (index_keep_message) */
+	[ST_FIND_ID] = "SELECT docid, record_hash FROM messages WHERE id = ?4",
+	/* the same message, unchanged but for its file: where it is, and the
+	 * file's size and mtime; the parameters of ST_INSERT_MESSAGE, ?25
+	 * its docid */
+	[ST_KEEP_MESSAGE] =
+		"UPDATE messages SET root = ?2, path = ?3, folder = ?5, subdir = ?6, flags = ?7,"
+		" tags = ingest_tags(?6, ?7), size = ?10, mtime = ?11 WHERE docid = ?25",
+	/* an archive's message not found again at its offset, or whose
+	 * record there is an error now (?4 its id) */
+	[ST_DELETE_ID] = "DELETE FROM messages WHERE id = ?4",
 };
 
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
@@ -208,6 +223,14 @@ static const char *const index_sql[ST__COUNT] = {
 #define INDEX_SETTINGS_TABLE \
 	"CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
 
+/* Version 3 (from 2: the column and the index below, index_check_schema):
+ * record_hash, what index_keep_message compares a message read again
+ * with; NULL in the rows of an earlier version, which are replaced.  The
+ * offsets of each archive's messages, read whole when a run starts
+ * (index_load_state), from an index of those rows alone. */
+#define INDEX_ARCHIVE_INDEX \
+	"CREATE INDEX messages_archive ON messages(root, path, \"offset\") WHERE \"offset\" IS NOT NULL"
+
 static const char index_schema[] =
 	INDEX_SETTINGS_TABLE ";"
 	"CREATE TABLE messages ("
@@ -216,7 +239,8 @@ static const char index_schema[] =
 	" tags TEXT NOT NULL DEFAULT '[]', \"offset\" INTEGER, length INTEGER, size INTEGER, mtime TEXT,"
 	" message_id TEXT, in_reply_to TEXT, date TEXT, date_raw TEXT, subject TEXT, list_id TEXT,"
 	" content_type TEXT, parts INTEGER, warnings TEXT, notes TEXT, text_truncated INTEGER,"
-	" headers TEXT, thread_id INTEGER);"
+	" headers TEXT, thread_id INTEGER, record_hash INTEGER);"
+	INDEX_ARCHIVE_INDEX ";"
 	"CREATE INDEX messages_path ON messages(root, path);"
 	"CREATE INDEX messages_message_id ON messages(message_id);"
 	"CREATE INDEX messages_in_reply_to ON messages(in_reply_to);"
@@ -274,9 +298,10 @@ enum index_field {
 	IF__COUNT
 };
 
-/* the fields ST_INSERT_MESSAGE stores, from ?4 on */
+/* the fields ST_INSERT_MESSAGE stores, from ?4 on, then record_hash (?24) */
 #define INDEX_MESSAGE_FIELDS (IF_HEADERS + 1)
 #define INDEX_MESSAGE_PARAM  4
+_Static_assert(INDEX_MESSAGE_PARAM + INDEX_MESSAGE_FIELDS == 24, "record_hash is ?24, a kept docid ?25");
 
 /* One field's value: SQLITE_NULL where the record lacks it (unbound, as
  * -> and ->> give NULL), its text in rec_text at off, NUL-terminated. */
@@ -314,9 +339,12 @@ struct index {
 	 * are queued; a failure after that breaks the build) */
 	uint64_t fts_handed;
 	struct dynbuf scratch;
-	/* the fields of the message record being stored (index_record) */
+	/* the fields of the message record being stored (index_record), and
+	 * its hash when it has one (a record read in C) */
 	struct index_value rec[IF__COUNT];
 	struct dynbuf rec_text;
+	int64_t rec_hash;
+	bool rec_hashed;
 	struct addr_rows addresses;   /* the message's address rows (index_add_addresses) */
 	struct index_stats stats;
 	struct index_stats committed;   /* stats at the open transaction's BEGIN */
@@ -566,6 +594,18 @@ static int index_check_schema(struct index *ix, const char **why)
 		       " index again";
 		return -EINVAL;
 	}
+	if (tables && version == 2) {
+		/* one transaction: an index of version 2 or of 3, never between
+		 * (the write lock proves the file writable, as below) */
+		r = index_exec(ix, "BEGIN IMMEDIATE; ALTER TABLE messages ADD COLUMN record_hash INTEGER;"
+		               INDEX_ARCHIVE_INDEX ";" INDEX_SETTINGS_TABLE "; PRAGMA user_version = 3; COMMIT");
+		if (r < 0) {
+			sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
+			*why = "cannot migrate the index from schema_version 2";
+		}
+		return r;
+	}
+	_Static_assert(INDEX_SCHEMA_VERSION == 3, "the migration above ends at this version");
 	if (tables && version == INDEX_SCHEMA_VERSION) {
 		/* the write lock proves the file and its directory writable */
 		r = index_exec(ix, "BEGIN IMMEDIATE;" INDEX_SETTINGS_TABLE "; COMMIT");
@@ -1047,6 +1087,46 @@ void index_stats_get(const struct index *ix, struct index_stats *out)
 	*out = ix->stats;
 }
 
+/* SQLite's order of two blobs, or of two texts under BINARY: their bytes,
+ * then the shorter first. */
+static int index_blob_cmp(struct str a, struct str b)
+{
+	int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
+	return c ? c : (a.n > b.n) - (a.n < b.n);
+}
+
+/* The rows of an mbox archive's messages, in the order of `files`: root,
+ * path, then offset (index_load_state walks both at once). */
+struct index_archive_rows {
+	sqlite3_stmt *s;
+	int rc;   /* SQLITE_ROW while s is on a row */
+	struct dynbuf offs;   /* uint64_t: the offsets of the file at hand */
+};
+
+/* The offsets of the archive at root/path into a->offs (empty for a file
+ * that is no archive).  0, or -errno. */
+static int index_archive_offsets(struct index *ix, struct index_archive_rows *a, struct str root,
+                                 struct str path)
+{
+	dynbuf_reset(&a->offs);
+	while (a->rc == SQLITE_ROW) {
+		struct str r = { sqlite3_column_blob(a->s, 0), (size_t)sqlite3_column_bytes(a->s, 0) };
+		struct str p = { sqlite3_column_blob(a->s, 1), (size_t)sqlite3_column_bytes(a->s, 1) };
+		int c = index_blob_cmp(r, root);
+		if (c == 0)
+			c = index_blob_cmp(p, path);
+		if (c > 0)
+			break;
+		if (c == 0) {
+			uint64_t off = (uint64_t)sqlite3_column_int64(a->s, 2);
+			if (dynbuf_append(&a->offs, &off, sizeof(off)) < 0)
+				return -ENOMEM;
+		}
+		a->rc = sqlite3_step(a->s);
+	}
+	return a->rc == SQLITE_ROW || a->rc == SQLITE_DONE ? 0 : index_fail(ix, a->rc);
+}
+
 int index_load_state(struct index *ix, struct state **out)
 {
 	*out = NULL;
@@ -1063,9 +1143,23 @@ int index_load_state(struct index *ix, struct state **out)
 	                        " f.mtime_nsec, e.path IS NOT NULL FROM files f LEFT JOIN"
 	                        " (SELECT DISTINCT CAST(root AS BLOB) AS root, CAST(path AS BLOB) AS path"
 	                        " FROM errors WHERE \"offset\" IS NULL) e"
-	                        " ON e.root = f.root AND e.path = f.path", -1, &s, NULL);
+	                        " ON e.root = f.root AND e.path = f.path ORDER BY f.root, f.path", -1, &s, NULL);
 	if (rc != SQLITE_OK)
 		return index_fail(ix, rc);
+	/* An archive's entry lists its messages' offsets, as --state's does:
+	 * a run that reads it again then keeps the messages still there by id
+	 * and deletes those gone (index_add_records), and never takes it for
+	 * one message of the file's id.  From messages_archive, which holds
+	 * those rows only: a Maildir's index reads nothing more. */
+	struct index_archive_rows a = { NULL, SQLITE_DONE, { 0 } };
+	dynbuf_init(&a.offs, 0);
+	rc = sqlite3_prepare_v2(ix->db, "SELECT root, path, \"offset\" FROM messages INDEXED BY messages_archive"
+	                        " WHERE \"offset\" IS NOT NULL ORDER BY root, path, \"offset\"", -1, &a.s, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(s);
+		return index_fail(ix, rc);
+	}
+	a.rc = sqlite3_step(a.s);
 	struct dynbuf b;
 	dynbuf_init(&b, 0);
 	int r = state_format_begin(&b);
@@ -1075,16 +1169,21 @@ int index_load_state(struct index *ix, struct state **out)
 		struct str f[2];
 		for (int i = 0; i < 2; i++)
 			f[i] = (struct str){ sqlite3_column_blob(s, i), (size_t)sqlite3_column_bytes(s, i) };
-		r = state_format_file(&b, f[0], f[1], (uint64_t)sqlite3_column_int64(s, 2),
-		                      (uint64_t)sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4),
-		                      (uint64_t)sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6),
-		                      (uint32_t)sqlite3_column_int64(s, 7), sqlite3_column_int(s, 8) != 0);
+		r = index_archive_offsets(ix, &a, f[0], f[1]);
+		if (r == 0)
+			r = state_format_file(&b, f[0], f[1], (uint64_t)sqlite3_column_int64(s, 2),
+			                      (uint64_t)sqlite3_column_int64(s, 3), (uint64_t)sqlite3_column_int64(s, 4),
+			                      (uint64_t)sqlite3_column_int64(s, 5), sqlite3_column_int64(s, 6),
+			                      (uint32_t)sqlite3_column_int64(s, 7), sqlite3_column_int(s, 8) != 0,
+			                      (const uint64_t *)(const void *)a.offs.p, a.offs.len / sizeof(uint64_t));
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = index_fail(ix, rc);
 	if (r == 0)
 		r = state_format_end(&b, entries);
 	sqlite3_finalize(s);
+	sqlite3_finalize(a.s);
+	dynbuf_release(&a.offs);
 	if (r < 0) {
 		dynbuf_release(&b);
 		return r;
@@ -1344,12 +1443,31 @@ static int index_record_value(struct index *ix, struct json_read *j, int f, bool
 	return r;
 }
 
-/* The record's fields into ix->rec, read in C (json_read.h): 0,
- * JSON_READ_OTHER for a record left to SQLite, -ENOMEM. */
+/* The members a record's hash leaves out: where its file is and what the
+ * file's stat says (a message read again unchanged in an archive that grew,
+ * or in a file renamed, has other values there and is the same message),
+ * and its thread, which the index keeps itself (index_thread). */
+static bool index_hash_skips(const char *key, size_t n)
+{
+	static const char *const skip[] = {
+		"path", "root", "path_b64", "root_b64", "size", "mtime", "folder", "subdir", "flags", "tags",
+		"thread_id",
+	};
+	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+		if (strlen(skip[i]) == n && !memcmp(skip[i], key, n))
+			return true;
+	return false;
+}
+
+/* The record's fields into ix->rec, read in C (json_read.h), and its hash
+ * (XXH3 of its members as written, each key and value, but those
+ * index_hash_skips names) into ix->rec_hash: 0, JSON_READ_OTHER for a
+ * record left to SQLite, -ENOMEM. */
 static int index_record_read(struct index *ix, const char *rec, size_t n)
 {
 	struct json_read j = { rec, rec + n };
 	bool seen[IF__COUNT] = { false };
+	uint64_t h = 0;   /* of each member hashed, key and value, in order */
 	if (!json_read_eat(&j, '{'))
 		return JSON_READ_OTHER;
 	if (json_read_eat(&j, '}'))
@@ -1362,15 +1480,23 @@ static int index_record_read(struct index *ix, const char *rec, size_t n)
 			return r;
 		if (memchr(key, '\\', (size_t)(j.p - 1 - key)) || !json_read_eat(&j, ':'))
 			return JSON_READ_OTHER;
-		r = index_record_value(ix, &j, index_field_of(key, (size_t)(j.p - 2 - key)), seen);
+		size_t key_n = (size_t)(j.p - 2 - key);
+		r = index_record_value(ix, &j, index_field_of(key, key_n), seen);
 		if (r != 0)
 			return r;
+		if (!index_hash_skips(key, key_n))
+			h = XXH3_64bits_withSeed(key - 1, (size_t)(j.p - (key - 1)), h);
 	} while (json_read_eat(&j, ','));
-	return json_read_eat(&j, '}') && j.p == j.end ? 0 : JSON_READ_OTHER;
+	if (!json_read_eat(&j, '}') || j.p != j.end)
+		return JSON_READ_OTHER;
+	ix->rec_hash = (int64_t)h;
+	ix->rec_hashed = true;
+	return 0;
 }
 
 static void index_record_clear(struct index *ix)
 {
+	ix->rec_hashed = false;
 	for (int f = 0; f < IF__COUNT; f++)
 		ix->rec[f].type = SQLITE_NULL;
 	dynbuf_reset(&ix->rec_text);
@@ -1558,14 +1684,54 @@ static int index_add_addresses(struct index *ix, int64_t docid)
 	return index_run(ix, ST_INSERT_ADDRESSES);
 }
 
+/* A message already stored (its id found) whose row holds the same record
+ * (the hash of index_record_read): the row stays, with its addresses,
+ * attachments, references, thread and text index row, and only where its
+ * file is and the file's size and mtime are written.  A file read again
+ * is most often an mbox archive that grew: its earlier messages are then
+ * neither deleted and inserted again nor tokenized twice (README, "The
+ * index").  A database being built holds no row to keep.  1 when kept, 0
+ * when the record is to be stored, -errno. */
+static int index_keep_message(struct index *ix, const struct record_io *io)
+{
+	if (ix->built || !ix->rec_hashed || ix->rec[IF_ID].type != SQLITE_TEXT)
+		return 0;
+	sqlite3_stmt *s = ix->st[ST_FIND_ID];
+	index_bind_field(ix, s, 4, IF_ID);
+	int rc = sqlite3_step(s);
+	bool same = rc == SQLITE_ROW && sqlite3_column_type(s, 1) == SQLITE_INTEGER &&
+	            sqlite3_column_int64(s, 1) == ix->rec_hash;
+	int64_t docid = same ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return index_fail(ix, rc);
+	if (!same)
+		return 0;
+	s = ix->st[ST_KEEP_MESSAGE];
+	index_bind(ix, ST_KEEP_MESSAGE, NULL, 0, false, io);
+	for (int f = 0; f < INDEX_MESSAGE_FIELDS; f++)
+		index_bind_field(ix, s, INDEX_MESSAGE_PARAM + f, (enum index_field)f);
+	sqlite3_bind_int64(s, INDEX_MESSAGE_PARAM + INDEX_MESSAGE_FIELDS + 1, docid);
+	int r = index_run(ix, ST_KEEP_MESSAGE);
+	if (r < 0)
+		return r;
+	ix->stats.unchanged++;
+	return 1;
+}
+
 /* Stores the message record index_record took apart. */
 static int index_add_message(struct index *ix, const struct record_io *io)
 {
-	int r;
+	int r = index_keep_message(ix, io);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	sqlite3_stmt *st = ix->st[ST_INSERT_MESSAGE];
 	index_bind(ix, ST_INSERT_MESSAGE, NULL, 0, false, io);
 	for (int f = 0; f < INDEX_MESSAGE_FIELDS; f++)
 		index_bind_field(ix, st, INDEX_MESSAGE_PARAM + f, (enum index_field)f);
+	if (ix->rec_hashed)
+		sqlite3_bind_int64(st, INDEX_MESSAGE_PARAM + INDEX_MESSAGE_FIELDS, ix->rec_hash);
 	r = index_run(ix, ST_INSERT_MESSAGE);
 	if (r < 0)
 		return r;
@@ -1624,19 +1790,41 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 	return index_run(ix, k);
 }
 
-/* A file gone: its messages, its errors and its state row.  A file named
+/* What a file held before its records are written again: its errors, and
+ * its messages unless it was an archive (whose messages are kept or
+ * replaced by id and deleted by offset: index_add_records).  A file named
  * and missing (io->replaced) keeps the error row this run wrote for it,
  * as a clean run's (io/state.h, state_named_missing). */
-static int index_delete_file(struct index *ix, const struct record_io *io)
+static int index_clear_file(struct index *ix, const struct record_io *io, bool archive)
 {
 	vanished_met(ix->vanished, io->base, io->path);
-	index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
-	int r = index_run(ix, ST_DELETE_PATH);
+	int r = 0;
+	if (!archive) {
+		index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
+		r = index_run(ix, ST_DELETE_PATH);
+	}
 	if (r == 0 && !io->replaced) {
 		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH_ERRORS);
 	}
 	return r;
+}
+
+/* A file gone: its messages, its errors (and, index_file_row, its state
+ * row). */
+static int index_delete_file(struct index *ix, const struct record_io *io)
+{
+	return index_clear_file(ix, io, false);
+}
+
+/* The row of an archive's message, by id (its hex id): one of the last
+ * run found at no offset now, in the archive still there (a message
+ * removed, the file rewritten), or one whose record at its offset is an
+ * error now.  Its errors went with the file's (index_clear_file). */
+static int index_delete_message(struct index *ix, const char *id, size_t id_n)
+{
+	sqlite3_bind_text(ix->st[ST_DELETE_ID], 4, id, (int)id_n, SQLITE_STATIC);
+	return index_run(ix, ST_DELETE_ID);
 }
 
 /* A file read again under another name than the one it was known or met
@@ -1717,19 +1905,33 @@ static bool index_is_error(const struct index *ix)
 
 /* A change record among a file's records: its own id deleted before its
  * archive's first message (pipeline/parse_stage.c), whose rows went with
- * the file's already (index_delete_file below, or a streamed archive's
- * placeholder in index_add_batch). */
+ * the file's already (index_clear_file below, or a streamed archive's
+ * placeholder in index_add_batch); or, with an offset, a message of the
+ * archive's last run found at no offset now (index_add_records). */
 static bool index_is_change(const char *rec, size_t n)
 {
 	static const char deleted[] = "{\"deleted\":";
 	return n >= sizeof(deleted) - 1 && memcmp(rec, deleted, sizeof(deleted) - 1) == 0;
 }
 
-int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len)
+/* An item's records (index_add_item); archive: the file was an mbox
+ * archive in the last run (state_was_archive), whose messages are not
+ * all dropped when it is read again: each still at its offset is kept or
+ * replaced by id (index_add_message), each gone comes as a deletion. */
+static int index_add_records(struct index *ix, const struct record_io *io, const char *records,
+                             size_t len, bool archive)
 {
 	uint64_t t0 = index_now_ns();
 	int r = 0;
-	if (io->kind == RECORD_DELETED) {
+	if (io->kind == RECORD_DELETED && io->in_mbox && io->have_stat) {
+		/* a streamed archive's message gone from it (the archive is
+		 * there: statted); one of an archive gone has no stat, and goes
+		 * with all the file held, below */
+		char id[17];
+		record_id_hex(record_id(io), id);
+		r = index_delete_message(ix, id, strlen(id));
+		ix->stats.deleted++;
+	} else if (io->kind == RECORD_DELETED) {
 		bool taken = false;
 		if (!io->in_mbox)
 			r = index_place_taken(ix, io, &taken);
@@ -1741,40 +1943,55 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 	} else if (io->kind == RECORD_RENAMED) {
 		r = index_rename(ix, io, records, len);
 	} else if (len) {
-		/* a file read again replaces what it held: an mbox rewritten
-		 * has other messages at other offsets (a streamed one was
-		 * cleared by its placeholder, index_add_batch) */
+		/* a file read again replaces what it held; an archive read
+		 * has its messages kept or replaced by id, and those no longer
+		 * at their offsets come as deletions (a streamed one was
+		 * cleared by its placeholder, index_add_batch); one that could
+		 * not be read has its error row instead, as any file.  Read:
+		 * no reason, or one the parse gave it (its first record's, not
+		 * mail: pipeline/parse_stage.c, parse_record) */
+		bool read = io->reason == RECORD_NONE || io->reason == RECORD_NOT_MAIL;
 		if (!io->in_mbox)
-			r = index_delete_file(ix, io);
+			r = index_clear_file(ix, io, archive && read);
 		if (r == 0)
 			r = index_delete_old_path(ix, io);
 		for (size_t at = 0; r == 0 && at < len;) {
 			const char *nl = memchr(records + at, '\n', len - at);
 			size_t n = nl ? (size_t)(nl - records) - at : len - at;
-			const char *rec = records + at;
-			if (index_is_change(rec, n)) {
-				at += n + 1;
-				continue;
-			}
 			/* a terminated copy, bound as such (index_bind_text) */
 			dynbuf_reset(&ix->scratch);
-			r = dynbuf_append(&ix->scratch, rec, n);
+			r = dynbuf_append(&ix->scratch, records + at, n);
 			if (r == 0)
 				r = dynbuf_putc(&ix->scratch, '\0');
 			if (r < 0)
 				break;
-			rec = ix->scratch.p;
+			const char *rec = ix->scratch.p;
+			at += n + 1;
 			r = index_record(ix, rec, n);
 			if (r < 0)
 				break;
+			/* an archive's message (an offset): gone, or an error now
+			 * where the last run stored a message */
+			const struct index_value *id = &ix->rec[IF_ID], *off = &ix->rec[IF_OFFSET];
+			bool in_archive = id->type == SQLITE_TEXT && off->type == SQLITE_INTEGER;
+			if (index_is_change(rec, n)) {
+				if (in_archive) {
+					r = index_delete_message(ix, ix->rec_text.p + id->off, id->len);
+					ix->stats.deleted++;
+				}
+				continue;
+			}
 			if (index_is_error(ix)) {
-				index_bind(ix, ST_INSERT_ERROR, rec, n, true, io);
-				r = index_run(ix, ST_INSERT_ERROR);
+				if (in_archive)
+					r = index_delete_message(ix, ix->rec_text.p + id->off, id->len);
+				if (r == 0) {
+					index_bind(ix, ST_INSERT_ERROR, rec, n, true, io);
+					r = index_run(ix, ST_INSERT_ERROR);
+				}
 				ix->stats.errors++;
 			} else {
 				r = index_add_message(ix, io);
 			}
-			at += n + 1;
 		}
 		/* the state row: what --state would save (io/state.c).  A file
 		 * that could not be read has a row with no inode, so that the
@@ -1804,6 +2021,11 @@ int index_add_item(struct index *ix, const struct record_io *io, const char *rec
 	return r;
 }
 
+int index_add_item(struct index *ix, const struct record_io *io, const char *records, size_t len)
+{
+	return index_add_records(ix, io, records, len, false);
+}
+
 int index_add_batch(struct index *ix, const struct batch *b)
 {
 	/* a batch of files found unchanged writes nothing: no transaction
@@ -1819,14 +2041,16 @@ int index_add_batch(struct index *ix, const struct batch *b)
 		const struct batch_item *it = &b->items[i];
 		if (it->no_output && it->stream) {
 			/* an archive (or a message too large to hold) about to be
-			 * streamed: its old messages go, and those of its old name */
+			 * streamed: its old messages go (unless it was an archive:
+			 * index_add_records), and those of its old name */
 			uint64_t t0 = index_now_ns();
-			r = index_delete_file(ix, &it->io);
+			r = index_clear_file(ix, &it->io, state_was_archive(it->state));
 			if (r == 0)
 				r = index_delete_old_path(ix, &it->io);
 			ix->stats.ns += index_now_ns() - t0;
 		} else if (!it->no_output) {
-			r = index_add_item(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len);
+			r = index_add_records(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len,
+			                      state_was_archive(it->state));
 		}
 	}
 	if (r < 0) {

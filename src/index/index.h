@@ -30,7 +30,7 @@ struct index;
 struct state;
 
 /* The schema this build writes (PRAGMA user_version of the database). */
-#define INDEX_SCHEMA_VERSION 2
+#define INDEX_SCHEMA_VERSION 3
 
 /* "ingt" in the database header: `file` and sqlite3 show it, and a
  * database of another application is told apart before anything is read. */

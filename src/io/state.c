@@ -566,12 +566,13 @@ int state_format_end(struct dynbuf *b, size_t entries)
 
 int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
-                      uint32_t mtime_nsec, bool no_document)
+                      uint32_t mtime_nsec, bool no_document, const uint64_t *offs, size_t n_offs)
 {
 	struct state_entry e = {
 		.root = (char *)(uintptr_t)root.p, .root_n = root.n,
 		.path = (char *)(uintptr_t)path.p, .path_n = path.n, .id = id,
 		.dev = dev, .ino = ino, .size = size, .mtime_sec = mtime_sec, .mtime_nsec = mtime_nsec,
+		.offs = (uint64_t *)(uintptr_t)offs, .n_offs = n_offs,
 	};
 	return state_format_entry(b, &e, no_document);
 }
@@ -782,6 +783,12 @@ bool state_had_message(const struct state_entry *e, uint64_t off)
 			hi = mid;
 	}
 	return lo < old->n_offs && old->offs[lo] == off;
+}
+
+bool state_was_archive(const struct state_entry *e)
+{
+	const struct state_entry *old = e ? e->was : NULL;
+	return old && old->n_offs;
 }
 
 bool state_had_error_record(const struct state_entry *e)

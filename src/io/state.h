@@ -82,12 +82,13 @@ int state_load_bytes(char *buf, size_t n, struct state **out);
 /* The file format, for a state kept elsewhere: the version line and an
  * empty run, then one entry a file (its resolved root, its path below it,
  * its id: record_io's base, path and id; no_document when its record was
- * an error, state_had_document), then the number of entries.  0 or
- * -ENOMEM. */
+ * an error, state_had_document; for an mbox archive the offsets of its
+ * messages, ascending, n_offs of them, else none), then the number of
+ * entries.  0 or -ENOMEM. */
 int state_format_begin(struct dynbuf *b);
 int state_format_file(struct dynbuf *b, struct str root, struct str path, uint64_t id,
                       uint64_t dev, uint64_t ino, uint64_t size, int64_t mtime_sec,
-                      uint32_t mtime_nsec, bool no_document);
+                      uint32_t mtime_nsec, bool no_document, const uint64_t *offs, size_t n_offs);
 int state_format_end(struct dynbuf *b, size_t entries);
 void state_free(struct state *s);
 
@@ -153,6 +154,11 @@ bool state_had_document(const struct state *s, const struct state_entry *e);
  * without --es-errors), so it is deleted.  Any thread: the last run's
  * entries do not change during a run. */
 bool state_had_message(const struct state_entry *e, uint64_t off);
+/* Whether the last run found e's file (one read again now) an mbox
+ * archive: its messages are then kept, replaced or deleted by offset (the
+ * file's vanished ones come as deletions, state_each_vanished), not all
+ * dropped with the file. */
+bool state_was_archive(const struct state_entry *e);
 /* Whether e's file was an error record in the last run and nothing else:
  * no archive (its messages' ids are their own).  For an archive it now
  * is, that record's document, made under the file's id with

@@ -179,6 +179,10 @@ GOLDEN_MBOX_AREA = "dates"   # the area written as an mbox archive (offset, leng
 GOLDEN_TOP_AREA = "addresses"   # the area at the Maildir's top (folder "")
 MAILDIR_TAGS = {"D": "draft", "F": "flagged", "P": "passed", "R": "replied", "S": "seen", "T": "trashed"}
 ROLES = ("from", "sender", "reply_to", "to", "cc", "bcc")
+# The members a message's record_hash leaves out (src/index/index.c,
+# index_hash_skips): where its file is, the file's stat, its thread.
+HASH_SKIPS = ("path", "root", "path_b64", "root_b64", "size", "mtime", "folder", "subdir", "flags",
+              "tags", "thread_id")
 ATTACHMENT_KEYS = ("filename", "content_type", "detected_type", "disposition", "content_id", "size")
 # Fields of error records the schema has no place for (README's errors
 # table lists no such column): the round trip counts and prints each one
@@ -336,6 +340,7 @@ def round_trip(recs, db, cwd):
         return base64.b64decode(rec[key + "_b64"]) if key + "_b64" in rec else os.fsencode(rec[key])
 
     n_msg = n_err = 0
+    hashes, contents = {}, {}
     for rec in recs:
         where = rec.get("path", "?") + ("@%d" % rec["offset"] if "offset" in rec else "")
         root = os.path.realpath(os.path.join(os.fsencode(cwd), raw(rec, "root")))
@@ -389,7 +394,14 @@ def round_trip(recs, db, cwd):
         n_msg += 1
         docid = row["docid"]
         f = fts.get(docid)
-        explained = {"docid", "thread_id", "tags", "root_bytes", "path_bytes"}
+        explained = {"docid", "thread_id", "tags", "root_bytes", "path_bytes", "record_hash"}
+        # record_hash: one for each record but where its file is and its
+        # stat (HASH_SKIPS), and another for any other
+        if not isinstance(row["record_hash"], int):
+            bad.append((where, "record_hash", "an integer", row["record_hash"]))
+        content = json.dumps({k: v for k, v in rec.items() if k not in HASH_SKIPS}, sort_keys=True)
+        hashes.setdefault(row["record_hash"], set()).add(content)
+        contents.setdefault(content, set()).add(row["record_hash"])
         for k, v in rec.items():
             if k in ("root", "path", "root_b64", "path_b64"):
                 same(k, path if k.startswith("path") else root,
@@ -445,6 +457,12 @@ def round_trip(recs, db, cwd):
                 bad.append((where, k + " (mail_fts)", None, f[k]))
         for k, roles in (("from", ("from", "sender")), ("to", ("to", "cc", "bcc"))):
             same(", ".join(roles) + " (mail_fts)", sorted(words(flat(rec, roles))), sorted(words(f and f[k])))
+    for h, cs in hashes.items():
+        if len(cs) > 1:
+            bad.append(("record_hash", h, "one record's", f"{len(cs)} different records'"))
+    for c, hs in contents.items():
+        if len(hs) > 1:
+            bad.append(("record_hash", c[:80], "one", f"{len(hs)} for one record"))
     if n_msg != len(msgs) or n_err != sum(len(x) for x in errs.values()):
         bad.append(("tables", "rows", f"{n_msg} messages, {n_err} errors",
                     f"{len(msgs)} messages, {sum(len(x) for x in errs.values())} errors"))
@@ -496,6 +514,10 @@ def case_golden_round_trip(tmp):
       warnings, notes, headers  JSON text, equal once parsed
       tags         the record's tags, then "unread" for a Maildir message
                    without S (ingest_tags); [] outside a Maildir
+      record_hash  an integer, the same for records equal but for where
+                   their file is and its stat (HASH_SKIPS), and different
+                   for different records (a message read again as stored
+                   keeps its row)
       thread_id    the index's integer thread: records that share a
                    thread_id share it, and its threads are the components
                    of the msg-id graph (message_id, in_reply_to,
@@ -885,8 +907,10 @@ def incremental_scenario(tmp, backend):
                 b"Subject: three\n\nbody three\n")
     s = check("changes")
     # the move to another folder is a rename (its id is folder-free); the
-    # copy, the changed file, the added one and the mbox's three are rows
-    if s["index"]["messages"] != 1 + 1 + 1 + 3 or s["index"]["renamed"] != 1 or s["index"]["deleted"]:
+    # copy, the changed file, the added one and the mbox's new one are
+    # rows, its first two are kept as they were
+    if s["index"]["messages"] != 1 + 1 + 1 + 1 or s["index"]["unchanged"] != 2 or \
+            s["index"]["renamed"] != 1 or s["index"]["deleted"]:
         fail(f"{backend}: move, copy, change, add, mbox append as {s['index']}")
     t = q(db, "SELECT count(DISTINCT thread_id) FROM messages WHERE message_id IN ('m1@x', 'm2@x', 'm3@x')")
     if t != [(1,)]:
@@ -1079,7 +1103,8 @@ def case_incremental_random_streamed(tmp):
 
 def case_streamed_mbox(tmp):
     """An mbox streamed in chunks: a re-run with nothing changed reads
-    none of it; rewritten without its first message and appended to, its
+    none of it; appended to, it is read again and only the new message
+    written; rewritten without its first message and appended to, its
     old messages go (on both backends; the sync backend once kept them
     beside the new ones)."""
     F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
@@ -1109,6 +1134,13 @@ def case_streamed_mbox(tmp):
         s = check("unchanged")
         if s["bytes"] or s["index"]["messages"]:
             fail(f"{backend}: unchanged re-run read {s['bytes']} bytes, wrote {s['index']}")
+        # appended to: the archive is read again, its four messages kept
+        # as they were, the new one written
+        with open(box, "ab") as f:
+            f.write(message(4))
+        s = check("appended")
+        if (s["index"]["messages"], s["index"]["unchanged"], s["index"]["deleted"]) != (1, 4, 0):
+            fail(f"{backend}: the append wrote {s['index']}")
         st = os.stat(box)
         with open(box, "wb") as f:
             f.write(b"".join(message(i) for i in (1, 2, 3, 10, 11)))
@@ -1118,7 +1150,76 @@ def case_streamed_mbox(tmp):
         check("deleted")
         if q(db, "SELECT count(*) FROM messages") != [(0,)]:
             fail(f"{backend}: the deleted archive's messages stayed")
-    print("a streamed mbox: unchanged re-runs read nothing, a rewrite replaces its messages")
+    print("a streamed mbox: unchanged re-runs read nothing, an append writes its new message, a rewrite"
+          " replaces its messages")
+
+
+def case_migrates_version_2(tmp):
+    """An index of schema_version 2 (before record_hash and
+    messages_archive): `ingest search` asks for a run on it; the next run
+    migrates it in place, and replaces the messages it reads again (its
+    rows have no hash to keep them by); the run after that keeps them."""
+    F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
+
+    def message(i):
+        return F + f"From: a@b.example\nSubject: s{i}\nMessage-ID: <m{i}@x>\n\nbody {i}\n\n".encode()
+
+    box, db = os.path.join(tmp, "a.mbox"), os.path.join(tmp, "a.db")
+    with open(box, "wb") as f:
+        f.write(b"".join(message(i) for i in range(3)))
+    run(["--index=" + db, box])
+    c = sqlite3.connect(db)
+    c.executescript("DROP INDEX messages_archive; ALTER TABLE messages DROP COLUMN record_hash;"
+                    " PRAGMA user_version = 2")
+    c.close()
+    p = run(["search", db, "body"], check_rc=1)
+    if b"older ingest" not in p.stderr:
+        fail(f"search on version 2: {p.stderr!r}")
+    for step, want in (("migrated", (1 + 3, 0)), ("kept", (1, 4))):
+        with open(box, "ab") as f:
+            f.write(message(3 if step == "migrated" else 4))
+        s = stats(run(["--index=" + db, "--stats=json", box]))
+        if (s["index"]["messages"], s["index"]["unchanged"]) != want:
+            fail(f"{step}: wrote {s['index']}, want (messages, unchanged) {want}")
+        if q(db, "PRAGMA user_version") != [(3,)]:
+            fail(f"{step}: schema_version {q(db, 'PRAGMA user_version')}")
+        equal_to_clean(db, tmp, f"clean-{step}.db", [box], step)
+    if len(run(["search", db, "body", "--format=tsv"]).stdout.splitlines()) != 5:
+        fail("search after the migration")
+    print("an index of schema_version 2: migrated by a run, its messages replaced once, then kept")
+
+
+def case_mbox_message_becomes_error(tmp):
+    """An archive read again where the last run stored a message and the
+    same offset holds an error now (text that is no mail, read whole; a
+    message grown over --max-size, streamed): the error row replaces the
+    message's row, as in a clean run (the archive's other messages are
+    kept by id, so nothing else removes it)."""
+    F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
+
+    def message(i, body=100):
+        return F + f"From: a@b.example\nSubject: s{i}\nMessage-ID: <m{i}@x>\n\n".encode() + b"x" * body + b"\n\n"
+
+    for backend in ("--backend=uring", "--backend=sync"):
+        for how, args, last in (("whole", [], F + b"just some words, no header\n\n"),
+                                ("streamed", ["--max-size=400"], message(2, 500))):
+            sub = os.path.join(tmp, backend[2:] + "-" + how)
+            os.mkdir(sub)
+            box, db = os.path.join(sub, "a.mbox"), os.path.join(sub, "a.db")
+            with open(box, "wb") as f:
+                f.write(message(0) + message(1) + message(2))
+            run([backend, "--index=" + db] + args + [box])
+            st = os.stat(box)
+            with open(box, "wb") as f:
+                f.write(message(0) + message(1) + last)
+            os.utime(box, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+            s = stats(run([backend, "--index=" + db, "--stats=json"] + args + [box]))
+            if (s["index"]["unchanged"], s["index"]["errors"]) != (2, 1):
+                fail(f"{backend} {how}: {s['index']}")
+            equal_to_clean(db, sub, "clean.db", args + [box], f"{backend} {how}")
+            if q(db, "SELECT count(*) FROM messages") != [(2,)]:
+                fail(f"{backend} {how}: {q(db, 'SELECT count(*) FROM messages')} messages, 2 expected")
+    print("an archive's message that is an error now: its row goes, whole or streamed")
 
 
 def case_streamed_mbox_too_large_last(tmp):
@@ -1553,6 +1654,39 @@ def case_unreadable_comes_back(tmp):
             run(["--index=" + db] + args, pre=pre)
             equal_to_clean(db, dbdir, "clean.db", args, f"{backend}: a new unreadable file {step}", pre=pre)
     print("files unreadable for a run read again once readable, both backends")
+
+
+def case_unreadable_archive(tmp):
+    """An mbox archive changed and unreadable for a run: its io-error row
+    replaces its messages, as any file's (its messages are kept by id only
+    when it is read); readable again, its messages come back.  Read whole
+    and streamed."""
+    pre = unprivileged_prefix("root reads anyway")
+    os.chmod(tmp, 0o755)
+    F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
+
+    def message(i):
+        return F + f"From: a@b.example\nSubject: s{i}\nMessage-ID: <m{i}@x>\n\n".encode() + b"x" * 150 + b"\n\n"
+
+    for backend in ("--backend=sync", "--backend=uring"):
+        for how, args in (("whole", []), ("streamed", ["--max-size=400"])):
+            sub = os.path.join(tmp, backend[2:] + "-" + how)
+            os.mkdir(sub)
+            os.chmod(sub, 0o777)
+            box, db = os.path.join(sub, "a.mbox"), os.path.join(sub, "a.db")
+            with open(box, "wb") as f:
+                f.write(message(0) + message(1) + message(2))
+            os.chmod(box, 0o644)
+            run([backend, "--index=" + db] + args + [box], pre=pre)
+            with open(box, "ab") as f:
+                f.write(message(3))
+            for step, mode in (("unreadable", 0), ("readable", 0o644)):
+                os.chmod(box, mode)
+                run([backend, "--index=" + db] + args + [box], pre=pre)
+                equal_to_clean(db, sub, "clean.db", args + [box], f"{backend} {how} {step}", pre=pre)
+            if q(db, "SELECT count(*) FROM messages") != [(4,)]:
+                fail(f"{backend} {how}: {q(db, 'SELECT count(*) FROM messages')} messages, 4 expected")
+    print("an archive unreadable for a run: its error row replaces its messages, which come back")
 
 
 def case_maildir_loses_cur(tmp):

@@ -133,7 +133,7 @@ static void test_index_creates_schema(void **state)
 	const char *why;
 	assert_int_equal(index_open(db_path, &ix, &why), 0);
 	finish(ix);
-	assert_string_equal(query("PRAGMA user_version"), "2");
+	assert_string_equal(query("PRAGMA user_version"), "3");
 	assert_string_equal(query("PRAGMA journal_mode"), "wal");
 	assert_string_equal(query("SELECT count(*) FROM sqlite_master WHERE name IN ('messages',"
 	                          " 'addresses', 'attachments', 'refs', 'errors', 'files', 'mail_fts',"
@@ -179,12 +179,35 @@ static void test_index_refuses_foreign(void **state)
 	size_t n;
 	make_db("CREATE TABLE notes(x)", bytes, &n);
 	refused_untouched(bytes, n, "another application");
-	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 3; CREATE TABLE messages(x)",
+	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 4; CREATE TABLE messages(x)",
 	        bytes, &n);
 	refused_untouched(bytes, n, "newer ingest");
 	make_db("PRAGMA application_id = 1768843124; PRAGMA user_version = 1; CREATE TABLE messages(x)",
 	        bytes, &n);
 	refused_untouched(bytes, n, "older ingest");
+}
+
+/* An index of schema_version 2 (no record_hash, no messages_archive) is
+ * migrated in place when opened for writing, its rows kept: the hashes of
+ * its messages are NULL, so that a file read again replaces them. */
+static void test_index_migrates_version_2(void **state)
+{
+	(void)state;
+	struct index *ix = open_index();
+	struct record_io io = maildir_io("cur/1.M1.h:2,S");
+	add(ix, &io, "{\"id\":\"00000000000000aa\",\"subject\":\"kept\"}\n");
+	finish(ix);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP INDEX messages_archive; ALTER TABLE messages DROP COLUMN"
+	                              " record_hash; PRAGMA user_version = 2", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	const char *why;
+	assert_int_equal(index_open(db_path, &ix, &why), 0);
+	finish(ix);
+	assert_string_equal(query("PRAGMA user_version"), "3");
+	assert_string_equal(query("SELECT subject || ',' || (record_hash IS NULL) FROM messages"), "kept,1");
+	assert_string_equal(query("SELECT count(*) FROM sqlite_master WHERE name = 'messages_archive'"), "1");
 }
 
 /* An index of this schema_version with a table dropped (by hand, by
@@ -607,6 +630,80 @@ static void test_index_rename_delete(void **state)
 	                          " + (SELECT count(*) FROM mail_fts) + (SELECT count(*) FROM addresses)"), "0");
 }
 
+/* A streamed archive's message item (record_io.in_mbox) at offset off. */
+static struct record_io archive_io(uint64_t off, uint64_t size)
+{
+	struct record_io io;
+	memset(&io, 0, sizeof(io));
+	io.root = S("/r");
+	io.base = io.root;
+	io.path = S("a.mbox");
+	io.id = 0xa;
+	io.have_stat = true;
+	io.size = size;
+	io.in_mbox = true;
+	io.offset = off;
+	io.read_to = size;
+	return io;
+}
+
+/* An archive message's record, its id record_io's; size first or last. */
+static const char *archive_rec(const struct record_io *io, const char *subject, bool size_first)
+{
+	static char out[512];
+	char id[17];
+	record_id_hex(record_id(io), id);
+	if (size_first)
+		snprintf(out, sizeof(out), "{\"size\":%llu,\"path\":\"a.mbox\",\"offset\":%llu,\"id\":\"%s\","
+		         "\"subject\":\"%s\",\"text\":\"%s words\"}\n", (unsigned long long)io->size,
+		         (unsigned long long)io->offset, id, subject, subject);
+	else
+		snprintf(out, sizeof(out), "{\"path\":\"a.mbox\",\"offset\":%llu,\"id\":\"%s\","
+		         "\"subject\":\"%s\",\"text\":\"%s words\",\"size\":%llu}\n",
+		         (unsigned long long)io->offset, id, subject, subject, (unsigned long long)io->size);
+	return out;
+}
+
+/* A message read again as it was stored keeps its row (docid, thread,
+ * text index row), its file's size written; one that changed is
+ * replaced; an archive's message gone is deleted by id (a streamed
+ * archive's deletion is an item of its own). */
+static void test_index_keeps_unchanged(void **state)
+{
+	(void)state;
+	struct index *ix = open_existing();
+	struct record_io a = archive_io(10, 100), b = archive_io(60, 100), c = archive_io(80, 100);
+	add(ix, &a, archive_rec(&a, "first", false));
+	add(ix, &b, archive_rec(&b, "second", false));
+	add(ix, &c, archive_rec(&c, "third", false));
+	char id_a[17], kept[64];
+	record_id_hex(record_id(&a), id_a);
+	char sql[160];
+	snprintf(sql, sizeof(sql), "SELECT docid FROM messages WHERE id = '%s'", id_a);
+	snprintf(kept, sizeof(kept), "%s", query(sql));
+	/* the archive grew: the first unchanged but for the file's size (and
+	 * its members in another order), the second changed, the third gone */
+	a.size = b.size = c.size = 300;
+	add(ix, &a, archive_rec(&a, "first", true));
+	add(ix, &b, archive_rec(&b, "second!", false));
+	c.kind = RECORD_DELETED;
+	assert_int_equal(index_begin(ix), 0);
+	assert_int_equal(index_add_item(ix, &c, NULL, 0), 0);
+	assert_int_equal(index_commit(ix), 0);
+	struct index_stats st;
+	index_stats_get(ix, &st);
+	assert_int_equal(st.unchanged, 1);
+	finish(ix);
+	assert_string_equal(query(sql), kept);
+	assert_string_equal(query("SELECT group_concat(\"offset\" || ',' || size || ',' || subject, ' ') FROM"
+	                          " (SELECT * FROM messages ORDER BY \"offset\")"),
+	                    "10,300,first 60,300,second!");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts"), "2");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'first'"), "1");
+	assert_string_equal(query("SELECT count(*) FROM mail_fts WHERE mail_fts MATCH 'third'"), "0");
+	assert_string_equal(query("PRAGMA integrity_check"), "ok");
+}
+
 static void test_index_state_view(void **state)
 {
 	(void)state;
@@ -652,6 +749,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_built_deletes_by_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_rename_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_state_view, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_keeps_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_migrates_version_2, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,13 +203,18 @@ static void test_state_format_bytes(void **state)
 	dynbuf_init(&b, 0);
 	assert_int_equal(state_format_begin(&b), 0);
 	assert_int_equal(state_format_file(&b, (struct str){ "/r", 2 }, (struct str){ "x/y", 3 },
-	                                   0xabcull, 4, 5, 6, 7, 8, false), 0);
+	                                   0xabcull, 4, 5, 6, 7, 8, false, NULL, 0), 0);
 	/* a file whose record was an error: a bare ';' after its id */
 	assert_int_equal(state_format_file(&b, (struct str){ "/r", 2 }, (struct str){ "x/z", 3 },
-	                                   0xabdull, 4, 9, 6, 7, 8, true), 0);
-	assert_int_equal(state_format_end(&b, 2), 0);
+	                                   0xabdull, 4, 9, 6, 7, 8, true, NULL, 0), 0);
+	/* an archive: its messages' offsets after its id */
+	static const uint64_t offs[] = { 5, 120 };
+	assert_int_equal(state_format_file(&b, (struct str){ "/r", 2 }, (struct str){ "a.mbox", 6 },
+	                                   0xabeull, 4, 10, 200, 7, 8, false, offs, 2), 0);
+	assert_int_equal(state_format_end(&b, 3), 0);
 	static const char want[] = "ingest-state 3\nrun 0\n\n4 5 6 7 8 2 3 16\n/rx/y0000000000000abc\n"
-	                           "4 9 6 7 8 2 3 17\n/rx/z0000000000000abd;\nend 2\n";
+	                           "4 9 6 7 8 2 3 17\n/rx/z0000000000000abd;\n"
+	                           "4 10 200 7 8 2 6 22\n/ra.mbox0000000000000abe;5,120\nend 3\n";
 	assert_int_equal(b.len, sizeof(want) - 1);
 	assert_memory_equal(b.p, want, b.len);
 	size_t n;
@@ -227,6 +232,15 @@ static void test_state_format_bytes(void **state)
 	z.dev = 4;
 	assert_int_equal(check(s, &z, NULL, &e), STATE_CHANGED);
 	assert_false(state_had_document(s, e));
+	assert_false(state_was_archive(e));
+	/* the archive, grown: its messages are known by offset */
+	struct record_io m = io_of("/r", "a.mbox", 0xabe, 10, 300, false);
+	m.dev = 4;
+	assert_int_equal(check(s, &m, NULL, &e), STATE_CHANGED);
+	assert_true(state_was_archive(e));
+	assert_false(state_had_document(s, e));
+	assert_true(state_had_message(e, 5) && state_had_message(e, 120));
+	assert_false(state_had_message(e, 6));
 	state_free(s);
 	dynbuf_release(&b);
 }
@@ -465,9 +479,9 @@ static void test_state_journal(void **state)
 	assert_int_equal(dynbuf_printf(&j, "ingest-journal 1\nrun %zu\n%s\n", strlen(RUN), RUN), 0);
 	size_t head = j.len;
 	assert_int_equal(state_format_file(&j, (struct str){ "/r", 2 }, (struct str){ "a", 1 }, 0xa, 0, 0,
-	                                   10, 1700000000, 5, false), 0);
+	                                   10, 1700000000, 5, false, NULL, 0), 0);
 	assert_int_equal(state_format_file(&j, (struct str){ "/r", 2 }, (struct str){ "c", 1 }, 0xc, 0, 0,
-	                                   20, 1700000000, 5, false), 0);
+	                                   20, 1700000000, 5, false, NULL, 0), 0);
 	size_t whole = j.len;
 	assert_int_equal(dynbuf_puts(&j, "0 0 12 1700000000 5 2 1 16\n/rd"), 0);
 	assert_int_equal(dynbuf_putc(&j, '\0'), 0);
