@@ -1179,6 +1179,9 @@ int index_load_state(struct index *ix, struct state **out)
 	}
 	if (r == 0 && rc != SQLITE_DONE)
 		r = index_fail(ix, rc);
+	/* the offsets' own failure, where no files row asked for them */
+	if (r == 0 && a.rc != SQLITE_ROW && a.rc != SQLITE_DONE)
+		r = index_fail(ix, a.rc);
 	if (r == 0)
 		r = state_format_end(&b, entries);
 	sqlite3_finalize(s);
@@ -1769,12 +1772,13 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 	sqlite3_bind_blob(s, 2, io->path.p, (int)io->path.n, SQLITE_STATIC);
 	if (k == ST_UPSERT_FILE) {
 		/* An mbox streamed over several batches (so several transactions)
-		 * is its messages' items: the row claims the bytes read up to the
-		 * next message after the last one stored (the blank line that
-		 * ends a message belongs to no message), which equals the file's
-		 * size only once the last one is in.  A run killed half-way
-		 * therefore leaves a row that differs from the file, and the next
-		 * run reads the archive again. */
+		 * is its messages' items: their rows claim the bytes read up to
+		 * the next message after the last one stored (the blank line that
+		 * ends a message belongs to no message), with no inode, and the
+		 * item that ends the archive, after the deletions of its gone
+		 * messages, claims the whole file (index_add_batch).  A run killed
+		 * before that leaves a row that differs from the file, and the
+		 * next run reads the archive again. */
 		uint64_t size = io->in_mbox ? io->read_to : io->size;
 		sqlite3_bind_int64(s, 3, (int64_t)io->dev);
 		sqlite3_bind_int64(s, 4, (int64_t)io->ino);
@@ -1916,8 +1920,10 @@ static bool index_is_change(const char *rec, size_t n)
 
 /* An item's records (index_add_item); archive: the file was an mbox
  * archive in the last run (state_was_archive), whose messages are not
- * all dropped when it is read again: each still at its offset is kept or
- * replaced by id (index_add_message), each gone comes as a deletion. */
+ * all dropped when it is read whole again: each still at its offset is
+ * kept or replaced by id (index_add_message), each gone comes as a
+ * deletion (a streamed archive's items are its messages, whose file the
+ * placeholder cleared: index_add_batch). */
 static int index_add_records(struct index *ix, const struct record_io *io, const char *records,
                              size_t len, bool archive)
 {
@@ -1945,11 +1951,14 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 	} else if (len) {
 		/* a file read again replaces what it held; an archive read
 		 * has its messages kept or replaced by id, and those no longer
-		 * at their offsets come as deletions (a streamed one was
-		 * cleared by its placeholder, index_add_batch); one that could
-		 * not be read has its error row instead, as any file.  Read:
-		 * no reason, or one the parse gave it (its first record's, not
-		 * mail: pipeline/parse_stage.c, parse_record) */
+		 * at their offsets come as deletions (a streamed one's
+		 * placeholder cleared what it held the same way,
+		 * index_add_batch); one that could not be read has its error
+		 * row instead, as any file.  Read: no reason, or the one the
+		 * parse gave it (its first error record's, not mail:
+		 * pipeline/parse_stage.c, parse_record; an internal error
+		 * there makes every message written again, which is right if
+		 * not the least work) */
 		bool read = io->reason == RECORD_NONE || io->reason == RECORD_NOT_MAIL;
 		if (!io->in_mbox)
 			r = index_clear_file(ix, io, archive && read);
@@ -2004,10 +2013,13 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
 		} else if (r == 0 && io->have_stat &&
-		           (io->reason == RECORD_IO || (io->notes & RECORD_CHANGED_WHILE_READ))) {
+		           (io->reason == RECORD_IO || (io->notes & RECORD_CHANGED_WHILE_READ) || io->in_mbox)) {
 			/* and one that changed while it was read: its record may
 			 * hold two versions' bytes, its stat the last one's
-			 * (state_mark_reread) */
+			 * (state_mark_reread); and a streamed archive's message,
+			 * until the item that ends the archive (index_add_batch)
+			 * says it was read to its end and its gone messages were
+			 * deleted: a run stopped between the two reads it again */
 			struct record_io reread = *io;
 			reread.dev = reread.ino = 0;
 			r = index_file_row(ix, ST_UPSERT_FILE, &reread);
@@ -2033,7 +2045,7 @@ int index_add_batch(struct index *ix, const struct batch *b)
 	 * once per batch) */
 	size_t live = 0;
 	for (size_t i = 0; i < b->n; i++)
-		live += !b->items[i].no_output || b->items[i].stream;
+		live += !b->items[i].no_output || b->items[i].stream || b->items[i].stream_end;
 	if (!live)
 		return 0;
 	int r = index_begin(ix);
@@ -2047,6 +2059,16 @@ int index_add_batch(struct index *ix, const struct batch *b)
 			r = index_clear_file(ix, &it->io, state_was_archive(it->state));
 			if (r == 0)
 				r = index_delete_old_path(ix, &it->io);
+			ix->stats.ns += index_now_ns() - t0;
+		} else if (it->stream_end) {
+			/* a streamed archive read to its end: its files row as
+			 * --state would save it (one that changed while read is
+			 * read again next time) */
+			uint64_t t0 = index_now_ns();
+			struct record_io done = it->io;
+			if (done.notes & RECORD_CHANGED_WHILE_READ)
+				done.dev = done.ino = 0;
+			r = index_file_row(ix, ST_UPSERT_FILE, &done);
 			ix->stats.ns += index_now_ns() - t0;
 		} else if (!it->no_output) {
 			r = index_add_records(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len,

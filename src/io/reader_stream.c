@@ -163,6 +163,28 @@ static int stream_vanished(void *ctx, uint64_t off)
 	return 0;
 }
 
+/* The archive read to its end (read_to: where it ended) and its gone
+ * messages' deletions sent: an item after all of them, with no record,
+ * which says so.  An index takes the archive for read only here: a run
+ * stopped before it (killed after the last message's batch, before the
+ * deletions' batches) reads the archive again. */
+static int stream_end(struct reader *r, const struct reader_io *io, struct batch **bp,
+                      struct walk_entry *e, const struct batch_item *st, uint64_t read_to)
+{
+	int err = stream_room(r, io, bp);
+	struct batch_item *it = err < 0 ? NULL : stream_item(*bp, e, st, &err);
+	if (!it)
+		return err;
+	it->no_output = true;
+	it->stream_end = true;
+	it->io.in_mbox = true;
+	it->io.read_to = read_to;
+	/* changed while read: the next run reads it again */
+	if (read_to != st->io.size)
+		it->io.notes |= read_to < st->io.size ? RECORD_SHRANK : RECORD_GREW;
+	return 0;
+}
+
 /* Not an mbox after all: the file is one message, read whole when it fits
  * --max-size (the first chunk is already in `head`).
  *
@@ -456,6 +478,9 @@ int reader_stream(struct reader *r, const struct reader_io *io, struct batch **b
 	if (err == 0 && eof && !pend_len && !atomic_load_explicit(io->stop, memory_order_relaxed)) {
 		struct stream_vanished v = { r, io, bp, e, st };
 		err = state_each_vanished(st->state, stream_vanished, &v);
+		/* an archive's (one message read whole wrote its own state) */
+		if (err == 0 && !first_message)
+			err = stream_end(r, io, bp, e, st, file_end);
 	}
 out:
 	sys_close(fd);

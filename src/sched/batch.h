@@ -31,6 +31,9 @@ struct batch_item {
 	int64_t read_res;           /* the ring's read result */
 	bool stream;                /* too large to read whole: the reader streams it */
 	bool no_output;             /* no record: a placeholder, or unchanged (--state) */
+	bool stream_end;            /* no record: a streamed archive read to its end,
+	                               after its messages and the deletions of
+	                               those gone (io: read_to its end) */
 	struct state_entry *state;  /* its --state entry, to note its Message-ID */
 	struct state_entry *archive_state;  /* a streamed archive's message: the
 	                                       archive's, marked written with it */

@@ -2668,6 +2668,59 @@ def case_sigkill_20k(tmp):
     sigkill_points(tmp, 20000, 20, [])
 
 
+def case_streamed_archive_killed_before_deletions(tmp):
+    """A streamed archive read again whose every offset moved (a message
+    put in front): its messages' batches come first, then the deletions of
+    the last run's, in batches of their own.  Killed after the last
+    message's batch and before the deletions', the index must not take the
+    archive for read to its end (its messages' files rows have no inode,
+    and only the item after the deletions writes the whole row): the next
+    run reads it again and ends like a clean run.  The run is killed when
+    the files row first claims the whole file; an attempt whose kill came
+    after the deletions is made again."""
+    F = b"From x@y.example Mon Jan  2 10:00:00 2023\n"
+
+    def message(i):
+        return F + f"From: a@b.example\nSubject: s{i}\nMessage-ID: <m{i}@x>\n\nbody {i}\n\n".encode()
+
+    for backend in ("--backend=uring", "--backend=sync"):
+        sub = os.path.join(tmp, backend[2:])
+        os.mkdir(sub)
+        box, db, before = (os.path.join(sub, x) for x in ("a.mbox", "a.db", "before.db"))
+        old = b"".join(message(i) for i in range(3000))
+        with open(box, "wb") as f:
+            f.write(old)
+        args = [backend, "--max-size=400", box]
+        run(["--index=" + before] + args)
+        with open(box, "wb") as f:
+            f.write(message(99999) + old)
+        os.utime(box, (1_800_000_000, 1_800_000_000))
+        size = os.path.getsize(box)
+        for attempt in range(5):
+            for x in glob.glob(db + "*"):
+                os.unlink(x)
+            shutil.copyfile(before, db)
+            pr = subprocess.Popen([ARGS.ingest, "--index=" + db] + args, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+            c = sqlite3.connect(db, timeout=0.01)
+            while pr.poll() is None:
+                try:
+                    if c.execute("SELECT size FROM files").fetchall() == [(size,)]:
+                        pr.send_signal(signal.SIGKILL)
+                        break
+                except sqlite3.OperationalError:
+                    pass
+            pr.wait()
+            c.close()
+            if pr.returncode == -signal.SIGKILL and q(db, "SELECT count(*) FROM messages")[0][0] > 3001:
+                break
+        else:
+            fail(f"{backend}: no kill between the last message and the deletions in 5 attempts")
+        run(["--index=" + db] + args)
+        equal_to_clean(db, sub, "clean.db", args, f"{backend}: killed before the deletions, run again")
+    print("a streamed archive killed before its deletions: read again, then equal to a clean run")
+
+
 def case_changed_while_read(tmp):
     """A file that changes while it is read gets a files row with no inode,
     so that the next run reads it again, as --state does (its record may
