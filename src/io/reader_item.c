@@ -140,12 +140,21 @@ int reader_item_not_found(struct reader_common *rc, const struct batch_item *it,
 	return 0;
 }
 
+/* No regular file at the item's place (state_not_a_file). */
+static void reader_item_not_a_file(struct reader_common *rc, const struct batch_item *it)
+{
+	if (rc->o.state)
+		state_not_a_file(rc->o.state, &it->io);
+}
+
 int reader_item_take(struct reader_common *rc, struct batch *b, struct batch_item *it,
                      struct walk_entry *e)
 {
 	int r = reader_item_init(b, it, e);
 	if (r == 0 && e->reason == RECORD_IO)
 		r = reader_item_not_found(rc, it, -e->err);
+	if (r == 0 && (it->io.reason == RECORD_NOT_REGULAR || it->io.reason == RECORD_SYMLINK))
+		reader_item_not_a_file(rc, it);
 	return r;
 }
 
@@ -195,6 +204,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 	if (S_ISLNK(mode)) {
 		it->io.reason = RECORD_SYMLINK;
 		it->io.message = "symbolic link not followed while walking";
+		reader_item_not_a_file(rc, it);
 		return 0;
 	}
 	if (!S_ISREG(mode)) {
@@ -202,6 +212,7 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		it->io.message = S_ISFIFO(mode) ? "FIFO: never opened"
 		               : S_ISSOCK(mode) ? "socket: never opened"
 		               : "device: never opened";
+		reader_item_not_a_file(rc, it);
 		return 0;
 	}
 	if (rc->o.state && it->state) {

@@ -1012,7 +1012,10 @@ int state_not_read(struct state *s, const struct record_io *io)
 	return 0;
 }
 
-void state_named_missing(struct state *s, const struct record_io *io)
+/* Marks every old entry of io's id replaced by this run's error record
+ * (state_deleted then says so): whether one stood for a document under the
+ * file's id. */
+static bool state_replace_by_error(struct state *s, const struct record_io *io)
 {
 	/* every entry of the id: one file filed under two roots by two runs
 	 * (a directory, then the file named) has two */
@@ -1025,6 +1028,17 @@ void state_named_missing(struct state *s, const struct record_io *io)
 		old->replaced = true;
 		document |= !old->n_offs && !old->no_document;
 	}
+	return document;
+}
+
+void state_not_a_file(struct state *s, const struct record_io *io)
+{
+	(void)state_replace_by_error(s, io);
+}
+
+void state_named_missing(struct state *s, const struct record_io *io)
+{
+	bool document = state_replace_by_error(s, io);
 	/* Its error record (JSON Lines, --es-errors) is kept as one, so that
 	 * the run that finds the file again, or no longer names it, deletes
 	 * it, unless an old entry stands for a document under the file's id,

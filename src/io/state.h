@@ -138,6 +138,13 @@ int state_not_read(struct state *s, const struct record_io *io);
  * saved as its error record, which a later run that no longer names it
  * deletes (reader thread). */
 void state_named_missing(struct state *s, const struct record_io *io);
+/* io is no regular file now (a FIFO, a socket, a device, a symbolic link
+ * not followed) where the last run had a file of its id: its error record
+ * stands where that file's documents stood, as a clean run's would, and
+ * the file's deletion (state_deleted) is marked replaced, as for
+ * state_named_missing; the index keeps the error row.  Such a place gets no
+ * entry of its own (its error record is made again by every run). */
+void state_not_a_file(struct state *s, const struct record_io *io);
 /* An mbox archive's entry: one more message at offset off (file order).
  * The worker that splits the archive, or the reader that streams it,
  * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */

@@ -2721,6 +2721,40 @@ def case_streamed_archive_killed_before_deletions(tmp):
     print("a streamed archive killed before its deletions: read again, then equal to a clean run")
 
 
+def case_file_becomes_no_file(tmp):
+    """A message file replaced by a FIFO, then by a symbolic link (not
+    followed in a walk), then by a file again: each run's tables equal a
+    clean run's.  The not-regular and symlink rows were deleted with the
+    gone file's rows, which a clean run has (the error record stands where
+    the file's documents stood)."""
+    for backend in ("--backend=uring", "--backend=sync"):
+        d = os.path.join(tmp, backend[2:])
+        os.makedirs(os.path.join(d, "M"))
+        f, db = os.path.join(d, "M", "a.eml"), os.path.join(d, "a.db")
+        with open(f, "wb") as x:
+            x.write(b"From: a@b.example\nSubject: one\n\nbody\n")
+        with open(os.path.join(d, "other.eml"), "wb") as x:
+            x.write(b"From: a@b.example\nSubject: other\n\nbody\n")
+        args = [backend, os.path.join(d, "M")]
+        run(["--index=" + db] + args)
+        for step in ("fifo", "symlink", "file"):
+            os.unlink(f)
+            if step == "fifo":
+                os.mkfifo(f)
+            elif step == "symlink":
+                os.symlink(os.path.join(d, "other.eml"), f)
+            else:
+                with open(f, "wb") as x:
+                    x.write(b"From: a@b.example\nSubject: again\n\nbody\n")
+            run(["--index=" + db] + args)
+            equal_to_clean(db, d, "clean.db", args, f"{backend}: a file replaced by a {step}")
+            want = 1 if step == "file" else 0
+            if q(db, "SELECT count(*) FROM messages") != [(want,)] or \
+                    q(db, "SELECT count(*) FROM errors") != [(1 - want,)]:
+                fail(f"{backend} {step}: {q(db, 'SELECT * FROM errors')}")
+    print("a file replaced by a FIFO or a symlink: its error row stands, as in a clean run")
+
+
 def case_changed_while_read(tmp):
     """A file that changes while it is read gets a files row with no inode,
     so that the next run reads it again, as --state does (its record may
