@@ -55,7 +55,7 @@ enum index_stmt {
 	ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_REREAD_FILE, ST_FILE_ID, ST_RENAME_MESSAGES,
-	ST_RENAME_FILE, ST_FIND_ID, ST_KEEP_MESSAGE, ST_DELETE_ID, ST__COUNT
+	ST_RENAME_FILE, ST_FIND_ID, ST_KEEP_MESSAGE, ST_KEEP_STAT, ST_DELETE_ID, ST__COUNT
 };
 
 /* No statement below makes a temporary table (a CTE used more than once, a
@@ -197,15 +197,18 @@ static const char *const index_sql[ST__COUNT] = {
 	[ST_RENAME_FILE] =
 		"UPDATE OR REPLACE files SET root = ?2, path = ?3, dev = ?5, ino = ?6, size = ?7,"
 		" mtime_sec = ?8, mtime_nsec = ?9 WHERE root = ?10 AND path = ?4",
-	/* a message read again: its row by id, and the hash of what it stored
-	 * (index_keep_message) */
-	[ST_FIND_ID] = "SELECT docid, record_hash FROM messages WHERE id = ?4",
+	/* a message read again: its row by id, the hash of what it stored,
+	 * and where its file was (index_keep_message) */
+	[ST_FIND_ID] = "SELECT docid, record_hash, root, path, folder, subdir, flags FROM messages WHERE id = ?4",
 	/* the same message, unchanged but for its file: where it is, and the
 	 * file's size and mtime; the parameters of ST_INSERT_MESSAGE, ?25
-	 * its docid */
+	 * its docid.  ST_KEEP_STAT when it is where it was: a row whose
+	 * indexed columns are not set keeps its index entries (an archive
+	 * that grew: ~10 % of the re-run's CPU, bench/INDEX.md) */
 	[ST_KEEP_MESSAGE] =
 		"UPDATE messages SET root = ?2, path = ?3, folder = ?5, subdir = ?6, flags = ?7,"
 		" tags = ingest_tags(?6, ?7), size = ?10, mtime = ?11 WHERE docid = ?25",
+	[ST_KEEP_STAT] = "UPDATE messages SET size = ?10, mtime = ?11 WHERE docid = ?25",
 	/* an archive's message not found again at its offset, or whose
 	 * record there is an error now (?4 its id) */
 	[ST_DELETE_ID] = "DELETE FROM messages WHERE id = ?4",
@@ -1695,6 +1698,25 @@ static int index_add_addresses(struct index *ix, int64_t docid)
  * neither deleted and inserted again nor tokenized twice (README, "The
  * index").  A database being built holds no row to keep.  1 when kept, 0
  * when the record is to be stored, -errno. */
+/* Whether column c of s holds the bytes p[0..n), or is NULL when p is. */
+static bool index_column_is(sqlite3_stmt *s, int c, const char *p, size_t n)
+{
+	if (sqlite3_column_type(s, c) == SQLITE_NULL)
+		return !p;
+	const void *v = sqlite3_column_blob(s, c);
+	return p && (size_t)sqlite3_column_bytes(s, c) == n && (!n || !memcmp(v, p, n));
+}
+
+/* Whether column c of s holds field f of the record (index_bind_field's
+ * value: text, or NULL where the record lacks it). */
+static bool index_column_is_field(struct index *ix, sqlite3_stmt *s, int c, enum index_field f)
+{
+	const struct index_value *v = &ix->rec[f];
+	if (v->type != SQLITE_TEXT && v->type != SQLITE_NULL)
+		return false;
+	return index_column_is(s, c, v->type == SQLITE_TEXT ? ix->rec_text.p + v->off : NULL, v->len);
+}
+
 static int index_keep_message(struct index *ix, const struct record_io *io)
 {
 	if (ix->built || !ix->rec_hashed || ix->rec[IF_ID].type != SQLITE_TEXT)
@@ -1705,18 +1727,23 @@ static int index_keep_message(struct index *ix, const struct record_io *io)
 	bool same = rc == SQLITE_ROW && sqlite3_column_type(s, 1) == SQLITE_INTEGER &&
 	            sqlite3_column_int64(s, 1) == ix->rec_hash;
 	int64_t docid = same ? sqlite3_column_int64(s, 0) : 0;
+	bool in_place = same && index_column_is(s, 2, io->base.p, io->base.n) &&
+	                index_column_is(s, 3, io->path.p, io->path.n) &&
+	                index_column_is_field(ix, s, 4, IF_FOLDER) && index_column_is_field(ix, s, 5, IF_SUBDIR) &&
+	                index_column_is_field(ix, s, 6, IF_FLAGS);
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return index_fail(ix, rc);
 	if (!same)
 		return 0;
-	s = ix->st[ST_KEEP_MESSAGE];
-	index_bind(ix, ST_KEEP_MESSAGE, NULL, 0, false, io);
+	enum index_stmt k = in_place ? ST_KEEP_STAT : ST_KEEP_MESSAGE;
+	s = ix->st[k];
+	index_bind(ix, k, NULL, 0, false, io);
 	for (int f = 0; f < INDEX_MESSAGE_FIELDS; f++)
 		index_bind_field(ix, s, INDEX_MESSAGE_PARAM + f, (enum index_field)f);
 	sqlite3_bind_int64(s, INDEX_MESSAGE_PARAM + INDEX_MESSAGE_FIELDS + 1, docid);
-	int r = index_run(ix, ST_KEEP_MESSAGE);
+	int r = index_run(ix, k);
 	if (r < 0)
 		return r;
 	ix->stats.unchanged++;
