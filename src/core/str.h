@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 struct str {
 	const char *p;
@@ -16,5 +17,13 @@ struct str {
 
 #define STR_NULL ((struct str){ NULL, 0 })
 static inline bool str_present(struct str s) { return s.p != NULL; }
+
+/* Byte order, then the shorter first: memcmp's, and SQLite's for two blobs
+ * or two texts under BINARY (index/index.c merges its rows by it). */
+static inline int str_cmp(struct str a, struct str b)
+{
+	int c = a.n && b.n ? memcmp(a.p, b.p, a.n < b.n ? a.n : b.n) : 0;
+	return c ? c : (a.n > b.n) - (a.n < b.n);
+}
 
 #endif

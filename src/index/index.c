@@ -1090,14 +1090,6 @@ void index_stats_get(const struct index *ix, struct index_stats *out)
 	*out = ix->stats;
 }
 
-/* SQLite's order of two blobs, or of two texts under BINARY: their bytes,
- * then the shorter first. */
-static int index_blob_cmp(struct str a, struct str b)
-{
-	int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
-	return c ? c : (a.n > b.n) - (a.n < b.n);
-}
-
 /* The rows of an mbox archive's messages, in the order of `files`: root,
  * path, then offset (index_load_state walks both at once). */
 struct index_archive_rows {
@@ -1115,9 +1107,9 @@ static int index_archive_offsets(struct index *ix, struct index_archive_rows *a,
 	while (a->rc == SQLITE_ROW) {
 		struct str r = { sqlite3_column_blob(a->s, 0), (size_t)sqlite3_column_bytes(a->s, 0) };
 		struct str p = { sqlite3_column_blob(a->s, 1), (size_t)sqlite3_column_bytes(a->s, 1) };
-		int c = index_blob_cmp(r, root);
+		int c = str_cmp(r, root);
 		if (c == 0)
-			c = index_blob_cmp(p, path);
+			c = str_cmp(p, path);
 		if (c > 0)
 			break;
 		if (c == 0) {

@@ -1563,12 +1563,6 @@ int walk_entry_describe(const struct walk_entry *e, struct arena *a, struct reco
 	return r;
 }
 
-static int walk_str_cmp(struct str a, struct str b)
-{
-	int c = memcmp(a.p, b.p, a.n < b.n ? a.n : b.n);
-	return c ? c : (a.n > b.n) - (a.n < b.n);
-}
-
 /* When the resolved path p (n bytes) lies below the resolved directory b
  * (bn bytes; "/" is the one that ends in '/'): the bytes of p after b and
  * its '/', *rest of them.  NULL when p is b or lies elsewhere. */
@@ -1584,8 +1578,8 @@ static const char *walk_under(const char *p, size_t n, const char *b, size_t bn,
 static int walk_unlisted_cmp(const void *a, const void *b)
 {
 	const struct walk_unlisted *x = a, *y = b;
-	int c = walk_str_cmp(x->root, y->root);
-	return c ? c : walk_str_cmp(x->dir, y->dir);
+	int c = str_cmp(x->root, y->root);
+	return c ? c : str_cmp(x->dir, y->dir);
 }
 
 /* Whether a directory above path (below root, root itself included) is
