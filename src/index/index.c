@@ -1682,14 +1682,6 @@ static int index_add_addresses(struct index *ix, int64_t docid)
 	return index_run(ix, ST_INSERT_ADDRESSES);
 }
 
-/* A message already stored (its id found) whose row holds the same record
- * (the hash of index_record_read): the row stays, with its addresses,
- * attachments, references, thread and text index row, and only where its
- * file is and the file's size and mtime are written.  A file read again
- * is most often an mbox archive that grew: its earlier messages are then
- * neither deleted and inserted again nor tokenized twice (README, "The
- * index").  A database being built holds no row to keep.  1 when kept, 0
- * when the record is to be stored, -errno. */
 /* Whether column c of s holds the bytes p[0..n), or is NULL when p is. */
 static bool index_column_is(sqlite3_stmt *s, int c, const char *p, size_t n)
 {
@@ -1709,6 +1701,14 @@ static bool index_column_is_field(struct index *ix, sqlite3_stmt *s, int c, enum
 	return index_column_is(s, c, v->type == SQLITE_TEXT ? ix->rec_text.p + v->off : NULL, v->len);
 }
 
+/* A message already stored (its id found) whose row holds the same record
+ * (the hash of index_record_read): the row stays, with its addresses,
+ * attachments, references, thread and text index row; only the file's
+ * size and mtime are written, and where it is when it moved.  A file read again
+ * is most often an mbox archive that grew: its earlier messages are then
+ * neither deleted and inserted again nor tokenized twice (README, "The
+ * index").  A database being built holds no row to keep.  1 when kept, 0
+ * when the record is to be stored, -errno. */
 static int index_keep_message(struct index *ix, const struct record_io *io)
 {
 	if (ix->built || !ix->rec_hashed || ix->rec[IF_ID].type != SQLITE_TEXT)
@@ -1811,6 +1811,18 @@ static int index_file_row(struct index *ix, enum index_stmt k, const struct reco
 		sqlite3_bind_int64(s, 3, (int64_t)io->id);
 	}
 	return index_run(ix, k);
+}
+
+/* The files row of a statted file: its stat, with no inode when the next
+ * run is to read it again whatever it finds (again), which a row never
+ * matches (io/state.c, state_check). */
+static int index_stat_row(struct index *ix, const struct record_io *io, bool again)
+{
+	if (!again)
+		return index_file_row(ix, ST_UPSERT_FILE, io);
+	struct record_io reread = *io;
+	reread.dev = reread.ino = 0;
+	return index_file_row(ix, ST_UPSERT_FILE, &reread);
 }
 
 /* What a file held before its records are written again: its errors, and
@@ -2039,13 +2051,11 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 			 * until the item that ends the archive (index_add_batch)
 			 * says it was read to its end and its gone messages were
 			 * deleted: a run stopped between the two reads it again */
-			struct record_io reread = *io;
-			reread.dev = reread.ino = 0;
-			r = index_file_row(ix, ST_UPSERT_FILE, &reread);
+			r = index_stat_row(ix, io, true);
 		} else if (r == 0 && io->reason == RECORD_IO) {
 			r = index_file_row(ix, ST_REREAD_FILE, io);
 		} else if (r == 0 && io->have_stat) {
-			r = index_file_row(ix, ST_UPSERT_FILE, io);
+			r = index_stat_row(ix, io, false);
 		}
 	}
 	ix->stats.ns += index_now_ns() - t0;
@@ -2084,10 +2094,7 @@ int index_add_batch(struct index *ix, const struct batch *b)
 			 * --state would save it (one that changed while read is
 			 * read again next time) */
 			uint64_t t0 = index_now_ns();
-			struct record_io done = it->io;
-			if (done.notes & RECORD_CHANGED_WHILE_READ)
-				done.dev = done.ino = 0;
-			r = index_file_row(ix, ST_UPSERT_FILE, &done);
+			r = index_stat_row(ix, &it->io, (it->io.notes & RECORD_CHANGED_WHILE_READ) != 0);
 			ix->stats.ns += index_now_ns() - t0;
 		} else if (!it->no_output) {
 			r = index_add_records(ix, &it->io, b->out[it->out_worker].p + it->out_off, it->out_len,
