@@ -10,9 +10,11 @@ the command) and CPU time (user + system, wait4) per kind and binary.  Every
 output of A and B is compared: the count of queries whose outputs differ is
 printed.  With --callgrind N, also the mean instructions per query
 (valgrind --tool=callgrind, whole command) over the first N words and the
-first N addresses, which the machine's load does not change.
+first N addresses, which the machine's load does not change.  With
+--b-args, B's commands take those arguments too (one binary against itself
+in another order: `--b-args=--sort=newest-first`; the outputs then differ).
 
-Usage: bench/search_ab.py DB BIN_A BIN_B [--passes 5] [--callgrind 10]"""
+Usage: bench/search_ab.py DB BIN_A BIN_B [--passes 5] [--callgrind 10] [--b-args ARGS]"""
 import argparse
 import os
 import re
@@ -25,8 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from index_bench import search_queries  # noqa: E402
 
 
-def argv(binary, db, kind, q):
-    return [binary, "search", db, ("from:" if kind == "from" else "") + q, "--limit=20"]
+def argv(binary, db, kind, q, extra=()):
+    return [binary, "search", db, ("from:" if kind == "from" else "") + q, "--limit=20", *extra]
 
 
 def timed(cmd):
@@ -55,9 +57,11 @@ def main():
     ap.add_argument("b")
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--callgrind", type=int, default=0)
+    ap.add_argument("--b-args", default="", help="B's extra arguments, split at spaces")
     a = ap.parse_args()
     queries = search_queries(a.db)
     bins = (("A", a.a), ("B", a.b))
+    extra = {"A": (), "B": tuple(a.b_args.split())}
     res = {(n, k, m): [] for n, _ in bins for k in ("word", "from") for m in ("wall", "cpu")}
     differ = set()
     load = [os.getloadavg()[0]]
@@ -65,7 +69,7 @@ def main():
         for kind, q in queries:
             outs = []
             for name, binary in bins:
-                out, wall, cpu = timed(argv(binary, a.db, kind, q))
+                out, wall, cpu = timed(argv(binary, a.db, kind, q, extra[name]))
                 res[(name, kind, "wall")].append(wall)
                 res[(name, kind, "cpu")].append(cpu)
                 outs.append(out)
@@ -75,7 +79,7 @@ def main():
     print(f"{len(queries)} queries x {a.passes} passes, load {min(load):.1f}-{max(load):.1f}; "
           f"queries whose outputs differ: {len(differ)}")
     for name, binary in bins:
-        print(f"{name} {binary}: " + ", ".join(
+        print(f"{name} {' '.join((binary,) + extra[name])}: " + ", ".join(
             f"{k} {statistics.median(res[(name, k, 'wall')]):.2f} ms wall "
             f"({statistics.median(res[(name, k, 'cpu')]):.2f} CPU)" for k in ("word", "from")))
     if a.callgrind:
@@ -83,7 +87,7 @@ def main():
             means = []
             for kind in ("word", "from"):
                 qs = [q for k, q in queries if k == kind][:a.callgrind]
-                means.append(f"{kind} {sum(instructions(argv(binary, a.db, kind, q)) for q in qs) / len(qs):.4g}")
+                means.append(f"{kind} {sum(instructions(argv(binary, a.db, kind, q, extra[name])) for q in qs) / len(qs):.4g}")
             print(f"{name} instructions, mean of the first {a.callgrind}: " + ", ".join(means))
 
 
