@@ -147,11 +147,13 @@ static int usage_error(const char *what, const char *arg)
 }
 
 static const char search_usage[] =
-"Usage: ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N] [--] [WORD...]\n"
+"Usage: ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]\n"
+"                    [--sort=relevance|newest-first|oldest-first] [--] [WORD...]\n"
 "Searches an index written by ingest --index=FILE (README, \"Searching\"): FTS5\n"
 "syntax plus from: to: subject: (and their ( ) groups), date:A..B, tag:, folder:,\n"
-"thread:, id:, has:attachment, each negated by a leading -.  After --, every\n"
-"argument is a word.  Exit 0 with the hits (none is no error), 1 when the query\n"
+"thread:, id:, has:attachment, each negated by a leading -.  Hits come best\n"
+"first (bm25) or by date as --sort says; by date, newest first, when the\n"
+"query has no words to rank by.  After --, every argument is a word.  Exit 0 with the hits (none is no error), 1 when the query\n"
 "or the database is refused, 2 for bad usage.\n";
 
 /* --limit=N: digits only (strtoul takes " -1" as ULONG_MAX), from 1 to
@@ -168,13 +170,14 @@ static bool search_limit(const char *v, unsigned long *limit)
 	return true;
 }
 
-/* ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]: the words
+/* ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]
+ * [--sort=relevance|newest-first|oldest-first] (notmuch's names): the words
  * after FILE are the query (as notmuch takes them), options anywhere until
  * "--", after which a word may start with "--". */
 static int search_main(int argc, char **argv)
 {
 	const char *db = NULL;
-	int tsv = 0;
+	int tsv = 0, order = 0;
 	unsigned long limit = 20;
 	size_t qlen = 1, used = 0;
 	for (int i = 2; i < argc; i++)
@@ -210,13 +213,14 @@ static int search_main(int argc, char **argv)
 			fputs(search_usage, stdout);
 			return 0;
 		}
-		if (!strcmp(a, "--limit") || !strcmp(a, "--format")) {
+		if (!strcmp(a, "--limit") || !strcmp(a, "--format") || !strcmp(a, "--sort")) {
 			if (i + 1 == argc) {
 				free(query);
 				return usage_error("option needs a value: '", a);
 			}
 			v = argv[++i];
-		} else if (!strncmp(a, "--limit=", 8) || !strncmp(a, "--format=", 9)) {
+		} else if (!strncmp(a, "--limit=", 8) || !strncmp(a, "--format=", 9) ||
+		           !strncmp(a, "--sort=", 7)) {
 			v = strchr(a, '=') + 1;
 		} else {
 			free(query);
@@ -226,6 +230,17 @@ static int search_main(int argc, char **argv)
 			if (!search_limit(v, &limit)) {
 				free(query);
 				return usage_error("invalid value in '--limit=", v);
+			}
+		} else if (!strncmp(a, "--sort", 6)) {
+			if (!strcmp(v, "relevance")) {
+				order = 0;
+			} else if (!strcmp(v, "newest-first")) {
+				order = INGEST_SEARCH_NEWEST;
+			} else if (!strcmp(v, "oldest-first")) {
+				order = INGEST_SEARCH_OLDEST;
+			} else {
+				free(query);
+				return usage_error("search orders are relevance, newest-first and oldest-first, not '", v);
 			}
 		} else {
 			if (strcmp(v, "jsonl") && strcmp(v, "tsv")) {
@@ -241,7 +256,7 @@ static int search_main(int argc, char **argv)
 		return 2;
 	}
 	char *why = NULL;
-	int r = ingest_search(db, query, tsv, limit, STDOUT_FILENO, &why);
+	int r = ingest_search(db, query, (tsv ? INGEST_SEARCH_TSV : 0) | order, limit, STDOUT_FILENO, &why);
 	if (r < 0)
 		/* not the query again: it may be long, or hold a terminal's
 		 * escapes; the reason names the word at fault */

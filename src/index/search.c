@@ -64,6 +64,11 @@
  * 1,000 a few milliseconds.  Past this many, a hit shows the start of its
  * text, as a query without words does (README, "Searching"). */
 #define SEARCH_SNIPPET_MATCHES 1000
+/* A search by date of fewer matches than this looks each up for its date;
+ * of more, it walks the date index (search_matches_many): at 100,000
+ * messages the two cost the same near 300 matches, by
+ * bench/INDEX.md, "search by date". */
+#define SEARCH_FEW_MATCHES 400
 #define SEARCH_TEXT_START "substr(replace(f.text, char(10), ' '), 1, 80)"
 
 /* FTS5's filter of one column of mail_fts, `"column" : `, or of a set of
@@ -982,11 +987,29 @@ static void search_tidy(const char *path)
 	sqlite3_close(db);
 }
 
-int ingest_search(const char *db_path, const char *query, int tsv, unsigned long limit, int fd,
+/* Whether the FTS query matches SEARCH_FEW_MATCHES messages or more,
+ * counted up to there.  false when it cannot say: the search's own
+ * statement then meets the same error and reports it. */
+static bool search_matches_many(sqlite3 *db, const struct dynbuf *fts)
+{
+	sqlite3_stmt *st = NULL;
+	char sql[128];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM (SELECT 1 FROM mail_fts WHERE mail_fts MATCH ?1"
+	         " LIMIT %d)", SEARCH_FEW_MATCHES);
+	bool many = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	            sqlite3_bind_text(st, 1, fts->p, (int)fts->len, SQLITE_STATIC) == SQLITE_OK &&
+	            sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) >= SEARCH_FEW_MATCHES;
+	sqlite3_finalize(st);
+	return many;
+}
+
+int ingest_search(const char *db_path, const char *query, int flags, unsigned long limit, int fd,
                   char **error)
 {
 	if (error)
 		*error = NULL;
+	bool tsv = flags & INGEST_SEARCH_TSV, oldest = flags & INGEST_SEARCH_OLDEST;
+	bool by_date = flags & (INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
 	struct search s = { .column = SEARCH_COLUMN_NONE, .group_column = -1, .group_depth = -1 };
 	dynbuf_init(&s.fts, 0);
 	dynbuf_init(&s.where, 0);
@@ -997,6 +1020,11 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	int rc = SQLITE_OK, r = db_path && query ? search_parse(&s, query) : -EINVAL;
 	if (r == -EINVAL && !s.error[0])
 		snprintf(s.error, sizeof(s.error), "no database or no query");
+	const int known = INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST;
+	if (r == 0 && ((flags & ~known) || (oldest && (flags & INGEST_SEARCH_NEWEST)))) {
+		snprintf(s.error, sizeof(s.error), "flags %#x: an unknown bit, or both orders", (unsigned)flags);
+		r = -EINVAL;
+	}
 	if (r == 0 && !s.words) {
 		snprintf(s.error, sizeof(s.error), "the query has no words (* is every message)");
 		r = -EINVAL;
@@ -1079,7 +1107,7 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	 * index keeps them together: the delete trigger, and a first run's
 	 * text index cleared of rows whose message went, fts_build.c). */
 	struct rank *rk = NULL;
-	if (r == 0 && fts && (rc = rank_register(db, s.where.len ? 0 : limit, &rk)) != SQLITE_OK) {
+	if (r == 0 && fts && (rc = rank_register(db, s.where.len || by_date ? 0 : limit, &rk)) != SQLITE_OK) {
 		why = sqlite3_errstr(rc);
 		r = -EINVAL;
 	}
@@ -1098,17 +1126,43 @@ int ingest_search(const char *db_path, const char *query, int tsv, unsigned long
 	if (r == 0)
 		r = tsv ? dynbuf_printf(&sql, search_tsv, snippet)
 		        : dynbuf_printf(&sql, search_json, snippet, rank);
-	if (r == 0)
-		r = dynbuf_puts(&sql, fts ? " FROM mail_fts f CROSS JOIN messages m ON m.docid = f.rowid"
-		                            " WHERE mail_fts MATCH ?1"
-		                            " AND f.rank MATCH 'ingest_bm25(8.0, 4.0, 2.0, 1.0, 2.0)'"
-		                          : " FROM messages m LEFT JOIN mail_fts f ON f.rowid = m.docid WHERE 1");
-	if (r == 0)
-		r = dynbuf_append(&sql, s.where.p ? s.where.p : "", s.where.len);
+	static const char from_fts[] = " FROM mail_fts f CROSS JOIN messages m ON m.docid = f.rowid"
+	                               " WHERE mail_fts MATCH ?1";
 	/* SQLite's LIMIT is a signed 64-bit integer: a larger one is none */
 	long long lim = limit > INT64_MAX ? -1 : (long long)limit;
+	/* Dated hits in date order, the undated after them (newest first)
+	 * or before (oldest first: an undated message is as old as can be,
+	 * as notmuch has it), ties in docid order, which is the order the
+	 * messages came in */
+	const char *date_order = oldest ? "m.date, m.docid" : "m.date DESC, m.docid";
 	if (r == 0)
-		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lld", fts ? "f.rank" : "m.date DESC, m.docid", lim);
+		r = dynbuf_puts(&sql, fts ? from_fts : " FROM messages m LEFT JOIN mail_fts f"
+		                                      " ON f.rowid = m.docid WHERE 1");
+	if (r == 0 && fts)
+		r = dynbuf_puts(&sql, " AND f.rank MATCH 'ingest_bm25(8.0, 4.0, 2.0, 1.0, 2.0)'");
+	/* Matches by date: the docids of the `limit` first by date, then the
+	 * line of each of them (FTS5 takes the docids as rowid = constraints
+	 * of the same MATCH).  An ORDER BY over the lines would build every
+	 * match's snippet and addresses before sorting, where rank's order
+	 * escapes that inside FTS5.  The docids come from one of two plans
+	 * (bench/INDEX.md, "search by date"): a few matches, each looked up
+	 * for its date (a table page each); many, the date index walked
+	 * from the end, each entry kept when the match set has its docid,
+	 * until `limit` are found (a few pages where the matches are many,
+	 * the whole index, ~6 ms at 100,000 messages, where none is) */
+	if (r == 0 && fts && by_date)
+		r = search_matches_many(db, &s.fts)
+		    ? dynbuf_puts(&sql, " AND f.rowid IN (SELECT m.docid FROM messages m INDEXED BY"
+		                        " messages_date WHERE m.docid IN (SELECT rowid FROM mail_fts"
+		                        " WHERE mail_fts MATCH ?1)")
+		    : dynbuf_printf(&sql, " AND f.rowid IN (SELECT f.rowid%s", from_fts);
+	if (r == 0)
+		r = dynbuf_append(&sql, s.where.p ? s.where.p : "", s.where.len);
+	if (r == 0 && fts && by_date)
+		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lld)", date_order, lim);
+	if (r == 0)
+		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lld", fts && !by_date ? "f.rank" : date_order,
+		                  lim);
 	if (r == 0 && dynbuf_putc(&sql, '\0') < 0)
 		r = -ENOMEM;
 	if (r == 0) {

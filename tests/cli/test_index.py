@@ -1813,8 +1813,10 @@ def components(recs, key="path"):
     return sorted(sorted(g) for g in groups.values())
 
 
-def search(db, *query, fmt="jsonl", limit=1000, rc=0):
-    p = run(["search", db] + list(query) + ["--format=" + fmt, "--limit=" + str(limit)], check_rc=rc)
+def search(db, *query, fmt="jsonl", limit=1000, rc=0, sort=None):
+    order = ["--sort=" + sort] if sort else []
+    p = run(["search", db] + list(query) + order + ["--format=" + fmt, "--limit=" + str(limit)],
+            check_rc=rc)
     if fmt == "tsv":
         return [ln.split("\t") for ln in p.stdout.decode().splitlines()]
     return records(p.stdout) if rc == 0 else p
@@ -2301,6 +2303,85 @@ def case_search_options(tmp):
     p = run(["search", db], check_rc=2)
     if not p.stderr.startswith(b"Usage: ingest search FILE QUERY"):
         fail(f"search without a query: {p.stderr!r}")
+
+
+def date_orders(db, queries):
+    """Checks --sort=newest-first and oldest-first of each query against
+    the hits of a relevance search put in date order here; returns the
+    number of queries and orders checked."""
+    import sqlite3
+    con = sqlite3.connect(db)
+    row = {i: (d, n) for i, d, n in con.execute("SELECT id, date, docid FROM messages")}
+    con.close()
+    checked = 0
+    for q in queries:
+        hits = [h["id"] for h in search(db, q, sort="relevance", limit=100000)]
+        if hits != [h["id"] for h in search(db, q, limit=100000)]:
+            fail(f"{q}: --sort=relevance is not the default order")
+        if len(hits) < 2:
+            fail(f"{q}: {len(hits)} hits, too few to order")
+        dated = sorted((i for i in hits if row[i][0] is not None), key=lambda i: (row[i][0], -row[i][1]),
+                       reverse=True)
+        undated = sorted((i for i in hits if row[i][0] is None), key=lambda i: row[i][1])
+        want = {"newest-first": dated + undated,
+                "oldest-first": undated + sorted(dated, key=lambda i: (row[i][0], row[i][1]))}
+        for order, ids in want.items():
+            got = [h["id"] for h in search(db, q, sort=order, limit=100000)]
+            if got != ids:
+                fail(f"{q} --sort={order}: {len(got)} hits, {got[:5]}... != {ids[:5]}...")
+            top = [h["id"] for h in search(db, q, sort=order, limit=2)]
+            if top != ids[:2]:
+                fail(f"{q} --sort={order} --limit=2: {top} != {ids[:2]}")
+            checked += 1
+    return checked
+
+
+def case_search_sort(tmp):
+    """--sort=newest-first and oldest-first put the hits a relevance search
+    finds in date order (undated last, and first), ties by docid, words and
+    conditions alike, --limit taking the first of that order, whether the
+    matches are few (each looked up) or many (the date index walked: 400
+    or more, search.c); relevance is the default; an unknown order is a
+    usage error (exit 2)."""
+    import sqlite3
+    src = os.path.join(ARGS.source, "tests", "corpus", "real", "notmuch")
+    nm = os.path.join(tmp, "nm.db")
+    run(["--index=" + nm, src])
+    checked = date_orders(nm, ("the", "from:carl", "notmuch date:2009-11-17..2009-11-18", "-tag:unread",
+                               "(from:carl OR from:keith) patch"))
+    small = small_corpus(tmp)
+    checked += date_orders(small, ("alpha", "-folder:Sent", "alpha -folder:Sent"))
+    # 600 messages of the word "common", in two folders, dates that repeat
+    # (ties) and some none: more matches than the few looked up one by one
+    root = os.path.join(tmp, "many")
+    for i in range(600):
+        folder = "" if i % 3 else ".Archive"
+        for sub in ("cur", "new", "tmp"):
+            os.makedirs(os.path.join(root, folder, sub), exist_ok=True)
+        d = os.path.join(root, folder, "cur")
+        date = "" if i % 17 == 0 else f"Date: {1 + i * 7 % 28} Mar 20{10 + i % 9} 10:00:00 +0000\n"
+        word = "rare" if i % 150 == 0 else "plain"
+        with open(os.path.join(d, f"{i}.x:2,S"), "w") as f:
+            f.write(f"From: u{i % 7}@example.org\nSubject: s{i}\n{date}\ncommon {word} words\n")
+    many = os.path.join(tmp, "many.db")
+    run(["--index=" + many, root])
+    checked += date_orders(many, ("common", "common folder:Archive", "common -folder:Archive date:2012..2015",
+                                  "rare", "from:u3@example.org common"))
+    # the undated message of the small corpus is at the ends
+    con = sqlite3.connect(small)
+    undated = [i for (i,) in con.execute("SELECT id FROM messages WHERE date IS NULL")]
+    con.close()
+    if len(undated) != 1 or search(small, "alpha", sort="oldest-first")[0]["id"] != undated[0] \
+            or search(small, "alpha", sort="newest-first")[-1]["id"] != undated[0]:
+        fail(f"the undated message {undated} is not at the ends")
+    tsv = search(nm, "the", fmt="tsv", sort="oldest-first")
+    if [t[0] for t in tsv] != sorted(t[0] for t in tsv):
+        fail("TSV oldest first: dates out of order")
+    for bad in ("newest", "date", ""):
+        p = run(["search", nm, "the", "--sort=" + bad], check_rc=2)
+        if b"search orders are relevance, newest-first and oldest-first" not in p.stderr:
+            fail(f"--sort={bad}: {p.stderr!r}")
+    print(f"{checked} queries and orders: the hits in date order, --limit their first")
 
 
 def case_search_many_matches(tmp):

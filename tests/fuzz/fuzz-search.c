@@ -90,14 +90,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_index();
 	if (size == 0)
 		return 0;
-	int tsv = data[0] & 1;
+	/* the format and the order; both orders at once is a refusal */
+	int flags = data[0] & (INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
 	char *query = malloc(size);
 	FUZZ_CHECK(query);
 	memcpy(query, data + 1, size - 1);
 	query[size - 1] = '\0';
 	char *why = NULL;
-	unsigned long limit = 1 + (data[0] >> 1) % 8;
-	int r = ingest_search(fuzz_db, query, tsv, limit, fuzz_null, &why);
+	unsigned long limit = 1 + (data[0] >> 3) % 8;
+	int r = ingest_search(fuzz_db, query, flags, limit, fuzz_null, &why);
 	FUZZ_CHECK(r >= 0 ? r <= (int)limit && !why : r == -EINVAL || r == -ENOMEM);
 	FUZZ_CHECK(r != -EINVAL || why);
 	free(why);

@@ -347,6 +347,17 @@ static void test_lib_search_error_optional(void **state)
 	assert_int_equal(ingest_search(missing, "a", 0, 10, null, &why), -ENOENT);
 	assert_string_equal(why, strerror(ENOENT));
 	free(why);
+	/* flags: an unknown bit, or both orders, is refused with its reason;
+	 * each order alone is a search (the sample has no word "zzz": 0 hits) */
+	for (int bad = 0; bad < 2; bad++) {
+		why = NULL;
+		int flags = bad ? INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST : 8;
+		assert_int_equal(ingest_search(db, "zzz", flags, 10, null, &why), -EINVAL);
+		assert_non_null(strstr(why, "both orders"));
+		free(why);
+	}
+	assert_int_equal(ingest_search(db, "zzz", INGEST_SEARCH_OLDEST | INGEST_SEARCH_TSV, 10, null, NULL), 0);
+	assert_int_equal(ingest_search(db, "zzz", INGEST_SEARCH_NEWEST, 10, null, NULL), 0);
 	close(null);
 	char name[320];
 	for (const char *const *x = (const char *const[]){ "", "-wal", "-shm", NULL }; *x; x++) {
