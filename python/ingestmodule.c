@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The Python module `ingest`: parse, parse_many and scan in-process.
+/* The Python module `ingest`: parse, parse_many and scan in-process; index
+ * and search, the command's --index run and `ingest search`.
  *
  * The dicts are built from the parsed struct record by src/emit/pydict.c,
  * never through JSON.  Where the work runs:
@@ -22,7 +23,11 @@
  * Python run its signal handlers: a KeyboardInterrupt there interrupts the
  * run (ingest_interrupt), drops the dicts not yet yielded and is raised;
  * every dict yielded before is a whole record.  Memory is bounded by the
- * run's byte budget (--max-inflight) and its batches' tapes. */
+ * run's byte budget (--max-inflight) and its batches' tapes.
+ *
+ *   index:  ingest_run() with the index option on a thread of its own, the
+ *       caller waiting with the GIL released, as __next__ does.
+ *   search:  ingest_search() into a file in memory, its lines json.loads'd. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -39,6 +44,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,12 +169,29 @@ static const struct {
 };
 
 /* Options from keywords: the CLI's long names with '_' for '-'. */
-static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
+/* The function whose keywords options_from() reads. */
+enum py_call { PY_PARSE, PY_SCAN, PY_INDEX };
+
+/* Why index() refuses a keyword scan() refuses too: its records go into
+ * the database, and it returns the statistics. */
+static const char *index_refuses(const char *name)
 {
+	if (!strcmp(name, "index"))
+		return "the database is index()'s first argument";
+	if (!strcmp(name, "stats"))
+		return "index() returns the statistics";
+	if (!strcmp(name, "progress"))
+		return "index() prints nothing";
+	return "an index run writes its records into the database";
+}
+
+static struct ingest_options *options_from(PyObject *kwargs, enum py_call call)
+{
+	bool for_scan = call != PY_PARSE;
 	struct ingest_options *o = ingest_options_new();
 	if (!o)
 		return (struct ingest_options *)PyErr_NoMemory();
-	if (for_scan && ingest_options_set(o, "batch-bytes", SCAN_BATCH_BYTES) < 0) {
+	if (call == PY_SCAN && ingest_options_set(o, "batch-bytes", SCAN_BATCH_BYTES) < 0) {
 		ingest_options_free(o);
 		return (struct ingest_options *)PyErr_NoMemory();
 	}
@@ -190,9 +213,10 @@ static struct ingest_options *options_from(PyObject *kwargs, bool for_scan)
 			name[i] = key[i] == '_' ? '-' : key[i];
 		for (size_t i = 0; i < sizeof(not_for_dicts) / sizeof(not_for_dicts[0]); i++)
 			if (!strcmp(name, not_for_dicts[i].name) && (!for_scan || !not_for_dicts[i].run_only)) {
-				PyErr_Format(PyExc_TypeError, "option '%s' does not apply to %s: %s",
-				             key, for_scan ? "scan()" : "parse() and parse_many()",
-				             not_for_dicts[i].why);
+				PyErr_Format(PyExc_TypeError, "option '%s' does not apply to %s: %s", key,
+				             call == PY_INDEX ? "index()" : for_scan ? "scan()"
+				                                                     : "parse() and parse_many()",
+				             call == PY_INDEX ? index_refuses(name) : not_for_dicts[i].why);
 				goto fail;
 			}
 		/* None is the default, for a name that is an option */
@@ -508,7 +532,7 @@ static void many_item(void *ctx, size_t i, struct record *rec)
 static PyObject *parse_views(Py_buffer *views, size_t n, unsigned threads, PyObject *kwargs,
                              bool single)
 {
-	struct ingest_options *o = options_from(kwargs, false);
+	struct ingest_options *o = options_from(kwargs, PY_PARSE);
 	if (!o)
 		return NULL;
 	const void **bufs = PyMem_Calloc(n ? n : 1, sizeof(*bufs));
@@ -800,17 +824,25 @@ static int scan_taken(void *ctx)
 	return r;
 }
 
+/* A run on its own thread, scan()'s or index()'s: runs it, then, under
+ * lock, gives its result and report and sets *done for the waiting side. */
+static void run_to_end(const struct ingest_options *o, pthread_mutex_t *lock, pthread_cond_t *cond,
+                       bool *done, int *result, struct ingest_report **report)
+{
+	struct ingest_report *rep = NULL;
+	int r = ingest_run(o, &rep);
+	pthread_mutex_lock(lock);
+	*result = r;
+	*report = rep;
+	*done = true;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(lock);
+}
+
 static void *scan_main(void *arg)
 {
 	struct scan *s = arg;
-	struct ingest_report *rep = NULL;
-	int r = ingest_run(s->o, &rep);
-	pthread_mutex_lock(&s->lock);
-	s->result = r;
-	s->rep = rep;
-	s->done = true;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	run_to_end(s->o, &s->lock, &s->cond, &s->done, &s->result, &s->rep);
 	return NULL;
 }
 
@@ -832,8 +864,8 @@ static bool scan_in_child(const struct scan *s)
 /* How long __next__ waits for a batch before it looks for Ctrl-C. */
 #define SCAN_SIGNAL_CHECK_NS (100 * 1000 * 1000)
 
-/* Waits on the scan's condition for ns at most, its lock held. */
-static void scan_wait_locked(struct scan *s, long ns)
+/* Waits on cond for ns at most, lock held. */
+static void cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, long ns)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_REALTIME, &t);
@@ -842,7 +874,13 @@ static void scan_wait_locked(struct scan *s, long ns)
 		t.tv_sec += t.tv_nsec / 1000000000;
 		t.tv_nsec %= 1000000000;
 	}
-	pthread_cond_timedwait(&s->cond, &s->lock, &t);
+	pthread_cond_timedwait(cond, lock, &t);
+}
+
+/* Waits on the scan's condition for ns at most, its lock held. */
+static void scan_wait_locked(struct scan *s, long ns)
+{
+	cond_wait_ns(&s->cond, &s->lock, ns);
 }
 
 /* The scan whose run this process's ingest_run() is, or NULL (the GIL's):
@@ -1088,7 +1126,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	/* held from here: reading the options and paths may run Python code
 	 * (__fspath__) that lets another thread call scan() */
 	scan_running = s;
-	struct ingest_options *o = options_from(kwargs, true);
+	struct ingest_options *o = options_from(kwargs, PY_SCAN);
 	if (!o) {
 		Py_DECREF(s);
 		return NULL;
@@ -1134,18 +1172,280 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	return (PyObject *)s;
 }
 
+/* ---- index, search -------------------------------------------------------- */
+
+/* An index() call's run, on a thread of its own so that the caller can
+ * wait with the GIL released and still see Ctrl-C. */
+struct index_call {
+	struct ingest_options *o;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int result;
+	struct ingest_report *rep;
+};
+
+static void *index_main(void *arg)
+{
+	struct index_call *c = arg;
+	run_to_end(c->o, &c->lock, &c->cond, &c->done, &c->result, &c->rep);
+	return NULL;
+}
+
+/* Waits for the run, the GIL released, looking for signals every
+ * SCAN_SIGNAL_CHECK_NS: a KeyboardInterrupt (or any exception a handler
+ * raises) interrupts the run, which commits what it parsed, and is
+ * raised once it has returned.  false when an exception is set. */
+static bool index_wait(struct index_call *c)
+{
+	bool raised = false;
+	for (;;) {
+		bool done;
+		Py_BEGIN_ALLOW_THREADS
+		pthread_mutex_lock(&c->lock);
+		if (!c->done)
+			cond_wait_ns(&c->cond, &c->lock, SCAN_SIGNAL_CHECK_NS);
+		done = c->done;
+		pthread_mutex_unlock(&c->lock);
+		Py_END_ALLOW_THREADS
+		if (done)
+			return !raised;
+		if (!raised && PyErr_CheckSignals() < 0) {
+			raised = true;
+			ingest_interrupt();
+		}
+	}
+}
+
+/* The report's statistics as a dict (json.loads of `--stats=json`). */
+static PyObject *index_stats(const struct ingest_report *rep)
+{
+	char *text = NULL;
+	size_t len = 0;
+	if (ingest_report_format(rep, 1, &text, &len) < 0)
+		return PyErr_NoMemory();
+	PyObject *json = PyImport_ImportModule("json");
+	PyObject *d = json ? PyObject_CallMethod(json, "loads", "s#", text, (Py_ssize_t)len) : NULL;
+	Py_XDECREF(json);
+	free(text);
+	return d;
+}
+
+/* OSError(errno, why[, name]) or ValueError(why) for a run's or a
+ * search's failure; FileNotFoundError and its kin by errno, as open()'s. */
+static PyObject *raise_failure(int r, const char *why, PyObject *name, bool value_error)
+{
+	if (value_error) {
+		PyErr_SetString(PyExc_ValueError, why ? why : strerror(-r));
+		return NULL;
+	}
+	PyObject *v = name ? Py_BuildValue("(isO)", -r, why ? why : strerror(-r), name)
+	                   : Py_BuildValue("(is)", -r, why ? why : strerror(-r));
+	if (v) {
+		PyErr_SetObject(PyExc_OSError, v);
+		Py_DECREF(v);
+	}
+	return NULL;
+}
+
+PyDoc_STRVAR(index_doc,
+"index(db, *paths, **options) -> dict\n\n"
+"Writes (creates or updates) the SQLite index db from paths, as\n"
+"`ingest --index=db PATH...` does (README, \"The index\"), and returns the\n"
+"run's statistics (json.loads of --stats=json).  db and paths are str,\n"
+"bytes or path-like.  Options are the command's long names with _ for -.\n"
+"A refused database or options raise ValueError; a failed run OSError.\n"
+"Ctrl-C stops the run, which commits what it parsed, and is raised.");
+
+static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	(void)self;
+	if (PyTuple_GET_SIZE(args) < 1) {
+		PyErr_SetString(PyExc_TypeError, "index() needs a database");
+		return NULL;
+	}
+	if (scan_running && !scan_in_child(scan_running)) {
+		pthread_mutex_lock(&scan_running->lock);
+		bool done = scan_running->done;
+		pthread_mutex_unlock(&scan_running->lock);
+		if (!done)
+			return raise_failure(-EBUSY, "a scan() is running in this process (one run at a time)",
+			                     NULL, false);
+	}
+	struct ingest_options *o = options_from(kwargs, PY_INDEX);
+	if (!o)
+		return NULL;
+	PyObject *db = NULL;
+	int r = 0;
+	for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(args); i++) {
+		PyObject *b = NULL;
+		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
+			r = -1;
+			break;
+		}
+		r = i == 0 ? ingest_options_set(o, "index", PyBytes_AS_STRING(b))
+		           : ingest_options_add_path(o, PyBytes_AS_STRING(b));
+		if (i == 0 && r == 0)
+			db = b;
+		else
+			Py_DECREF(b);
+		if (r == -ENOMEM)
+			PyErr_NoMemory();
+		else if (r < 0)
+			PyErr_Format(PyExc_ValueError, "invalid database name %R", PyTuple_GET_ITEM(args, i));
+	}
+	char list[2];
+	if (r == 0 && PyTuple_GET_SIZE(args) == 1 && ingest_options_get(o, "files-from", list, sizeof(list)) == 0) {
+		/* as the command refuses it: a run of nothing is a mistake */
+		PyErr_SetString(PyExc_TypeError, "index() needs a path (or files_from=)");
+		r = -1;
+	}
+	struct index_call c = { .o = o };
+	if (r == 0) {
+		pthread_mutex_init(&c.lock, NULL);
+		pthread_cond_init(&c.cond, NULL);
+		/* as scan(): an interrupt before the run begins stops it */
+		ingest_interrupt_clear();
+		o->interrupt_kept = true;
+		pthread_t t;
+		int e = pthread_create(&t, NULL, index_main, &c);
+		if (e) {
+			errno = e;
+			PyErr_SetFromErrno(PyExc_OSError);
+			r = -1;
+		} else {
+			bool ok = index_wait(&c);
+			Py_BEGIN_ALLOW_THREADS
+			pthread_join(t, NULL);
+			Py_END_ALLOW_THREADS
+			r = ok ? 0 : -1;
+		}
+		pthread_cond_destroy(&c.cond);
+		pthread_mutex_destroy(&c.lock);
+	}
+	PyObject *out = NULL;
+	if (r == 0 && c.result < 0)
+		raise_failure(c.result, ingest_report_error(c.rep), db,
+		              c.result == -EINVAL || ingest_report_usage_error(c.rep));
+	else if (r == 0)
+		out = index_stats(c.rep);
+	ingest_report_free(c.rep);
+	ingest_options_free(o);
+	Py_XDECREF(db);
+	return out;
+}
+
+PyDoc_STRVAR(search_doc,
+"search(db, query, *, limit=20, sort='relevance') -> list of dict\n\n"
+"The hits of query in the index db, as `ingest search` gives them (README,\n"
+"\"Searching\": FTS5 syntax plus from:, to:, subject:, date:, tag:, folder:,\n"
+"thread:, id:, has:attachment), one dict a hit (json.loads of its line),\n"
+"best first, or in date order with sort='newest-first' or 'oldest-first'.\n"
+"A query or database refused raises ValueError; one that cannot be\n"
+"opened OSError (FileNotFoundError...).");
+
+static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	(void)self;
+	/* PyArg_ParseTupleAndKeywords takes char *[] though it writes none */
+	static char db_kw[] = "db", query_kw[] = "query", limit_kw[] = "limit", sort_kw[] = "sort";
+	static char *kw[] = { db_kw, query_kw, limit_kw, sort_kw, NULL };
+	PyObject *db = NULL;
+	const char *query, *sort = "relevance";
+	Py_ssize_t limit = 20;
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&s|$ns:search", kw, PyUnicode_FSConverter, &db,
+	                                 &query, &limit, &sort))
+		return NULL;
+	int flags = !strcmp(sort, "relevance") ? 0
+	          : !strcmp(sort, "newest-first") ? INGEST_SEARCH_NEWEST
+	          : !strcmp(sort, "oldest-first") ? INGEST_SEARCH_OLDEST : -1;
+	if (flags < 0 || limit < 1) {
+		if (flags < 0)
+			PyErr_Format(PyExc_ValueError, "sort is 'relevance', 'newest-first' or 'oldest-first',"
+			             " not '%.100s'", sort);
+		else
+			PyErr_Format(PyExc_ValueError, "limit is 1 or more, not %zd", limit);
+		Py_DECREF(db);
+		return NULL;
+	}
+	/* the lines go to a file in memory, read back whole: a search writes
+	 * --limit lines at most */
+	int fd = memfd_create("ingest-search", MFD_CLOEXEC);
+	if (fd < 0) {
+		Py_DECREF(db);
+		return PyErr_SetFromErrno(PyExc_OSError);
+	}
+	char *why = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = ingest_search(PyBytes_AS_STRING(db), query, flags, (unsigned long)limit, fd, &why);
+	Py_END_ALLOW_THREADS
+	PyObject *hits = NULL;
+	if (r < 0) {
+		PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(db));
+		raise_failure(r, why, name, r == -EINVAL);
+		Py_XDECREF(name);
+	} else {
+		hits = PyList_New(0);
+	}
+	off_t size = hits ? lseek(fd, 0, SEEK_END) : 0;
+	PyObject *text = hits && size >= 0 ? PyBytes_FromStringAndSize(NULL, size) : NULL;
+	if (hits && size < 0)
+		PyErr_SetFromErrno(PyExc_OSError);
+	if (text) {
+		char *p = PyBytes_AS_STRING(text);
+		ssize_t got = 0, n = 0;
+		while (got < size && (n = pread(fd, p + got, (size_t)(size - got), got)) > 0)
+			got += n;
+		if (got != size) {
+			errno = n < 0 ? errno : EIO;
+			PyErr_SetFromErrno(PyExc_OSError);
+			Py_CLEAR(text);
+		}
+	}
+	PyObject *json = text ? PyImport_ImportModule("json") : NULL;
+	PyObject *loads = json ? PyObject_GetAttrString(json, "loads") : NULL;
+	const char *p = text ? PyBytes_AS_STRING(text) : NULL, *end = p ? p + size : NULL;
+	while (loads && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		nl = nl ? nl : end;
+		PyObject *line = PyUnicode_DecodeUTF8(p, nl - p, "strict");
+		PyObject *hit = line ? PyObject_CallOneArg(loads, line) : NULL;
+		Py_XDECREF(line);
+		if (!hit || PyList_Append(hits, hit) < 0) {
+			Py_XDECREF(hit);
+			Py_CLEAR(loads);
+			break;
+		}
+		Py_DECREF(hit);
+		p = nl + 1;
+	}
+	if (hits && !loads)
+		Py_CLEAR(hits);
+	Py_XDECREF(loads);
+	Py_XDECREF(json);
+	Py_XDECREF(text);
+	close(fd);
+	free(why);
+	Py_DECREF(db);
+	return hits;
+}
+
 static PyMethodDef methods[] = {
 	{ "parse", (PyCFunction)(void (*)(void))py_parse, METH_VARARGS | METH_KEYWORDS, parse_doc },
 	{ "parse_many", (PyCFunction)(void (*)(void))py_parse_many, METH_VARARGS | METH_KEYWORDS,
 	  parse_many_doc },
 	{ "scan", (PyCFunction)(void (*)(void))py_scan, METH_VARARGS | METH_KEYWORDS, scan_doc },
+	{ "index", (PyCFunction)(void (*)(void))py_index, METH_VARARGS | METH_KEYWORDS, index_doc },
+	{ "search", (PyCFunction)(void (*)(void))py_search, METH_VARARGS | METH_KEYWORDS, search_doc },
 	{ NULL, NULL, 0, NULL },
 };
 
 static struct PyModuleDef module = {
 	PyModuleDef_HEAD_INIT,
 	.m_name = "ingest",
-	.m_doc = "Mail to structured records, in-process: parse, parse_many, scan.",
+	.m_doc = "Mail to structured records, in-process: parse, parse_many, scan; an index:"
+	         " index, search.",
 	.m_size = -1,
 	.m_methods = methods,
 };

@@ -830,3 +830,121 @@ def test_fork(generated):
     os.close(r)
     assert child == repr([8, "refused", len(cli(d))]).encode()
     assert 1 + len(list(s)) == len(cli(d))
+
+
+def cli_search(db, *args):
+    p = subprocess.run([INGEST, "search", db, *args], capture_output=True, check=True)
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def test_index_and_search_equal_the_command(generated, tmp_path):
+    """index() writes the rows the command writes, returns --stats=json's
+    dict, and keeps what did not change; search() gives the command's hits
+    as dicts, in each order."""
+    import sqlite3
+    d = generated["maildir"]
+    ours, theirs = str(tmp_path / "py.db"), str(tmp_path / "cli.db")
+    stats = ingest.index(ours, d)
+    subprocess.run([INGEST, "-q", "--index=" + theirs, d], check=True)
+    n = len(cli(d))
+    assert stats["index"]["messages"] == n and stats["records"]["ok"] == n
+    rows = "SELECT id, root, path, subject, date, thread_id, record_hash FROM messages ORDER BY id"
+    with sqlite3.connect(ours) as a, sqlite3.connect(theirs) as b:
+        assert a.execute(rows).fetchall() == b.execute(rows).fetchall()
+    again = ingest.index(pathlib.Path(ours), os.fsencode(d))
+    assert again["index"]["messages"] == 0 and again["files"] == 0   # nothing read again
+    sender = ingest.search(ours, "*", limit=1)[0]["from"].split("<")[-1].rstrip(">")
+    queries = ["the", "from:" + sender, "*", "the -folder:INBOX"]
+    for q in queries:
+        for sort in ("relevance", "newest-first", "oldest-first"):
+            got = ingest.search(ours, q, limit=7, sort=sort)
+            assert got == cli_search(ours, q, "--limit=7", "--sort=" + sort), (q, sort)
+            assert 0 < len(got) <= 7, (q, sort)
+    assert ingest.search(os.fsencode(ours), "zzzznothing") == []
+
+
+def test_search_refusals(tmp_path):
+    import errno
+    db = str(tmp_path / "s.db")
+    ingest.index(db, os.path.join(SOURCE, "tests", "sample", "Maildir"))
+    with pytest.raises(ValueError, match="nothing after it"):
+        ingest.search(db, "a AND")
+    with pytest.raises(ValueError, match="sort is 'relevance'"):
+        ingest.search(db, "a", sort="newest")
+    with pytest.raises(ValueError, match="limit is 1 or more"):
+        ingest.search(db, "a", limit=0)
+    with pytest.raises(TypeError):
+        ingest.search(db, "a", 5)   # limit and sort are keywords
+    with pytest.raises(FileNotFoundError) as e:
+        ingest.search(str(tmp_path / "none.db"), "a")
+    assert e.value.errno == errno.ENOENT and e.value.filename == str(tmp_path / "none.db")
+    not_index = tmp_path / "plain.db"
+    not_index.write_bytes(b"not a database")
+    with pytest.raises(ValueError):
+        ingest.search(str(not_index), "a")
+
+
+def test_index_refusals(tmp_path):
+    db = str(tmp_path / "r.db")
+    d = os.path.join(SOURCE, "tests", "sample", "Maildir")
+    for name, why in (("format", "writes its records into the database"),
+                      ("stats", "returns the statistics"), ("index", "first argument")):
+        with pytest.raises(TypeError, match=f"option '{name}' does not apply to index\\(\\): .*{why}"):
+            ingest.index(db, d, **{name: "json" if name == "stats" else "x"})
+    with pytest.raises(TypeError, match="needs a database"):
+        ingest.index()
+    with pytest.raises(TypeError, match="needs a path"):
+        ingest.index(db)
+    with pytest.raises(ValueError, match="state"):
+        ingest.index(db, d, state=str(tmp_path / "st"))
+    plain = tmp_path / "plain.db"
+    plain.write_bytes(b"x" * 4096)
+    with pytest.raises(ValueError, match="not an SQLite database"):
+        ingest.index(str(plain), d)
+    assert plain.read_bytes() == b"x" * 4096
+    assert not os.path.exists(db)
+
+
+def test_index_busy_while_a_scan_runs(generated, tmp_path):
+    import errno
+    fifo = str(tmp_path / "list")
+    os.mkfifo(fifo)
+    first = ingest.scan(files_from=fifo)   # its run waits for the list
+    with open(fifo, "w") as w:
+        with pytest.raises(OSError) as e:
+            ingest.index(str(tmp_path / "b.db"), generated["maildir"])
+        assert e.value.errno == errno.EBUSY
+        w.write(os.path.join(generated["maildir"], "cur") + "\n")
+    assert len(list(first)) > 0
+
+
+INDEX_INTERRUPT = r"""
+import os, signal, sqlite3, sys, threading, time, ingest
+db, fifo, d = sys.argv[1:4]
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t = time.monotonic()
+try:
+    ingest.index(db, files_from=fifo)   # nobody writes the list
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - t, 2))
+with sqlite3.connect(db) as c:
+    print("check", c.execute("PRAGMA integrity_check").fetchone()[0])
+print("again", ingest.index(db, d)["index"]["messages"])
+"""
+
+
+def test_keyboard_interrupt_stops_index(generated, tmp_path):
+    """Ctrl-C while index() waits (here for a list nobody writes) stops the
+    run and is raised within the wait's 100 ms slice; the database is whole
+    and the next index() does the work."""
+    fifo = str(tmp_path / "list")
+    os.mkfifo(fifo)
+    db = str(tmp_path / "i.db")
+    p = subprocess.run([sys.executable, "-c", INDEX_INTERRUPT, db, fifo, generated["maildir"]],
+                       capture_output=True, text=True, timeout=60, env=os.environ)
+    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
+    assert "interrupted" in lines, p.stdout + p.stderr
+    assert 0.3 <= float(lines["interrupted"]) < 1.5
+    assert lines["check"] == "ok"
+    assert int(lines["again"]) == len(cli(generated["maildir"]))
