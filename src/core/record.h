@@ -111,7 +111,10 @@ struct record_io {
 	bool replaced;        /* RECORD_DELETED: another record of this run
 	                         stands in the gone file's place, under its id:
 	                         its error record (a file named and missing,
-	                         io/state.h, emit_change_dropped) */
+	                         no file: io/state.h, emit_change_dropped) */
+	bool replaced_here;   /* RECORD_DELETED, replaced: that error record is
+	                         at the gone file's very place (the file turned
+	                         FIFO), whose index row is now the record's */
 };
 
 /* The base old_path is under: a file named by another spelling from

@@ -1974,7 +1974,10 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 			r = index_place_taken(ix, io, &taken);
 		if (r == 0 && !taken)
 			r = index_delete_file(ix, io);
-		if (r == 0 && !taken)
+		/* the row at a place whose file turned FIFO is that FIFO's
+		 * error record's now, which the run that no longer finds it
+		 * deletes by */
+		if (r == 0 && !taken && !io->replaced_here)
 			r = index_file_row(ix, ST_DELETE_FILE, io);
 		ix->stats.deleted++;
 	} else if (io->kind == RECORD_RENAMED) {
@@ -2054,6 +2057,12 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 			r = index_stat_row(ix, io, true);
 		} else if (r == 0 && io->reason == RECORD_IO) {
 			r = index_file_row(ix, ST_REREAD_FILE, io);
+		} else if (r == 0 && (io->reason == RECORD_NOT_REGULAR || io->reason == RECORD_SYMLINK)) {
+			/* no file at all (a FIFO, a symbolic link not followed:
+			 * state_not_a_file): a row of what was statted, no inode,
+			 * by which the run that no longer finds it deletes its
+			 * error row */
+			r = index_stat_row(ix, io, true);
 		} else if (r == 0 && io->have_stat) {
 			r = index_stat_row(ix, io, false);
 		}

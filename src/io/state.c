@@ -61,7 +61,9 @@ struct state_entry {
 	size_t n_offs, cap_offs;
 	bool offs_lost;            /* one could not be kept: offs is not the whole list */
 	bool seen;                 /* old entries: met by this run */
-	bool replaced;             /* old entries: named, missing (state_named_missing) */
+	bool replaced;             /* old entries: by an error record of their id (named,
+	                              missing; no file: state_error_stands) */
+	bool replaced_here;        /* old entries, replaced: by an error record at their place */
 	bool unread;               /* new entries: statted, but the read failed */
 	bool not_read;             /* new entries: met, judged unchanged or renamed */
 	bool kept;                 /* new entries: an old one not met, carried over */
@@ -1013,42 +1015,53 @@ int state_not_read(struct state *s, const struct record_io *io)
 }
 
 /* Marks every old entry of io's id replaced by this run's error record
- * (state_deleted then says so): whether one stood for a document under the
- * file's id. */
-static bool state_replace_by_error(struct state *s, const struct record_io *io)
+ * (state_deleted then says so). */
+static void state_replace_by_error(struct state *s, const struct record_io *io)
 {
 	/* every entry of the id: one file filed under two roots by two runs
 	 * (a directory, then the file named) has two */
 	size_t k;
-	bool document = false;
 	for (struct slots_probe p = slots_probe(&s->by_id, io->id); (k = slots_next(&p));) {
 		struct state_entry *old = &s->old[k - 1];
-		if (old->id != io->id)
-			continue;
-		old->replaced = true;
-		document |= !old->n_offs && !old->no_document;
+		if (old->id == io->id)
+			old->replaced = true;
 	}
-	return document;
+}
+
+/* io's error record stands in this run where its file was: that of a
+ * named file that is not there, or of no file (state_named_missing,
+ * state_not_a_file). */
+static void state_error_stands(struct state *s, const struct record_io *io)
+{
+	/* The last run's error entry of this very place stands again, seen:
+	 * no deletion of it (a no-op downstream, where the new error record
+	 * replaces the old, but in an index it would take the place's files
+	 * row that this run's record wrote, and the run that no longer
+	 * finds the place would have nothing to delete its error row by) */
+	struct state_entry *same = state_old_at(s, io->id, io->base, io->path, true);
+	if (same && same->no_document && !same->n_offs)
+		same->seen = true;
+	else if (same)
+		same->replaced_here = true;
+	state_replace_by_error(s, io);
+	/* Its error record (JSON Lines, --es-errors, an index's error row)
+	 * is kept as one, so that the run that finds a file there again, or
+	 * no longer finds the place or its name, deletes it, as a clean run
+	 * has none; also where it replaced a document of the id (the file
+	 * turned FIFO: the document's deletion was said, the error record's
+	 * is to come), which once stayed for good (out of memory, left out:
+	 * its deletion is never said). */
+	(void)state_add_error(s, io);
 }
 
 void state_not_a_file(struct state *s, const struct record_io *io)
 {
-	(void)state_replace_by_error(s, io);
+	state_error_stands(s, io);
 }
 
 void state_named_missing(struct state *s, const struct record_io *io)
 {
-	bool document = state_replace_by_error(s, io);
-	/* Its error record (JSON Lines, --es-errors) is kept as one, so that
-	 * the run that finds the file again, or no longer names it, deletes
-	 * it, unless an old entry stands for a document under the file's id,
-	 * which the error record replaced and a later record replaces again.
-	 * An archive's documents are its messages', and an error entry stands
-	 * for none: the file's id was free, and the error record's document
-	 * stayed for good once an archive came back (out of memory, left
-	 * out: its deletion is never said). */
-	if (!document)
-		(void)state_add_error(s, io);
+	state_error_stands(s, io);
 }
 
 void state_set_walk(struct state *s, struct walk *w)
@@ -1179,7 +1192,9 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
 		if (left && left->kept)
 			continue;
-		const struct state_gone g = { i, shown, left != NULL };
+		/* the new entry of an error record at this very place is no
+		 * copy: the document goes (es-bulk), not the place alone */
+		const struct state_gone g = { i, shown, left != NULL && !e->replaced_here };
 		if ((r = dynbuf_append(&gone_v, &g, sizeof(g))) < 0)
 			break;
 		/* A run that stops early saves the old entries: its deletion
@@ -1200,7 +1215,8 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		struct record_io gone = {
 			.kind = RECORD_DELETED, .root = gv[k].shown, .base = { e->root, e->root_n },
 			.path = { e->path, e->path_n }, .id = e->id, .maildir = e->maildir,
-			.replaced = e->replaced, .known = !e->n_offs && !e->no_document,
+			.replaced = e->replaced, .replaced_here = e->replaced_here,
+			.known = !e->n_offs && !e->no_document,
 			.place_only = gv[k].place_only,
 		};
 		/* an mbox archive: each message was a document */

@@ -134,16 +134,19 @@ int state_not_read(struct state *s, const struct record_io *io);
  * record would.  The previous entry of that id is not saved, and its
  * deletion (state_deleted) is marked replaced: the formats leave out a
  * delete of the id the error record holds (emit_change_dropped), the
- * index keeps the error row.  A file new to the state gets an entry
- * saved as its error record, which a later run that no longer names it
- * deletes (reader thread). */
+ * index keeps the error row.  The file gets an entry saved as its error
+ * record, which a later run that no longer names it deletes (reader
+ * thread). */
 void state_named_missing(struct state *s, const struct record_io *io);
-/* io is no regular file now (a FIFO, a socket, a device, a symbolic link
- * not followed) where the last run had a file of its id: its error record
+/* io is no regular file (a FIFO, a socket, a device, a symbolic link not
+ * followed): where the last run had a file of its id, its error record
  * stands where that file's documents stood, as a clean run's would, and
  * the file's deletion (state_deleted) is marked replaced, as for
- * state_named_missing; the index keeps the error row.  Such a place gets no
- * entry of its own (its error record is made again by every run). */
+ * state_named_missing (at this very place: replaced_here, the document
+ * deleted and the place's index row left to the error record); the index
+ * keeps the error row.  The place is saved as its error record, which the
+ * run that no longer finds it deletes; the last run's error entry of the
+ * place is met, not deleted (reader thread). */
 void state_not_a_file(struct state *s, const struct record_io *io);
 /* An mbox archive's entry: one more message at offset off (file order).
  * The worker that splits the archive, or the reader that streams it,

@@ -933,6 +933,59 @@ def case_state_named_missing_unlisted(tmp):
     print("a missing file's record goes when the list no longer names it")
 
 
+def case_state_no_file_place_removed(tmp):
+    """--state, both backends: a place that holds no file (a FIFO from the
+    start, or a message file turned FIFO) gives its error record each run
+    and, once removed, a deletion of that record (JSON Lines, es-bulk
+    --es-errors), as a clean run has none; es-bulk without --es-errors
+    deletes the message's document when the file turns FIFO and says
+    nothing more.  A no-file place used to have no state entry, and its
+    error record stayed downstream for good."""
+    for backend in ("--backend=uring", "--backend=sync"):
+        for start in ("fifo", "file"):
+            for fmt in (["--format=jsonl"], ["--format=es-bulk", "--es-errors"], ["--format=es-bulk"]):
+                d = os.path.join(tmp, f"{backend[10:]}-{start}-{len(fmt)}-{fmt[0][9:]}")
+                for sub in ("cur", "new", "tmp"):
+                    os.makedirs(os.path.join(d, "M", sub))
+                place = os.path.join(d, "M", "cur", "1.host:2,S")
+                if start == "fifo":
+                    os.mkfifo(place)
+                else:
+                    with open(place, "wb") as f:
+                        f.write(b"Subject: a\n\nbody\n")
+                st = os.path.join(d, "st")
+                args = [backend] + fmt + ["--state=" + st, os.path.join(d, "M")]
+                outs = []
+                steps = (["fifo", "fifo again", "removed", "once more"] if start == "fifo"
+                         else ["file", "fifo", "removed", "once more"])
+                for step in steps:
+                    if step == "fifo" and start == "file":
+                        os.unlink(place)
+                        os.mkfifo(place)
+                    elif step == "removed":
+                        os.unlink(place)
+                    if step != "fifo" or start == "file" or not outs:
+                        outs.append(run(args, check_rc=0).stdout.decode())
+                if fmt == ["--format=jsonl"]:
+                    kinds = [["error" if "error" in r else "deleted" if "deleted" in r else "message"
+                              for r in records(o.encode())] for o in outs]
+                else:
+                    kinds = [[next(iter(json.loads(line))) for line in o.splitlines()
+                              if line.startswith('{"index"') or line.startswith('{"delete"')]
+                             for o in outs]
+                want = {
+                    ("fifo", "--format=jsonl"): [["error"], ["error"], ["deleted"], []],
+                    ("fifo", "--es-errors"): [["index"], ["index"], ["delete"], []],
+                    ("fifo", "--format=es-bulk"): [[], [], [], []],
+                    ("file", "--format=jsonl"): [["message"], ["error"], ["deleted"], []],
+                    ("file", "--es-errors"): [["index"], ["index"], ["delete"], []],
+                    ("file", "--format=es-bulk"): [["index"], ["delete"], [], []],
+                }[(start, fmt[-1])]
+                if kinds != want:
+                    fail(f"{backend} {start} {fmt}: {kinds}, wanted {want}")
+    print("a no-file place: its error record each run, deleted once the place is gone")
+
+
 def case_state_copies_named_again(tmp):
     """--state, both backends: a Maildir message copied into two folders
     under one unique name (one id), walked and named again by the command

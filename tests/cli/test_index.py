@@ -2803,11 +2803,13 @@ def case_streamed_archive_killed_before_deletions(tmp):
 
 
 def case_file_becomes_no_file(tmp):
-    """A message file replaced by a FIFO, then by a symbolic link (not
-    followed in a walk), then by a file again: each run's tables equal a
-    clean run's.  The not-regular and symlink rows were deleted with the
-    gone file's rows, which a clean run has (the error record stands where
-    the file's documents stood)."""
+    """A message file replaced by a FIFO, the FIFO met again, removed, made
+    again, replaced by a symbolic link (not followed in a walk), removed,
+    then a file again: each run's tables equal a clean run's.  The
+    not-regular and symlink rows were deleted with the gone file's rows,
+    which a clean run has (the error record stands where the file's
+    documents stood); and a no-file place removed kept its error row for
+    good (it had no files row to be deleted by)."""
     for backend in ("--backend=uring", "--backend=sync"):
         d = os.path.join(tmp, backend[2:])
         os.makedirs(os.path.join(d, "M"))
@@ -2818,22 +2820,24 @@ def case_file_becomes_no_file(tmp):
             x.write(b"From: a@b.example\nSubject: other\n\nbody\n")
         args = [backend, os.path.join(d, "M")]
         run(["--index=" + db] + args)
-        for step in ("fifo", "symlink", "file"):
-            os.unlink(f)
+        for step in ("fifo", "fifo again", "gone", "fifo", "symlink", "gone", "file"):
+            if os.path.lexists(f) and step != "fifo again":
+                os.unlink(f)
             if step == "fifo":
                 os.mkfifo(f)
             elif step == "symlink":
                 os.symlink(os.path.join(d, "other.eml"), f)
-            else:
+            elif step == "file":
                 with open(f, "wb") as x:
                     x.write(b"From: a@b.example\nSubject: again\n\nbody\n")
             run(["--index=" + db] + args)
-            equal_to_clean(db, d, "clean.db", args, f"{backend}: a file replaced by a {step}")
-            want = 1 if step == "file" else 0
-            if q(db, "SELECT count(*) FROM messages") != [(want,)] or \
-                    q(db, "SELECT count(*) FROM errors") != [(1 - want,)]:
+            equal_to_clean(db, d, "clean.db", args, f"{backend}: {step}")
+            messages = 1 if step == "file" else 0
+            errors = 0 if step in ("file", "gone") else 1
+            if q(db, "SELECT count(*) FROM messages") != [(messages,)] or \
+                    q(db, "SELECT count(*) FROM errors") != [(errors,)]:
                 fail(f"{backend} {step}: {q(db, 'SELECT * FROM errors')}")
-    print("a file replaced by a FIFO or a symlink: its error row stands, as in a clean run")
+    print("a file replaced by a FIFO or a symlink, then removed: each run's rows a clean run's")
 
 
 def case_changed_while_read(tmp):
