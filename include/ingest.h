@@ -256,23 +256,27 @@ INGEST_API const char *ingest_warning_name(unsigned bit);
 /* ingest_search's flags: a line is a JSON object unless INGEST_SEARCH_TSV;
  * hits come best first (bm25) unless INGEST_SEARCH_NEWEST or
  * INGEST_SEARCH_OLDEST sorts them by date (not both), and by date, newest
- * first, when the query has no words to rank by. */
+ * first, when the query has no words to rank by.  INGEST_SEARCH_COUNT
+ * writes one line, the number of hits (limit, format and order aside),
+ * and returns it. */
 #define INGEST_SEARCH_TSV 1
 #define INGEST_SEARCH_NEWEST 2
 #define INGEST_SEARCH_OLDEST 4
+#define INGEST_SEARCH_COUNT 8
 
 /* Searches a database written with the "index" option (README, "The
  * index"): QUERY is FTS5 syntax plus from:, to:, subject:, date:A..B, tag:,
  * folder:, thread:, id: and has:attachment.  Writes at most `limit` hits in
  * the order `flags` asks, one a line: a JSON object, or tab-separated date,
  * from, subject, thread, root, path, snippet (INGEST_SEARCH_TSV), to fd.
- * Returns the number of hits, or -errno with *error a heap string (free())
- * saying why when there is one: a database that cannot be opened (its
- * errno: -ENOENT, -EACCES...); one that is not an index, a query FTS5
- * cannot parse, a query of no words ("*" is every message), a NULL query
- * or path, flags with an unknown bit or both orders (-EINVAL), escaped for
- * a terminal (error may be NULL: then only the errno).  Flags 0 and 1 are
- * the JSON and TSV of the first releases. */
+ * Returns the number of hits (INGEST_SEARCH_COUNT: of all of them, INT_MAX
+ * for more), or -errno with *error a heap string (free()) saying why when
+ * there is one: a database that cannot be opened (its errno: -ENOENT,
+ * -EACCES...); one that is not an index, a query FTS5 cannot parse, a
+ * query of no words ("*" is every message), a NULL query or path, flags
+ * with an unknown bit or both orders (-EINVAL), escaped for a terminal
+ * (error may be NULL: then only the errno).  Flags 0 and 1 are the JSON
+ * and TSV of the first releases. */
 INGEST_API int ingest_search(const char *db_path, const char *query, int flags, unsigned long limit,
                              int fd, char **error);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The Python module `ingest`: parse, parse_many and scan in-process; index
- * and search, the command's --index run and `ingest search`.
+ * search and count, the command's --index run and `ingest search`.
  *
  * The dicts are built from the parsed struct record by src/emit/pydict.c,
  * never through JSON.  Where the work runs:
@@ -27,7 +27,8 @@
  *
  *   index:  ingest_run() with the index option on a thread of its own, the
  *       caller waiting with the GIL released, as __next__ does.
- *   search:  ingest_search() into a file in memory, its lines json.loads'd. */
+ *   search, count:  ingest_search() into a file in memory, its lines
+ *       json.loads'd, or the count read. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -1344,6 +1345,70 @@ PyDoc_STRVAR(search_doc,
 "A query or database refused raises ValueError; one that cannot be\n"
 "opened OSError (FileNotFoundError...).");
 
+/* What ingest_search() writes for (db, query, flags, limit), as bytes,
+ * read back from a file in memory (a search writes --limit lines at most,
+ * a count one); NULL with the exception set: a ValueError for a query or
+ * database refused, an OSError for one that cannot be opened. */
+static PyObject *search_output(PyObject *db, const char *query, int flags, Py_ssize_t limit)
+{
+	int fd = memfd_create("ingest-search", MFD_CLOEXEC);
+	if (fd < 0)
+		return PyErr_SetFromErrno(PyExc_OSError);
+	char *why = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = ingest_search(PyBytes_AS_STRING(db), query, flags, (unsigned long)limit, fd, &why);
+	Py_END_ALLOW_THREADS
+	PyObject *text = NULL;
+	if (r < 0) {
+		PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(db));
+		raise_failure(r, why, name, r == -EINVAL);
+		Py_XDECREF(name);
+	}
+	off_t size = r < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	if (r >= 0 && size < 0)
+		PyErr_SetFromErrno(PyExc_OSError);
+	else if (r >= 0)
+		text = PyBytes_FromStringAndSize(NULL, size);
+	if (text) {
+		char *p = PyBytes_AS_STRING(text);
+		ssize_t got = 0, n = 0;
+		while (got < size && (n = pread(fd, p + got, (size_t)(size - got), got)) > 0)
+			got += n;
+		if (got != size) {
+			errno = n < 0 ? errno : EIO;
+			PyErr_SetFromErrno(PyExc_OSError);
+			Py_CLEAR(text);
+		}
+	}
+	close(fd);
+	free(why);
+	return text;
+}
+
+/* The search's lines as dicts (json.loads of each). */
+static PyObject *search_hits(PyObject *text)
+{
+	PyObject *json = PyImport_ImportModule("json");
+	PyObject *loads = json ? PyObject_GetAttrString(json, "loads") : NULL;
+	PyObject *hits = loads ? PyList_New(0) : NULL;
+	const char *p = PyBytes_AS_STRING(text), *end = p + PyBytes_GET_SIZE(text);
+	while (hits && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		nl = nl ? nl : end;
+		PyObject *line = PyUnicode_DecodeUTF8(p, nl - p, "strict");
+		PyObject *hit = line ? PyObject_CallOneArg(loads, line) : NULL;
+		Py_XDECREF(line);
+		if (!hit || PyList_Append(hits, hit) < 0)
+			Py_CLEAR(hits);
+		Py_XDECREF(hit);
+		p = nl + 1;
+	}
+	Py_XDECREF(loads);
+	Py_XDECREF(json);
+	return hits;
+}
+
 static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	(void)self;
@@ -1359,76 +1424,37 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs)
 	int flags = !strcmp(sort, "relevance") ? 0
 	          : !strcmp(sort, "newest-first") ? INGEST_SEARCH_NEWEST
 	          : !strcmp(sort, "oldest-first") ? INGEST_SEARCH_OLDEST : -1;
-	if (flags < 0 || limit < 1) {
-		if (flags < 0)
-			PyErr_Format(PyExc_ValueError, "sort is 'relevance', 'newest-first' or 'oldest-first',"
-			             " not '%.100s'", sort);
-		else
-			PyErr_Format(PyExc_ValueError, "limit is 1 or more, not %zd", limit);
-		Py_DECREF(db);
-		return NULL;
-	}
-	/* the lines go to a file in memory, read back whole: a search writes
-	 * --limit lines at most */
-	int fd = memfd_create("ingest-search", MFD_CLOEXEC);
-	if (fd < 0) {
-		Py_DECREF(db);
-		return PyErr_SetFromErrno(PyExc_OSError);
-	}
-	char *why = NULL;
-	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = ingest_search(PyBytes_AS_STRING(db), query, flags, (unsigned long)limit, fd, &why);
-	Py_END_ALLOW_THREADS
-	PyObject *hits = NULL;
-	if (r < 0) {
-		PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(db));
-		raise_failure(r, why, name, r == -EINVAL);
-		Py_XDECREF(name);
-	} else {
-		hits = PyList_New(0);
-	}
-	off_t size = hits ? lseek(fd, 0, SEEK_END) : 0;
-	PyObject *text = hits && size >= 0 ? PyBytes_FromStringAndSize(NULL, size) : NULL;
-	if (hits && size < 0)
-		PyErr_SetFromErrno(PyExc_OSError);
-	if (text) {
-		char *p = PyBytes_AS_STRING(text);
-		ssize_t got = 0, n = 0;
-		while (got < size && (n = pread(fd, p + got, (size_t)(size - got), got)) > 0)
-			got += n;
-		if (got != size) {
-			errno = n < 0 ? errno : EIO;
-			PyErr_SetFromErrno(PyExc_OSError);
-			Py_CLEAR(text);
-		}
-	}
-	PyObject *json = text ? PyImport_ImportModule("json") : NULL;
-	PyObject *loads = json ? PyObject_GetAttrString(json, "loads") : NULL;
-	const char *p = text ? PyBytes_AS_STRING(text) : NULL, *end = p ? p + size : NULL;
-	while (loads && p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		nl = nl ? nl : end;
-		PyObject *line = PyUnicode_DecodeUTF8(p, nl - p, "strict");
-		PyObject *hit = line ? PyObject_CallOneArg(loads, line) : NULL;
-		Py_XDECREF(line);
-		if (!hit || PyList_Append(hits, hit) < 0) {
-			Py_XDECREF(hit);
-			Py_CLEAR(loads);
-			break;
-		}
-		Py_DECREF(hit);
-		p = nl + 1;
-	}
-	if (hits && !loads)
-		Py_CLEAR(hits);
-	Py_XDECREF(loads);
-	Py_XDECREF(json);
+	PyObject *text = NULL;
+	if (flags < 0)
+		PyErr_Format(PyExc_ValueError, "sort is 'relevance', 'newest-first' or 'oldest-first',"
+		             " not '%.100s'", sort);
+	else if (limit < 1)
+		PyErr_Format(PyExc_ValueError, "limit is 1 or more, not %zd", limit);
+	else
+		text = search_output(db, query, flags, limit);
+	PyObject *hits = text ? search_hits(text) : NULL;
 	Py_XDECREF(text);
-	close(fd);
-	free(why);
 	Py_DECREF(db);
 	return hits;
+}
+
+PyDoc_STRVAR(count_doc,
+"count(db, query) -> int\n\n"
+"The number of messages query matches in the index db (`ingest search\n"
+"--count`); refusals as search()'s.");
+
+static PyObject *py_count(PyObject *self, PyObject *args)
+{
+	(void)self;
+	PyObject *db = NULL;
+	const char *query;
+	if (!PyArg_ParseTuple(args, "O&s:count", PyUnicode_FSConverter, &db, &query))
+		return NULL;
+	PyObject *text = search_output(db, query, INGEST_SEARCH_COUNT, 1);
+	PyObject *n = text ? PyLong_FromString(PyBytes_AS_STRING(text), NULL, 10) : NULL;
+	Py_XDECREF(text);
+	Py_DECREF(db);
+	return n;
 }
 
 static PyMethodDef methods[] = {
@@ -1438,6 +1464,7 @@ static PyMethodDef methods[] = {
 	{ "scan", (PyCFunction)(void (*)(void))py_scan, METH_VARARGS | METH_KEYWORDS, scan_doc },
 	{ "index", (PyCFunction)(void (*)(void))py_index, METH_VARARGS | METH_KEYWORDS, index_doc },
 	{ "search", (PyCFunction)(void (*)(void))py_search, METH_VARARGS | METH_KEYWORDS, search_doc },
+	{ "count", py_count, METH_VARARGS, count_doc },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -1445,7 +1472,7 @@ static struct PyModuleDef module = {
 	PyModuleDef_HEAD_INIT,
 	.m_name = "ingest",
 	.m_doc = "Mail to structured records, in-process: parse, parse_many, scan; an index:"
-	         " index, search.",
+	         " index, search, count.",
 	.m_size = -1,
 	.m_methods = methods,
 };

@@ -148,13 +148,15 @@ static int usage_error(const char *what, const char *arg)
 
 static const char search_usage[] =
 "Usage: ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]\n"
-"                    [--sort=relevance|newest-first|oldest-first] [--] [WORD...]\n"
+"                    [--sort=relevance|newest-first|oldest-first] [--count]\n"
+"                    [--] [WORD...]\n"
 "Searches an index written by ingest --index=FILE (README, \"Searching\"): FTS5\n"
 "syntax plus from: to: subject: (and their ( ) groups), date:A..B, tag:, folder:,\n"
 "thread:, id:, has:attachment, each negated by a leading -.  Hits come best\n"
 "first (bm25) or by date as --sort says; by date, newest first, when the\n"
-"query has no words to rank by.  After --, every argument is a word.  Exit 0 with the hits (none is no error), 1 when the query\n"
-"or the database is refused, 2 for bad usage.\n";
+"query has no words to rank by.  --count prints the number of hits alone.\n"
+"After --, every argument is a word.  Exit 0 with the hits (none is no\n"
+"error), 1 when the query or the database is refused, 2 for bad usage.\n";
 
 /* --limit=N: digits only (strtoul takes " -1" as ULONG_MAX), from 1 to
  * SQLite's largest integer, the LIMIT of the search's SQL. */
@@ -171,13 +173,13 @@ static bool search_limit(const char *v, unsigned long *limit)
 }
 
 /* ingest search FILE QUERY... [--format=jsonl|tsv] [--limit=N]
- * [--sort=relevance|newest-first|oldest-first] (notmuch's names): the words
+ * [--sort=relevance|newest-first|oldest-first] (notmuch's names) [--count]: the words
  * after FILE are the query (as notmuch takes them), options anywhere until
  * "--", after which a word may start with "--". */
 static int search_main(int argc, char **argv)
 {
 	const char *db = NULL;
-	int tsv = 0, order = 0;
+	int tsv = 0, order = 0, count = 0;
 	unsigned long limit = 20;
 	size_t qlen = 1, used = 0;
 	for (int i = 2; i < argc; i++)
@@ -212,6 +214,10 @@ static int search_main(int argc, char **argv)
 			free(query);
 			fputs(search_usage, stdout);
 			return 0;
+		}
+		if (!strcmp(a, "--count")) {
+			count = INGEST_SEARCH_COUNT;
+			continue;
 		}
 		if (!strcmp(a, "--limit") || !strcmp(a, "--format") || !strcmp(a, "--sort")) {
 			if (i + 1 == argc) {
@@ -256,7 +262,8 @@ static int search_main(int argc, char **argv)
 		return 2;
 	}
 	char *why = NULL;
-	int r = ingest_search(db, query, (tsv ? INGEST_SEARCH_TSV : 0) | order, limit, STDOUT_FILENO, &why);
+	int r = ingest_search(db, query, (tsv ? INGEST_SEARCH_TSV : 0) | order | count, limit, STDOUT_FILENO,
+	                      &why);
 	if (r < 0)
 		/* not the query again: it may be long, or hold a terminal's
 		 * escapes; the reason names the word at fault */

@@ -40,6 +40,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/stat.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -1003,6 +1004,68 @@ static bool search_matches_many(sqlite3 *db, const struct dynbuf *fts)
 	return many;
 }
 
+/* The search's statement: its hits' lines, at most lim (-1: all) in the
+ * order flags ask, or with INGEST_SEARCH_COUNT their number.  ?1 is the
+ * FTS query, ?2... the conditions' values.  0 or -ENOMEM. */
+static int search_sql(struct dynbuf *sql, sqlite3 *db, const struct search *s, int flags, long long lim)
+{
+	bool tsv = flags & INGEST_SEARCH_TSV, oldest = flags & INGEST_SEARCH_OLDEST;
+	bool by_date = flags & (INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
+	bool count = flags & INGEST_SEARCH_COUNT, fts = s->fts.len > 0;
+	const char *rank = fts ? "f.rank" : "NULL";
+	/* FTS5's snippet of column -1 tokenizes every column of a printed
+	 * row to find the one whose fragment scores best, and only a column
+	 * holding a phrase's hit scores at all: where every phrase is in one
+	 * column (from:, to:, subject:), the snippet of that column is the
+	 * same text without tokenizing the others, the body first
+	 * (bench/INDEX.md, "2026-12-05: search, the snippet of one column") */
+	char snippet_fts[224];
+	snprintf(snippet_fts, sizeof(snippet_fts), "CASE WHEN ingest_matches(mail_fts) <= %d"
+	         " THEN snippet(mail_fts, %d, '[', ']', '...', 12) ELSE %s END", SEARCH_SNIPPET_MATCHES,
+	         s->column >= 0 ? s->column : -1, SEARCH_TEXT_START);
+	const char *snippet = fts ? snippet_fts : SEARCH_TEXT_START;
+	int r = count ? dynbuf_puts(sql, "SELECT count(*)")
+	        : tsv ? dynbuf_printf(sql, search_tsv, snippet)
+	              : dynbuf_printf(sql, search_json, snippet, rank);
+	static const char from_fts[] = " FROM mail_fts f CROSS JOIN messages m ON m.docid = f.rowid"
+	                               " WHERE mail_fts MATCH ?1";
+	/* Dated hits in date order, the undated after them (newest first)
+	 * or before (oldest first: an undated message is as old as can be,
+	 * as notmuch has it), ties in docid order, which is the order the
+	 * messages came in */
+	const char *date_order = oldest ? "m.date, m.docid" : "m.date DESC, m.docid";
+	if (r == 0)
+		r = dynbuf_puts(sql, fts ? from_fts : count ? " FROM messages m WHERE 1"
+		                                      : " FROM messages m LEFT JOIN mail_fts f"
+		                                        " ON f.rowid = m.docid WHERE 1");
+	if (r == 0 && fts && !count)
+		r = dynbuf_puts(sql, " AND f.rank MATCH 'ingest_bm25(8.0, 4.0, 2.0, 1.0, 2.0)'");
+	/* Matches by date: the docids of the `limit` first by date, then the
+	 * line of each of them (FTS5 takes the docids as rowid = constraints
+	 * of the same MATCH).  An ORDER BY over the lines would build every
+	 * match's snippet and addresses before sorting, where rank's order
+	 * escapes that inside FTS5.  The docids come from one of two plans
+	 * (bench/INDEX.md, "search by date"): a few matches, each looked up
+	 * for its date (a table page each); many, the date index walked
+	 * from the end, each entry kept when the match set has its docid,
+	 * until `limit` are found (a few pages where the matches are many,
+	 * the whole index, ~6 ms at 100,000 messages, where none is) */
+	if (r == 0 && fts && by_date && !count)
+		r = search_matches_many(db, &s->fts)
+		    ? dynbuf_puts(sql, " AND f.rowid IN (SELECT m.docid FROM messages m INDEXED BY"
+		                        " messages_date WHERE m.docid IN (SELECT rowid FROM mail_fts"
+		                        " WHERE mail_fts MATCH ?1)")
+		    : dynbuf_printf(sql, " AND f.rowid IN (SELECT f.rowid%s", from_fts);
+	if (r == 0)
+		r = dynbuf_append(sql, s->where.p ? s->where.p : "", s->where.len);
+	if (r == 0 && fts && by_date && !count)
+		r = dynbuf_printf(sql, " ORDER BY %s LIMIT %lld)", date_order, lim);
+	if (r == 0 && !count)
+		r = dynbuf_printf(sql, " ORDER BY %s LIMIT %lld", fts && !by_date ? "f.rank" : date_order,
+		                  lim);
+	return r;
+}
+
 int ingest_search(const char *db_path, const char *query, int flags, unsigned long limit, int fd,
                   char **error)
 {
@@ -1010,6 +1073,7 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 		*error = NULL;
 	bool tsv = flags & INGEST_SEARCH_TSV, oldest = flags & INGEST_SEARCH_OLDEST;
 	bool by_date = flags & (INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
+	bool count = flags & INGEST_SEARCH_COUNT;
 	struct search s = { .column = SEARCH_COLUMN_NONE, .group_column = -1, .group_depth = -1 };
 	dynbuf_init(&s.fts, 0);
 	dynbuf_init(&s.where, 0);
@@ -1020,7 +1084,7 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 	int rc = SQLITE_OK, r = db_path && query ? search_parse(&s, query) : -EINVAL;
 	if (r == -EINVAL && !s.error[0])
 		snprintf(s.error, sizeof(s.error), "no database or no query");
-	const int known = INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST;
+	const int known = INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST | INGEST_SEARCH_COUNT;
 	if (r == 0 && ((flags & ~known) || (oldest && (flags & INGEST_SEARCH_NEWEST)))) {
 		snprintf(s.error, sizeof(s.error), "flags %#x: an unknown bit, or both orders", (unsigned)flags);
 		r = -EINVAL;
@@ -1107,62 +1171,15 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 	 * index keeps them together: the delete trigger, and a first run's
 	 * text index cleared of rows whose message went, fts_build.c). */
 	struct rank *rk = NULL;
-	if (r == 0 && fts && (rc = rank_register(db, s.where.len || by_date ? 0 : limit, &rk)) != SQLITE_OK) {
+	if (r == 0 && fts && !count &&
+	    (rc = rank_register(db, s.where.len || by_date ? 0 : limit, &rk)) != SQLITE_OK) {
 		why = sqlite3_errstr(rc);
 		r = -EINVAL;
 	}
-	const char *rank = fts ? "f.rank" : "NULL";
-	/* FTS5's snippet of column -1 tokenizes every column of a printed
-	 * row to find the one whose fragment scores best, and only a column
-	 * holding a phrase's hit scores at all: where every phrase is in one
-	 * column (from:, to:, subject:), the snippet of that column is the
-	 * same text without tokenizing the others, the body first
-	 * (bench/INDEX.md, "2026-12-05: search, the snippet of one column") */
-	char snippet_fts[224];
-	snprintf(snippet_fts, sizeof(snippet_fts), "CASE WHEN ingest_matches(mail_fts) <= %d"
-	         " THEN snippet(mail_fts, %d, '[', ']', '...', 12) ELSE %s END", SEARCH_SNIPPET_MATCHES,
-	         s.column >= 0 ? s.column : -1, SEARCH_TEXT_START);
-	const char *snippet = fts ? snippet_fts : SEARCH_TEXT_START;
-	if (r == 0)
-		r = tsv ? dynbuf_printf(&sql, search_tsv, snippet)
-		        : dynbuf_printf(&sql, search_json, snippet, rank);
-	static const char from_fts[] = " FROM mail_fts f CROSS JOIN messages m ON m.docid = f.rowid"
-	                               " WHERE mail_fts MATCH ?1";
 	/* SQLite's LIMIT is a signed 64-bit integer: a larger one is none */
 	long long lim = limit > INT64_MAX ? -1 : (long long)limit;
-	/* Dated hits in date order, the undated after them (newest first)
-	 * or before (oldest first: an undated message is as old as can be,
-	 * as notmuch has it), ties in docid order, which is the order the
-	 * messages came in */
-	const char *date_order = oldest ? "m.date, m.docid" : "m.date DESC, m.docid";
 	if (r == 0)
-		r = dynbuf_puts(&sql, fts ? from_fts : " FROM messages m LEFT JOIN mail_fts f"
-		                                      " ON f.rowid = m.docid WHERE 1");
-	if (r == 0 && fts)
-		r = dynbuf_puts(&sql, " AND f.rank MATCH 'ingest_bm25(8.0, 4.0, 2.0, 1.0, 2.0)'");
-	/* Matches by date: the docids of the `limit` first by date, then the
-	 * line of each of them (FTS5 takes the docids as rowid = constraints
-	 * of the same MATCH).  An ORDER BY over the lines would build every
-	 * match's snippet and addresses before sorting, where rank's order
-	 * escapes that inside FTS5.  The docids come from one of two plans
-	 * (bench/INDEX.md, "search by date"): a few matches, each looked up
-	 * for its date (a table page each); many, the date index walked
-	 * from the end, each entry kept when the match set has its docid,
-	 * until `limit` are found (a few pages where the matches are many,
-	 * the whole index, ~6 ms at 100,000 messages, where none is) */
-	if (r == 0 && fts && by_date)
-		r = search_matches_many(db, &s.fts)
-		    ? dynbuf_puts(&sql, " AND f.rowid IN (SELECT m.docid FROM messages m INDEXED BY"
-		                        " messages_date WHERE m.docid IN (SELECT rowid FROM mail_fts"
-		                        " WHERE mail_fts MATCH ?1)")
-		    : dynbuf_printf(&sql, " AND f.rowid IN (SELECT f.rowid%s", from_fts);
-	if (r == 0)
-		r = dynbuf_append(&sql, s.where.p ? s.where.p : "", s.where.len);
-	if (r == 0 && fts && by_date)
-		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lld)", date_order, lim);
-	if (r == 0)
-		r = dynbuf_printf(&sql, " ORDER BY %s LIMIT %lld", fts && !by_date ? "f.rank" : date_order,
-		                  lim);
+		r = search_sql(&sql, db, &s, flags, lim);
 	if (r == 0 && dynbuf_putc(&sql, '\0') < 0)
 		r = -ENOMEM;
 	if (r == 0) {
@@ -1185,7 +1202,9 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 	size_t whole = 0;
 	int hits = 0;
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		r = tsv ? search_line_tsv(&out, st) : search_line_json(&out, st);
+		long long n = count ? sqlite3_column_int64(st, 0) : 0;
+		r = count ? dynbuf_printf(&out, "%lld", n)
+		    : tsv ? search_line_tsv(&out, st) : search_line_json(&out, st);
 		if (r == 0)
 			r = dynbuf_putc(&out, '\n');
 		if (r == 0)
@@ -1195,7 +1214,7 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 			dynbuf_reset(&out);
 			whole = 0;
 		}
-		hits++;
+		hits = count ? (n > INT_MAX ? INT_MAX : (int)n) : hits + 1;
 	}
 	if ((r == 0 || r == -ENOMEM) && whole) {
 		int w = sys_write_full(fd, out.p, whole);

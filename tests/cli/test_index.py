@@ -2325,6 +2325,9 @@ def date_orders(db, queries):
         undated = sorted((i for i in hits if row[i][0] is None), key=lambda i: row[i][1])
         want = {"newest-first": dated + undated,
                 "oldest-first": undated + sorted(dated, key=lambda i: (row[i][0], row[i][1]))}
+        p = run(["search", db, q, "--count", "--limit=1", "--sort=oldest-first"], check_rc=0)
+        if p.stdout != f"{len(hits)}\n".encode():
+            fail(f"{q} --count: {p.stdout!r}, {len(hits)} hits")
         for order, ids in want.items():
             got = [h["id"] for h in search(db, q, sort=order, limit=100000)]
             if got != ids:
@@ -2342,7 +2345,8 @@ def case_search_sort(tmp):
     conditions alike, --limit taking the first of that order, whether the
     matches are few (each looked up) or many (the date index walked: 400
     or more, search.c); relevance is the default; an unknown order is a
-    usage error (exit 2)."""
+    usage error (exit 2); --count prints their number, whatever the
+    limit."""
     import sqlite3
     src = os.path.join(ARGS.source, "tests", "corpus", "real", "notmuch")
     nm = os.path.join(tmp, "nm.db")

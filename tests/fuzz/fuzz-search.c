@@ -90,16 +90,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_index();
 	if (size == 0)
 		return 0;
-	/* the format and the order; both orders at once is a refusal */
-	int flags = data[0] & (INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
+	/* the format, the order and the count; both orders at once is a
+	 * refusal */
+	int flags = data[0] & (INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST |
+	                       INGEST_SEARCH_COUNT);
 	char *query = malloc(size);
 	FUZZ_CHECK(query);
 	memcpy(query, data + 1, size - 1);
 	query[size - 1] = '\0';
 	char *why = NULL;
-	unsigned long limit = 1 + (data[0] >> 3) % 8;
+	unsigned long limit = 1 + (data[0] >> 4) % 8;
 	int r = ingest_search(fuzz_db, query, flags, limit, fuzz_null, &why);
-	FUZZ_CHECK(r >= 0 ? r <= (int)limit && !why : r == -EINVAL || r == -ENOMEM);
+	FUZZ_CHECK(r >= 0 ? ((flags & INGEST_SEARCH_COUNT) || r <= (int)limit) && !why
+	                  : r == -EINVAL || r == -ENOMEM);
 	FUZZ_CHECK(r != -EINVAL || why);
 	free(why);
 	free(query);

@@ -351,13 +351,15 @@ static void test_lib_search_error_optional(void **state)
 	 * each order alone is a search (the sample has no word "zzz": 0 hits) */
 	for (int bad = 0; bad < 2; bad++) {
 		why = NULL;
-		int flags = bad ? INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST : 8;
+		int flags = bad ? INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST : 16;
 		assert_int_equal(ingest_search(db, "zzz", flags, 10, null, &why), -EINVAL);
 		assert_non_null(strstr(why, "both orders"));
 		free(why);
 	}
 	assert_int_equal(ingest_search(db, "zzz", INGEST_SEARCH_OLDEST | INGEST_SEARCH_TSV, 10, null, NULL), 0);
 	assert_int_equal(ingest_search(db, "zzz", INGEST_SEARCH_NEWEST, 10, null, NULL), 0);
+	/* the count of every hit, whatever the limit: the sample's 32 */
+	assert_int_equal(ingest_search(db, "*", INGEST_SEARCH_COUNT, 1, null, NULL), 32);
 	close(null);
 	char name[320];
 	for (const char *const *x = (const char *const[]){ "", "-wal", "-shm", NULL }; *x; x++) {

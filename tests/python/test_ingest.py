@@ -860,6 +860,9 @@ def test_index_and_search_equal_the_command(generated, tmp_path):
             got = ingest.search(ours, q, limit=7, sort=sort)
             assert got == cli_search(ours, q, "--limit=7", "--sort=" + sort), (q, sort)
             assert 0 < len(got) <= 7, (q, sort)
+        n = ingest.count(ours, q)
+        assert n == len(ingest.search(ours, q, limit=100000)) > 0, q
+        assert cli_search(ours, q, "--count") == [n]
     assert ingest.search(os.fsencode(ours), "zzzznothing") == []
 
 
@@ -869,6 +872,8 @@ def test_search_refusals(tmp_path):
     ingest.index(db, os.path.join(SOURCE, "tests", "sample", "Maildir"))
     with pytest.raises(ValueError, match="nothing after it"):
         ingest.search(db, "a AND")
+    with pytest.raises(ValueError, match="nothing after it"):
+        ingest.count(db, "a AND")
     with pytest.raises(ValueError, match="sort is 'relevance'"):
         ingest.search(db, "a", sort="newest")
     with pytest.raises(ValueError, match="limit is 1 or more"):
