@@ -2044,25 +2044,24 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 		 * that cannot be listed too) gets a row of its stat with no
 		 * inode; one not statted keeps the row it had with no inode, or
 		 * gets a row of zeros */
+		bool no_file = io->reason == RECORD_NOT_REGULAR || io->reason == RECORD_SYMLINK;
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
-		} else if (r == 0 && io->have_stat &&
-		           (io->reason == RECORD_IO || (io->notes & RECORD_CHANGED_WHILE_READ) || io->in_mbox)) {
+		} else if (r == 0 && (no_file || (io->have_stat && (io->reason == RECORD_IO ||
+		                                                    (io->notes & RECORD_CHANGED_WHILE_READ) ||
+		                                                    io->in_mbox)))) {
 			/* and one that changed while it was read: its record may
 			 * hold two versions' bytes, its stat the last one's
-			 * (state_mark_reread); and a streamed archive's message,
+			 * (state_mark_reread); a streamed archive's message,
 			 * until the item that ends the archive (index_add_batch)
 			 * says it was read to its end and its gone messages were
-			 * deleted: a run stopped between the two reads it again */
+			 * deleted: a run stopped between the two reads it again;
+			 * and no file at all (a FIFO, a symbolic link not
+			 * followed: state_not_a_file), whose row the run that no
+			 * longer finds it deletes its error row by */
 			r = index_stat_row(ix, io, true);
 		} else if (r == 0 && io->reason == RECORD_IO) {
 			r = index_file_row(ix, ST_REREAD_FILE, io);
-		} else if (r == 0 && (io->reason == RECORD_NOT_REGULAR || io->reason == RECORD_SYMLINK)) {
-			/* no file at all (a FIFO, a symbolic link not followed:
-			 * state_not_a_file): a row of what was statted, no inode,
-			 * by which the run that no longer finds it deletes its
-			 * error row */
-			r = index_stat_row(ix, io, true);
 		} else if (r == 0 && io->have_stat) {
 			r = index_stat_row(ix, io, false);
 		}
