@@ -21,6 +21,7 @@ struct rank {
 	sqlite3_int64 rows;   /* of the table */
 	double avgdl;         /* tokens per row */
 	bool idf_known;
+	bool unsorted;        /* no sort: every cursor prints (rank_register) */
 	sqlite3_int64 sorted; /* one phrase: matches the sort has scored */
 	double *idf, *freq;   /* per phrase */
 	size_t best;          /* rows printed, if the sort meets every match, or 0 */
@@ -104,14 +105,14 @@ static int rank_start(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context 
 	if (!rk->idf)
 		return SQLITE_NOMEM;
 	rk->freq = rk->idf + n + 1;
-	for (int i = 0; n != 1 && i < n; i++) {
+	for (int i = 0; (n != 1 || rk->unsorted) && i < n; i++) {
 		sqlite3_int64 hits = 0;
 		rc = api->xQueryPhrase(fts, i, &hits, rank_count);
 		if (rc != SQLITE_OK)
 			return rc;
 		rk->idf[i] = rank_idf(rk->rows, hits);
 	}
-	rk->idf_known = n != 1;
+	rk->idf_known = n != 1 || rk->unsorted;
 	rk->phrases = n;
 	return SQLITE_OK;
 }
@@ -267,7 +268,7 @@ static void rank_matches(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_
 		sqlite3_result_error_code(cx, rc);
 }
 
-int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
+int rank_register(sqlite3 *db, unsigned long best, bool sorted, struct rank **out)
 {
 	fts5_api *fts5;
 	int rc = fts5_api_of(db, &fts5);
@@ -277,6 +278,10 @@ int rank_register(sqlite3 *db, unsigned long best, struct rank **out)
 	if (rc == SQLITE_OK) {
 		rk->phrases = -1;
 		rk->db = db;
+		/* no sort: no cursor is the sort's, and no sort counts a
+		 * phrase's matches (FTS5 counts them, rank_start) */
+		rk->unsorted = !sorted;
+		rk->cursors = !sorted;
 		if (best && best <= RANK_BEST_MAX) {
 			rk->kept = xmalloc(best * sizeof(double));
 			rk->best = rk->kept ? best : 0;

@@ -31,6 +31,7 @@
 #define INGEST_INDEX_RANK_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 
 struct rank;
 
@@ -44,7 +45,10 @@ struct rank;
  * among them is sorted by a bound of its score, below theirs, rather than
  * by its score; above 10,000 (RANK_BEST_MAX) every row is scored.
  * SQLITE_OK or an SQLite code, with *out NULL. */
-int rank_register(sqlite3 *db, unsigned long best, struct rank **out);
+/* sorted: the statement orders by rank, FTS5's sort calling the function
+ * first on every match; false (hits in date order): every call is a
+ * printed row's, each phrase's IDF counted by FTS5 at the first. */
+int rank_register(sqlite3 *db, unsigned long best, bool sorted, struct rank **out);
 void rank_free(struct rank *rk);
 
 #endif
