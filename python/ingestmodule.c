@@ -889,6 +889,22 @@ static void scan_wait_locked(struct scan *s, long ns)
  * once, so that dropping it can never interrupt the first one's run. */
 static struct scan *scan_running;
 
+/* Whether an index() call's run is going on (the GIL's): scan() and a
+ * second index() are refused at once, before either clears the interrupt
+ * a Ctrl-C set for that run. */
+static bool index_running;
+
+/* Whether a scan's run is going on (GIL held). */
+static bool scan_busy(void)
+{
+	if (!scan_running || scan_in_child(scan_running))
+		return false;
+	pthread_mutex_lock(&scan_running->lock);
+	bool done = scan_running->done;
+	pthread_mutex_unlock(&scan_running->lock);
+	return !done;
+}
+
 /* Stops the run, waits for it, drops what was not taken.  GIL held on
  * entry; released while waiting. */
 static void scan_stop(struct scan *s, bool interrupt)
@@ -1096,19 +1112,16 @@ static PyTypeObject scan_type = {
 static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	(void)self;
-	if (scan_running && !scan_in_child(scan_running)) {
-		pthread_mutex_lock(&scan_running->lock);
-		bool done = scan_running->done;
-		pthread_mutex_unlock(&scan_running->lock);
-		if (!done) {
-			PyObject *v = Py_BuildValue("(is)", EBUSY, "another scan() is running in this process"
-			                            " (one at a time: exhaust or drop it first)");
-			if (v) {
-				PyErr_SetObject(PyExc_OSError, v);
-				Py_DECREF(v);
-			}
-			return NULL;
+	if (scan_busy() || index_running) {
+		PyObject *v = Py_BuildValue("(is)", EBUSY, index_running
+		                            ? "an index() is running in this process (one run at a time)"
+		                            : "another scan() is running in this process"
+		                              " (one at a time: exhaust or drop it first)");
+		if (v) {
+			PyErr_SetObject(PyExc_OSError, v);
+			Py_DECREF(v);
 		}
+		return NULL;
 	}
 	struct scan *s = PyObject_New(struct scan, &scan_type);
 	if (!s)
@@ -1258,25 +1271,12 @@ PyDoc_STRVAR(index_doc,
 "A refused database or options raise ValueError; a failed run OSError.\n"
 "Ctrl-C stops the run, which commits what it parsed, and is raised.");
 
-static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
+/* index() once the call is the process's run (index_running). */
+static PyObject *index_call(PyObject *args, PyObject *kwargs)
 {
-	(void)self;
-	if (PyTuple_GET_SIZE(args) < 1) {
-		PyErr_SetString(PyExc_TypeError, "index() needs a database");
-		return NULL;
-	}
-	if (scan_running && !scan_in_child(scan_running)) {
-		pthread_mutex_lock(&scan_running->lock);
-		bool done = scan_running->done;
-		pthread_mutex_unlock(&scan_running->lock);
-		if (!done)
-			return raise_failure(-EBUSY, "a scan() is running in this process (one run at a time)",
-			                     NULL, false);
-	}
 	struct ingest_options *o = options_from(kwargs, PY_INDEX);
 	if (!o)
 		return NULL;
-	PyObject *db = NULL;
 	int r = 0;
 	for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(args); i++) {
 		PyObject *b = NULL;
@@ -1286,10 +1286,7 @@ static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
 		}
 		r = i == 0 ? ingest_options_set(o, "index", PyBytes_AS_STRING(b))
 		           : ingest_options_add_path(o, PyBytes_AS_STRING(b));
-		if (i == 0 && r == 0)
-			db = b;
-		else
-			Py_DECREF(b);
+		Py_DECREF(b);
 		if (r == -ENOMEM)
 			PyErr_NoMemory();
 		else if (r < 0)
@@ -1326,13 +1323,32 @@ static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	PyObject *out = NULL;
 	if (r == 0 && c.result < 0)
-		raise_failure(c.result, ingest_report_error(c.rep), db,
+		/* the reason names the file at fault (the database, a list) */
+		raise_failure(c.result, ingest_report_error(c.rep), NULL,
 		              c.result == -EINVAL || ingest_report_usage_error(c.rep));
 	else if (r == 0)
 		out = index_stats(c.rep);
 	ingest_report_free(c.rep);
 	ingest_options_free(o);
-	Py_XDECREF(db);
+	return out;
+}
+
+static PyObject *py_index(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	(void)self;
+	if (PyTuple_GET_SIZE(args) < 1) {
+		PyErr_SetString(PyExc_TypeError, "index() needs a database");
+		return NULL;
+	}
+	/* refused before anything else (reading the paths may run Python
+	 * code, __fspath__, that lets another thread call): a call refused
+	 * must not clear the interrupt a Ctrl-C set for the run going on */
+	if (index_running || scan_busy())
+		return raise_failure(-EBUSY, "another run (scan() or index()) is going on in this process"
+		                     " (one at a time)", NULL, false);
+	index_running = true;
+	PyObject *out = index_call(args, kwargs);
+	index_running = false;
 	return out;
 }
 

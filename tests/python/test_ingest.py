@@ -953,3 +953,51 @@ def test_keyboard_interrupt_stops_index(generated, tmp_path):
     assert 0.3 <= float(lines["interrupted"]) < 1.5
     assert lines["check"] == "ok"
     assert int(lines["again"]) == len(cli(generated["maildir"]))
+
+
+INDEX_BUSY = r"""
+import errno, os, signal, sys, threading, time, ingest
+db, other, fifo, d = sys.argv[1:5]
+done = threading.Event()
+refused = []
+def others():
+    # scan() and index() while this process's index() runs: refused at
+    # once, and without clearing the interrupt meant for that run
+    time.sleep(0.1)   # after the main thread's index() began
+    while not done.is_set():
+        for call in (lambda: ingest.index(other, d), lambda: list(ingest.scan(d))):
+            try:
+                call()
+                refused.append("ran")
+            except OSError as e:
+                refused.append("EBUSY" if e.errno == errno.EBUSY else repr(e))
+        time.sleep(0.001)
+threading.Timer(0.4, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t = threading.Thread(target=others)
+t.start()
+start = time.monotonic()
+try:
+    ingest.index(db, files_from=fifo)   # nobody writes the list
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", round(time.monotonic() - start, 2))
+done.set()
+t.join()
+print("others", len(refused), set(refused))
+"""
+
+
+def test_refused_calls_keep_the_interrupt(generated, tmp_path):
+    """Another thread's index() and scan() while index() runs are EBUSY at
+    once, and do not clear the Ctrl-C meant for the running one (they
+    cleared it before they were refused, and the run went on)."""
+    fifo = str(tmp_path / "list")
+    os.mkfifo(fifo)
+    p = subprocess.run([sys.executable, "-c", INDEX_BUSY, str(tmp_path / "a.db"), str(tmp_path / "b.db"),
+                        fifo, generated["maildir"]], capture_output=True, text=True, timeout=60,
+                       env=os.environ)
+    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
+    assert "interrupted" in lines, p.stdout + p.stderr
+    assert float(lines["interrupted"]) < 1.5
+    n, kinds = lines["others"].split(" ", 1)
+    assert int(n) > 10 and kinds == "{'EBUSY'}", lines["others"]
