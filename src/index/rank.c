@@ -22,6 +22,7 @@ struct rank {
 	double avgdl;         /* tokens per row */
 	bool idf_known;
 	bool unsorted;        /* no sort: every cursor prints (rank_register) */
+	sqlite3_int64 matches; /* the query's, counted by the caller, or -1 */
 	sqlite3_int64 sorted; /* one phrase: matches the sort has scored */
 	double *idf, *freq;   /* per phrase */
 	size_t best;          /* rows printed, if the sort meets every match, or 0 */
@@ -36,6 +37,12 @@ struct rank {
 /* A cursor's role, kept as its auxdata: the first cursor to call sorts
  * every match, a later one prints the rows the sort handed over. */
 static char rank_sorts, rank_prints;
+
+void rank_set_matches(struct rank *rk, sqlite3_int64 matches)
+{
+	if (rk)
+		rk->matches = matches;
+}
 
 void rank_free(struct rank *rk)
 {
@@ -106,8 +113,12 @@ static int rank_start(struct rank *rk, const Fts5ExtensionApi *api, Fts5Context 
 		return SQLITE_NOMEM;
 	rk->freq = rk->idf + n + 1;
 	for (int i = 0; (n != 1 || rk->unsorted) && i < n; i++) {
-		sqlite3_int64 hits = 0;
-		rc = api->xQueryPhrase(fts, i, &hits, rank_count);
+		/* one phrase: its matches are the query's, when counted */
+		sqlite3_int64 hits = n == 1 ? rk->matches : -1;
+		if (hits < 0) {
+			hits = 0;
+			rc = api->xQueryPhrase(fts, i, &hits, rank_count);
+		}
 		if (rc != SQLITE_OK)
 			return rc;
 		rk->idf[i] = rank_idf(rk->rows, hits);
@@ -282,6 +293,7 @@ int rank_register(sqlite3 *db, unsigned long best, bool sorted, struct rank **ou
 		 * phrase's matches (FTS5 counts them, rank_start) */
 		rk->unsorted = !sorted;
 		rk->cursors = !sorted;
+		rk->matches = -1;
 		if (best && best <= RANK_BEST_MAX) {
 			rk->kept = xmalloc(best * sizeof(double));
 			rk->best = rk->kept ? best : 0;

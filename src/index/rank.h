@@ -49,6 +49,11 @@ struct rank;
  * first on every match; false (hits in date order): every call is a
  * printed row's, each phrase's IDF counted by FTS5 at the first. */
 int rank_register(sqlite3 *db, unsigned long best, bool sorted, struct rank **out);
+/* The query's matches, counted by the caller before the statement runs:
+ * for a query of one phrase, the count its IDF needs, which an unsorted
+ * statement would otherwise have FTS5 walk the phrase for (rk NULL is
+ * ignored). */
+void rank_set_matches(struct rank *rk, sqlite3_int64 matches);
 void rank_free(struct rank *rk);
 
 #endif

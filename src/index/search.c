@@ -989,25 +989,31 @@ static void search_tidy(const char *path)
 }
 
 /* Whether the FTS query matches SEARCH_FEW_MATCHES messages or more,
- * counted up to there.  false when it cannot say: the search's own
- * statement then meets the same error and reports it. */
-static bool search_matches_many(sqlite3 *db, const struct dynbuf *fts)
+ * counted up to there; below, the count is rk's (rank_set_matches: a
+ * one-phrase query's IDF, which FTS5 would count again).  false when it
+ * cannot say: the search's own statement then meets the same error and
+ * reports it. */
+static bool search_matches_many(sqlite3 *db, const struct dynbuf *fts, struct rank *rk)
 {
 	sqlite3_stmt *st = NULL;
 	char sql[128];
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM (SELECT 1 FROM mail_fts WHERE mail_fts MATCH ?1"
 	         " LIMIT %d)", SEARCH_FEW_MATCHES);
-	bool many = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-	            sqlite3_bind_text(st, 1, fts->p, (int)fts->len, SQLITE_STATIC) == SQLITE_OK &&
-	            sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) >= SEARCH_FEW_MATCHES;
+	int n = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	        sqlite3_bind_text(st, 1, fts->p, (int)fts->len, SQLITE_STATIC) == SQLITE_OK &&
+	        sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
 	sqlite3_finalize(st);
-	return many;
+	if (n < SEARCH_FEW_MATCHES)
+		rank_set_matches(rk, n);
+	return n >= SEARCH_FEW_MATCHES;
 }
 
 /* The search's statement: its hits' lines, at most lim (-1: all) in the
  * order flags ask, or with INGEST_SEARCH_COUNT their number.  ?1 is the
- * FTS query, ?2... the conditions' values.  0 or -ENOMEM. */
-static int search_sql(struct dynbuf *sql, sqlite3 *db, const struct search *s, int flags, long long lim)
+ * FTS query, ?2... the conditions' values; rk (or NULL) is told what a
+ * date order counts of the matches.  0 or -ENOMEM. */
+static int search_sql(struct dynbuf *sql, sqlite3 *db, const struct search *s, int flags, long long lim,
+                      struct rank *rk)
 {
 	bool tsv = flags & INGEST_SEARCH_TSV, oldest = flags & INGEST_SEARCH_OLDEST;
 	bool by_date = flags & (INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
@@ -1057,7 +1063,7 @@ static int search_sql(struct dynbuf *sql, sqlite3 *db, const struct search *s, i
 	 * FTS5), where a plain word's walk would cost more than its lookups */
 	const char *walk = fts && memchr(s->fts.p, '*', s->fts.len) ? "+" : "";
 	if (r == 0 && fts && by_date && !count)
-		r = search_matches_many(db, &s->fts)
+		r = search_matches_many(db, &s->fts, rk)
 		    ? dynbuf_printf(sql, " AND %sf.rowid IN (SELECT m.docid FROM messages m INDEXED BY"
 		                         " messages_date WHERE m.docid IN (SELECT rowid FROM mail_fts"
 		                         " WHERE mail_fts MATCH ?1)", walk)
@@ -1185,7 +1191,7 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 	/* SQLite's LIMIT is a signed 64-bit integer: a larger one is none */
 	long long lim = limit > INT64_MAX ? -1 : (long long)limit;
 	if (r == 0)
-		r = search_sql(&sql, db, &s, flags, lim);
+		r = search_sql(&sql, db, &s, flags, lim, rk);
 	if (r == 0 && dynbuf_putc(&sql, '\0') < 0)
 		r = -ENOMEM;
 	if (r == 0) {
