@@ -1838,7 +1838,9 @@ static int index_clear_file(struct index *ix, const struct record_io *io, bool a
 		index_bind(ix, ST_DELETE_PATH, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH);
 	}
-	if (r == 0 && !io->replaced) {
+	/* the error row this run wrote at this very place stays; another
+	 * place's of the id goes (a FIFO renamed, a copy removed) */
+	if (r == 0 && !io->replaced_here) {
 		index_bind(ix, ST_DELETE_PATH_ERRORS, NULL, 0, false, io);
 		r = index_run(ix, ST_DELETE_PATH_ERRORS);
 	}

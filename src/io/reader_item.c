@@ -141,10 +141,12 @@ int reader_item_not_found(struct reader_common *rc, const struct batch_item *it,
 }
 
 /* No regular file at the item's place (state_not_a_file). */
-static void reader_item_not_a_file(struct reader_common *rc, const struct batch_item *it)
+static void reader_item_not_a_file(struct reader_common *rc, struct batch_item *it)
 {
-	if (rc->o.state)
-		state_not_a_file(rc->o.state, &it->io);
+	/* its entry, so that the writer journals it (a killed run) */
+	struct state_entry *e = rc->o.state ? state_not_a_file(rc->o.state, &it->io) : NULL;
+	if (e && !it->state)
+		it->state = e;
 }
 
 int reader_item_take(struct reader_common *rc, struct batch *b, struct batch_item *it,

@@ -67,6 +67,8 @@ struct state_entry {
 	bool unread;               /* new entries: statted, but the read failed */
 	bool not_read;             /* new entries: met, judged unchanged or renamed */
 	bool kept;                 /* new entries: an old one not met, carried over */
+	bool no_file;              /* new entries: an error record's, no file read
+	                              (state_add_error): no document where errors are none */
 	bool no_document;          /* its record was an error (saved as a bare ';') */
 	bool written;              /* new entries: a record went out (state_mark_written) */
 	bool superseded;           /* old entries: a stopped run saves the new one instead
@@ -183,9 +185,13 @@ static size_t state_newlines(const char *p, size_t n)
 	return k;
 }
 
-/* Indexes entry i; -EINVAL when an entry with the same root and path came
- * before it: two entries for one file are not a state this program wrote,
- * and probing past every copy would make loading quadratic. */
+/* Whether e is at root and path. */
+static bool state_place_is(const struct state_entry *e, struct str root, struct str path)
+{
+	return e->root_n == root.n && e->path_n == path.n && !memcmp(e->root, root.p, root.n) &&
+	       !memcmp(e->path, path.p, path.n);
+}
+
 /* The previous run's entry of id filed at root and path (unmet: one this
  * run has not met yet), or NULL: a place holds one file, so one entry. */
 static struct state_entry *state_old_at(const struct state *s, uint64_t id, struct str root,
@@ -194,13 +200,15 @@ static struct state_entry *state_old_at(const struct state *s, uint64_t id, stru
 	size_t k;
 	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
 		struct state_entry *o = &s->old[k - 1];
-		if (o->id == id && !(unmet && o->seen) && o->root_n == root.n && o->path_n == path.n &&
-		    !memcmp(o->root, root.p, root.n) && !memcmp(o->path, path.p, path.n))
+		if (o->id == id && !(unmet && o->seen) && state_place_is(o, root, path))
 			return o;
 	}
 	return NULL;
 }
 
+/* Indexes entry i; -EINVAL when an entry with the same root and path came
+ * before it: two entries for one file are not a state this program wrote,
+ * and probing past every copy would make loading quadratic. */
 static int state_index(struct state *s, size_t i)
 {
 	const struct state_entry *e = &s->old[i];
@@ -681,18 +689,6 @@ static struct state_entry *state_find_old(struct state *s, uint64_t id, const st
 	return same_inode;
 }
 
-/* This run's entry of id, or NULL. */
-static struct state_entry *state_find_new(const struct state *s, uint64_t id)
-{
-	size_t k;
-	for (struct slots_probe p = slots_probe(&s->new_by_id, id); (k = slots_next(&p));) {
-		struct state_entry *e = state_new_at(s, k - 1);
-		if (e->id == id)
-			return e;
-	}
-	return NULL;
-}
-
 /* Indexes the entry just added, the last of the chunks. */
 static int state_index_new(struct state *s)
 {
@@ -823,8 +819,28 @@ int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64
  * another spelling, or from another working directory, was not. */
 static bool state_same_place(const struct state_entry *e, const struct record_io *io)
 {
-	return e->path_n == io->path.n && !memcmp(e->path, io->path.p, e->path_n) &&
-	       e->root_n == io->base.n && !memcmp(e->root, io->base.p, e->root_n);
+	return state_place_is(e, io->base, io->path);
+}
+
+/* A new entry of old's id at another place than old's: a copy under the
+ * same unique name (*left, the first), or the error record of a place
+ * that holds no file (*error_left). */
+static void state_left_elsewhere(const struct state *s, const struct state_entry *old,
+                                 const struct state_entry **left, bool *error_left)
+{
+	*left = NULL;
+	*error_left = false;
+	struct str root = { old->root, old->root_n }, path = { old->path, old->path_n };
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->new_by_id, old->id); (k = slots_next(&p));) {
+		const struct state_entry *n = state_new_at(s, k - 1);
+		if (n->id != old->id || state_place_is(n, root, path))
+			continue;
+		if (n->no_file)
+			*error_left = true;
+		else if (!*left)
+			*left = n;
+	}
 }
 
 /* This run's entry of io's file, met before under that id: the same
@@ -874,7 +890,7 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			 * that what was kept under it goes.  So is a file whose
 			 * record was an error: there is no document to move, and
 			 * its error record moves with it. */
-			*v = same && !old->no_document ? STATE_RENAMED : STATE_CHANGED;
+			*v = same && !old->no_document && !old->replaced_here ? STATE_RENAMED : STATE_CHANGED;
 		} else {
 			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
 		}
@@ -892,7 +908,11 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		 * changed and renamed at once): the old name is said, so that
 		 * what was kept under it goes.  Not for a file not read: an
 		 * index keeps its rows under the name they were made with. */
-		if (moved && *v != STATE_UNCHANGED) {
+		/* Nor where this run's error record stands at the old name
+		 * already (a FIFO made there, met first: replaced_here): the
+		 * rows there are that record's, and the message is read again
+		 * under its new name rather than moved. */
+		if (moved && *v != STATE_UNCHANGED && !old->replaced_here) {
 			*old_path = (struct str){ old->path, old->path_n };
 			*old_base = (struct str){ old->root, old->root_n };
 		}
@@ -977,15 +997,28 @@ static struct state_entry *state_keep(struct state *s, const struct state_entry 
  * that record, with no inode (state_save), so that a run that no longer
  * finds or names it deletes the record, as a clean run has none; one
  * entry however often it is met.  0 or -ENOMEM. */
-static int state_add_error(struct state *s, const struct record_io *io)
+static struct state_entry *state_add_error_entry(struct state *s, const struct record_io *io)
 {
-	if (state_find_new(s, io->id))
-		return 0;
+	/* one entry a place, and one error entry an id (a missing file named
+	 * twice); but an id another file of this run holds (a message under
+	 * the same unique name as a FIFO) does not take the error's place:
+	 * the run that no longer finds it must say so */
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->new_by_id, io->id); (k = slots_next(&p));) {
+		struct state_entry *o = state_new_at(s, k - 1);
+		if (o->id == io->id && (o->no_file || state_same_place(o, io)))
+			return o;
+	}
 	struct state_entry *e = state_add_indexed(s, io);
 	if (!e)
-		return -ENOMEM;
-	e->unread = e->no_document = true;
-	return 0;
+		return NULL;
+	e->unread = e->no_document = e->no_file = true;
+	return e;
+}
+
+static int state_add_error(struct state *s, const struct record_io *io)
+{
+	return state_add_error_entry(s, io) ? 0 : -ENOMEM;
 }
 
 int state_not_read(struct state *s, const struct record_io *io)
@@ -1031,7 +1064,7 @@ static void state_replace_by_error(struct state *s, const struct record_io *io)
 /* io's error record stands in this run where its file was: that of a
  * named file that is not there, or of no file (state_named_missing,
  * state_not_a_file). */
-static void state_error_stands(struct state *s, const struct record_io *io)
+static struct state_entry *state_error_stands(struct state *s, const struct record_io *io)
 {
 	/* The last run's error entry of this very place stands again, seen:
 	 * no deletion of it (a no-op downstream, where the new error record
@@ -1051,17 +1084,17 @@ static void state_error_stands(struct state *s, const struct record_io *io)
 	 * turned FIFO: the document's deletion was said, the error record's
 	 * is to come), which once stayed for good (out of memory, left out:
 	 * its deletion is never said). */
-	(void)state_add_error(s, io);
+	return state_add_error_entry(s, io);
 }
 
-void state_not_a_file(struct state *s, const struct record_io *io)
+struct state_entry *state_not_a_file(struct state *s, const struct record_io *io)
 {
-	state_error_stands(s, io);
+	return state_error_stands(s, io);
 }
 
 void state_named_missing(struct state *s, const struct record_io *io)
 {
-	state_error_stands(s, io);
+	(void)state_error_stands(s, io);
 }
 
 void state_set_walk(struct state *s, struct walk *w)
@@ -1189,12 +1222,18 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		 * was.  This runs on the reader's thread, before the records of
 		 * this run are parsed: what they are (a message, an error) is
 		 * not known here. */
-		const struct state_entry *left = e->n_offs ? NULL : state_find_new(s, e->id);
+		/* A new entry at this very place (the error record of the
+		 * FIFO the file turned into) is no copy: the document goes
+		 * (es-bulk), not the place alone; nor is a no-file error
+		 * record elsewhere that replaced it (es-bulk without
+		 * --es-errors has no document of it: state_error_stands). */
+		const struct state_entry *left = NULL;
+		bool error_left = false;
+		if (!e->n_offs)
+			state_left_elsewhere(s, e, &left, &error_left);
 		if (left && left->kept)
 			continue;
-		/* the new entry of an error record at this very place is no
-		 * copy: the document goes (es-bulk), not the place alone */
-		const struct state_gone g = { i, shown, left != NULL && !e->replaced_here };
+		const struct state_gone g = { i, shown, left != NULL || (error_left && !e->replaced) };
 		if ((r = dynbuf_append(&gone_v, &g, sizeof(g))) < 0)
 			break;
 		/* A run that stops early saves the old entries: its deletion

@@ -147,7 +147,7 @@ void state_named_missing(struct state *s, const struct record_io *io);
  * keeps the error row.  The place is saved as its error record, which the
  * run that no longer finds it deletes; the last run's error entry of the
  * place is met, not deleted (reader thread). */
-void state_not_a_file(struct state *s, const struct record_io *io);
+struct state_entry *state_not_a_file(struct state *s, const struct record_io *io);
 /* An mbox archive's entry: one more message at offset off (file order).
  * The worker that splits the archive, or the reader that streams it,
  * calls it, one thread per entry.  0 or -ENOMEM; e NULL is ignored. */

@@ -986,6 +986,84 @@ def case_state_no_file_place_removed(tmp):
     print("a no-file place: its error record each run, deleted once the place is gone")
 
 
+def applied(view, out, fmt):
+    """The downstream view after a run's output: id -> the record's path
+    and error reason (JSON Lines: a "deleted" record removes its id; es-bulk:
+    index and delete actions)."""
+    lines = out.decode().splitlines()
+    if fmt[0] == "--format=jsonl":
+        for r in map(json.loads, lines):
+            if "deleted" in r:
+                view.pop(r["id"], None)
+            elif "renamed" in r:
+                view[r["id"]] = (r["renamed"]["to"], view[r["id"]][1])
+            else:
+                view[r["id"]] = (r["path"], r.get("error", {}).get("reason"))
+        return view
+    i = 0
+    while i < len(lines):
+        action = json.loads(lines[i])
+        if "delete" in action:
+            view.pop(action["delete"]["_id"], None)
+            i += 1
+        else:
+            doc = json.loads(lines[i + 1])
+            if "update" in action:   # a rename: the document's place
+                view[action["update"]["_id"]] = (doc["doc"]["path"], view[action["update"]["_id"]][1])
+            else:
+                view[action["index"]["_id"]] = (doc["path"], doc.get("error", {}).get("reason"))
+            i += 2
+    return view
+
+
+def case_state_no_file_place_shares_an_id(tmp):
+    """--state, both backends, JSON Lines and es-bulk with and without
+    --es-errors: a FIFO under a Maildir message's unique name (one id) in
+    another folder or at the message's old name; after every run the
+    downstream view equals a clean run's.  A copy turned FIFO had the
+    other copy's document deleted (es-bulk), a message deleted beside
+    such a FIFO kept its document, and a FIFO at a renamed message's old
+    name kept its error record once removed."""
+    def one(name):
+        with open(name, "wb") as f:
+            f.write(b"Subject: one\n\nbody\n")
+
+    scenarios = {
+        "a copy turned FIFO": (
+            lambda m: (one(m + "/cur/1.host:2,S"), one(m + "/.F/cur/1.host:2,S")),
+            [lambda m: (os.unlink(m + "/.F/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+             lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
+        "a message deleted beside a FIFO of its name": (
+            lambda m: (one(m + "/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+            [lambda m: None, lambda m: os.unlink(m + "/cur/1.host:2,S"),
+             lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
+        "a FIFO at a renamed message's old name": (
+            lambda m: one(m + "/cur/1.host:2,S"),
+            [lambda m: (os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"),
+                        os.mkfifo(m + "/cur/1.host:2,S")),
+             lambda m: os.unlink(m + "/cur/1.host:2,S"), lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
+    }
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for fmt in (["--format=jsonl"], ["--format=es-bulk", "--es-errors"], ["--format=es-bulk"]):
+            for name, (make, steps) in scenarios.items():
+                n += 1
+                m = os.path.join(tmp, str(n), "M")
+                for sub in ("cur", "new", "tmp", ".F/cur", ".F/new", ".F/tmp"):
+                    os.makedirs(os.path.join(m, sub))
+                make(m)
+                args = [backend] + fmt + ["-q", m]
+                st = os.path.join(tmp, str(n), "st")
+                view = applied({}, run(args + ["--state=" + st], check_rc=None).stdout, fmt)
+                for k, step in enumerate(steps):
+                    step(m)
+                    view = applied(view, run(args + ["--state=" + st], check_rc=None).stdout, fmt)
+                    clean = applied({}, run(args, check_rc=None).stdout, fmt)
+                    if view != clean:
+                        fail(f"{backend} {fmt} {name}, step {k + 1}: {view} != a clean run's {clean}")
+    print(f"{n} scenarios: the downstream view a clean run's after every step")
+
+
 def case_state_copies_named_again(tmp):
     """--state, both backends: a Maildir message copied into two folders
     under one unique name (one id), walked and named again by the command

@@ -2852,6 +2852,53 @@ def case_file_becomes_no_file(tmp):
     print("a file replaced by a FIFO or a symlink, then removed: each run's rows a clean run's")
 
 
+def case_no_file_place_shares_an_id(tmp):
+    """Both backends: FIFOs under a Maildir message's unique name (one id):
+    a FIFO renamed then removed, a message moved from new/ to cur/ with a
+    FIFO made at its old name, a copy turned FIFO, a message deleted
+    beside a FIFO of its name; each run's tables equal a clean run's.  The
+    renamed FIFO's old error row stayed for good, and the moved message
+    was lost (the FIFO's record cleared the old name's rows, and the
+    rename then found nothing to move)."""
+    def one(name):
+        with open(name, "wb") as f:
+            f.write(b"Subject: one\n\nbody\n")
+
+    scenarios = {
+        "a FIFO renamed, removed": (
+            lambda m: os.mkfifo(m + "/cur/1.host:2,S"),
+            [lambda m: os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"),
+             lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
+        "a message moved to cur/, a FIFO at its old name": (
+            lambda m: one(m + "/new/1.host"),
+            [lambda m: (os.rename(m + "/new/1.host", m + "/cur/1.host:2,S"), os.mkfifo(m + "/new/1.host")),
+             lambda m: os.unlink(m + "/new/1.host")]),
+        "a copy turned FIFO": (
+            lambda m: (one(m + "/cur/1.host:2,S"), one(m + "/.F/cur/1.host:2,S")),
+            [lambda m: (os.unlink(m + "/.F/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+             lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
+        "a message deleted beside a FIFO of its name": (
+            lambda m: (one(m + "/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+            [lambda m: os.unlink(m + "/cur/1.host:2,S"), lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
+    }
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for name, (make, steps) in scenarios.items():
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = os.path.join(d, "M")
+            for sub in ("cur", "new", "tmp", ".F/cur", ".F/new", ".F/tmp"):
+                os.makedirs(os.path.join(m, sub))
+            make(m)
+            db, args = os.path.join(d, "a.db"), [backend, m]
+            run(["--index=" + db] + args)
+            for k, step in enumerate(steps):
+                step(m)
+                run(["--index=" + db] + args)
+                equal_to_clean(db, d, "clean.db", args, f"{backend} {name}, step {k + 1}")
+    print(f"{n} scenarios of FIFOs sharing a message's id: each run's rows a clean run's")
+
+
 def case_changed_while_read(tmp):
     """A file that changes while it is read gets a files row with no inode,
     so that the next run reads it again, as --state does (its record may
