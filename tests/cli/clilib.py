@@ -8,6 +8,7 @@ parser independent of ours), the corpus generator, and the runner of one
 Exit 0 pass, 1 fail (fail()), 77 skip (with the reason on stdout)."""
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -74,3 +75,43 @@ def main(cases, prefix, extra=(), cleanup=None):
             cleanup(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
     print("ok")
+
+
+def put_one_message(name):
+    with open(name, "wb") as f:
+        f.write(b"Subject: one\n\nbody\n")
+
+
+# FIFOs under a Maildir message's unique name (one id), for --state and
+# --index alike: name -> (make the Maildir M, the steps after the first
+# run), each step followed by a run compared with a clean run's
+FIFO_ID_SCENARIOS = {
+    "a copy turned FIFO": (
+        lambda m: (put_one_message(m + "/cur/1.host:2,S"), put_one_message(m + "/.F/cur/1.host:2,S")),
+        [lambda m: (os.unlink(m + "/.F/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+         lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
+    "a message deleted beside a FIFO of its name": (
+        lambda m: (put_one_message(m + "/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+        [lambda m: None, lambda m: os.unlink(m + "/cur/1.host:2,S"),
+         lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
+    "a FIFO at a renamed message's old name": (
+        lambda m: put_one_message(m + "/cur/1.host:2,S"),
+        [lambda m: (os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"), os.mkfifo(m + "/cur/1.host:2,S")),
+         lambda m: os.unlink(m + "/cur/1.host:2,S"), lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
+    "a FIFO renamed, removed": (
+        lambda m: os.mkfifo(m + "/cur/1.host:2,S"),
+        [lambda m: os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"),
+         lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
+    "a message moved to cur/, a FIFO at its old name": (
+        lambda m: put_one_message(m + "/new/1.host"),
+        [lambda m: (os.rename(m + "/new/1.host", m + "/cur/1.host:2,S"), os.mkfifo(m + "/new/1.host")),
+         lambda m: os.unlink(m + "/new/1.host")]),
+}
+
+
+def fifo_id_maildir(d):
+    """A Maildir M in d with a folder .F: FIFO_ID_SCENARIOS' place."""
+    m = os.path.join(d, "M")
+    for sub in ("cur", "new", "tmp", ".F/cur", ".F/new", ".F/tmp"):
+        os.makedirs(os.path.join(m, sub))
+    return m

@@ -1024,33 +1024,12 @@ def case_state_no_file_place_shares_an_id(tmp):
     other copy's document deleted (es-bulk), a message deleted beside
     such a FIFO kept its document, and a FIFO at a renamed message's old
     name kept its error record once removed."""
-    def one(name):
-        with open(name, "wb") as f:
-            f.write(b"Subject: one\n\nbody\n")
-
-    scenarios = {
-        "a copy turned FIFO": (
-            lambda m: (one(m + "/cur/1.host:2,S"), one(m + "/.F/cur/1.host:2,S")),
-            [lambda m: (os.unlink(m + "/.F/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
-             lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
-        "a message deleted beside a FIFO of its name": (
-            lambda m: (one(m + "/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
-            [lambda m: None, lambda m: os.unlink(m + "/cur/1.host:2,S"),
-             lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
-        "a FIFO at a renamed message's old name": (
-            lambda m: one(m + "/cur/1.host:2,S"),
-            [lambda m: (os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"),
-                        os.mkfifo(m + "/cur/1.host:2,S")),
-             lambda m: os.unlink(m + "/cur/1.host:2,S"), lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
-    }
     n = 0
     for backend in ("--backend=uring", "--backend=sync"):
         for fmt in (["--format=jsonl"], ["--format=es-bulk", "--es-errors"], ["--format=es-bulk"]):
-            for name, (make, steps) in scenarios.items():
+            for name, (make, steps) in clilib.FIFO_ID_SCENARIOS.items():
                 n += 1
-                m = os.path.join(tmp, str(n), "M")
-                for sub in ("cur", "new", "tmp", ".F/cur", ".F/new", ".F/tmp"):
-                    os.makedirs(os.path.join(m, sub))
+                m = clilib.fifo_id_maildir(os.path.join(tmp, str(n)))
                 make(m)
                 args = [backend] + fmt + ["-q", m]
                 st = os.path.join(tmp, str(n), "st")

@@ -2860,35 +2860,12 @@ def case_no_file_place_shares_an_id(tmp):
     renamed FIFO's old error row stayed for good, and the moved message
     was lost (the FIFO's record cleared the old name's rows, and the
     rename then found nothing to move)."""
-    def one(name):
-        with open(name, "wb") as f:
-            f.write(b"Subject: one\n\nbody\n")
-
-    scenarios = {
-        "a FIFO renamed, removed": (
-            lambda m: os.mkfifo(m + "/cur/1.host:2,S"),
-            [lambda m: os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"),
-             lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
-        "a message moved to cur/, a FIFO at its old name": (
-            lambda m: one(m + "/new/1.host"),
-            [lambda m: (os.rename(m + "/new/1.host", m + "/cur/1.host:2,S"), os.mkfifo(m + "/new/1.host")),
-             lambda m: os.unlink(m + "/new/1.host")]),
-        "a copy turned FIFO": (
-            lambda m: (one(m + "/cur/1.host:2,S"), one(m + "/.F/cur/1.host:2,S")),
-            [lambda m: (os.unlink(m + "/.F/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
-             lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
-        "a message deleted beside a FIFO of its name": (
-            lambda m: (one(m + "/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
-            [lambda m: os.unlink(m + "/cur/1.host:2,S"), lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
-    }
     n = 0
     for backend in ("--backend=uring", "--backend=sync"):
-        for name, (make, steps) in scenarios.items():
+        for name, (make, steps) in clilib.FIFO_ID_SCENARIOS.items():
             n += 1
             d = os.path.join(tmp, str(n))
-            m = os.path.join(d, "M")
-            for sub in ("cur", "new", "tmp", ".F/cur", ".F/new", ".F/tmp"):
-                os.makedirs(os.path.join(m, sub))
+            m = clilib.fifo_id_maildir(d)
             make(m)
             db, args = os.path.join(d, "a.db"), [backend, m]
             run(["--index=" + db] + args)

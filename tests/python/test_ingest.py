@@ -924,40 +924,8 @@ def test_index_busy_while_a_scan_runs(generated, tmp_path):
 
 
 INDEX_INTERRUPT = r"""
-import os, signal, sqlite3, sys, threading, time, ingest
-db, fifo, d = sys.argv[1:4]
-threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-t = time.monotonic()
-try:
-    ingest.index(db, files_from=fifo)   # nobody writes the list
-    print("finished")
-except KeyboardInterrupt:
-    print("interrupted", round(time.monotonic() - t, 2))
-with sqlite3.connect(db) as c:
-    print("check", c.execute("PRAGMA integrity_check").fetchone()[0])
-print("again", ingest.index(db, d)["index"]["messages"])
-"""
-
-
-def test_keyboard_interrupt_stops_index(generated, tmp_path):
-    """Ctrl-C while index() waits (here for a list nobody writes) stops the
-    run and is raised within the wait's 100 ms slice; the database is whole
-    and the next index() does the work."""
-    fifo = str(tmp_path / "list")
-    os.mkfifo(fifo)
-    db = str(tmp_path / "i.db")
-    p = subprocess.run([sys.executable, "-c", INDEX_INTERRUPT, db, fifo, generated["maildir"]],
-                       capture_output=True, text=True, timeout=60, env=os.environ)
-    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
-    assert "interrupted" in lines, p.stdout + p.stderr
-    assert 0.3 <= float(lines["interrupted"]) < 1.5
-    assert lines["check"] == "ok"
-    assert int(lines["again"]) == len(cli(generated["maildir"]))
-
-
-INDEX_BUSY = r"""
-import errno, os, signal, sys, threading, time, ingest
-db, other, fifo, d = sys.argv[1:5]
+import errno, os, signal, sqlite3, sys, threading, time, ingest
+db, other, fifo, d, others_too = sys.argv[1:6]
 done = threading.Event()
 refused = []
 def others():
@@ -973,7 +941,7 @@ def others():
                 refused.append("EBUSY" if e.errno == errno.EBUSY else repr(e))
         time.sleep(0.001)
 threading.Timer(0.4, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-t = threading.Thread(target=others)
+t = threading.Thread(target=others if others_too == "yes" else done.wait)
 t.start()
 start = time.monotonic()
 try:
@@ -984,20 +952,40 @@ except KeyboardInterrupt:
 done.set()
 t.join()
 print("others", len(refused), set(refused))
+with sqlite3.connect(db) as c:
+    print("check", c.execute("PRAGMA integrity_check").fetchone()[0])
+print("again", ingest.index(db, d)["index"]["messages"])
 """
+
+
+def index_interrupted(generated, tmp_path, others_too):
+    """INDEX_INTERRUPT's lines, as a dict by their first word."""
+    fifo = str(tmp_path / "list")
+    os.mkfifo(fifo)
+    p = subprocess.run([sys.executable, "-c", INDEX_INTERRUPT, str(tmp_path / "a.db"), str(tmp_path / "b.db"),
+                        fifo, generated["maildir"], others_too], capture_output=True, text=True,
+                       timeout=60, env=os.environ)
+    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
+    assert "interrupted" in lines, p.stdout + p.stderr
+    return lines
+
+
+def test_keyboard_interrupt_stops_index(generated, tmp_path):
+    """Ctrl-C while index() waits (here for a list nobody writes) stops the
+    run and is raised within the wait's 100 ms slice; the database is whole
+    and the next index() does the work."""
+    lines = index_interrupted(generated, tmp_path, "no")
+    assert 0.4 <= float(lines["interrupted"]) < 1.5
+    assert lines["check"] == "ok"
+    assert int(lines["again"]) == len(cli(generated["maildir"]))
 
 
 def test_refused_calls_keep_the_interrupt(generated, tmp_path):
     """Another thread's index() and scan() while index() runs are EBUSY at
     once, and do not clear the Ctrl-C meant for the running one (they
     cleared it before they were refused, and the run went on)."""
-    fifo = str(tmp_path / "list")
-    os.mkfifo(fifo)
-    p = subprocess.run([sys.executable, "-c", INDEX_BUSY, str(tmp_path / "a.db"), str(tmp_path / "b.db"),
-                        fifo, generated["maildir"]], capture_output=True, text=True, timeout=60,
-                       env=os.environ)
-    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
-    assert "interrupted" in lines, p.stdout + p.stderr
+    lines = index_interrupted(generated, tmp_path, "yes")
     assert float(lines["interrupted"]) < 1.5
     n, kinds = lines["others"].split(" ", 1)
     assert int(n) > 10 and kinds == "{'EBUSY'}", lines["others"]
+    assert lines["check"] == "ok"
