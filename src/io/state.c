@@ -740,13 +740,16 @@ static int state_copy_offsets(struct state_entry *to, const struct state_entry *
 	return 0;
 }
 
-/* Whether another entry of the last run has old's id. */
-static bool state_old_shared(const struct state *s, const struct state_entry *old)
+/* Whether another entry of the last run has old's id (documents: one that
+ * may hold a document, no error entry). */
+static bool state_old_shared(const struct state *s, const struct state_entry *old, bool documents)
 {
 	size_t k;
-	for (struct slots_probe p = slots_probe(&s->by_id, old->id); (k = slots_next(&p));)
-		if (&s->old[k - 1] != old && s->old[k - 1].id == old->id)
+	for (struct slots_probe p = slots_probe(&s->by_id, old->id); (k = slots_next(&p));) {
+		const struct state_entry *o = &s->old[k - 1];
+		if (o != old && o->id == old->id && !(documents && o->no_document && !o->n_offs))
 			return true;
+	}
 	return false;
 }
 
@@ -757,12 +760,16 @@ bool state_had_document(const struct state *s, const struct state_entry *e)
 	 * unique name (same id, another file) holds it too */
 	if (!old || old->n_offs || old->no_document)
 		return false;
-	if (state_old_shared(s, old))
+	/* an error entry holds no document: not a copy's (an unreadable
+	 * file, a FIFO under the message's unique name) */
+	if (state_old_shared(s, old, true))
 		return false;
 	size_t k;
-	for (struct slots_probe p = slots_probe(&s->new_by_id, e->id); (k = slots_next(&p));)
-		if (state_new_at(s, k - 1) != e && state_new_at(s, k - 1)->id == e->id)
+	for (struct slots_probe p = slots_probe(&s->new_by_id, e->id); (k = slots_next(&p));) {
+		const struct state_entry *n = state_new_at(s, k - 1);
+		if (n != e && n->id == e->id && !n->no_file)
 			return false;
+	}
 	return true;
 }
 
@@ -901,7 +908,7 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		 * or go with a copy that stopped being mail (README,
 		 * "Incremental rules").  The Maildir specification forbids such
 		 * copies: a run reads the few there are. */
-		if ((*v == STATE_UNCHANGED || *v == STATE_RENAMED) && !old->n_offs && state_old_shared(s, old))
+		if ((*v == STATE_UNCHANGED || *v == STATE_RENAMED) && !old->n_offs && state_old_shared(s, old, false))
 			*v = STATE_CHANGED;
 		/* read again under another name (a file named by another
 		 * spelling, from another directory, or a Maildir message

@@ -83,8 +83,9 @@ def put_one_message(name):
 
 
 # FIFOs under a Maildir message's unique name (one id), for --state and
-# --index alike: name -> (make the Maildir M, the steps after the first
-# run), each step followed by a run compared with a clean run's
+# --index alike (runs with --max-size=1K): name -> (make the Maildir M, the
+# steps after the first run), each step followed by a run compared with a
+# clean run's
 FIFO_ID_SCENARIOS = {
     "a copy turned FIFO": (
         lambda m: (put_one_message(m + "/cur/1.host:2,S"), put_one_message(m + "/.F/cur/1.host:2,S")),
@@ -102,6 +103,10 @@ FIFO_ID_SCENARIOS = {
         lambda m: os.mkfifo(m + "/cur/1.host:2,S"),
         [lambda m: os.rename(m + "/cur/1.host:2,S", m + "/cur/1.host:2,RS"),
          lambda m: os.unlink(m + "/cur/1.host:2,RS")]),
+    "a message grown past --max-size beside a FIFO of its name": (
+        lambda m: (put_one_message(m + "/cur/1.host:2,S"), os.mkfifo(m + "/.F/cur/1.host:2,S")),
+        [lambda m: open(m + "/cur/1.host:2,S", "ab").write(b"x" * 2000),
+         lambda m: os.unlink(m + "/.F/cur/1.host:2,S")]),
     "a message moved to cur/, a FIFO at its old name": (
         lambda m: put_one_message(m + "/new/1.host"),
         [lambda m: (os.rename(m + "/new/1.host", m + "/cur/1.host:2,S"), os.mkfifo(m + "/new/1.host")),

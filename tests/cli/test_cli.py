@@ -1031,7 +1031,7 @@ def case_state_no_file_place_shares_an_id(tmp):
                 n += 1
                 m = clilib.fifo_id_maildir(os.path.join(tmp, str(n)))
                 make(m)
-                args = [backend] + fmt + ["-q", m]
+                args = [backend, "--max-size=1K"] + fmt + ["-q", m]
                 st = os.path.join(tmp, str(n), "st")
                 view = applied({}, run(args + ["--state=" + st], check_rc=None).stdout, fmt)
                 for k, step in enumerate(steps):

@@ -2867,7 +2867,7 @@ def case_no_file_place_shares_an_id(tmp):
             d = os.path.join(tmp, str(n))
             m = clilib.fifo_id_maildir(d)
             make(m)
-            db, args = os.path.join(d, "a.db"), [backend, m]
+            db, args = os.path.join(d, "a.db"), [backend, "--max-size=1K", m]
             run(["--index=" + db] + args)
             for k, step in enumerate(steps):
                 step(m)
