@@ -396,7 +396,10 @@ static int mbox_splits(const uint8_t *p, size_t n, size_t i, bool at_eof)
 	if (!nl && !at_eof)
 		return mbox_may_be_separator(p, n, i) ? -1 : 0;
 	size_t len = mbox_from_len(p + i, rest);
-	if (len == SIZE_MAX)
+	/* "From :", the obsolete From field, separates only dated
+	 * (mbox_is_separator's rule): an undated one ("From :x@y") was
+	 * taken for a one-word From_ line when a header field came next */
+	if (len == SIZE_MAX || !mbox_from_prefix(p + i, len))
 		return 0;
 	bool empty = mbox_after_empty_line(p, i);
 	if (empty && mbox_is_from_line(p + i, rest))

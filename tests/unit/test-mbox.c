@@ -330,6 +330,13 @@ static void test_mbox_obsolete_from_field_is_no_separator(void **state)
 	split_all(FROM_A "Subject: a\n\nbody\n\nFrom :x@y Mon Jun  3 12:50:27 1996\nSubject: b\n\nb\n");
 	assert_int_equal(got.n, 2);
 	assert_string_equal(got.m[1].text, "Subject: b\n\nb\n");
+	/* undated, after an empty line, a known field next: still the From
+	 * field, body text (the fuzzer's find against the plain rule) */
+	split_all(FROM_A "Subject: a\n\nbody\n\nFrom :x@y\nFrom : c@d\n\nb\n");
+	assert_int_equal(got.n, 1);
+	const uint8_t *t = (const uint8_t *)"\n\nFrom :00@ex\nFrom :00@exam";
+	assert_int_equal(mbox_find_separator(t, 27, 0, false), 27);
+	assert_int_equal(mbox_find_separator(t, 27, 0, true), 27);
 }
 
 /* Generated: a From line of every kind, after a body line or an empty
