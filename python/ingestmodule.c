@@ -36,6 +36,7 @@
 #include "options.h"
 #include "core/limits.h"
 #include "emit/pydict.h"
+#include "index/search.h"
 #include "parse_mem.h"
 #include "sched/futex_wait.h"
 
@@ -1437,9 +1438,7 @@ static PyObject *py_search(PyObject *self, PyObject *args, PyObject *kwargs)
 	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&s|$ns:search", kw, PyUnicode_FSConverter, &db,
 	                                 &query, &limit, &sort))
 		return NULL;
-	int flags = !strcmp(sort, "relevance") ? 0
-	          : !strcmp(sort, "newest-first") ? INGEST_SEARCH_NEWEST
-	          : !strcmp(sort, "oldest-first") ? INGEST_SEARCH_OLDEST : -1;
+	int flags = search_order_flag(sort);
 	PyObject *text = NULL;
 	if (flags < 0)
 		PyErr_Format(PyExc_ValueError, "sort is 'relevance', 'newest-first' or 'oldest-first',"

@@ -3,6 +3,7 @@
  * place that prints errors, in one shape: "ingest: <what>: <why>". */
 #include "ingest.h"
 #include "options.h"
+#include "index/search.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -238,13 +239,7 @@ static int search_main(int argc, char **argv)
 				return usage_error("invalid value in '--limit=", v);
 			}
 		} else if (!strncmp(a, "--sort", 6)) {
-			if (!strcmp(v, "relevance")) {
-				order = 0;
-			} else if (!strcmp(v, "newest-first")) {
-				order = INGEST_SEARCH_NEWEST;
-			} else if (!strcmp(v, "oldest-first")) {
-				order = INGEST_SEARCH_OLDEST;
-			} else {
+			if ((order = search_order_flag(v)) < 0) {
 				free(query);
 				return usage_error("search orders are relevance, newest-first and oldest-first, not '", v);
 			}

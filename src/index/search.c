@@ -34,6 +34,7 @@
 #include "index/db_open.h"
 #include "index/index.h"
 #include "index/rank.h"
+#include "index/search.h"
 #include "io/maildir.h"
 #include "mail/date.h"
 
@@ -986,6 +987,13 @@ static void search_tidy(const char *path)
 	if (search_open_as(path, SQLITE_OPEN_READWRITE, &db) == SQLITE_OK)
 		sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL, NULL);
 	sqlite3_close(db);
+}
+
+int search_order_flag(const char *name)
+{
+	return !strcmp(name, "relevance") ? 0
+	     : !strcmp(name, "newest-first") ? INGEST_SEARCH_NEWEST
+	     : !strcmp(name, "oldest-first") ? INGEST_SEARCH_OLDEST : -1;
 }
 
 /* Whether the FTS query matches SEARCH_FEW_MATCHES messages or more,
