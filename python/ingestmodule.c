@@ -35,6 +35,7 @@
 #include "ingest.h"
 #include "options.h"
 #include "core/limits.h"
+#include "core/sys.h"
 #include "emit/pydict.h"
 #include "index/search.h"
 #include "parse_mem.h"
@@ -1110,20 +1111,31 @@ static PyTypeObject scan_type = {
 	.tp_methods = scan_methods,
 };
 
+/* OSError(errno, why[, name]) or ValueError(why) for a run's or a
+ * search's failure; FileNotFoundError and its kin by errno, as open()'s. */
+static PyObject *raise_failure(int r, const char *why, PyObject *name, bool value_error)
+{
+	if (value_error) {
+		PyErr_SetString(PyExc_ValueError, why ? why : strerror(-r));
+		return NULL;
+	}
+	PyObject *v = name ? Py_BuildValue("(isO)", -r, why ? why : strerror(-r), name)
+	                   : Py_BuildValue("(is)", -r, why ? why : strerror(-r));
+	if (v) {
+		PyErr_SetObject(PyExc_OSError, v);
+		Py_DECREF(v);
+	}
+	return NULL;
+}
+
 static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	(void)self;
-	if (scan_busy() || index_running) {
-		PyObject *v = Py_BuildValue("(is)", EBUSY, index_running
-		                            ? "an index() is running in this process (one run at a time)"
-		                            : "another scan() is running in this process"
-		                              " (one at a time: exhaust or drop it first)");
-		if (v) {
-			PyErr_SetObject(PyExc_OSError, v);
-			Py_DECREF(v);
-		}
-		return NULL;
-	}
+	if (scan_busy() || index_running)
+		return raise_failure(-EBUSY, index_running
+		                     ? "an index() is running in this process (one run at a time)"
+		                     : "another scan() is running in this process"
+		                       " (one at a time: exhaust or drop it first)", NULL, false);
 	struct scan *s = PyObject_New(struct scan, &scan_type);
 	if (!s)
 		return NULL;
@@ -1244,23 +1256,6 @@ static PyObject *index_stats(const struct ingest_report *rep)
 	Py_XDECREF(json);
 	free(text);
 	return d;
-}
-
-/* OSError(errno, why[, name]) or ValueError(why) for a run's or a
- * search's failure; FileNotFoundError and its kin by errno, as open()'s. */
-static PyObject *raise_failure(int r, const char *why, PyObject *name, bool value_error)
-{
-	if (value_error) {
-		PyErr_SetString(PyExc_ValueError, why ? why : strerror(-r));
-		return NULL;
-	}
-	PyObject *v = name ? Py_BuildValue("(isO)", -r, why ? why : strerror(-r), name)
-	                   : Py_BuildValue("(is)", -r, why ? why : strerror(-r));
-	if (v) {
-		PyErr_SetObject(PyExc_OSError, v);
-		Py_DECREF(v);
-	}
-	return NULL;
 }
 
 PyDoc_STRVAR(index_doc,
@@ -1387,16 +1382,11 @@ static PyObject *search_output(PyObject *db, const char *query, int flags, Py_ss
 		PyErr_SetFromErrno(PyExc_OSError);
 	else if (r >= 0)
 		text = PyBytes_FromStringAndSize(NULL, size);
-	if (text) {
-		char *p = PyBytes_AS_STRING(text);
-		ssize_t got = 0, n = 0;
-		while (got < size && (n = pread(fd, p + got, (size_t)(size - got), got)) > 0)
-			got += n;
-		if (got != size) {
-			errno = n < 0 ? errno : EIO;
-			PyErr_SetFromErrno(PyExc_OSError);
-			Py_CLEAR(text);
-		}
+	ssize_t got = text ? sys_pread_full(fd, PyBytes_AS_STRING(text), (size_t)size, 0) : 0;
+	if (text && got != size) {
+		errno = got < 0 ? (int)-got : EIO;
+		PyErr_SetFromErrno(PyExc_OSError);
+		Py_CLEAR(text);
 	}
 	close(fd);
 	free(why);
