@@ -185,6 +185,19 @@ static size_t state_newlines(const char *p, size_t n)
 	return k;
 }
 
+/* An entry that stood for its file's document (neither an archive, whose
+ * documents are its messages', nor an error record), and one that stood
+ * for an error record alone. */
+static bool state_entry_document(const struct state_entry *e)
+{
+	return !e->n_offs && !e->no_document;
+}
+
+static bool state_entry_error(const struct state_entry *e)
+{
+	return !e->n_offs && e->no_document;
+}
+
 /* Whether e is at root and path. */
 static bool state_place_is(const struct state_entry *e, struct str root, struct str path)
 {
@@ -747,7 +760,7 @@ static bool state_old_shared(const struct state *s, const struct state_entry *ol
 	size_t k;
 	for (struct slots_probe p = slots_probe(&s->by_id, old->id); (k = slots_next(&p));) {
 		const struct state_entry *o = &s->old[k - 1];
-		if (o != old && o->id == old->id && !(documents && o->no_document && !o->n_offs))
+		if (o != old && o->id == old->id && !(documents && state_entry_error(o)))
 			return true;
 	}
 	return false;
@@ -758,7 +771,7 @@ bool state_had_document(const struct state *s, const struct state_entry *e)
 	const struct state_entry *old = e ? e->was : NULL;
 	/* an archive's own id was never a document; a copy under the same
 	 * unique name (same id, another file) holds it too */
-	if (!old || old->n_offs || old->no_document)
+	if (!old || !state_entry_document(old))
 		return false;
 	/* an error entry holds no document: not a copy's (an unreadable
 	 * file, a FIFO under the message's unique name) */
@@ -799,7 +812,7 @@ bool state_was_archive(const struct state_entry *e)
 bool state_had_error_record(const struct state_entry *e)
 {
 	const struct state_entry *old = e ? e->was : NULL;
-	return old && old->no_document && !old->n_offs;
+	return old && state_entry_error(old);
 }
 
 int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx)
@@ -1079,7 +1092,7 @@ static struct state_entry *state_error_stands(struct state *s, const struct reco
 	 * row that this run's record wrote, and the run that no longer
 	 * finds the place would have nothing to delete its error row by) */
 	struct state_entry *same = state_old_at(s, io->id, io->base, io->path, true);
-	if (same && same->no_document && !same->n_offs)
+	if (same && state_entry_error(same))
 		same->seen = true;
 	else if (same)
 		same->replaced_here = true;
@@ -1262,7 +1275,7 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			.kind = RECORD_DELETED, .root = gv[k].shown, .base = { e->root, e->root_n },
 			.path = { e->path, e->path_n }, .id = e->id, .maildir = e->maildir,
 			.replaced = e->replaced, .replaced_here = e->replaced_here,
-			.known = !e->n_offs && !e->no_document,
+			.known = state_entry_document(e),
 			.place_only = gv[k].place_only,
 		};
 		/* an mbox archive: each message was a document */
@@ -1399,7 +1412,7 @@ static int state_journal_take(struct state *s, struct state_entry *j)
 		 * kind instead): those of its messages that go before the next
 		 * run keep their documents, as the file's document does where
 		 * an archive became one message (README, "Incremental runs"). */
-		bool document = !old->n_offs && !old->no_document;
+		bool document = state_entry_document(old);
 		old->no_document = old->no_document && j->no_document;
 		int r = document ? 0 : state_merge_offsets(old, j);
 		xfree(j->offs);
