@@ -117,6 +117,13 @@ struct record_io {
 	                         FIFO), whose index row is now the record's */
 };
 
+/* A record of a place that holds no file: a FIFO, a socket, a device, a
+ * symbolic link not followed (the state keeps it as its error record). */
+static inline bool record_no_file(const struct record_io *io)
+{
+	return io->reason == RECORD_NOT_REGULAR || io->reason == RECORD_SYMLINK;
+}
+
 /* The base old_path is under: a file named by another spelling from
  * another working directory had another. */
 static inline struct str record_old_base(const struct record_io *io)

@@ -2046,10 +2046,9 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 		 * that cannot be listed too) gets a row of its stat with no
 		 * inode; one not statted keeps the row it had with no inode, or
 		 * gets a row of zeros */
-		bool no_file = io->reason == RECORD_NOT_REGULAR || io->reason == RECORD_SYMLINK;
 		if (r == 0 && io->reason == RECORD_IO && io->err == ENOENT) {
 			r = index_file_row(ix, ST_DELETE_FILE, io);
-		} else if (r == 0 && (no_file || (io->have_stat && (io->reason == RECORD_IO ||
+		} else if (r == 0 && (record_no_file(io) || (io->have_stat && (io->reason == RECORD_IO ||
 		                                                    (io->notes & RECORD_CHANGED_WHILE_READ) ||
 		                                                    io->in_mbox)))) {
 			/* and one that changed while it was read: its record may

@@ -155,7 +155,7 @@ int reader_item_take(struct reader_common *rc, struct batch *b, struct batch_ite
 	int r = reader_item_init(b, it, e);
 	if (r == 0 && e->reason == RECORD_IO)
 		r = reader_item_not_found(rc, it, -e->err);
-	if (r == 0 && (it->io.reason == RECORD_NOT_REGULAR || it->io.reason == RECORD_SYMLINK))
+	if (r == 0 && record_no_file(&it->io))
 		reader_item_not_a_file(rc, it);
 	return r;
 }
