@@ -1447,12 +1447,20 @@ static int index_record_value(struct index *ix, struct json_read *j, int f, bool
  * and its thread, which the index keeps itself (index_thread). */
 static bool index_hash_skips(const char *key, size_t n)
 {
-	static const char *const skip[] = {
-		"path", "root", "path_b64", "root_b64", "size", "mtime", "folder", "subdir", "flags", "tags",
-		"thread_id",
+	/* every member of every record asks: the lengths are the table's,
+	 * as index_fields' */
+#define INDEX_SKIP(name) { name, sizeof(name) - 1 }
+	static const struct {
+		const char *name;
+		size_t n;
+	} skip[] = {
+		INDEX_SKIP("path"), INDEX_SKIP("root"), INDEX_SKIP("path_b64"), INDEX_SKIP("root_b64"),
+		INDEX_SKIP("size"), INDEX_SKIP("mtime"), INDEX_SKIP("folder"), INDEX_SKIP("subdir"),
+		INDEX_SKIP("flags"), INDEX_SKIP("tags"), INDEX_SKIP("thread_id"),
 	};
+#undef INDEX_SKIP
 	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
-		if (strlen(skip[i]) == n && !memcmp(skip[i], key, n))
+		if (skip[i].n == n && !memcmp(skip[i].name, key, n))
 			return true;
 	return false;
 }
