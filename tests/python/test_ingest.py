@@ -856,13 +856,13 @@ def test_index_and_search_equal_the_command(generated, tmp_path):
     sender = ingest.search(ours, "*", limit=1)[0]["from"].split("<")[-1].rstrip(">")
     queries = ["the", "from:" + sender, "*", "the -folder:INBOX"]
     for q in queries:
-        for sort in ("relevance", "newest-first", "oldest-first"):
-            got = ingest.search(ours, q, limit=7, sort=sort)
-            assert got == cli_search(ours, q, "--limit=7", "--sort=" + sort), (q, sort)
-            assert 0 < len(got) <= 7, (q, sort)
         n = ingest.count(ours, q)
         assert n == len(ingest.search(ours, q, limit=100000)) > 0, q
         assert cli_search(ours, q, "--count") == [n]
+        for sort in ("relevance", "newest-first", "oldest-first"):
+            got = ingest.search(ours, q, limit=7, sort=sort)
+            assert got == cli_search(ours, q, "--limit=7", "--sort=" + sort), (q, sort)
+            assert len(got) == min(7, n), (q, sort)
     assert ingest.search(os.fsencode(ours), "zzzznothing") == []
 
 
@@ -920,7 +920,7 @@ def test_index_busy_while_a_scan_runs(generated, tmp_path):
             ingest.index(str(tmp_path / "b.db"), generated["maildir"])
         assert e.value.errno == errno.EBUSY
         w.write(os.path.join(generated["maildir"], "cur") + "\n")
-    assert len(list(first)) > 0
+    assert len(list(first)) == len(cli(os.path.join(generated["maildir"], "cur")))
 
 
 INDEX_INTERRUPT = r"""
