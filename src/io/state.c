@@ -90,6 +90,8 @@ struct state {
 	size_t n_old, cap_old;
 	char *old_bytes;           /* the loaded file: old strings point into it */
 	struct slots by_id;        /* indexes into old */
+	struct slots by_place;     /* indexes into old by root and path, built
+	                              when first asked (state_old_of_place) */
 	struct state_chunk **chunks;      /* this run's entries, in order */
 	size_t n_chunks, cap_chunks;
 	struct slots new_by_id;    /* indexes into the chunks' entries */
@@ -214,6 +216,44 @@ static struct state_entry *state_old_at(const struct state *s, uint64_t id, stru
 	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
 		struct state_entry *o = &s->old[k - 1];
 		if (o->id == id && !(unmet && o->seen) && state_place_is(o, root, path))
+			return o;
+	}
+	return NULL;
+}
+
+static uint64_t state_place_hash(struct str root, struct str path)
+{
+	uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, root.p, root.n);
+	return hash_fnv1a(h ^ '/', path.p, path.n);
+}
+
+/* The previous run's unmet entry filed at root and path, whatever its id,
+ * or NULL.  A place's id can change between runs: a file named through a
+ * symbolic link has the id of the file the link names (README, "Records"),
+ * the link gone its own name's.  The entry of id is looked up first (a
+ * place that kept its id, almost every one); the others through a table
+ * of places built the first time one is asked for, one pass over the old
+ * entries.  Out of memory, only the entry of id is found. */
+static struct state_entry *state_old_of_place(struct state *s, uint64_t id, struct str root,
+                                              struct str path)
+{
+	struct state_entry *same = state_old_at(s, id, root, path, true);
+	if (same || !s->n_old)
+		return same;
+	if (!s->by_place.at) {
+		if (slots_init(&s->by_place, s->n_old) < 0)
+			return NULL;
+		for (size_t i = 0; i < s->n_old; i++) {
+			const struct state_entry *e = &s->old[i];
+			struct str r = { e->root, e->root_n }, q = { e->path, e->path_n };
+			slots_put(&s->by_place, state_place_hash(r, q), i);
+		}
+	}
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_place, state_place_hash(root, path));
+	     (k = slots_next(&p));) {
+		struct state_entry *o = &s->old[k - 1];
+		if (!o->seen && state_place_is(o, root, path))
 			return o;
 	}
 	return NULL;
@@ -623,6 +663,7 @@ void state_free(struct state *s)
 	if (s->journal_fd >= 0)
 		sys_close(s->journal_fd);
 	slots_free(&s->by_id);
+	slots_free(&s->by_place);
 	slots_free(&s->new_by_id);
 	xfree(s->run);
 	xfree(s);
@@ -1090,9 +1131,14 @@ static struct state_entry *state_error_stands(struct state *s, const struct reco
 	 * no deletion of it (a no-op downstream, where the new error record
 	 * replaces the old, but in an index it would take the place's files
 	 * row that this run's record wrote, and the run that no longer
-	 * finds the place would have nothing to delete its error row by) */
-	struct state_entry *same = state_old_at(s, io->id, io->base, io->path, true);
-	if (same && state_entry_error(same))
+	 * finds the place would have nothing to delete its error row by).
+	 * Any other entry of the place (its file's document, or an entry of
+	 * another id: the place named through a symbolic link last run) is
+	 * replaced here: its file met elsewhere later in the run is read
+	 * again, not renamed out of the rows this record took (state_check),
+	 * and its deletion leaves this record's rows (index.c). */
+	struct state_entry *same = state_old_of_place(s, io->id, io->base, io->path);
+	if (same && same->id == io->id && state_entry_error(same))
 		same->seen = true;
 	else if (same)
 		same->replaced_here = true;

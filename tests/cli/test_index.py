@@ -1411,6 +1411,50 @@ def case_named_file_deleted(tmp):
     print("files named and deleted: their error rows stand, their messages go, as in a clean run")
 
 
+def case_named_symlink_removed(tmp):
+    """Both backends: a symbolic link named beside a walk of the Maildir that
+    holds the message it names (before the walk or after it, in the same
+    directory, in another subdirectory or folder, outside the Maildir),
+    then removed, then the message too, then both back; each run's tables
+    equal a clean run's.  A named link's record has the id of the message
+    it names, and the walk leaves that message to it; the link gone, its
+    error record has its own name's id, and the message is the walk's
+    again.  The error record once cleared the message's rows at the
+    link's place before the walk's rename could move them, which lost the
+    message, and the message gone too, the deletion of its old entry took
+    the link's error row."""
+    n = 0
+    links = ("M/cur/link", "M/new/link:2,S", "M/.F/cur/other:2,S", "link.eml")
+    for backend in ("--backend=uring", "--backend=sync"):
+        for link in links:
+            for link_first in (True, False):
+                n += 1
+                d = os.path.join(tmp, str(n))
+                m = clilib.fifo_id_maildir(d)
+                msg, at = os.path.join(m, "cur", "1.host:2,S"), os.path.join(d, link)
+                clilib.put_one_message(msg)
+                os.symlink(os.path.relpath(msg, os.path.dirname(at)), at)
+                db = os.path.join(d, "a.db")
+                args = [backend] + ([at, m] if link_first else [m, at])
+                what = f"{backend} {link}, {'named first' if link_first else 'walked first'}"
+                run(["--index=" + db] + args)
+                run(["--index=" + db] + args)
+                steps = (("the link removed", lambda: os.unlink(at), 1, 1),
+                         ("the message removed too", lambda: os.unlink(msg), 0, 1),
+                         ("both back", lambda: (clilib.put_one_message(msg),
+                                                os.symlink(os.path.relpath(msg, os.path.dirname(at)), at)),
+                          1, None))
+                for step, change, messages, errors in steps:
+                    change()
+                    run(["--index=" + db] + args)
+                    equal_to_clean(db, d, "clean.db", args, f"{what}: {step}")
+                    if q(db, "SELECT count(*) FROM messages") != [(messages,)] or (
+                            errors is not None and q(db, "SELECT count(*) FROM errors") != [(errors,)]):
+                        fail(f"{what}: {step}: {q(db, 'SELECT path FROM messages')} messages, "
+                             f"{q(db, 'SELECT path, reason FROM errors')} error rows")
+    print(f"{n} named symbolic links removed beside a walk: each run's rows a clean run's")
+
+
 def case_named_file_respelled(tmp):
     """Files named on the command line, changed, then named by another
     spelling or from another working directory (a relative path, a symbolic
