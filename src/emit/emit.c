@@ -201,8 +201,15 @@ bool emit_change_dropped(const struct emit_options *o, const struct record_io *i
 	if (io->place_only)
 		return true;   /* the index's alone (record_io) */
 	/* a file whose record was an error, gone: es-bulk indexed nothing
-	 * under its id (a delete would find no document) */
-	return io->replaced ? errors_written : !io->known && !errors_written;
+	 * under its id (a delete would find no document); replaced by an
+	 * error record of its id, written, that record stands instead, and
+	 * not written, only a file that had a document has one to delete
+	 * (a walk's error record of a symbolic link listed by --files-from
+	 * under the same id had none: its delete, beside the link's, would
+	 * be a second) */
+	if (io->replaced)
+		return errors_written || !io->known;
+	return !io->known && !errors_written;
 }
 
 uint64_t emit_record_fields(const struct emit_options *o, const struct record *r)

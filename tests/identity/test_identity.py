@@ -794,6 +794,34 @@ def case_named_file_deleted(ctx):
         check(got == want, "%s: documents %r, a clean run's %r" % (step, got, want))
 
 
+def case_listed_symlink_removed(ctx):
+    """A symbolic link in a Maildir's cur/, listed in --files-from beside
+    a walk of the Maildir (a list's paths are not resolved: the link is
+    a file of its own name's id, read through the link, and the walk's
+    record of the link is an error record of that id), then removed: one
+    delete of the link's document, and none of the walk's error record,
+    which without --es-errors made no document.  A second delete of the
+    id was sent, which Elasticsearch answers not_found.  With
+    --es-errors the error record of the missing file stands instead."""
+    for extra in ([], ["--es-errors"]):
+        fresh_tree(ctx)
+        make_maildir(ctx.md)
+        link = os.path.join(ctx.md, "cur", "link")
+        os.symlink(name(1, "S"), link)
+        with open(os.path.join(ctx.work, "list"), "w") as f:
+            f.write("Maildir/cur/link\n")
+        args = extra + ["--files-from=list"]
+        index = Index()
+        for step in ("the first run", "the run after it", "the link removed", "the run after it"):
+            if step == "the link removed":
+                os.unlink(link)
+            index.apply(ctx.run(["Maildir"], extra=args).stdout)
+            clean = Index()
+            clean.apply(ctx.run(["Maildir"], state=None, extra=args).stdout)
+            got, want = model(index), model(clean)
+            check(got == want, "%s %s: documents %r, a clean run's %r" % (extra, step, got, want))
+
+
 def case_nested_paths(ctx):
     """A Maildir given beside its cur/ and a Maildir++ folder of its own:
     every file one document (read under the innermost PATH that names it),
