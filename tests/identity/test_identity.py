@@ -1006,6 +1006,44 @@ def case_stopped_run_undone(ctx):
             shutil.rmtree(os.path.join(ctx.work, "away"))
 
 
+def case_stopped_run_fifos(ctx):
+    """New FIFOs, with --es-errors (each FIFO an error document under an
+    id of its own, written in walk order), a run that stops early after
+    writing some of those documents (its consumer gone, interrupted,
+    killed: no state saved, the journal stands in), then the FIFOs
+    removed and a complete run: the documents equal a clean run's, no
+    error document left behind.  A stopped run saves the old entries and
+    what it wrote; a killed one leaves what its journal said before its
+    records went out, which must name each FIFO's entry: no old entry
+    has its id, and nothing else would delete its document.  (Without
+    --es-errors a FIFO makes no document.)"""
+    extra = ["--es-errors"]
+    for how in ("closed", "interrupted", "killed"):
+        fresh_tree(ctx)
+        make_maildir(ctx.md)
+        index = Index(not_found_ok=True)
+        index.apply(ctx.run(["Maildir"], extra=extra).stdout)
+        fifos = [os.path.join(ctx.md, "cur", name(n, "S")) for n in range(100, 1600)]
+        for p in fifos:
+            os.mkfifo(p)
+        # new messages in the folder walked after cur/, more than a pipe
+        # holds: the run is still writing when it is stopped
+        big = [os.path.join(ctx.md, ".Archive", "cur", name(n, "S")) for n in range(5000, 5400)]
+        for n, p in zip(range(5000, 5400), big):
+            with open(p, "wb") as f:
+                f.write(message(n) + b"filler " * 400 + b"\n")
+        mark = b'"not-regular"'
+        took = stopped_run(ctx, how, lambda t: t.count(mark) >= 20, extra=["--batch-bytes=4K"] + extra)
+        index.apply(took)
+        check(took.count(mark) >= 20, "%s: the stopped run wrote few FIFOs' records" % how)
+        for p in fifos + big:
+            os.unlink(p)
+        index.apply(ctx.run(["Maildir"], extra=extra).stdout)
+        equal_to_clean(ctx, index, "%s, then the FIFOs removed" % how, extra)
+        index.apply(ctx.run(["Maildir"], extra=extra).stdout)
+        equal_to_clean(ctx, index, "%s, then a quiet run" % how, extra)
+
+
 def case_killed_run_streamed_archive(ctx):
     """A run killed while it streams an archive that grew (no state saved:
     its journal speaks for it), then the archive cut back below where it
