@@ -1272,8 +1272,13 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		struct str root = { e->root, e->root_n }, path = { e->path, e->path_n }, shown = root;
 		/* Not met, but under no root of this run, or in a directory the
 		 * walk could not list: not gone, and kept, or the next run would
-		 * take it for new. */
-		if (s->walk && !walk_judged(s->walk, root, path, &shown)) {
+		 * take it for new.  Not so an entry this run's error record
+		 * stands at (replaced_here): its place was judged, whatever the
+		 * roots say (a file named through a link whose target was
+		 * deleted has the root the link led to, not the link's place),
+		 * and a second entry kept there would make the state one that
+		 * no run loads. */
+		if (s->walk && !walk_judged(s->walk, root, path, &shown) && !e->replaced_here) {
 			if (!state_keep(s, e))
 				r = -ENOMEM;
 			continue;

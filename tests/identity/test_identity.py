@@ -822,6 +822,40 @@ def case_listed_symlink_removed(ctx):
             check(got == want, "%s %s: documents %r, a clean run's %r" % (extra, step, got, want))
 
 
+def case_named_link_target_deleted(ctx):
+    """A file named on the command line alone through a symbolic link, its
+    target deleted, then back: each run's documents a clean run's (its
+    message's document deleted, or with --es-errors replaced by the error
+    document, then back).  The link's place lies under no root of the
+    run (its root is where the link leads), and the entry there was kept
+    beside the error record's: a second entry for one file, which made
+    every later run refuse the state as corrupt.  (With a --files-from
+    list every place is the run's to judge, which hid it.)"""
+    for extra in ([], ["--es-errors"]):
+        fresh_tree(ctx)
+        target = os.path.join(ctx.md, "y.eml")
+        with open(target, "wb") as f:
+            f.write(message(30))
+        link = os.path.join(ctx.work, "l.eml")
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink("Maildir/y.eml", link)
+        index = Index()
+        steps = ("the first run", "the target deleted", "the run after it", "the target back",
+                 "the run after it")
+        for step in steps:
+            if step == "the target deleted":
+                os.unlink(target)
+            elif step == "the target back":
+                with open(target, "wb") as f:
+                    f.write(message(30))
+            index.apply(ctx.run(["l.eml"], extra=extra).stdout)
+            clean = Index()
+            clean.apply(ctx.run(["l.eml"], state=None, extra=extra).stdout)
+            got, want = model(index), model(clean)
+            check(got == want, "%s %s: documents %r, a clean run's %r" % (extra, step, got, want))
+
+
 def case_nested_paths(ctx):
     """A Maildir given beside its cur/ and a Maildir++ folder of its own:
     every file one document (read under the innermost PATH that names it),
