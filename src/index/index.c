@@ -55,7 +55,8 @@ enum index_stmt {
 	ST_INSERT_REFS,
 	ST_FTS_ROW, ST_INSERT_FTS, ST_THREAD_LINKS, ST_THREAD_SET, ST_THREAD_MERGE,
 	ST_INSERT_ERROR, ST_UPSERT_FILE, ST_DELETE_FILE, ST_REREAD_FILE, ST_FILE_ID, ST_RENAME_MESSAGES,
-	ST_RENAME_FILE, ST_FIND_ID, ST_KEEP_MESSAGE, ST_KEEP_STAT, ST_DELETE_ID, ST__COUNT
+	ST_RENAME_FILE, ST_FIND_ID, ST_KEEP_MESSAGE, ST_KEEP_STAT, ST_DELETE_ID, ST_DELETE_PATH_OTHER,
+	ST__COUNT
 };
 
 /* No statement below makes a temporary table (a CTE used more than once, a
@@ -212,6 +213,8 @@ static const char *const index_sql[ST__COUNT] = {
 	/* an archive's message not found again at its offset, or whose
 	 * record there is an error now (?4 its id) */
 	[ST_DELETE_ID] = "DELETE FROM messages WHERE id = ?4",
+	/* the rows another id left at a place a message is renamed into */
+	[ST_DELETE_PATH_OTHER] = "DELETE FROM messages WHERE root = ?2 AND path = ?3 AND id != ?4",
 };
 
 /* Version 2 (version 1 keyed rows by the root as spelled).  Child rows go with their message through the trigger (no
@@ -1890,12 +1893,27 @@ static int index_delete_old_path(struct index *ix, const struct record_io *io)
 
 static int index_rename(struct index *ix, const struct record_io *io, const char *rec, size_t n)
 {
-	sqlite3_stmt *s = ix->st[ST_RENAME_MESSAGES];
+	/* The place it moves to may hold the rows of a file of another id
+	 * that the last run met there, gone now (a file named through a
+	 * symbolic link that now names another message, or that is a file
+	 * of its own again: io/state.c, state_check); that file's deletion
+	 * finds its place taken and leaves the rows (index_place_taken), so
+	 * they go here, as a file read at a place replaces what the place
+	 * held (index_clear_file). */
+	char id[17];
+	record_id_hex(record_id(io), id);
+	sqlite3_stmt *s = ix->st[ST_DELETE_PATH_OTHER];
+	index_bind(ix, ST_DELETE_PATH_OTHER, NULL, 0, false, io);
+	sqlite3_bind_text(s, 4, id, (int)strlen(id), SQLITE_STATIC);
+	int r = index_run(ix, ST_DELETE_PATH_OTHER);
+	if (r < 0)
+		return r;
+	s = ix->st[ST_RENAME_MESSAGES];
 	index_bind(ix, ST_RENAME_MESSAGES, rec, n, false, io);
 	struct str old_base = record_old_base(io);
 	sqlite3_bind_text(s, 4, io->old_path.p, (int)io->old_path.n, SQLITE_STATIC);
 	sqlite3_bind_text(s, 5, old_base.p, (int)old_base.n, SQLITE_STATIC);
-	int r = index_run(ix, ST_RENAME_MESSAGES);
+	r = index_run(ix, ST_RENAME_MESSAGES);
 	if (r < 0)
 		return r;
 	ix->stats.renamed++;

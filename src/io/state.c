@@ -987,6 +987,21 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 	 * instead. */
 	if (old && (*v == STATE_RENAMED || *v == STATE_CHANGED) && !old->n_offs)
 		old->reread = true;
+	/* The place may hold the last run's entry of another id, not met
+	 * yet: a file named through a symbolic link has the id of the file
+	 * the link names (README, "Records"), so a link that names another
+	 * message now, or a file of its own where a link was, puts a file of
+	 * another id there.  This file's record takes the place's rows, so
+	 * that entry is replaced here (as by a no-file's error record,
+	 * state_error_stands): its file, met elsewhere later in the run, is
+	 * read again, not renamed out of rows that are no longer its own. */
+	if (!old || !state_same_place(old, io)) {
+		struct state_entry *there = state_old_of_place(s, io->id, io->base, io->path);
+		if (there && there->id != io->id) {
+			there->replaced_here = true;
+			there->reread = true;   /* a run that stops early: read again */
+		}
+	}
 	struct state_entry *e = state_add_indexed(s, io);
 	if (!e)
 		return -ENOMEM;

@@ -1455,6 +1455,59 @@ def case_named_symlink_removed(tmp):
     print(f"{n} named symbolic links removed beside a walk: each run's rows a clean run's")
 
 
+def case_named_link_changes_id(tmp):
+    """Both backends, a file named beside a walk of the Maildir, before it
+    or after: a file named through a symbolic link has the id of the
+    message the link names, so the named place changes ids when a named
+    file becomes a link to a walked message, when a named link is pointed
+    at another message, and when a named link becomes a file of its own;
+    each run's tables equal a clean run's.  The rows of the place's old
+    id stayed there for good beside the new one's (a rename into the
+    place left them), or the walk's rename of the message the link had
+    named moved the new file's rows out of the place instead of its own
+    (the message lost for a run)."""
+    def write(p, subject):
+        with open(p, "wb") as f:
+            f.write(b"From: a@b.example\nSubject: " + subject.encode() + b"\n\nbody\n")
+
+    def relink(p, target):
+        if os.path.lexists(p):
+            os.unlink(p)
+        os.symlink(target, p)
+
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for named_first in (True, False):
+            for scenario in ("a file becomes a link", "a link retargeted", "a link becomes a file"):
+                n += 1
+                d = os.path.join(tmp, str(n))
+                m = clilib.fifo_id_maildir(d)
+                one, two = os.path.join(m, "cur", "1.host:2,S"), os.path.join(m, ".F", "cur", "2.host:2,S")
+                write(one, "one")
+                write(two, "two")
+                if scenario == "a file becomes a link":
+                    at = os.path.join(d, "x.eml")
+                    write(at, "loose")
+                    change = lambda: relink(at, one)
+                elif scenario == "a link retargeted":
+                    at = os.path.join(m, ".F", "cur", "lk:2,S")
+                    relink(at, one)
+                    change = lambda: relink(at, two)
+                else:
+                    at = os.path.join(m, "new", "lnk")
+                    relink(at, one)
+                    change = lambda: (os.unlink(at), write(at, "own"))
+                db = os.path.join(d, "a.db")
+                args = [backend] + ([at, m] if named_first else [m, at])
+                what = f"{backend} {scenario}, {'named first' if named_first else 'walked first'}"
+                run(["--index=" + db] + args)
+                change()
+                for step in ("the run after the change", "the run after it"):
+                    run(["--index=" + db] + args)
+                    equal_to_clean(db, d, "clean.db", args, f"{what}: {step}")
+    print(f"{n} named places that change ids beside a walk: each run's rows a clean run's")
+
+
 def case_named_file_respelled(tmp):
     """Files named on the command line, changed, then named by another
     spelling or from another working directory (a relative path, a symbolic
