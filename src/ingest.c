@@ -439,6 +439,13 @@ static enum index_place run_place(void *ctx, struct str root, struct str path)
 	return walk_named(run->walk, root, path) ? INDEX_PLACE_NAMED : INDEX_PLACE_JUDGED;
 }
 
+/* A file this run met, for the index (state_met_file). */
+static bool run_met(void *ctx, uint64_t dev, uint64_t ino)
+{
+	const struct run *run = ctx;
+	return run->state && state_met_file(run->state, dev, ino);
+}
+
 /* Standard input and output, when the run reads or writes them, must be
  * open before the run opens anything: closed, fd 0 or 1 is the next
  * descriptor made (the state's lock, the index's database, the ring, the
@@ -860,7 +867,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		 * an interrupted one did not judge every place */
 		int ir = 0;
 		if (!atomic_load(&run->failed) && !atomic_load(&ingest_stop) &&
-		    (ir = index_drop_vanished(run->index, run_place, run)) < 0)
+		    (ir = index_drop_vanished(run->index, run_place, run_met, run)) < 0)
 			run_fail(run, ir, "cannot update the index", o->index);
 		ir = index_finish(run->index);
 		if (ir < 0)

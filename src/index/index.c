@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 /* header only: the record's hash (index_record_read) */
@@ -804,8 +805,9 @@ int index_finish(struct index *ix)
 }
 
 /* Whether root/path (path alone when absolute: a file named on the
- * command line) names nothing, itself a symbolic link included. */
-static bool index_path_gone(struct str root, struct str path)
+ * command line) names nothing, itself a symbolic link included; else
+ * *stx is what it names. */
+static bool index_path_gone(struct str root, struct str path, struct statx *stx)
 {
 	char *full = xmalloc(root.n + path.n + 2);
 	if (!full)
@@ -818,8 +820,9 @@ static bool index_path_gone(struct str root, struct str path)
 	}
 	memcpy(full + n, path.p, path.n);
 	full[n + path.n] = '\0';
-	struct statx stx;
-	int r = sys_statx(AT_FDCWD, full, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, 0, &stx);
+	*stx = (struct statx){ 0 };
+	int r = sys_statx(AT_FDCWD, full, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+	                  STATX_TYPE | STATX_INO, stx);
 	xfree(full);
 	return r == -ENOENT;
 }
@@ -827,6 +830,7 @@ static bool index_path_gone(struct str root, struct str path)
 struct index_drop {
 	struct index *ix;
 	enum index_place (*place)(void *ctx, struct str root, struct str path);
+	bool (*met)(void *ctx, uint64_t dev, uint64_t ino);
 	void *ctx;
 	sqlite3_stmt *del;         /* prepared at the first row to drop */
 };
@@ -835,7 +839,16 @@ static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str 
 {
 	struct index_drop *d = ctx;
 	enum index_place p = d->place(d->ctx, root, path);
-	if (p == INDEX_PLACE_OTHER || (p == INDEX_PLACE_JUDGED && !index_path_gone(root, path)))
+	if (p == INDEX_PLACE_OTHER)
+		return 0;
+	struct statx stx;
+	/* a file there that this run did not meet (one in a Maildir's
+	 * tmp/, one made after its directory was listed) keeps the row; one
+	 * it met at another place (a list naming a file the walk met first:
+	 * a second meeting makes no record) has its record there */
+	if (p == INDEX_PLACE_JUDGED && !index_path_gone(root, path, &stx) &&
+	    !(S_ISREG(stx.stx_mode) &&
+	      d->met(d->ctx, makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino)))
 		return 0;
 	int rc;
 	if (!d->del) {
@@ -854,13 +867,13 @@ static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str 
 
 int index_drop_vanished(struct index *ix,
                         enum index_place (*place)(void *ctx, struct str root, struct str path),
-                        void *ctx)
+                        bool (*met)(void *ctx, uint64_t dev, uint64_t ino), void *ctx)
 {
 	if (!ix || !ix->db || ix->broken || !ix->vanished)
 		return 0;
 	/* a transaction only when there is a row to drop: an unchanged
 	 * re-run takes no lock */
-	struct index_drop d = { ix, place, ctx, NULL };
+	struct index_drop d = { ix, place, met, ctx, NULL };
 	int r = vanished_each_unmet(ix->vanished, index_drop_row, &d);
 	if (d.del) {
 		sqlite3_finalize(d.del);

@@ -72,13 +72,14 @@ enum index_place {
 /* Drops the `errors` rows of files that vanished while an earlier run
  * read them (io-error, ENOENT; index/vanished.h) where this run did not
  * write the path and place(ctx, root, path) says it named the file
- * another way, or judged the place and the path names nothing now: a
- * file no longer in the archive, which no later run would meet.  Call
- * after a complete run, before index_finish.  0, or -errno with
- * index_error. */
+ * another way, or judged the place and the path names nothing now (a
+ * file no longer in the archive, which no later run would meet) or a
+ * file that met(ctx, dev, ino) says this run met under another place
+ * (named in a list and walked: one record, the walk's).  Call after a
+ * complete run, before index_finish.  0, or -errno with index_error. */
 int index_drop_vanished(struct index *ix,
                         enum index_place (*place)(void *ctx, struct str root, struct str path),
-                        void *ctx);
+                        bool (*met)(void *ctx, uint64_t dev, uint64_t ino), void *ctx);
 /* Writes pending work (an open batch is rolled back) and closes; a
  * database built aside and not finished is removed. */
 void index_close(struct index *ix);

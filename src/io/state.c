@@ -1178,6 +1178,17 @@ void state_named_missing(struct state *s, const struct record_io *io)
 	(void)state_error_stands(s, io);
 }
 
+bool state_met_file(const struct state *s, uint64_t dev, uint64_t ino)
+{
+	for (size_t k = 0; k < s->n_chunks; k++) {
+		const struct state_chunk *c = s->chunks[k];
+		for (size_t i = 0; i < c->n; i++)
+			if (c->v[i].ino == ino && c->v[i].dev == dev && !c->v[i].kept && ino)
+				return true;
+	}
+	return false;
+}
+
 void state_set_walk(struct state *s, struct walk *w)
 {
 	s->walk = w;

@@ -138,6 +138,10 @@ int state_not_read(struct state *s, const struct record_io *io);
  * record, which a later run that no longer names it deletes (reader
  * thread). */
 void state_named_missing(struct state *s, const struct record_io *io);
+/* Whether this run met the file of device dev and inode ino (an entry
+ * of a file it statted, not one carried over unmet).  A walk over the
+ * run's entries: for the few places asked about at its end. */
+bool state_met_file(const struct state *s, uint64_t dev, uint64_t ino);
 /* io is no regular file (a FIFO, a socket, a device, a symbolic link not
  * followed): where the last run had a file of its id, its error record
  * stands where that file's documents stood, as a clean run's would, and

@@ -1508,6 +1508,35 @@ def case_named_link_changes_id(tmp):
     print(f"{n} named places that change ids beside a walk: each run's rows a clean run's")
 
 
+def case_listed_missing_file_created(tmp):
+    """Both backends: a Maildir message named in a --files-from list beside
+    a walk of its Maildir, missing for a run (an io-error ENOENT row at the
+    list's place, no files row), then created: the walk meets it first and
+    the list's second meeting makes no record, so nothing wrote the list's
+    place again, and the row stayed for good, where a clean run has none.
+    A row whose place names a file the run met elsewhere goes at the end
+    of the run; each run's tables equal a clean run's."""
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        n += 1
+        d = os.path.join(tmp, str(n))
+        m = clilib.fifo_id_maildir(d)
+        msg = os.path.join(m, "cur", "1.host:2,S")
+        lst = os.path.join(d, "list")
+        with open(lst, "w") as f:
+            f.write(msg + "\n")
+        db = os.path.join(d, "a.db")
+        args = [backend, "--files-from=" + lst, m]
+        run(["--index=" + db] + args)
+        if q(db, "SELECT errno FROM errors") != [("ENOENT",)]:
+            fail(f"{backend}: the missing file's rows {q(db, 'SELECT * FROM errors')}")
+        clilib.put_one_message(msg)
+        for step in ("the run after it was created", "the run after it"):
+            run(["--index=" + db] + args)
+            equal_to_clean(db, d, "clean.db", args, f"{backend}: {step}")
+    print("a listed file missing, then created beside a walk: each run's rows a clean run's")
+
+
 def case_named_file_respelled(tmp):
     """Files named on the command line, changed, then named by another
     spelling or from another working directory (a relative path, a symbolic
