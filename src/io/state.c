@@ -953,7 +953,10 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			 * its error record moves with it. */
 			*v = same && !old->no_document && !old->replaced_here ? STATE_RENAMED : STATE_CHANGED;
 		} else {
-			*v = same ? STATE_UNCHANGED : STATE_CHANGED;
+			/* the same file named by another spelling keeps its rows
+			 * where they were made, unless a record of this run took
+			 * that place (replaced_here): then it is read again */
+			*v = same && !(moved && old->replaced_here) ? STATE_UNCHANGED : STATE_CHANGED;
 		}
 		/* A copy under the same unique name (another old entry of this
 		 * id) is read again by every run, renamed or not, so that the

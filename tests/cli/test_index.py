@@ -1537,6 +1537,41 @@ def case_listed_missing_file_created(tmp):
     print("a listed file missing, then created beside a walk: each run's rows a clean run's")
 
 
+def case_named_link_removed_target_listed(tmp):
+    """Both backends: a file outside the Maildir, named in a --files-from
+    list and through a symbolic link in a Maildir folder named beside the
+    walk; the link is met first and has the file's id, so the list's
+    meeting of the same file makes no record.  The link removed, its
+    error record took its place's rows, and the list's meeting, the same
+    file by another spelling and unchanged, kept rows that were gone: the
+    message was lost for good.  Each run's tables equal a clean run's."""
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for list_first in (False, True):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = clilib.fifo_id_maildir(d)
+            target = os.path.join(d, "x.eml")
+            clilib.put_one_message(target)
+            link = os.path.join(m, ".F", "cur", "lk:2,S")
+            os.symlink(target, link)
+            lst = os.path.join(d, "list")
+            with open(lst, "w") as f:
+                f.write(target + "\n")
+            db = os.path.join(d, "a.db")
+            named = [link, m]
+            args = [backend] + (["--files-from=" + lst] + named if list_first else named + ["--files-from=" + lst])
+            what = f"{backend} {'list first' if list_first else 'link first'}"
+            run(["--index=" + db] + args)
+            os.unlink(link)
+            for step in ("the run after the link was removed", "the run after it"):
+                run(["--index=" + db] + args)
+                equal_to_clean(db, d, "clean.db", args, f"{what}: {step}")
+            if q(db, "SELECT count(*) FROM messages") != [(1,)]:
+                fail(f"{what}: {q(db, 'SELECT root, path FROM messages')}")
+    print(f"{n} named links removed, their target listed: each run's rows a clean run's")
+
+
 def case_named_file_respelled(tmp):
     """Files named on the command line, changed, then named by another
     spelling or from another working directory (a relative path, a symbolic
