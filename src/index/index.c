@@ -804,11 +804,22 @@ int index_finish(struct index *ix)
 	return r;
 }
 
+
+struct index_drop {
+	struct index *ix;
+	enum index_place (*place)(void *ctx, struct str root, struct str path);
+	bool (*met)(void *ctx, uint64_t dev, uint64_t ino);
+	void *ctx;
+	sqlite3_stmt *del;         /* prepared at the first row to drop */
+};
+
 /* Whether root/path (path alone when absolute: a file named on the
  * command line) names nothing, itself a symbolic link included; else
- * *stx is what it names. */
-static bool index_path_gone(struct str root, struct str path, struct statx *stx)
+ * *met is whether what it names, through a link too, is a regular file
+ * this run met (d->met). */
+static bool index_path_gone(const struct index_drop *d, struct str root, struct str path, bool *met)
 {
+	*met = false;
 	char *full = xmalloc(root.n + path.n + 2);
 	if (!full)
 		return false;
@@ -820,20 +831,18 @@ static bool index_path_gone(struct str root, struct str path, struct statx *stx)
 	}
 	memcpy(full + n, path.p, path.n);
 	full[n + path.n] = '\0';
-	*stx = (struct statx){ 0 };
+	struct statx stx = { 0 };
 	int r = sys_statx(AT_FDCWD, full, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
-	                  STATX_TYPE | STATX_INO, stx);
+	                  STATX_TYPE | STATX_INO, &stx);
+	/* a link the run named is followed, and one it walked has its record
+	 * at its place (as a walk spells it): what it leads to decides */
+	if (r == 0 && S_ISLNK(stx.stx_mode))
+		r = sys_statx(AT_FDCWD, full, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx);
 	xfree(full);
+	if (r == 0 && S_ISREG(stx.stx_mode))
+		*met = d->met(d->ctx, makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino);
 	return r == -ENOENT;
 }
-
-struct index_drop {
-	struct index *ix;
-	enum index_place (*place)(void *ctx, struct str root, struct str path);
-	bool (*met)(void *ctx, uint64_t dev, uint64_t ino);
-	void *ctx;
-	sqlite3_stmt *del;         /* prepared at the first row to drop */
-};
 
 static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str path)
 {
@@ -841,14 +850,13 @@ static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str 
 	enum index_place p = d->place(d->ctx, root, path);
 	if (p == INDEX_PLACE_OTHER)
 		return 0;
-	struct statx stx;
 	/* a file there that this run did not meet (one in a Maildir's
 	 * tmp/, one made after its directory was listed) keeps the row; one
-	 * it met at another place (a list naming a file the walk met first:
-	 * a second meeting makes no record) has its record there */
-	if (p == INDEX_PLACE_JUDGED && !index_path_gone(root, path, &stx) &&
-	    !(S_ISREG(stx.stx_mode) &&
-	      d->met(d->ctx, makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino)))
+	 * it met at another place (a list naming a file the walk met first,
+	 * a link named beside another spelling of its file: a second meeting
+	 * makes no record) has its record there */
+	bool met;
+	if (p == INDEX_PLACE_JUDGED && !index_path_gone(d, root, path, &met) && !met)
 		return 0;
 	int rc;
 	if (!d->del) {

@@ -1514,27 +1514,50 @@ def case_listed_missing_file_created(tmp):
     list's place, no files row), then created: the walk meets it first and
     the list's second meeting makes no record, so nothing wrote the list's
     place again, and the row stayed for good, where a clean run has none.
-    A row whose place names a file the run met elsewhere goes at the end
-    of the run; each run's tables equal a clean run's."""
+    The same for a symbolic link named on the command line, missing for a
+    run, then made to lead to a file another named link leads to (met
+    there first).  A row whose place names a file the run met elsewhere
+    (through a link too) goes at the end of the run; each run's tables
+    equal a clean run's."""
     n = 0
     for backend in ("--backend=uring", "--backend=sync"):
-        n += 1
-        d = os.path.join(tmp, str(n))
-        m = clilib.fifo_id_maildir(d)
-        msg = os.path.join(m, "cur", "1.host:2,S")
-        lst = os.path.join(d, "list")
-        with open(lst, "w") as f:
-            f.write(msg + "\n")
-        db = os.path.join(d, "a.db")
-        args = [backend, "--files-from=" + lst, m]
-        run(["--index=" + db] + args)
-        if q(db, "SELECT errno FROM errors") != [("ENOENT",)]:
-            fail(f"{backend}: the missing file's rows {q(db, 'SELECT * FROM errors')}")
-        clilib.put_one_message(msg)
-        for step in ("the run after it was created", "the run after it"):
+        for how in ("listed", "a named link"):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = clilib.fifo_id_maildir(d)
+            db = os.path.join(d, "a.db")
+            if how == "listed":
+                msg = os.path.join(m, "cur", "1.host:2,S")
+                lst = os.path.join(d, "list")
+                with open(lst, "w") as f:
+                    f.write(msg + "\n")
+                args = [backend, "--files-from=" + lst, m]
+                create = lambda: clilib.put_one_message(msg)
+            else:
+                target = os.path.join(d, "y.eml")
+                clilib.put_one_message(target)
+                first, later = os.path.join(m, "cur", "lk:2,S"), os.path.join(m, "new", "lk2")
+                os.symlink(target, first)
+                args = [backend, later, m, first]
+                create = lambda: os.symlink(target, later)
             run(["--index=" + db] + args)
-            equal_to_clean(db, d, "clean.db", args, f"{backend}: {step}")
-    print("a listed file missing, then created beside a walk: each run's rows a clean run's")
+            if q(db, "SELECT count(*) FROM errors WHERE errno = 'ENOENT'") != [(1,)]:
+                fail(f"{backend} {how}: the missing file's rows {q(db, 'SELECT * FROM errors')}")
+            create()
+            for step in ("the run after it was created", "the run after it"):
+                run(["--index=" + db] + args)
+                if how == "listed":
+                    equal_to_clean(db, d, "clean.db", args, f"{backend} {how}: {step}")
+                    continue
+                # the message's rows stay at the place they were made
+                # (README, "Files are known by"), a clean run's at the
+                # first link: the errors and the count of messages agree
+                clean = os.path.join(d, f"clean-{step[-8:]}.db")
+                run(["--index=" + clean] + args)
+                errors = "SELECT root, path, reason, errno FROM errors ORDER BY 1, 2"
+                if q(db, errors) != q(clean, errors) or q(db, "SELECT count(*) FROM messages") != [(1,)]:
+                    fail(f"{backend} {how}: {step}: errors {q(db, errors)}, a clean run's {q(clean, errors)}")
+    print(f"{n} files named, missing, then created beside another meeting: each run's rows a clean run's")
 
 
 def case_named_link_removed_target_listed(tmp):
