@@ -90,6 +90,9 @@ struct walk_slab {
 struct walk_source {
 	char *path;                /* a PATH argument, or NULL for a list */
 	char *base;                /* path resolved (walk_resolve) */
+	char *place;               /* where path lies, its directory resolved but not
+	                              its last name (walk_resolve_in_parent), when
+	                              that is not base: a link named; else NULL */
 	const char *shown;         /* "-" for standard input */
 	struct walk_dir *list;     /* explicit paths of a --files-from list */
 };
@@ -120,6 +123,7 @@ struct walk {
 	 * resolve): the entries it asks about come a directory at a time */
 	char *covers_dir, *covers_real;
 	size_t covers_dir_n;
+	bool link_named;           /* a source has a place (walk_source) */
 	struct walk_stats stats;
 	unsigned shard_k, shard_n;      /* 0/0: no sharding */
 	bool reopened;             /* walk_expand_dir() after the end */
@@ -402,6 +406,7 @@ void walk_free(struct walk *w)
 	for (size_t i = 0; i < w->n_sources; i++) {
 		xfree(w->sources[i].path);
 		xfree(w->sources[i].base);
+		xfree(w->sources[i].place);
 		walk_dir_unref(w->sources[i].list);
 	}
 	walk_dir_unref(w->explicit_dir);
@@ -463,10 +468,19 @@ int walk_add_path(struct walk *w, const char *path)
 		xfree(p);
 		return -ENOMEM;
 	}
-	int r = walk_push_source(w, (struct walk_source){ .path = p, .base = base });
+	/* a link named: the run judges its own place too (walk_place_given),
+	 * which records filed there by earlier runs lie at */
+	char *place = walk_resolve_in_parent(path);
+	if (place && !strcmp(place, base)) {
+		xfree(place);
+		place = NULL;
+	}
+	w->link_named |= place != NULL;
+	int r = walk_push_source(w, (struct walk_source){ .path = p, .base = base, .place = place });
 	if (r < 0) {
 		xfree(p);
 		xfree(base);
+		xfree(place);
 	}
 	return r;
 }
@@ -1680,6 +1694,11 @@ static bool walk_place_given(const struct walk *w, const char *place, size_t n, 
 		if ((bn == n && !memcmp(place, src->base, n)) ||
 		    (under_too && walk_under(place, n, src->base, bn, &rest)))
 			return true;
+		/* the place of a link named: the file it held before is this
+		 * run's to judge, whatever the link leads to now (a PATH
+		 * that leads where an earlier one does is read once, there) */
+		if (src->place && strlen(src->place) == n && !memcmp(place, src->place, n))
+			return true;
 	}
 	return false;
 }
@@ -1720,6 +1739,23 @@ static bool walk_filed_given(struct walk *w, struct str root, struct str path, b
 	return given;
 }
 
+/* Whether the file filed under root and path (a plain path) lies at the
+ * place of a link named (walk_place_given). */
+static bool walk_at_link_place(const struct walk *w, struct str root, struct str path)
+{
+	if (!w->link_named)
+		return false;
+	size_t fn;
+	char *full = walk_filed_full(root, path, &fn);
+	bool at = false;
+	for (size_t i = 0; full && !at && i < w->n_sources; i++) {
+		const char *q = w->sources[i].place;
+		at = q && strlen(q) == fn && !memcmp(q, full, fn);
+	}
+	xfree(full);
+	return at;
+}
+
 bool walk_covers(struct walk *w, struct str root, struct str path, struct str *shown)
 {
 	bool list = false, covered = false;
@@ -1757,8 +1793,11 @@ bool walk_covers(struct walk *w, struct str root, struct str path, struct str *s
 	if (list)
 		return true;
 	/* a plain path the prefix tests took, not the PATH's own entry, or
-	 * a spelled one: where it lies decides */
-	return (covered || !plain) && walk_filed_given(w, root, path, true);
+	 * a spelled one: where it lies decides; so does a plain one at the
+	 * place of a link named (walk_place_given) */
+	if (!covered && plain)
+		return walk_at_link_place(w, root, path);
+	return walk_filed_given(w, root, path, true);
 }
 
 bool walk_named(struct walk *w, struct str root, struct str path)

@@ -1595,6 +1595,41 @@ def case_named_link_removed_target_listed(tmp):
     print(f"{n} named links removed, their target listed: each run's rows a clean run's")
 
 
+def case_named_file_becomes_repeated_link(tmp):
+    """Both backends: two files named on the command line beside a walk,
+    the first a symbolic link to a walked message, the second a file of
+    its own that then becomes a link to the same message (or to nothing,
+    where the first leads too).  A PATH that leads where an earlier one
+    does is read once, at the first: the second makes no record, and its
+    place, which no root covers, was not judged, so the rows of the file
+    it held stayed for good.  The place of a link named is the run's to
+    judge; each run's tables equal a clean run's."""
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for target in ("a message", "nothing"):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = clilib.fifo_id_maildir(d)
+            one = os.path.join(m, "cur", "1.host:2,S")
+            if target == "a message":
+                clilib.put_one_message(one)
+            else:
+                one = os.path.join(m, "new", "7.host")
+            first, second = os.path.join(d, "lk.eml"), os.path.join(d, "z.eml")
+            os.symlink(one, first)
+            with open(second, "wb") as f:
+                f.write(b"From: a@b.example\nSubject: own\n\nbody\n")
+            db = os.path.join(d, "a.db")
+            args = [backend, first, second, m]
+            run(["--index=" + db] + args)
+            os.unlink(second)
+            os.symlink(one, second)
+            for step in ("the run after the change", "the run after it"):
+                run(["--index=" + db] + args)
+                equal_to_clean(db, d, "clean.db", args, f"{backend} to {target}: {step}")
+    print(f"{n} named files become links where another named link leads: each run's rows a clean run's")
+
+
 def case_named_file_respelled(tmp):
     """Files named on the command line, changed, then named by another
     spelling or from another working directory (a relative path, a symbolic
