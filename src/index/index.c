@@ -2019,10 +2019,18 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 		ix->stats.deleted++;
 	} else if (io->kind == RECORD_DELETED) {
 		bool taken = false;
-		if (!io->in_mbox)
-			r = index_place_taken(ix, io, &taken);
-		if (r == 0 && !taken)
+		r = index_place_taken(ix, io, &taken);
+		if (r == 0 && taken && io->in_mbox) {
+			/* a gone archive's message where a file of another id
+			 * stands now (its directory became a Maildir, a named
+			 * link leads elsewhere): by its id, the place's rows
+			 * are that file's */
+			char id[17];
+			record_id_hex(record_id(io), id);
+			r = index_delete_message(ix, id, strlen(id));
+		} else if (r == 0 && !taken) {
 			r = index_delete_file(ix, io);
+		}
 		/* the row at a place whose file turned FIFO is that FIFO's
 		 * error record's now, which the run that no longer finds it
 		 * deletes by */

@@ -1630,6 +1630,53 @@ def case_named_file_becomes_repeated_link(tmp):
     print(f"{n} named files become links where another named link leads: each run's rows a clean run's")
 
 
+def case_archive_place_changes_id(tmp):
+    """Both backends: an mbox archive's place taken by a file of another
+    id: a directory holding an archive becomes a Maildir (the archive is
+    one Maildir message then) and stops being one, and a link named
+    beside a walk leads from an archive to a walked message.  The gone
+    archive's deletions cleared the whole place, the new file's rows with
+    it (its files row kept: lost for good, since the place's entry was
+    marked replaced there); they now go by their ids where the place is
+    another file's.  Each run's tables equal a clean run's."""
+    box = b"".join(b"From x@y Mon Jan  2 10:00:00 2023\nMessage-ID: <b%d@x>\nSubject: b%d\n\nbody\n\n" % (i, i)
+                   for i in (1, 2))
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        n += 1
+        d = os.path.join(tmp, str(n))
+        os.makedirs(os.path.join(d, "D", "cur"))
+        with open(os.path.join(d, "D", "cur", "box"), "wb") as f:
+            f.write(box)
+        db, args = os.path.join(d, "a.db"), [backend, os.path.join(d, "D")]
+        run(["--index=" + db] + args)
+        for step, change in (("became a Maildir", lambda: os.mkdir(os.path.join(d, "D", "new"))),
+                             ("stopped being one", lambda: os.rmdir(os.path.join(d, "D", "new")))):
+            change()
+            for again in ("", ", the run after it"):
+                run(["--index=" + db] + args)
+                equal_to_clean(db, d, "clean.db", args, f"{backend}: {step}{again}")
+        for named_first in (True, False):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = clilib.fifo_id_maildir(d)
+            one = os.path.join(m, "cur", "1.host:2,S")
+            clilib.put_one_message(one)
+            with open(os.path.join(d, "box"), "wb") as f:
+                f.write(box)
+            lk = os.path.join(m, "new", "lk")
+            os.symlink(os.path.join(d, "box"), lk)
+            db = os.path.join(d, "a.db")
+            args = [backend] + ([lk, m] if named_first else [m, lk])
+            run(["--index=" + db] + args)
+            os.unlink(lk)
+            os.symlink(one, lk)
+            for again in ("", ", the run after it"):
+                run(["--index=" + db] + args)
+                equal_to_clean(db, d, "clean.db", args, f"{backend} a link from an archive to a message{again}")
+    print(f"{n} archives whose place a file of another id takes: each run's rows a clean run's")
+
+
 def case_named_file_respelled(tmp):
     """Files named on the command line, changed, then named by another
     spelling or from another working directory (a relative path, a symbolic
