@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import fcntl
 import glob
+import itertools
 import json
 import os
 import random
@@ -970,6 +971,35 @@ def equal_to_clean(db, tmp, name, args, what, run_notes=True, pre=()):
             os.unlink(x)
 
 
+def runs_equal_clean(db, tmp, args, what, steps=("the run after the change", "the run after it")):
+    """Runs into db with args, one a step, each compared with a clean
+    run's (equal_to_clean)."""
+    for step in steps:
+        run(["--index=" + db] + list(args))
+        equal_to_clean(db, tmp, "clean.db", args, f"{what}: {step}")
+
+
+def relinked_runs_equal_clean(db, tmp, args, at, target, what):
+    """A first run with args, then at made a symbolic link to target, then
+    runs_equal_clean."""
+    run(["--index=" + db] + list(args))
+    os.unlink(at)
+    os.symlink(target, at)
+    runs_equal_clean(db, tmp, args, what)
+
+
+def maildir_scenarios(tmp, *variants):
+    """(backend, one value of each variant, d, m) for both backends and
+    every combination of the variants: d a fresh directory under tmp, m
+    the Maildir in it (clilib.fifo_id_maildir)."""
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for values in itertools.product(*variants):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            yield (backend, *values, d, clilib.fifo_id_maildir(d))
+
+
 def random_seed():
     """INDEX_RANDOM_SEED replays a failed run's changes, else a new seed
     each run, printed."""
@@ -1502,9 +1532,7 @@ def case_named_link_changes_id(tmp):
                 what = f"{backend} {scenario}, {'named first' if named_first else 'walked first'}"
                 run(["--index=" + db] + args)
                 change()
-                for step in ("the run after the change", "the run after it"):
-                    run(["--index=" + db] + args)
-                    equal_to_clean(db, d, "clean.db", args, f"{what}: {step}")
+                runs_equal_clean(db, d, args, what)
     print(f"{n} named places that change ids beside a walk: each run's rows a clean run's")
 
 
@@ -1520,43 +1548,40 @@ def case_listed_missing_file_created(tmp):
     (through a link too) goes at the end of the run; each run's tables
     equal a clean run's."""
     n = 0
-    for backend in ("--backend=uring", "--backend=sync"):
-        for how in ("listed", "a named link"):
-            n += 1
-            d = os.path.join(tmp, str(n))
-            m = clilib.fifo_id_maildir(d)
-            db = os.path.join(d, "a.db")
-            if how == "listed":
-                msg = os.path.join(m, "cur", "1.host:2,S")
-                lst = os.path.join(d, "list")
-                with open(lst, "w") as f:
-                    f.write(msg + "\n")
-                args = [backend, "--files-from=" + lst, m]
-                create = lambda: clilib.put_one_message(msg)
-            else:
-                target = os.path.join(d, "y.eml")
-                clilib.put_one_message(target)
-                first, later = os.path.join(m, "cur", "lk:2,S"), os.path.join(m, "new", "lk2")
-                os.symlink(target, first)
-                args = [backend, later, m, first]
-                create = lambda: os.symlink(target, later)
+    for backend, how, d, m in maildir_scenarios(tmp, ("listed", "a named link")):
+        n += 1
+        db = os.path.join(d, "a.db")
+        if how == "listed":
+            msg = os.path.join(m, "cur", "1.host:2,S")
+            lst = os.path.join(d, "list")
+            with open(lst, "w") as f:
+                f.write(msg + "\n")
+            args = [backend, "--files-from=" + lst, m]
+            create = lambda: clilib.put_one_message(msg)
+        else:
+            target = os.path.join(d, "y.eml")
+            clilib.put_one_message(target)
+            first, later = os.path.join(m, "cur", "lk:2,S"), os.path.join(m, "new", "lk2")
+            os.symlink(target, first)
+            args = [backend, later, m, first]
+            create = lambda: os.symlink(target, later)
+        run(["--index=" + db] + args)
+        if q(db, "SELECT count(*) FROM errors WHERE errno = 'ENOENT'") != [(1,)]:
+            fail(f"{backend} {how}: the missing file's rows {q(db, 'SELECT * FROM errors')}")
+        create()
+        for step in ("the run after it was created", "the run after it"):
             run(["--index=" + db] + args)
-            if q(db, "SELECT count(*) FROM errors WHERE errno = 'ENOENT'") != [(1,)]:
-                fail(f"{backend} {how}: the missing file's rows {q(db, 'SELECT * FROM errors')}")
-            create()
-            for step in ("the run after it was created", "the run after it"):
-                run(["--index=" + db] + args)
-                if how == "listed":
-                    equal_to_clean(db, d, "clean.db", args, f"{backend} {how}: {step}")
-                    continue
-                # the message's rows stay at the place they were made
-                # (README, "Files are known by"), a clean run's at the
-                # first link: the errors and the count of messages agree
-                clean = os.path.join(d, f"clean-{step[-8:]}.db")
-                run(["--index=" + clean] + args)
-                errors = "SELECT root, path, reason, errno FROM errors ORDER BY 1, 2"
-                if q(db, errors) != q(clean, errors) or q(db, "SELECT count(*) FROM messages") != [(1,)]:
-                    fail(f"{backend} {how}: {step}: errors {q(db, errors)}, a clean run's {q(clean, errors)}")
+            if how == "listed":
+                equal_to_clean(db, d, "clean.db", args, f"{backend} {how}: {step}")
+                continue
+            # the message's rows stay at the place they were made
+            # (README, "Files are known by"), a clean run's at the
+            # first link: the errors and the count of messages agree
+            clean = os.path.join(d, f"clean-{step[-8:]}.db")
+            run(["--index=" + clean] + args)
+            errors = "SELECT root, path, reason, errno FROM errors ORDER BY 1, 2"
+            if q(db, errors) != q(clean, errors) or q(db, "SELECT count(*) FROM messages") != [(1,)]:
+                fail(f"{backend} {how}: {step}: errors {q(db, errors)}, a clean run's {q(clean, errors)}")
     print(f"{n} files named, missing, then created beside another meeting: each run's rows a clean run's")
 
 
@@ -1587,9 +1612,7 @@ def case_named_link_removed_target_listed(tmp):
             what = f"{backend} {'list first' if list_first else 'link first'}"
             run(["--index=" + db] + args)
             os.unlink(link)
-            for step in ("the run after the link was removed", "the run after it"):
-                run(["--index=" + db] + args)
-                equal_to_clean(db, d, "clean.db", args, f"{what}: {step}")
+            runs_equal_clean(db, d, args, what, ("the run after the link was removed", "the run after it"))
             if q(db, "SELECT count(*) FROM messages") != [(1,)]:
                 fail(f"{what}: {q(db, 'SELECT root, path FROM messages')}")
     print(f"{n} named links removed, their target listed: each run's rows a clean run's")
@@ -1605,28 +1628,20 @@ def case_named_file_becomes_repeated_link(tmp):
     it held stayed for good.  The place of a link named is the run's to
     judge; each run's tables equal a clean run's."""
     n = 0
-    for backend in ("--backend=uring", "--backend=sync"):
-        for target in ("a message", "nothing"):
-            n += 1
-            d = os.path.join(tmp, str(n))
-            m = clilib.fifo_id_maildir(d)
-            one = os.path.join(m, "cur", "1.host:2,S")
-            if target == "a message":
-                clilib.put_one_message(one)
-            else:
-                one = os.path.join(m, "new", "7.host")
-            first, second = os.path.join(d, "lk.eml"), os.path.join(d, "z.eml")
-            os.symlink(one, first)
-            with open(second, "wb") as f:
-                f.write(b"From: a@b.example\nSubject: own\n\nbody\n")
-            db = os.path.join(d, "a.db")
-            args = [backend, first, second, m]
-            run(["--index=" + db] + args)
-            os.unlink(second)
-            os.symlink(one, second)
-            for step in ("the run after the change", "the run after it"):
-                run(["--index=" + db] + args)
-                equal_to_clean(db, d, "clean.db", args, f"{backend} to {target}: {step}")
+    for backend, target, d, m in maildir_scenarios(tmp, ("a message", "nothing")):
+        n += 1
+        one = os.path.join(m, "cur", "1.host:2,S")
+        if target == "a message":
+            clilib.put_one_message(one)
+        else:
+            one = os.path.join(m, "new", "7.host")
+        first, second = os.path.join(d, "lk.eml"), os.path.join(d, "z.eml")
+        os.symlink(one, first)
+        with open(second, "wb") as f:
+            f.write(b"From: a@b.example\nSubject: own\n\nbody\n")
+        db = os.path.join(d, "a.db")
+        args = [backend, first, second, m]
+        relinked_runs_equal_clean(db, d, args, second, one, f"{backend} to {target}")
     print(f"{n} named files become links where another named link leads: each run's rows a clean run's")
 
 
@@ -1653,9 +1668,7 @@ def case_archive_place_changes_id(tmp):
         for step, change in (("became a Maildir", lambda: os.mkdir(os.path.join(d, "D", "new"))),
                              ("stopped being one", lambda: os.rmdir(os.path.join(d, "D", "new")))):
             change()
-            for again in ("", ", the run after it"):
-                run(["--index=" + db] + args)
-                equal_to_clean(db, d, "clean.db", args, f"{backend}: {step}{again}")
+            runs_equal_clean(db, d, args, f"{backend}: {step}")
         for named_first in (True, False):
             n += 1
             d = os.path.join(tmp, str(n))
@@ -1668,12 +1681,7 @@ def case_archive_place_changes_id(tmp):
             os.symlink(os.path.join(d, "box"), lk)
             db = os.path.join(d, "a.db")
             args = [backend] + ([lk, m] if named_first else [m, lk])
-            run(["--index=" + db] + args)
-            os.unlink(lk)
-            os.symlink(one, lk)
-            for again in ("", ", the run after it"):
-                run(["--index=" + db] + args)
-                equal_to_clean(db, d, "clean.db", args, f"{backend} a link from an archive to a message{again}")
+            relinked_runs_equal_clean(db, d, args, lk, one, f"{backend} a link from an archive to a message")
     print(f"{n} archives whose place a file of another id takes: each run's rows a clean run's")
 
 
