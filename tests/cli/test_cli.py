@@ -1543,7 +1543,7 @@ def case_interrupt_waiting_for_input(tmp):
     silent = os.path.join(tmp, "silent")
     os.mkfifo(silent)
     # holds the write end of `silent` open for the whole case, writing nothing
-    holder = subprocess.Popen(["sh", "-c", f"sleep 60 > '{silent}'"])
+    holder = subprocess.Popen(["sh", "-c", f"exec sleep 60 > '{silent}'"])
     try:
         for what, argv, stdin_path in (
                 ("a --files-from FIFO with no writer", ["--files-from", fifo], None),
