@@ -1747,11 +1747,7 @@ static bool walk_at_link_place(const struct walk *w, struct str root, struct str
 		return false;
 	size_t fn;
 	char *full = walk_filed_full(root, path, &fn);
-	bool at = false;
-	for (size_t i = 0; full && !at && i < w->n_sources; i++) {
-		const char *q = w->sources[i].place;
-		at = q && strlen(q) == fn && !memcmp(q, full, fn);
-	}
+	bool at = full && walk_place_given(w, full, fn, false);
 	xfree(full);
 	return at;
 }
