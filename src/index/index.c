@@ -2009,33 +2009,28 @@ static int index_add_records(struct index *ix, const struct record_io *io, const
 {
 	uint64_t t0 = index_now_ns();
 	int r = 0;
-	if (io->kind == RECORD_DELETED && io->in_mbox && io->have_stat) {
-		/* a streamed archive's message gone from it (the archive is
-		 * there: statted); one of an archive gone has no stat, and goes
-		 * with all the file held, below */
-		char id[17];
-		record_id_hex(record_id(io), id);
-		r = index_delete_message(ix, id, strlen(id));
-		ix->stats.deleted++;
-	} else if (io->kind == RECORD_DELETED) {
+	if (io->kind == RECORD_DELETED) {
+		/* A streamed archive's message gone from it (the archive is
+		 * there: statted) goes by its id; so does a gone archive's
+		 * where a file of another id stands now (its directory became
+		 * a Maildir, a named link leads elsewhere), the place's rows
+		 * being that file's.  Anything else gone goes with all its
+		 * file held, where no file of another id took the place. */
 		bool taken = false;
-		r = index_place_taken(ix, io, &taken);
-		if (r == 0 && taken && io->in_mbox) {
-			/* a gone archive's message where a file of another id
-			 * stands now (its directory became a Maildir, a named
-			 * link leads elsewhere): by its id, the place's rows
-			 * are that file's */
+		if (!(io->in_mbox && io->have_stat))
+			r = index_place_taken(ix, io, &taken);
+		if (r == 0 && io->in_mbox && (io->have_stat || taken)) {
 			char id[17];
 			record_id_hex(record_id(io), id);
 			r = index_delete_message(ix, id, strlen(id));
 		} else if (r == 0 && !taken) {
 			r = index_delete_file(ix, io);
+			/* the row at a place whose file turned FIFO is that
+			 * FIFO's error record's now, which the run that no
+			 * longer finds it deletes by */
+			if (r == 0 && !io->replaced_here)
+				r = index_file_row(ix, ST_DELETE_FILE, io);
 		}
-		/* the row at a place whose file turned FIFO is that FIFO's
-		 * error record's now, which the run that no longer finds it
-		 * deletes by */
-		if (r == 0 && !taken && !io->replaced_here)
-			r = index_file_row(ix, ST_DELETE_FILE, io);
 		ix->stats.deleted++;
 	} else if (io->kind == RECORD_RENAMED) {
 		r = index_rename(ix, io, records, len);
