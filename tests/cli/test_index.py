@@ -2651,6 +2651,12 @@ def case_search_sort(tmp):
             f.write(f"From: u{i % 7}@example.org\nSubject: s{i}\n{date}\ncommon {word} words\n")
     many = os.path.join(tmp, "many.db")
     run(["--index=" + many, root])
+    # the oracle is the relevance search: its hits are first counted
+    # against what the corpus was made with (600 messages say "common",
+    # past the 400 of the index walk; every 150th "rare")
+    for q, n in (("common", 600), ("rare", 4)):
+        if len(search(many, q, limit=100000)) != n:
+            fail(f"{q}: {len(search(many, q, limit=100000))} hits, the corpus has {n}")
     checked += date_orders(many, ("common", "common folder:Archive", "common -folder:Archive date:2012..2015",
                                   "rare", "from:u3@example.org common", "comm*", "ra* OR pla*"))
     # the undated message of the small corpus is at the ends
