@@ -880,11 +880,7 @@ static void cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, long ns)
 	pthread_cond_timedwait(cond, lock, &t);
 }
 
-/* Waits on the scan's condition for ns at most, its lock held. */
-static void scan_wait_locked(struct scan *s, long ns)
-{
-	cond_wait_ns(&s->cond, &s->lock, ns);
-}
+static PyObject *raise_failure(int r, const char *why, PyObject *name, bool value_error);
 
 /* The scan whose run this process's ingest_run() is, or NULL (the GIL's):
  * one at a time (libingest's rule), and a second scan() is refused at
@@ -1017,7 +1013,7 @@ static PyObject *scan_next_locked(struct scan *s)
 			/* the lock is let go before the GIL is taken back: a
 			 * thread holding the GIL may be waiting for it */
 			Py_BEGIN_ALLOW_THREADS
-			scan_wait_locked(s, SCAN_SIGNAL_CHECK_NS);
+			cond_wait_ns(&s->cond, &s->lock, SCAN_SIGNAL_CHECK_NS);
 			given = s->given;
 			pthread_mutex_unlock(&s->lock);
 			Py_END_ALLOW_THREADS
@@ -1034,16 +1030,8 @@ static PyObject *scan_next_locked(struct scan *s)
 		}
 	}
 	scan_stop(s, false);
-	if (s->result < 0) {
-		const char *why = s->rep ? ingest_report_error(s->rep) : NULL;
-		PyErr_Format(PyExc_OSError, "%s", why ? why : strerror(-s->result));
-		/* errno as OSError's first argument */
-		PyObject *t, *v, *tb;
-		PyErr_Fetch(&t, &v, &tb);
-		Py_XDECREF(v);
-		v = Py_BuildValue("(is)", -s->result, why ? why : strerror(-s->result));
-		PyErr_Restore(t, v, tb);
-	}
+	if (s->result < 0)
+		return raise_failure(s->result, s->rep ? ingest_report_error(s->rep) : NULL, NULL, false);
 	return NULL;
 }
 
