@@ -1116,6 +1116,31 @@ static PyObject *raise_failure(int r, const char *why, PyObject *name, bool valu
 	return NULL;
 }
 
+/* Adds args[first..] to o as the run's paths (str, bytes or path-like);
+ * none and no files_from= is refused, as the command refuses it (a run
+ * of nothing is a mistake), what naming the call.  0, or -1 with the
+ * Python error set. */
+static int options_add_paths(struct ingest_options *o, PyObject *args, Py_ssize_t first, const char *what)
+{
+	for (Py_ssize_t i = first; i < PyTuple_GET_SIZE(args); i++) {
+		PyObject *b = NULL;
+		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b))
+			return -1;
+		int r = ingest_options_add_path(o, PyBytes_AS_STRING(b));
+		Py_DECREF(b);
+		if (r < 0) {
+			PyErr_NoMemory();
+			return -1;
+		}
+	}
+	char list[2];
+	if (PyTuple_GET_SIZE(args) == first && ingest_options_get(o, "files-from", list, sizeof(list)) == 0) {
+		PyErr_Format(PyExc_TypeError, "%s needs a path (or files_from=)", what);
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	(void)self;
@@ -1147,23 +1172,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	}
 	s->o = o;
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
-		PyObject *b = NULL;
-		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
-			Py_DECREF(s);
-			return NULL;
-		}
-		int r = ingest_options_add_path(o, PyBytes_AS_STRING(b));
-		Py_DECREF(b);
-		if (r < 0) {
-			Py_DECREF(s);
-			return PyErr_NoMemory();
-		}
-	}
-	char list[2];
-	if (!PyTuple_GET_SIZE(args) && ingest_options_get(o, "files-from", list, sizeof(list)) == 0) {
-		/* as the command refuses it: a run of nothing is a mistake */
-		PyErr_SetString(PyExc_TypeError, "scan() needs a path (or files_from=)");
+	if (options_add_paths(o, args, 0, "scan()") < 0) {
 		Py_DECREF(s);
 		return NULL;
 	}
@@ -1262,26 +1271,19 @@ static PyObject *index_call(PyObject *args, PyObject *kwargs)
 	if (!o)
 		return NULL;
 	int r = 0;
-	for (Py_ssize_t i = 0; r == 0 && i < PyTuple_GET_SIZE(args); i++) {
-		PyObject *b = NULL;
-		if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, i), &b)) {
-			r = -1;
-			break;
-		}
-		r = i == 0 ? ingest_options_set(o, "index", PyBytes_AS_STRING(b))
-		           : ingest_options_add_path(o, PyBytes_AS_STRING(b));
+	PyObject *b = NULL;
+	if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(args, 0), &b)) {
+		r = -1;
+	} else {
+		r = ingest_options_set(o, "index", PyBytes_AS_STRING(b));
 		Py_DECREF(b);
 		if (r == -ENOMEM)
 			PyErr_NoMemory();
 		else if (r < 0)
-			PyErr_Format(PyExc_ValueError, "invalid database name %R", PyTuple_GET_ITEM(args, i));
+			PyErr_Format(PyExc_ValueError, "invalid database name %R", PyTuple_GET_ITEM(args, 0));
 	}
-	char list[2];
-	if (r == 0 && PyTuple_GET_SIZE(args) == 1 && ingest_options_get(o, "files-from", list, sizeof(list)) == 0) {
-		/* as the command refuses it: a run of nothing is a mistake */
-		PyErr_SetString(PyExc_TypeError, "index() needs a path (or files_from=)");
-		r = -1;
-	}
+	if (r == 0)
+		r = options_add_paths(o, args, 1, "index()");
 	struct index_call c = { .o = o };
 	if (r == 0) {
 		pthread_mutex_init(&c.lock, NULL);
