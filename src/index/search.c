@@ -1091,7 +1091,7 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 {
 	if (error)
 		*error = NULL;
-	bool tsv = flags & INGEST_SEARCH_TSV, oldest = flags & INGEST_SEARCH_OLDEST;
+	bool tsv = flags & INGEST_SEARCH_TSV;
 	bool by_date = flags & (INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST);
 	bool count = flags & INGEST_SEARCH_COUNT;
 	struct search s = { .column = SEARCH_COLUMN_NONE, .group_column = -1, .group_depth = -1 };
@@ -1105,8 +1105,12 @@ int ingest_search(const char *db_path, const char *query, int flags, unsigned lo
 	if (r == -EINVAL && !s.error[0])
 		snprintf(s.error, sizeof(s.error), "no database or no query");
 	const int known = INGEST_SEARCH_TSV | INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST | INGEST_SEARCH_COUNT;
-	if (r == 0 && ((flags & ~known) || (oldest && (flags & INGEST_SEARCH_NEWEST)))) {
-		snprintf(s.error, sizeof(s.error), "flags %#x: an unknown bit, or both orders", (unsigned)flags);
+	const int both = INGEST_SEARCH_NEWEST | INGEST_SEARCH_OLDEST;
+	if (r == 0 && (flags & ~known)) {
+		snprintf(s.error, sizeof(s.error), "flags %#x: an unknown bit", (unsigned)flags);
+		r = -EINVAL;
+	} else if (r == 0 && (flags & both) == both) {
+		snprintf(s.error, sizeof(s.error), "flags %#x: both orders", (unsigned)flags);
 		r = -EINVAL;
 	}
 	if (r == 0 && !s.words) {
