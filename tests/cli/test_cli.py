@@ -965,12 +965,12 @@ def case_state_no_file_place_removed(tmp):
                     elif step == "removed":
                         os.unlink(place)
                     if step != "fifo" or start == "file" or not outs:
-                        outs.append(run(args, check_rc=0).stdout.decode())
+                        outs.append(run(args, check_rc=0).stdout)
                 if fmt == ["--format=jsonl"]:
                     kinds = [["error" if "error" in r else "deleted" if "deleted" in r else "message"
-                              for r in records(o.encode())] for o in outs]
+                              for r in records(o)] for o in outs]
                 else:
-                    kinds = [[next(iter(json.loads(line))) for line in o.splitlines()
+                    kinds = [[next(iter(json.loads(line))) for line in o.decode().splitlines()
                               if line.startswith('{"index"') or line.startswith('{"delete"')]
                              for o in outs]
                 want = {
@@ -992,7 +992,7 @@ def applied(view, out, fmt):
     index and delete actions)."""
     lines = out.decode().splitlines()
     if fmt[0] == "--format=jsonl":
-        for r in map(json.loads, lines):
+        for r in records(out):
             if "deleted" in r:
                 view.pop(r["id"], None)
             elif "renamed" in r:
