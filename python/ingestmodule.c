@@ -711,6 +711,50 @@ done:
 	return out;
 }
 
+/* ---- a run on its own thread: scan, index -------------------------------- */
+
+/* scan()'s and index()'s ingest_run(), on a thread of its own so that the
+ * caller can wait with the GIL released and still see Ctrl-C.  The run's
+ * thread writes result and rep, then sets done, under lock; the caller's
+ * side reads them once done is set (or after joining the thread). */
+struct run_call {
+	struct ingest_options *o;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;          /* done set (scan's: also a batch wanted or given) */
+	bool done;                    /* ingest_run() returned */
+	int result;
+	struct ingest_report *rep;
+};
+
+/* The run's thread: runs it, then, under lock, gives its result and
+ * report and sets done for the waiting side. */
+static void *run_to_end(void *arg)
+{
+	struct run_call *c = arg;
+	struct ingest_report *rep = NULL;
+	int r = ingest_run(c->o, &rep);
+	pthread_mutex_lock(&c->lock);
+	c->result = r;
+	c->rep = rep;
+	c->done = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Starts the run's thread: 0, or pthread_create's error.  The run's
+ * interrupt is cleared here, not as the run begins on its thread: one
+ * before then (a scan dropped or interrupted, scan_stop; a Ctrl-C during
+ * index_wait) stops it, where the run would forget it and read
+ * everything. */
+static int run_start(struct run_call *c)
+{
+	ingest_interrupt_clear();
+	c->o->interrupt_kept = true;
+	return pthread_create(&c->thread, NULL, run_to_end, c);
+}
+
 /* ---- scan ----------------------------------------------------------------- */
 
 /* A record on its way to __next__: this header, then its tape's items
@@ -722,13 +766,11 @@ struct scan_rec {
 
 struct scan {
 	PyObject_HEAD
-	struct ingest_options *o;
-	pthread_t thread;
+	/* its lock and cond guard the batch's hand-over below too */
+	struct run_call run;
 	bool started, joined;
 	unsigned forks;               /* scan_forks when made: a child of fork() has more */
 	bool in_next;                 /* a thread is in __next__ (the GIL's) */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;          /* a batch wanted or given, or the run ended */
 	/* The tapes of a batch, copied by the sink, and __next__'s offset of
 	 * the next record in them.  The sink runs on the parse thread
 	 * (docs/ARCHITECTURE.md, "The pipeline and its threads"), which
@@ -740,9 +782,6 @@ struct scan {
 	bool want;                    /* __next__ yielded all of batch: the sink's to fill */
 	bool given;                   /* the sink filled it: __next__'s to take */
 	bool stopping;                /* the consumer is gone or interrupted */
-	bool done;                    /* ingest_run() returned */
-	int result;
-	struct ingest_report *rep;
 };
 
 /* The worker's visitor: the record's tape, after its header, written
@@ -750,7 +789,7 @@ struct scan {
 static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 {
 	struct scan *s = ctx;
-	if (emit_change_dropped(&s->o->emit, &rec->io))
+	if (emit_change_dropped(&s->run.o->emit, &rec->io))
 		return 0;   /* as the command leaves it out */
 	struct emit_pytape *t = thread_tape();
 	size_t at = out->len;
@@ -758,7 +797,7 @@ static int scan_visit(void *ctx, const struct record *rec, struct dynbuf *out)
 	if (!t || dynbuf_append(out, &h, sizeof(h)) < 0)
 		return -ENOMEM;
 	t->astral_utf8 = true;   /* it waits in the batch: the smaller form */
-	int r = emit_pytape_append(t, out, &s->o->emit, rec);
+	int r = emit_pytape_append(t, out, &s->run.o->emit, rec);
 	if (r < 0) {
 		out->len = at;
 		return r;
@@ -793,22 +832,22 @@ static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
 	(void)count;
 	if (!len)
 		return 0;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->run.lock);
 	while (!s->want && !s->stopping)
-		pthread_cond_wait(&s->cond, &s->lock);
+		pthread_cond_wait(&s->run.cond, &s->run.lock);
 	bool take = !s->stopping;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->run.lock);
 	if (!take)
 		return 0;
 	/* __next__ leaves the batch alone until it is given */
 	dynbuf_reset(&s->batch);
 	if (dynbuf_append(&s->batch, records, len) < 0)
 		return -ENOMEM;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->run.lock);
 	s->want = false;
 	s->given = true;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	pthread_cond_broadcast(&s->run.cond);
+	pthread_mutex_unlock(&s->run.lock);
 	return 0;
 }
 
@@ -819,34 +858,12 @@ static int scan_sink(void *ctx, const char *records, size_t len, size_t count)
 static int scan_taken(void *ctx)
 {
 	struct scan *s = ctx;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->run.lock);
 	while ((s->given || !s->want) && !s->stopping)
-		pthread_cond_wait(&s->cond, &s->lock);
+		pthread_cond_wait(&s->run.cond, &s->run.lock);
 	int r = s->stopping ? -EPIPE : 0;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->run.lock);
 	return r;
-}
-
-/* A run on its own thread, scan()'s or index()'s: runs it, then, under
- * lock, gives its result and report and sets *done for the waiting side. */
-static void run_to_end(const struct ingest_options *o, pthread_mutex_t *lock, pthread_cond_t *cond,
-                       bool *done, int *result, struct ingest_report **report)
-{
-	struct ingest_report *rep = NULL;
-	int r = ingest_run(o, &rep);
-	pthread_mutex_lock(lock);
-	*result = r;
-	*report = rep;
-	*done = true;
-	pthread_cond_broadcast(cond);
-	pthread_mutex_unlock(lock);
-}
-
-static void *scan_main(void *arg)
-{
-	struct scan *s = arg;
-	run_to_end(s->o, &s->lock, &s->cond, &s->done, &s->result, &s->rep);
-	return NULL;
 }
 
 /* Children of fork() this process is (a fork handler counts them): a scan
@@ -897,9 +914,9 @@ static bool scan_busy(void)
 {
 	if (!scan_running || scan_in_child(scan_running))
 		return false;
-	pthread_mutex_lock(&scan_running->lock);
-	bool done = scan_running->done;
-	pthread_mutex_unlock(&scan_running->lock);
+	pthread_mutex_lock(&scan_running->run.lock);
+	bool done = scan_running->run.done;
+	pthread_mutex_unlock(&scan_running->run.lock);
 	return !done;
 }
 
@@ -916,16 +933,16 @@ static void scan_stop(struct scan *s, bool interrupt)
 		s->joined = true;
 		return;
 	}
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->run.lock);
 	s->stopping = true;
-	pthread_cond_broadcast(&s->cond);
-	bool done = s->done;
-	pthread_mutex_unlock(&s->lock);
-	/* kept by a run whose thread is only starting (py_scan) */
+	pthread_cond_broadcast(&s->run.cond);
+	bool done = s->run.done;
+	pthread_mutex_unlock(&s->run.lock);
+	/* kept by a run whose thread is only starting (run_start) */
 	if (interrupt && !done)
 		ingest_interrupt();
 	Py_BEGIN_ALLOW_THREADS
-	pthread_join(s->thread, NULL);
+	pthread_join(s->run.thread, NULL);
 	Py_END_ALLOW_THREADS
 	/* only now: while the GIL was released for the join, a scan() of
 	 * another thread must be refused as one running, which it still was
@@ -943,14 +960,14 @@ static void scan_dealloc(PyObject *self)
 	if (scan_running == s && !s->started)
 		scan_running = NULL;   /* one whose thread never started */
 	scan_stop(s, true);
-	ingest_report_free(s->rep);
-	ingest_options_free(s->o);
+	ingest_report_free(s->run.rep);
+	ingest_options_free(s->run.o);
 	dynbuf_release(&s->batch);
 	/* in a child of fork(), the parent's threads may have been waiting on
 	 * them: destroying would wait for good */
 	if (!scan_in_child(s)) {
-		pthread_cond_destroy(&s->cond);
-		pthread_mutex_destroy(&s->lock);
+		pthread_cond_destroy(&s->run.cond);
+		pthread_mutex_destroy(&s->run.lock);
 	}
 	Py_TYPE(self)->tp_free(self);
 }
@@ -994,31 +1011,31 @@ static PyObject *scan_next_locked(struct scan *s)
 	for (;;) {
 		if (s->pos < s->have)
 			return scan_build(s);
-		pthread_mutex_lock(&s->lock);
+		pthread_mutex_lock(&s->run.lock);
 		if (s->given) {
 			s->given = false;
 			s->pos = 0;
 			s->have = s->batch.len;
-			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_unlock(&s->run.lock);
 			continue;
 		}
 		/* all of it yielded: the sink's to fill */
 		if (!s->want) {
 			s->want = true;
-			pthread_cond_broadcast(&s->cond);
+			pthread_cond_broadcast(&s->run.cond);
 		}
 		bool given = false;
-		bool done = s->done;
+		bool done = s->run.done;
 		if (!done) {
 			/* the lock is let go before the GIL is taken back: a
 			 * thread holding the GIL may be waiting for it */
 			Py_BEGIN_ALLOW_THREADS
-			cond_wait_ns(&s->cond, &s->lock, SCAN_SIGNAL_CHECK_NS);
+			cond_wait_ns(&s->run.cond, &s->run.lock, SCAN_SIGNAL_CHECK_NS);
 			given = s->given;
-			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_unlock(&s->run.lock);
 			Py_END_ALLOW_THREADS
 		} else {
-			pthread_mutex_unlock(&s->lock);
+			pthread_mutex_unlock(&s->run.lock);
 		}
 		if (given)
 			continue;
@@ -1030,8 +1047,9 @@ static PyObject *scan_next_locked(struct scan *s)
 		}
 	}
 	scan_stop(s, false);
-	if (s->result < 0)
-		return raise_failure(s->result, s->rep ? ingest_report_error(s->rep) : NULL, NULL, false);
+	if (s->run.result < 0)
+		return raise_failure(s->run.result, s->run.rep ? ingest_report_error(s->run.rep) : NULL, NULL,
+		                     false);
 	return NULL;
 }
 
@@ -1152,17 +1170,17 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	struct scan *s = PyObject_New(struct scan, &scan_type);
 	if (!s)
 		return NULL;
-	s->o = NULL;
-	s->started = s->joined = s->stopping = s->done = false;
+	s->run.o = NULL;
+	s->started = s->joined = s->stopping = s->run.done = false;
 	dynbuf_init(&s->batch, 0);
 	s->pos = s->have = 0;
 	s->want = s->given = false;
-	s->result = 0;
-	s->rep = NULL;
+	s->run.result = 0;
+	s->run.rep = NULL;
 	s->forks = atomic_load(&scan_forks);
 	s->in_next = false;
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
+	pthread_mutex_init(&s->run.lock, NULL);
+	pthread_cond_init(&s->run.cond, NULL);
 	/* held from here: reading the options and paths may run Python code
 	 * (__fspath__) that lets another thread call scan() */
 	scan_running = s;
@@ -1171,7 +1189,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 		Py_DECREF(s);
 		return NULL;
 	}
-	s->o = o;
+	s->run.o = o;
 	if (options_add_paths(o, args, 0, "scan()") < 0) {
 		Py_DECREF(s);
 		return NULL;
@@ -1181,12 +1199,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 	o->visit_thread = scan_thread;
 	ingest_options_set_sink(o, scan_sink, s);
 	o->sink_taken = scan_taken;
-	/* the run's interrupt is cleared here, not as the run begins on its
-	 * thread: a scan dropped or interrupted before then stops it
-	 * (scan_stop), where the run would forget it and read everything */
-	ingest_interrupt_clear();
-	o->interrupt_kept = true;
-	int r = pthread_create(&s->thread, NULL, scan_main, s);
+	int r = run_start(&s->run);
 	if (r) {
 		Py_DECREF(s);
 		errno = r;
@@ -1198,29 +1211,11 @@ static PyObject *py_scan(PyObject *self, PyObject *args, PyObject *kwargs)
 
 /* ---- index, search -------------------------------------------------------- */
 
-/* An index() call's run, on a thread of its own so that the caller can
- * wait with the GIL released and still see Ctrl-C. */
-struct index_call {
-	struct ingest_options *o;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int result;
-	struct ingest_report *rep;
-};
-
-static void *index_main(void *arg)
-{
-	struct index_call *c = arg;
-	run_to_end(c->o, &c->lock, &c->cond, &c->done, &c->result, &c->rep);
-	return NULL;
-}
-
 /* Waits for the run, the GIL released, looking for signals every
  * SCAN_SIGNAL_CHECK_NS: a KeyboardInterrupt (or any exception a handler
  * raises) interrupts the run, which commits what it parsed, and is
  * raised once it has returned.  false when an exception is set. */
-static bool index_wait(struct index_call *c)
+static bool index_wait(struct run_call *c)
 {
 	bool raised = false;
 	for (;;) {
@@ -1284,15 +1279,11 @@ static PyObject *index_call(PyObject *args, PyObject *kwargs)
 	}
 	if (r == 0)
 		r = options_add_paths(o, args, 1, "index()");
-	struct index_call c = { .o = o };
+	struct run_call c = { .o = o };
 	if (r == 0) {
 		pthread_mutex_init(&c.lock, NULL);
 		pthread_cond_init(&c.cond, NULL);
-		/* as scan(): an interrupt before the run begins stops it */
-		ingest_interrupt_clear();
-		o->interrupt_kept = true;
-		pthread_t t;
-		int e = pthread_create(&t, NULL, index_main, &c);
+		int e = run_start(&c);
 		if (e) {
 			errno = e;
 			PyErr_SetFromErrno(PyExc_OSError);
@@ -1300,7 +1291,7 @@ static PyObject *index_call(PyObject *args, PyObject *kwargs)
 		} else {
 			bool ok = index_wait(&c);
 			Py_BEGIN_ALLOW_THREADS
-			pthread_join(t, NULL);
+			pthread_join(c.thread, NULL);
 			Py_END_ALLOW_THREADS
 			r = ok ? 0 : -1;
 		}
