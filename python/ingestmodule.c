@@ -1436,6 +1436,9 @@ static PyObject *py_count(PyObject *self, PyObject *args)
 	const char *query;
 	if (!PyArg_ParseTuple(args, "O&s:count", PyUnicode_FSConverter, &db, &query))
 		return NULL;
+	/* The line read back, not ingest_search()'s return: that stops at
+	 * INT_MAX, and a Python int need not.  The line is written to an fd
+	 * either way, so the return would save only its reading. */
 	PyObject *text = search_output(db, query, INGEST_SEARCH_COUNT, 1);
 	PyObject *n = text ? PyLong_FromString(PyBytes_AS_STRING(text), NULL, 10) : NULL;
 	Py_XDECREF(text);
