@@ -1279,33 +1279,43 @@ static PyObject *index_call(PyObject *args, PyObject *kwargs)
 	}
 	if (r == 0)
 		r = options_add_paths(o, args, 1, "index()");
-	struct run_call c = { .o = o };
+	/* On the heap, as parse_views' arrays: a daemon thread that takes
+	 * the GIL back while Python shuts down is ended there, and the run's
+	 * thread, which goes on, would write its result to a stack gone. */
+	struct run_call *c = NULL;
+	if (r == 0 && !(c = PyMem_Calloc(1, sizeof(*c)))) {
+		PyErr_NoMemory();
+		r = -1;
+	}
 	if (r == 0) {
-		pthread_mutex_init(&c.lock, NULL);
-		pthread_cond_init(&c.cond, NULL);
-		int e = run_start(&c);
+		c->o = o;
+		pthread_mutex_init(&c->lock, NULL);
+		pthread_cond_init(&c->cond, NULL);
+		int e = run_start(c);
 		if (e) {
 			errno = e;
 			PyErr_SetFromErrno(PyExc_OSError);
 			r = -1;
 		} else {
-			bool ok = index_wait(&c);
+			bool ok = index_wait(c);
 			Py_BEGIN_ALLOW_THREADS
-			pthread_join(c.thread, NULL);
+			pthread_join(c->thread, NULL);
 			Py_END_ALLOW_THREADS
 			r = ok ? 0 : -1;
 		}
-		pthread_cond_destroy(&c.cond);
-		pthread_mutex_destroy(&c.lock);
+		pthread_cond_destroy(&c->cond);
+		pthread_mutex_destroy(&c->lock);
 	}
 	PyObject *out = NULL;
-	if (r == 0 && c.result < 0)
+	if (r == 0 && c->result < 0)
 		/* the reason names the file at fault (the database, a list) */
-		raise_failure(c.result, ingest_report_error(c.rep), NULL,
-		              c.result == -EINVAL || ingest_report_usage_error(c.rep));
+		raise_failure(c->result, ingest_report_error(c->rep), NULL,
+		              c->result == -EINVAL || ingest_report_usage_error(c->rep));
 	else if (r == 0)
-		out = index_stats(c.rep);
-	ingest_report_free(c.rep);
+		out = index_stats(c->rep);
+	if (c)
+		ingest_report_free(c->rep);
+	PyMem_Free(c);
 	ingest_options_free(o);
 	return out;
 }
