@@ -814,10 +814,13 @@ struct index_drop {
 };
 
 /* Whether root/path (path alone when absolute: a file named on the
- * command line) names nothing, itself a symbolic link included; else
- * *met is whether what it names, through a link too, is a regular file
- * this run met (d->met). */
-static bool index_path_gone(const struct index_drop *d, struct str root, struct str path, bool *met)
+ * command line) names nothing, itself a symbolic link included, or a
+ * directory (through a link too): a directory's records are its files',
+ * none is filed at its own place, so a clean run has no row there (a
+ * listed path missing for a run, then made a directory).  Else *met is
+ * whether what it names, through a link too, is a regular file this run
+ * met (d->met). */
+static bool index_path_no_file(const struct index_drop *d, struct str root, struct str path, bool *met)
 {
 	*met = false;
 	char *full = xmalloc(root.n + path.n + 2);
@@ -841,7 +844,7 @@ static bool index_path_gone(const struct index_drop *d, struct str root, struct 
 	xfree(full);
 	if (r == 0 && S_ISREG(stx.stx_mode))
 		*met = d->met(d->ctx, makedev(stx.stx_dev_major, stx.stx_dev_minor), stx.stx_ino);
-	return r == -ENOENT;
+	return r == -ENOENT || (r == 0 && S_ISDIR(stx.stx_mode));
 }
 
 static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str path)
@@ -856,7 +859,7 @@ static int index_drop_row(void *ctx, int64_t rowid, struct str root, struct str 
 	 * a link named beside another spelling of its file: a second meeting
 	 * makes no record) has its record there */
 	bool met;
-	if (p == INDEX_PLACE_JUDGED && !index_path_gone(d, root, path, &met) && !met)
+	if (p == INDEX_PLACE_JUDGED && !index_path_no_file(d, root, path, &met) && !met)
 		return 0;
 	int rc;
 	if (!d->del) {

@@ -1585,6 +1585,42 @@ def case_listed_missing_file_created(tmp):
     print(f"{n} files named, missing, then created beside another meeting: each run's rows a clean run's")
 
 
+def case_listed_missing_directory_created(tmp):
+    """Both backends: a path named in a --files-from list, missing for a
+    run (an io-error ENOENT row at its place), then made a directory
+    holding a message, or a Maildir, or a symbolic link to one: the list
+    walks it, and its records are its files', none at its own place, so
+    nothing met the row, which stayed for good where a clean run has
+    none.  Each run's tables equal a clean run's."""
+    n = 0
+    for backend in ("--backend=uring", "--backend=sync"):
+        for kind in ("directory", "Maildir", "link to a directory"):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            os.makedirs(d)
+            named, lst, db = os.path.join(d, "named"), os.path.join(d, "list"), os.path.join(d, "a.db")
+            with open(lst, "w") as f:
+                f.write(named + "\n")
+            args = [backend, "--files-from=" + lst]
+            run(["--index=" + db] + args)
+            if q(db, "SELECT count(*) FROM errors WHERE errno = 'ENOENT'") != [(1,)]:
+                fail(f"{backend} {kind}: the missing path's rows {q(db, 'SELECT * FROM errors')}")
+            made = named if kind != "link to a directory" else os.path.join(d, "elsewhere")
+            subs = ("cur", "new", "tmp") if kind == "Maildir" else ()
+            for sub in subs or ("",):
+                os.makedirs(os.path.join(made, sub))
+            clilib.put_one_message(os.path.join(made, "cur", "1.host:2,S") if subs
+                                   else os.path.join(made, "x.eml"))
+            if made != named:
+                os.symlink(made, named)
+            for step in ("the run after it was made", "the run after it"):
+                run(["--index=" + db] + args)
+                equal_to_clean(db, d, "clean.db", args, f"{backend} {kind}: {step}")
+            if q(db, "SELECT count(*) FROM messages") != [(1,)]:
+                fail(f"{backend} {kind}: messages {q(db, 'SELECT root, path FROM messages')}")
+    print(f"{n} listed paths missing, then made directories: each run's rows a clean run's")
+
+
 def case_named_link_removed_target_listed(tmp):
     """Both backends: a file outside the Maildir, named in a --files-from
     list and through a symbolic link in a Maildir folder named beside the
