@@ -726,10 +726,15 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
  * is there now, so that entry cannot be gone, and its deletion
  * (state_deleted) would remove what this run writes at its place (a copy
  * under the same unique name moved over the other keeps the copy's
- * inode, whose entry is elsewhere). */
+ * inode, whose entry is elsewhere).  Then one of the same inode; then,
+ * for a file that is no Maildir message, whose id is its resolved path's
+ * (README, "Identity"), any: the same place filed under another spelling
+ * (a list naming a file the walk meets), which had another inode or none
+ * (missing, unreadable: its error record, which this file's record now
+ * replaces, where a deletion decided elsewhere would have left it). */
 static struct state_entry *state_find_old(struct state *s, uint64_t id, const struct record_io *io)
 {
-	struct state_entry *same_inode = NULL;
+	struct state_entry *same_inode = NULL, *same_place = NULL;
 	size_t k;
 	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
 		struct state_entry *e = &s->old[k - 1];
@@ -739,8 +744,10 @@ static struct state_entry *state_find_old(struct state *s, uint64_t id, const st
 			return e;
 		if (!same_inode && e->dev == io->dev && e->ino == io->ino)
 			same_inode = e;
+		if (!same_place && !io->maildir && !e->maildir)
+			same_place = e;
 	}
-	return same_inode;
+	return same_inode ? same_inode : same_place;
 }
 
 /* Indexes the entry just added, the last of the chunks. */
