@@ -446,6 +446,39 @@ static bool run_met(void *ctx, uint64_t dev, uint64_t ino)
 	return run->state && state_met_file(run->state, dev, ino);
 }
 
+/* The closing deletions (state_orphans): one change record an id. */
+struct run_orphans {
+	const struct run *run;
+	struct dynbuf *out;
+	size_t count;
+};
+
+static int run_orphan(void *ctx, uint64_t id)
+{
+	struct run_orphans *c = ctx;
+	const struct run *run = c->run;
+	struct record rec = { .io = { .kind = RECORD_DELETED, .id = id, .known = true } };
+	int r = parse_stage_emit(&run->o->emit, run->parse.visit, run->parse.visit_ctx, &rec, c->out);
+	c->count += r >= 0;
+	return r < 0 ? r : 0;
+}
+
+/* writer_end's last records: where errors are no documents (es-bulk
+ * without --es-errors), a complete run deletes the documents that no
+ * file of their id stands for any more and that no record deleted (all
+ * copies under one unique name turned errors at once: io/state.h).  A run
+ * that stopped has not judged every file: the next one decides. */
+static int run_last(void *ctx, struct dynbuf *out, size_t *count)
+{
+	struct run *run = ctx;
+	if (!run->state || atomic_load(&ingest_stop) || atomic_load(&run->writer.output_closed))
+		return 0;
+	struct run_orphans c = { run, out, 0 };
+	int r = state_orphans(run->state, run_orphan, &c);
+	*count = c.count;
+	return r;
+}
+
 /* Standard input and output, when the run reads or writes them, must be
  * open before the run opens anything: closed, fd 0 or 1 is the next
  * descriptor made (the state's lock, the index's database, the ring, the
@@ -699,6 +732,7 @@ static int run_once(const struct ingest_options *o, struct ingest_report **repor
 		.split_bytes = o->split_bytes, .es_bulk = o->emit.format == EMIT_ES_BULK,
 		.index_path = o->index,
 		.durable = o->state != NULL,
+		.last = o->state && !emit_errors_written(&o->emit) ? run_last : NULL, .last_ctx = run,
 	};
 	*report = run->rep = report_new();
 	if (!run->rep)

@@ -256,6 +256,8 @@ uint64_t reader_item_stat(struct reader_common *rc, struct batch_item *it, int r
 		}
 		rc->st.changed += v == STATE_CHANGED;
 		it->io.known = v == STATE_CHANGED && state_had_document(rc->o.state, se);
+		if (it->io.known)
+			state_mark_told(se);
 		it->io.error_document = v == STATE_CHANGED && state_had_error_record(se);
 	}
 	if (size > reader_stream_threshold(&rc->o)) {

@@ -76,6 +76,9 @@ struct state_entry {
 	bool reread;               /* saved with no inode, read again next run: an error
 	                              record of the file went out where the entry stood for
 	                              its document, or the file changed while read */
+	bool told;                 /* this run deleted or replaced its id's document:
+	                              new entries whose record says so (state_mark_told),
+	                              old ones whose deletion went out (state_deleted) */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -1051,6 +1054,12 @@ void state_mark_no_document(struct state_entry *e)
 		e->no_document = true;
 }
 
+void state_mark_told(struct state_entry *e)
+{
+	if (e)
+		e->told = true;
+}
+
 void state_mark_unread(struct state_entry *e)
 {
 	if (e)
@@ -1343,6 +1352,9 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 		const struct state_gone g = { i, shown, left != NULL || (error_left && !e->replaced) };
 		if ((r = dynbuf_append(&gone_v, &g, sizeof(g))) < 0)
 			break;
+		/* a file's document, deleted with it (state_orphans) */
+		if (!g.place_only && state_entry_document(e))
+			e->told = true;
 		/* A run that stops early saves the old entries: its deletion
 		 * may have removed the document, so the next run reads the
 		 * file again if it is back (moved away and back), rather
@@ -1374,6 +1386,39 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 	}
 	dynbuf_release(&gone_v);
 	return r < 0 ? r : 0;
+}
+
+/* Whether this run's records leave id a document: an entry of it that
+ * stands for one (met or carried over), or a record that deleted or
+ * replaced the last run's (told). */
+static bool state_id_settled(const struct state *s, uint64_t id)
+{
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
+		const struct state_entry *o = &s->old[k - 1];
+		if (o->id == id && o->told)
+			return true;
+	}
+	for (struct slots_probe p = slots_probe(&s->new_by_id, id); (k = slots_next(&p));) {
+		const struct state_entry *n = state_new_at(s, k - 1);
+		if (n->id == id && (n->told || (state_entry_document(n) && !n->unread)))
+			return true;
+	}
+	return false;
+}
+
+int state_orphans(struct state *s, int (*fn)(void *ctx, uint64_t id), void *ctx)
+{
+	for (size_t i = 0; i < s->n_old; i++) {
+		struct state_entry *o = &s->old[i];
+		if (!state_entry_document(o) || o->told || state_id_settled(s, o->id))
+			continue;
+		o->told = true;   /* one deletion an id */
+		int r = fn(ctx, o->id);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* One entry, as state_parse() reads it: the numbers line, then root, path

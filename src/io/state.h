@@ -120,6 +120,9 @@ void state_mark_reread(struct state_entry *e);
 /* The entry's file is an error record, no document (any thread, once per
  * entry): the next run deletes no document of its id (state_had_document). */
 void state_mark_no_document(struct state_entry *e);
+/* The entry's record deletes or replaces the document the last run left
+ * under its id (record_io.known; reader thread; e NULL is ignored). */
+void state_mark_told(struct state_entry *e);
 /* A record of the entry's file (or of one of its archive's messages)
  * went to the output (the writer thread; e NULL is ignored). */
 void state_mark_written(struct state_entry *e);
@@ -193,6 +196,15 @@ void state_set_walk(struct state *s, struct walk *w);
  * base, path, id, maildir) whose strings live until state_free().  0,
  * -ENOMEM, or what fn returned. */
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx);
+/* After a complete run's last record: calls fn for each id the last run
+ * left a document of that this run's records neither deleted nor
+ * replaced and that no entry of the run stands for now (every file of
+ * the id an error record or an archive).  Where errors are no documents
+ * (es-bulk without --es-errors) such a document is left by the rules
+ * above, which decide a copy's deletion before the records of the other
+ * copies under its unique name are parsed: all copies turned errors in
+ * one run.  fn gets each id once.  0, or what fn returned. */
+int state_orphans(struct state *s, int (*fn)(void *ctx, uint64_t id), void *ctx);
 /* The state knows the run it was made by: run is a description of what
  * decides the output (resolved roots, shard, format, fields, text and
  * header options), one "key=value" a line.  A state saved by a run with

@@ -500,8 +500,39 @@ void writer_put(struct writer *w, struct batch *const *bs, size_t n)
 	}
 }
 
+/* The records of `last`, written as a batch's are (to the sink, the split
+ * files or the output), while nothing has stopped the writing. */
+static void write_last(struct writer *w)
+{
+	if (!w->last || !w->writing || atomic_load(w->failed) || w->index)
+		return;
+	struct dynbuf out;
+	dynbuf_init(&out, 0);
+	size_t count = 0;
+	int r = w->last(w->last_ctx, &out, &count);
+	if (r < 0) {
+		w->fail(w->fail_ctx, r, "cannot format the closing records", NULL);
+		w->writing = false;
+	} else if (out.len) {
+		uint64_t wrote = 0;
+		struct iovec iov = { out.p, out.len };
+		r = w->sink ? sink_call(w, out.p, out.len, count)
+		  : w->split_bytes ? split_write(w, out.p, out.len)
+		  : write_all(w, &iov, 1, &wrote);
+		if (r == 0 && !w->split_bytes)
+			w->bytes += out.len;
+		if (r == 0)
+			w->records += count;
+		else if (!w->sink && !w->split_bytes && wrote)
+			output_cut(w, wrote);
+		output_result(w, r);
+	}
+	dynbuf_release(&out);
+}
+
 void writer_end(struct writer *w)
 {
+	write_last(w);
 	if (w->progress)
 		progress_tell(w, true);
 	if (!w->threaded)

@@ -14,10 +14,11 @@
  * writes it (the parse stage's thread, or the calling thread when the run
  * never starts one: README, "Decisions and known limits"), which saves a
  * handoff and its futex pair per batch.  write_group() is the one place
- * output leaves.  With a parse thread, writer_wait_drained() waits on a
- * futex word of its own, so that the counted window (README, "Syscall
- * accounting") ends before glibc's join makes its uncounted
- * futex. */
+ * a batch's output leaves; writer_end() adds the records that can only
+ * follow the last batch (`last`).  With a parse thread,
+ * writer_wait_drained() waits on a futex word of its own, so that the
+ * counted window (README, "Syscall accounting") ends before glibc's join
+ * makes its uncounted futex. */
 #ifndef INGEST_PIPELINE_WRITER_H
 #define INGEST_PIPELINE_WRITER_H
 
@@ -39,6 +40,10 @@ struct index;
  * (on the writer's thread; writer_finish's fsync and close on the run's):
  * err is -errno, what and arg name the step. */
 typedef void writer_fail_fn(void *ctx, int err, const char *what, const char *arg);
+/* Records that follow the last batch's, known only once every record
+ * before them is parsed (the --state run's closing deletions): appended
+ * to out, *count of them.  0 or -errno. */
+typedef int writer_last_fn(void *ctx, struct dynbuf *out, size_t *count);
 
 struct writer {
 	/* set before writer_open() */
@@ -52,6 +57,8 @@ struct writer {
 	const atomic_int *failed;    /* the run's first fatal error, or 0 */
 	writer_fail_fn *fail;
 	void *fail_ctx;
+	writer_last_fn *last;        /* called by writer_end(); or NULL */
+	void *last_ctx;
 	ingest_progress_fn *progress; /* told how the run goes; or NULL */
 	void *progress_ctx;
 	struct dynbuf sink_buf;      /* a batch's records made contiguous for the sink */
@@ -103,8 +110,9 @@ int writer_write_header(struct writer *w, const struct emit_options *eo);
  * input order, from one thread at a time), then gives them back to the
  * reader with their budget. */
 void writer_put(struct writer *w, struct batch *const *bs, size_t n);
-/* After the last writer_put, on the same thread: clears the progress line
- * and, when `threaded`, tells writer_wait_drained() that no write is left. */
+/* After the last writer_put, on the same thread: writes the records of
+ * `last` while the writing goes on, clears the progress line and, when
+ * `threaded`, tells writer_wait_drained() that no write is left. */
 void writer_end(struct writer *w);
 /* With `threaded`, blocks until writer_end() has made its last counted
  * syscall; returns at once otherwise. */

@@ -626,8 +626,10 @@ def copies_changed(ctx, extra):
     """Two copies under one unique name (one id) that change apart: the
     copy read last rewritten and then deleted, the document must be the
     copy left as it is, not the gone one's text; one copy made no mail,
-    the document stays, as the other's, as in a clean run.  (Both made no
-    mail: README, "Incremental runs", says what stays.)"""
+    the document stays, as the other's, as in a clean run; both made no
+    mail, in one run or one after the other, the document goes (without
+    --es-errors each copy's deletion was decided while the other still
+    stood for it, and the document stayed for good)."""
     make_maildir(ctx.md)
     index = Index()
 
@@ -660,6 +662,14 @@ def copies_changed(ctx, extra):
     run("copied again")
     rewrite(orig, b"\x00\x01\x02")
     run("the original made no mail")
+    rewrite(copy, b"\x00\x01\x03")
+    run("the copy made no mail as well")
+    rewrite(orig, message(1))
+    rewrite(copy, message(1))
+    run("both made mail again")
+    rewrite(orig, b"\x00\x01\x04")
+    rewrite(copy, b"\x00\x01\x05")
+    run("both made no mail in one run")
 
 
 def case_copies_three(ctx):
@@ -828,9 +838,13 @@ def case_listed_archive_place_changes(ctx):
     spelling for its own), or an archive made a symbolic link to another
     archive (the list reads that one's messages under the place's ids;
     the walk's error record of the link deleted them after they were
-    written, so a message was lost).  Each run's documents a clean run's."""
+    written, so a message was lost), or a link to a one-message file made
+    an archive (the list's document of that message under the place's id
+    stayed for good without --es-errors: the walk's error entry of the
+    link was the place's, the list's entry a copy elsewhere, and neither
+    deleted it).  Each run's documents a clean run's."""
     for extra in ([], ["--es-errors"]):
-        for how in ("missing, then made", "made a link"):
+        for how in ("missing, then made", "made a link", "a link made an archive"):
             fresh_tree(ctx)
             os.makedirs(os.path.join(ctx.md, "sub"))
             place, other = os.path.join(ctx.md, "a.mbox"), os.path.join(ctx.md, "sub", "d")
@@ -839,6 +853,10 @@ def case_listed_archive_place_changes(ctx):
             if how == "made a link":
                 with open(place, "wb") as f:
                     f.write(mbox_message(42))
+            elif how == "a link made an archive":
+                with open(os.path.join(ctx.md, "sub", "one"), "wb") as f:
+                    f.write(message(44))
+                os.symlink("sub/one", place)
             with open(os.path.join(ctx.work, "list"), "w") as f:
                 f.write("Maildir/a.mbox\n")
             args = extra + ["--files-from=list"]
@@ -848,6 +866,8 @@ def case_listed_archive_place_changes(ctx):
                     os.unlink(place)
                     os.symlink("sub/d", place)
                 elif step == "the change":
+                    if os.path.islink(place):
+                        os.unlink(place)
                     with open(place, "wb") as f:
                         f.write(mbox_message(42) + mbox_message(43))
                 index.apply(ctx.run(["Maildir"], extra=args).stdout)
