@@ -918,13 +918,20 @@ static void state_left_elsewhere(const struct state *s, const struct state_entry
  * inode, or the same place (a file replaced between two meetings), or
  * NULL.  Every entry of the id is looked at: two copies of a Maildir
  * message under one unique name share it, and the second copy met again
- * is not the first. */
+ * is not the first.  A file that is no Maildir message has its resolved
+ * path's id, so a meeting of its id is of its place, however spelled:
+ * a walk that met a symbolic link there (its error record, no file) and
+ * a list naming the place, read through the link, are one place, one
+ * entry and one record (README, "A file named twice"), where two entries
+ * of one place left the next run one to judge and one to delete, whose
+ * deletion of an archive's messages followed their new records. */
 static struct state_entry *state_find_met(const struct state *s, const struct record_io *io)
 {
 	size_t k;
 	for (struct slots_probe p = slots_probe(&s->new_by_id, io->id); (k = slots_next(&p));) {
 		struct state_entry *e = state_new_at(s, k - 1);
-		if (e->id == io->id && ((e->dev == io->dev && e->ino == io->ino) || state_same_place(e, io)))
+		if (e->id == io->id && ((e->dev == io->dev && e->ino == io->ino) || state_same_place(e, io) ||
+		                        (!io->maildir && !e->maildir && !e->kept)))
 			return e;
 	}
 	return NULL;

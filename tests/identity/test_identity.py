@@ -842,9 +842,14 @@ def case_listed_archive_place_changes(ctx):
     an archive (the list's document of that message under the place's id
     stayed for good without --es-errors: the walk's error entry of the
     link was the place's, the list's entry a copy elsewhere, and neither
-    deleted it).  Each run's documents a clean run's."""
+    deleted it), or a link to another archive made an archive (the two
+    meetings of the link's place were two entries; the next run judged
+    one and deleted the other, whose messages' deletions followed the new
+    archive's documents of the same ids: a message lost, --es-errors or
+    not).  Each run's documents a clean run's."""
     for extra in ([], ["--es-errors"]):
-        for how in ("missing, then made", "made a link", "a link made an archive"):
+        for how in ("missing, then made", "made a link", "a link made an archive",
+                    "a link to an archive made an archive"):
             fresh_tree(ctx)
             os.makedirs(os.path.join(ctx.md, "sub"))
             place, other = os.path.join(ctx.md, "a.mbox"), os.path.join(ctx.md, "sub", "d")
@@ -857,6 +862,8 @@ def case_listed_archive_place_changes(ctx):
                 with open(os.path.join(ctx.md, "sub", "one"), "wb") as f:
                     f.write(message(44))
                 os.symlink("sub/one", place)
+            elif how == "a link to an archive made an archive":
+                os.symlink("sub/d", place)
             with open(os.path.join(ctx.work, "list"), "w") as f:
                 f.write("Maildir/a.mbox\n")
             args = extra + ["--files-from=list"]

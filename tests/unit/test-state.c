@@ -330,16 +330,25 @@ static void test_state_met_twice(void **state)
 {
 	(void)state;
 	struct state *s = load(NULL);
-	struct record_io a = io_of("/r", "x", 0x1, 1, 1, false);
+	struct record_io a = io_of("/r", "cur/x", 0x1, 1, 1, true);
 	struct state_entry *e;
 	assert_int_equal(check(s, &a, NULL, &e), STATE_NEW);
 	assert_non_null(e);
 	assert_int_equal(check(s, &a, NULL, &e), STATE_UNCHANGED);
 	assert_null(e);
-	/* another file under the same id is another entry, and new */
-	struct record_io b = io_of("/r", "y", 0x1, 2, 1, false);
+	/* another file under the same id (a copy under the Maildir unique
+	 * name) is another entry, and new */
+	struct record_io b = io_of("/r", ".A/cur/x", 0x1, 2, 1, true);
 	assert_int_equal(check(s, &b, NULL, &e), STATE_NEW);
 	assert_non_null(e);
+	/* a file that is no Maildir message: its id is its place's, so
+	 * another spelling and inode of its id is the place met again (a
+	 * walk's link there, a list reading through it) */
+	struct record_io c = io_of("/r", "a.mbox", 0x2, 3, 1, false);
+	assert_int_equal(check(s, &c, NULL, &e), STATE_NEW);
+	struct record_io c2 = io_of("/", "r/a.mbox", 0x2, 4, 9, false);
+	assert_int_equal(check(s, &c2, NULL, &e), STATE_UNCHANGED);
+	assert_null(e);
 	state_free(s);
 }
 
