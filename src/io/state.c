@@ -937,6 +937,18 @@ static struct state_entry *state_find_met(const struct state *s, const struct re
 	return NULL;
 }
 
+/* The last run's unmet entry at io's place of another id, marked
+ * replaced here (state_check); whether there was one. */
+static bool state_place_taken_from(struct state *s, const struct record_io *io)
+{
+	struct state_entry *there = state_old_of_place(s, io->id, io->base, io->path);
+	if (!there || there->id == io->id)
+		return false;
+	there->replaced_here = true;
+	there->reread = true;   /* a run that stops early: read again */
+	return true;
+}
+
 int state_check(struct state *s, const struct record_io *io, enum state_verdict *v,
                 struct str *old_path, struct str *old_base, struct state_entry **entry)
 {
@@ -984,6 +996,19 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		 * copies: a run reads the few there are. */
 		if ((*v == STATE_UNCHANGED || *v == STATE_RENAMED) && !old->n_offs && state_old_shared(s, old, false))
 			*v = STATE_CHANGED;
+		/* The place may hold the last run's entry of another id, not
+		 * met yet: a file named through a symbolic link has the id of
+		 * the file the link names (README, "Records"), so a link that
+		 * names another message now, or a file of its own where a link
+		 * was, puts a file of another id there.  This file's record takes
+		 * the place's rows, so that entry is replaced here (as by a
+		 * no-file's error record, state_error_stands): its file, met
+		 * elsewhere later in the run, is read again, not renamed out of
+		 * rows that are no longer its own.  This file, unchanged but
+		 * filed elsewhere (another spelling), is read again too: its
+		 * record is what takes the place, and none would be written. */
+		if (moved && state_place_taken_from(s, io) && *v == STATE_UNCHANGED)
+			*v = STATE_CHANGED;
 		/* read again under another name (a file named by another
 		 * spelling, from another directory, or a Maildir message
 		 * changed and renamed at once): the old name is said, so that
@@ -998,6 +1023,8 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 			*old_base = (struct str){ old->root, old->root_n };
 		}
 	}
+	if (!old)
+		(void)state_place_taken_from(s, io);
 	/* A run that stops early saves the old entries (state_format_stopped),
 	 * and this run's record of the file (a rename's update, a changed
 	 * file's text) may be downstream, or not: the next run reads the file
@@ -1007,21 +1034,6 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 	 * instead. */
 	if (old && (*v == STATE_RENAMED || *v == STATE_CHANGED) && !old->n_offs)
 		old->reread = true;
-	/* The place may hold the last run's entry of another id, not met
-	 * yet: a file named through a symbolic link has the id of the file
-	 * the link names (README, "Records"), so a link that names another
-	 * message now, or a file of its own where a link was, puts a file of
-	 * another id there.  This file's record takes the place's rows, so
-	 * that entry is replaced here (as by a no-file's error record,
-	 * state_error_stands): its file, met elsewhere later in the run, is
-	 * read again, not renamed out of rows that are no longer its own. */
-	if (!old || !state_same_place(old, io)) {
-		struct state_entry *there = state_old_of_place(s, io->id, io->base, io->path);
-		if (there && there->id != io->id) {
-			there->replaced_here = true;
-			there->reread = true;   /* a run that stops early: read again */
-		}
-	}
 	struct state_entry *e = state_add_indexed(s, io);
 	if (!e)
 		return -ENOMEM;

@@ -1685,7 +1685,8 @@ def case_archive_place_changes_id(tmp):
     """Both backends: an mbox archive's place taken by a file of another
     id: a directory holding an archive becomes a Maildir (the archive is
     one Maildir message then) and stops being one, and a link named
-    beside a walk leads from an archive to a walked message.  The gone
+    beside a walk leads from an archive to a walked message, or a named
+    archive is made a link to a walked archive.  The gone
     archive's deletions cleared the whole place, the new file's rows with
     it (its files row kept: lost for good, since the place's entry was
     marked replaced there); they now go by their ids where the place is
@@ -1718,6 +1719,25 @@ def case_archive_place_changes_id(tmp):
             db = os.path.join(d, "a.db")
             args = [backend] + ([lk, m] if named_first else [m, lk])
             relinked_runs_equal_clean(db, d, args, lk, one, f"{backend} a link from an archive to a message")
+        for named_first in (True, False):
+            # an archive named on the command line made a link to an
+            # archive the walk reads: the link's file, met by the walk
+            # under another spelling and unchanged, wrote nothing at the
+            # named place, so the old archive's files row and the error
+            # row of its message that was no mail stayed
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = clilib.fifo_id_maildir(d)
+            walked = os.path.join(m, "a.mbox")
+            with open(walked, "wb") as f:
+                f.write(box)
+            named = os.path.join(d, "m.mbox")
+            with open(named, "wb") as f:
+                f.write(box + b"From x@y Mon Jan  2 10:00:00 2023\n\x01\x02 no mail\n\n")
+            db = os.path.join(d, "a.db")
+            args = [backend] + ([named, m] if named_first else [m, named])
+            relinked_runs_equal_clean(db, d, args, named, walked,
+                                      f"{backend} a named archive made a link to a walked one")
     print(f"{n} archives whose place a file of another id takes: each run's rows a clean run's")
 
 
