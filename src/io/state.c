@@ -1323,6 +1323,24 @@ struct state_gone {
 	bool place_only;
 };
 
+/* Whether an entry of id, old or new, deleted or replaced its document
+ * in this run (told). */
+static bool state_id_told(const struct state *s, uint64_t id)
+{
+	size_t k;
+	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
+		const struct state_entry *o = &s->old[k - 1];
+		if (o->id == id && o->told)
+			return true;
+	}
+	for (struct slots_probe p = slots_probe(&s->new_by_id, id); (k = slots_next(&p));) {
+		const struct state_entry *n = state_new_at(s, k - 1);
+		if (n->id == id && n->told)
+			return true;
+	}
+	return false;
+}
+
 int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *gone), void *ctx)
 {
 	struct dynbuf gone_v, journal;   /* gone_v: struct state_gone */
@@ -1368,7 +1386,13 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
 			state_left_elsewhere(s, e, &left, &error_left);
 		if (left && left->kept)
 			continue;
-		const struct state_gone g = { i, shown, left != NULL || (error_left && !e->replaced) };
+		/* One delete an id: where another gone entry's, or a record of
+		 * this run, deleted or replaced the document already (two
+		 * copies under one unique name, one removed and the other made
+		 * a FIFO), this one's rows go, not the document again. */
+		bool place_only = left != NULL || (error_left && !e->replaced) ||
+		                  (state_entry_document(e) && state_id_told(s, e->id));
+		const struct state_gone g = { i, shown, place_only };
 		if ((r = dynbuf_append(&gone_v, &g, sizeof(g))) < 0)
 			break;
 		/* a file's document, deleted with it (state_orphans) */
@@ -1412,15 +1436,12 @@ int state_deleted(struct state *s, int (*fn)(void *ctx, const struct record_io *
  * replaced the last run's (told). */
 static bool state_id_settled(const struct state *s, uint64_t id)
 {
+	if (state_id_told(s, id))
+		return true;
 	size_t k;
-	for (struct slots_probe p = slots_probe(&s->by_id, id); (k = slots_next(&p));) {
-		const struct state_entry *o = &s->old[k - 1];
-		if (o->id == id && o->told)
-			return true;
-	}
 	for (struct slots_probe p = slots_probe(&s->new_by_id, id); (k = slots_next(&p));) {
 		const struct state_entry *n = state_new_at(s, k - 1);
-		if (n->id == id && (n->told || (state_entry_document(n) && !n->unread)))
+		if (n->id == id && state_entry_document(n) && !n->unread)
 			return true;
 	}
 	return false;

@@ -629,7 +629,8 @@ def copies_changed(ctx, extra):
     the document stays, as the other's, as in a clean run; both made no
     mail, in one run or one after the other, the document goes (without
     --es-errors each copy's deletion was decided while the other still
-    stood for it, and the document stayed for good)."""
+    stood for it, and the document stayed for good); one removed and the
+    other made a FIFO, one delete (each copy's deletion sent one)."""
     make_maildir(ctx.md)
     index = Index()
 
@@ -670,6 +671,13 @@ def copies_changed(ctx, extra):
     rewrite(orig, b"\x00\x01\x04")
     rewrite(copy, b"\x00\x01\x05")
     run("both made no mail in one run")
+    rewrite(orig, message(1))
+    rewrite(copy, message(1))
+    run("both made mail again, once more")
+    ctx.rm(orig)
+    ctx.rm(copy)
+    os.mkfifo(os.path.join(ctx.md, copy))
+    run("one removed, the other made a FIFO")
 
 
 def case_copies_three(ctx):
