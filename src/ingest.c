@@ -446,7 +446,10 @@ static bool run_met(void *ctx, uint64_t dev, uint64_t ino)
 	return run->state && state_met_file(run->state, dev, ino);
 }
 
-/* The closing deletions (state_orphans): one change record an id. */
+/* The closing deletions (state_orphans): one change record an id, with
+ * no root or path (a delete needs its id alone).  Only es-bulk asks for
+ * them (emit_errors_written), which a visitor (the Python module's, whose
+ * records are dicts) never formats. */
 struct run_orphans {
 	const struct run *run;
 	struct dynbuf *out;

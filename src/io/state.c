@@ -78,7 +78,8 @@ struct state_entry {
 	                              its document, or the file changed while read */
 	bool told;                 /* this run deleted or replaced its id's document:
 	                              new entries whose record says so (state_mark_told),
-	                              old ones whose deletion went out (state_deleted) */
+	                              old ones whose deletion went out (state_deleted,
+	                              state_orphans) */
 	const struct state_entry *was;  /* new entries: the same file's old entry */
 	size_t line;               /* old entries: the line it starts on, for messages */
 };
@@ -724,7 +725,8 @@ static struct state_entry *state_add(struct state *s, const struct record_io *io
 }
 
 /* The previous run's entry of id that this run has not met and that is
- * this file (io: the same path or the same inode; NULL: any), or NULL.
+ * this file (io: the same path, the same inode, or for a file that is no
+ * Maildir message any spelling, as below; NULL: any), or NULL.
  * The entry of the same path (the id says the root) comes first: a file
  * is there now, so that entry cannot be gone, and its deletion
  * (state_deleted) would remove what this run writes at its place (a copy
