@@ -76,13 +76,16 @@ static int reader_add_deleted(void *arg, const struct record_io *gone)
 int reader_run(struct reader *r, const struct reader_io *io)
 {
 	r->c.walk = io->walk;
+	/* the state asks where this run's PATHs lie as files are met
+	 * (state_check), and which directories it could not list at the end */
+	if (r->c.o.state)
+		state_set_walk(r->c.o.state, io->walk);
 	int ret = r->run(r, io);
 	/* What the last run saw and this one did not is gone — known only when
 	 * the walk ran to its end. */
 	if (ret == 0 && r->c.o.state && !atomic_load(io->stop)) {
 		struct reader_deleted_ctx c = { r, io, NULL };
 		/* entries under a directory that could not be listed are kept */
-		state_set_walk(r->c.o.state, io->walk);
 		ret = state_deleted(r->c.o.state, reader_add_deleted, &c);
 		if (c.b) {
 			r->c.st.batches++;

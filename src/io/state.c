@@ -939,6 +939,17 @@ static struct state_entry *state_find_met(const struct state *s, const struct re
 	return NULL;
 }
 
+/* Whether old is filed where a PATH of this run lies and io, another
+ * meeting of its file, is not (walk_named; the run's walk, known from
+ * its start: state_set_walk). */
+static bool state_old_named(const struct state *s, const struct state_entry *old,
+                            const struct record_io *io)
+{
+	return s->walk && walk_named(s->walk, (struct str){ old->root, old->root_n },
+	                             (struct str){ old->path, old->path_n }) &&
+	       !walk_named(s->walk, io->base, io->path);
+}
+
 /* The last run's unmet entry at io's place of another id, marked
  * replaced here (state_check); whether there was one. */
 static bool state_place_taken_from(struct state *s, const struct record_io *io)
@@ -1010,6 +1021,14 @@ int state_check(struct state *s, const struct record_io *io, enum state_verdict 
 		 * filed elsewhere (another spelling), is read again too: its
 		 * record is what takes the place, and none would be written. */
 		if (moved && state_place_taken_from(s, io) && *v == STATE_UNCHANGED)
+			*v = STATE_CHANGED;
+		/* Its rows filed where a PATH of this run lies, which this
+		 * meeting is not (a symbolic link named last run, missing now,
+		 * whose file a walk meets first): that PATH's record takes the
+		 * place and clears what it holds, so this file is read again
+		 * and filed here, where a clean run files it, not left there
+		 * to go with the place. */
+		if (*v == STATE_UNCHANGED && moved && !io->maildir && state_old_named(s, old, io))
 			*v = STATE_CHANGED;
 		/* read again under another name (a file named by another
 		 * spelling, from another directory, or a Maildir message

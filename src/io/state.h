@@ -186,8 +186,10 @@ bool state_had_error_record(const struct state_entry *e);
  * whose documents are gone (call it after the archive's last
  * state_add_mbox_offset).  0 or what fn returned. */
 int state_each_vanished(const struct state_entry *e, int (*fn)(void *ctx, uint64_t off), void *ctx);
-/* The run's walk: an entry not seen in a directory it could not list,
- * wholly or partly, is not gone (walk_unlisted).  w must outlive
+/* The run's walk, given before the first state_check: an entry not seen
+ * in a directory it could not list, wholly or partly, is not gone
+ * (walk_unlisted), and a file met where no PATH lies whose entry is filed
+ * where one does is read again (state_check).  w must outlive
  * state_deleted(); without it every entry not seen is gone. */
 void state_set_walk(struct state *s, struct walk *w);
 /* Calls fn for every entry of the previous state that this run did not

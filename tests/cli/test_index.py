@@ -1452,7 +1452,8 @@ def case_named_symlink_removed(tmp):
     again.  The error record once cleared the message's rows at the
     link's place before the walk's rename could move them, which lost the
     message, and the message gone too, the deletion of its old entry took
-    the link's error row."""
+    the link's error row.  The same for a file in the walked tree that is
+    no Maildir message (a loose .eml, an archive)."""
     n = 0
     links = ("M/cur/link", "M/new/link:2,S", "M/.F/cur/other:2,S", "link.eml")
     for backend in ("--backend=uring", "--backend=sync"):
@@ -1482,6 +1483,25 @@ def case_named_symlink_removed(tmp):
                             errors is not None and q(db, "SELECT count(*) FROM errors") != [(errors,)]):
                         fail(f"{what}: {step}: {q(db, 'SELECT path FROM messages')} messages, "
                              f"{q(db, 'SELECT path, reason FROM errors')} error rows")
+        # the walked file no Maildir message (its id its path's): the
+        # walk, meeting it before the named link's error record, judged it
+        # unchanged under another spelling and left its rows at the link's
+        # place, which the error record then cleared: lost for a run
+        for target in ("M/x.eml", "M/a.mbox"):
+            n += 1
+            d = os.path.join(tmp, str(n))
+            m = clilib.fifo_id_maildir(d)
+            msg, at = os.path.join(d, target), os.path.join(d, "link.eml")
+            with open(msg, "wb") as f:
+                f.write(b"From a@b Mon Jan  2 10:00:00 2023\n" * target.endswith(".mbox") +
+                        b"Subject: one\n\nbody\n")
+            os.symlink(os.path.relpath(msg, d), at)
+            db, args = os.path.join(d, "a.db"), [backend, m, at]
+            run(["--index=" + db] + args)
+            os.unlink(at)
+            runs_equal_clean(db, d, args, f"{backend} a named link to {target} removed")
+            if q(db, "SELECT count(*) FROM messages") != [(1,)]:
+                fail(f"{backend} {target}: {q(db, 'SELECT root, path FROM messages')} messages")
     print(f"{n} named symbolic links removed beside a walk: each run's rows a clean run's")
 
 
