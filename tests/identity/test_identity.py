@@ -973,9 +973,7 @@ def equal_to_clean(ctx, index, what, extra=(), roots=("Maildir",), fresh_state=F
     state = None
     if fresh_state:
         state = "clean-state"
-        for f in (state, state + ".lock"):
-            if os.path.exists(os.path.join(ctx.work, f)):
-                os.unlink(os.path.join(ctx.work, f))
+        drop_state(ctx, state)
     clean.apply(ctx.run(list(roots), state=state, extra=extra).stdout)
     got, want = model(index), model(clean)
     if got != want:
@@ -1024,10 +1022,16 @@ def fresh_tree(ctx):
     """An empty Maildir directory and no state: a case's next scenario."""
     if os.path.exists(ctx.md):
         shutil.rmtree(ctx.md)
-    for f in ("state", "state.lock"):
+    drop_state(ctx)
+    os.makedirs(ctx.md)
+
+
+def drop_state(ctx, state="state"):
+    """The state file and its lock gone: the next run with it starts
+    afresh."""
+    for f in (state, state + ".lock"):
         if os.path.exists(os.path.join(ctx.work, f)):
             os.unlink(os.path.join(ctx.work, f))
-    os.makedirs(ctx.md)
 
 
 def case_stopped_run_then_changes(ctx):
